@@ -1,0 +1,73 @@
+"""Error types and the exit codes they map to.
+
+Every error a user can cause or meet is one of these, carries a one-line message (file, line and
+column when known) and is turned into that line plus its exit code at the CLI boundary. Exit codes
+are stable: CI pipelines depend on them.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    PASS = 0
+    FAIL = 1
+    USAGE = 2  # bad usage, rule pack or config
+    INCONCLUSIVE = 3  # the target, or data that is there, could not be read
+
+
+class ImageLintError(Exception):
+    """Base class: a message for the user and the exit code it ends the run with."""
+
+    exit_code: ExitCode = ExitCode.USAGE
+
+    def __init__(self, message: str, *, where: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.where = where
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message}" if self.where else self.message
+
+
+class UsageError(ImageLintError):
+    """The command line asks for something that cannot be done."""
+
+
+class RulePackError(ImageLintError):
+    """A rule pack is malformed (YAML, schema, unknown kind, bad regex, duplicate id)."""
+
+
+class ConfigError(ImageLintError):
+    """The configuration file is malformed or refers to something unknown."""
+
+
+class TargetError(ImageLintError):
+    """The target as a whole cannot be read (missing root, not a directory)."""
+
+    exit_code = ExitCode.INCONCLUSIVE
+
+
+class ImageReadError(ImageLintError):
+    """One path inside the image cannot be read safely (loop, not a regular file, too large...).
+
+    Raised by targets; a rule that meets it ends in error, which makes the run inconclusive.
+    """
+
+    exit_code = ExitCode.INCONCLUSIVE
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(reason, where=path)
+        self.path = path
+        self.reason = reason
+
+
+def source_location(path: str, line: int | None = None, column: int | None = None) -> str:
+    """Format ``file:line:column`` the way compilers and editors expect (1-based)."""
+    where = path
+    if line is not None:
+        where += f":{line}"
+        if column is not None:
+            where += f":{column}"
+    return where

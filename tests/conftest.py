@@ -1,0 +1,46 @@
+"""Shared fixtures: the real Debian image, and the rule that CI never skips a real test.
+
+With ``IMAGELINT_NO_SKIP=1`` (set by ``.ci/run``) any skipped test fails the session: on CI the
+facilities (root, debootstrap, systemd-nspawn, packer, memory cgroups) exist, so a skip there
+would hide a test that did not run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.support import REPO, is_root, need
+
+
+@pytest.fixture(scope="session")
+def debian_rootfs() -> Path:
+    """A real debootstrapped Debian bookworm tree, built once per machine and cached outside the repo.
+
+    Shared by many tests: treat it as read-only (copy it with ``copy_rootfs`` to change anything).
+    """
+    script = REPO / "scripts" / "build-test-rootfs.sh"
+    xdg_cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    cache = Path(os.environ.get("IMAGELINT_TEST_CACHE", xdg_cache / "imagelint-tests"))
+    ready = (cache / "bookworm" / ".imagelint-rootfs-complete").exists()
+    if not ready:
+        need(is_root(), "building the Debian test image with debootstrap needs root")
+        need(shutil.which("debootstrap") is not None, "debootstrap is not installed")
+    proc = subprocess.run(["bash", str(script)], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        pytest.fail(f"building the Debian test image failed:\n{proc.stderr[-4000:]}")
+    return Path(proc.stdout.strip().splitlines()[-1])
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if os.environ.get("IMAGELINT_NO_SKIP") != "1":
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    skipped = reporter.stats.get("skipped", []) if reporter else []
+    if skipped:
+        reporter.write_line(f"IMAGELINT_NO_SKIP=1: {len(skipped)} skipped test(s); CI must run all", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
