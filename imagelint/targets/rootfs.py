@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import BinaryIO
 
 from imagelint.errors import ImageReadError, TargetError
 
@@ -283,6 +284,22 @@ class RootfsTarget:
 
     def read_text(self, image_path: str, *, limit: int | None = None) -> TextContent:
         return decode_text(self.read_bytes(image_path, limit=limit))
+
+    def open_file(self, image_path: str) -> BinaryIO:
+        """Open a regular file for reading with no size cap (for large binary files such as journals).
+
+        The same refusals as ``read_bytes`` apply: links resolve inside the image, and anything but
+        a regular file is refused before it is opened. The caller closes the returned file
+        (``mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)`` works on it).
+        """
+        resolved = self.resolve(image_path)
+        host = self.host_path(resolved)
+        st = self.lstat(resolved)
+        if st is None:
+            raise ImageReadError(image_path, "does not exist")
+        if st.kind is not FileKind.FILE:
+            raise ImageReadError(image_path, f"is a {st.kind}, not a regular file; not opened")
+        return os.fdopen(self._open_regular(image_path, host), "rb")
 
     @staticmethod
     def _open_regular(image_path: str, host: Path) -> int:
