@@ -44,3 +44,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if skipped:
         reporter.write_line(f"IMAGELINT_NO_SKIP=1: {len(skipped)} skipped test(s); CI must run all", red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture(scope="session")
+def clean_rootfs(debian_rootfs: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A private copy of the real image with the hygiene remediations applied (a properly cleaned image)."""
+    from tests.support import clean_image, copy_rootfs
+
+    return clean_image(copy_rootfs(debian_rootfs, tmp_path_factory.mktemp("clean") / "rootfs"))

@@ -28,3 +28,61 @@ def copy_rootfs(src: Path, dest: Path) -> Path:
     """A private copy of an image tree (hard links are not used: tests may edit files in place)."""
     subprocess.run(["cp", "-a", "--reflink=auto", str(src), str(dest)], check=True)
     return dest
+
+
+def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 120):
+    """Run the installed ``imagelint`` console script as a user would; returns CompletedProcess."""
+    import shutil
+    import sys
+
+    exe = shutil.which("imagelint", path=str(Path(sys.executable).parent)) or "imagelint"
+    full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
+    return subprocess.run(
+        [exe, *args], capture_output=True, text=True, cwd=cwd, env=full_env, timeout=timeout, check=False
+    )
+
+
+def build_tree(root: Path, entries: dict[str, object]) -> Path:
+    """Create files under ``root`` from a rule's ``example`` mapping (path → content or entry object)."""
+    root.mkdir(parents=True, exist_ok=True)
+    for image_path, entry in entries.items():
+        host = root / image_path.lstrip("/")
+        host.parent.mkdir(parents=True, exist_ok=True)
+        spec = entry if isinstance(entry, dict) else {"content": entry}
+        if "link" in spec:
+            host.symlink_to(spec["link"])
+            continue
+        if spec.get("directory"):
+            host.mkdir(exist_ok=True)
+        else:
+            host.write_text(spec.get("content", ""), encoding="utf-8")
+        if "mode" in spec:
+            host.chmod(int(spec["mode"], 8))
+    return root
+
+
+def clean_image(root: Path) -> Path:
+    """Apply the hygiene pack's remediations to an image tree, as a careful image build would."""
+    import glob
+
+    for pattern in [
+        "etc/ssh/ssh_host_*",
+        "var/lib/dbus/machine-id",
+        "var/cache/apt/archives/*.deb",
+        "var/cache/apt/*.bin",
+        "var/lib/systemd/random-seed",
+        "root/.*_history",
+        "var/log/journal/*/*",
+    ]:
+        for path in glob.glob(str(root / pattern)):
+            os.unlink(path)
+    (root / "etc/machine-id").write_text("")
+    (root / "var/lib/dbus").mkdir(parents=True, exist_ok=True)
+    os.symlink("/etc/machine-id", root / "var/lib/dbus/machine-id")
+    dropin = root / "etc/ssh/sshd_config.d"
+    if dropin.parent.is_dir():
+        dropin.mkdir(exist_ok=True)
+        (dropin / "50-image.conf").write_text(
+            "PasswordAuthentication no\nPermitRootLogin prohibit-password\n"
+        )
+    return root

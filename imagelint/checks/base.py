@@ -1,0 +1,112 @@
+"""The contract between the engine and a check kind.
+
+A check kind is Python code that looks at a target and returns *observations*: one per thing it
+found (a path, a unit). A rule (data, in YAML) picks a kind, gives it parameters, and turns each
+observation into a finding with its own severity and message. Kinds never decide pass or fail.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from imagelint.targets import RootfsTarget
+
+
+@dataclass
+class Observation:
+    """One thing a check found. ``evidence`` is shown in reports and feeds the message template."""
+
+    subject: str  # what the finding is about (a path, a unit): waivers and fingerprints key on it
+    path: str | None = None  # where in the image, when there is a file
+    line: int | None = None
+    unit: str | None = None
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    def variables(self) -> dict[str, Any]:
+        return {
+            "subject": self.subject,
+            "path": self.path,
+            "line": self.line,
+            "unit": self.unit,
+            **self.evidence,
+        }
+
+
+class NotApplicable(Exception):
+    """Raised by a check whose subject is absent from the target (no sshd installed, no journal kept)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class ParamError(Exception):
+    """A well-typed parameter that cannot be used (a regex that does not compile)."""
+
+    def __init__(self, path: list[str | int], message: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.message = message
+
+
+@dataclass
+class CheckContext:
+    """What a check may look at: the target, the run's settings, and a per-run fact cache."""
+
+    target: RootfsTarget
+    expected_units: tuple[str, ...] = ()
+    waivers: tuple[Any, ...] = ()  # config.Waiver objects, for the check on the waivers themselves
+    today: dt.date = field(default_factory=dt.date.today)
+    warnings: list[tuple[str, str]] = field(default_factory=list)  # (where, message)
+    _facts: dict[object, Any] = field(default_factory=dict)
+
+    def warn(self, where: str, message: str) -> None:
+        if (where, message) not in self.warnings:
+            self.warnings.append((where, message))
+
+    def warn_undecodable(self, path: str, offset: int) -> None:
+        self.warn(path, f"not valid UTF-8 at byte {offset}; undecodable bytes were escaped")
+
+    def read_text(self, path: str) -> str:
+        """A text file of the target; non-UTF-8 content is kept (escaped) and warned about."""
+        content = self.target.read_text(path)
+        if content.invalid_utf8_at is not None:
+            self.warn_undecodable(path, content.invalid_utf8_at)
+        return content.text
+
+    def fact(self, key: object, build: Callable[[], Any]) -> Any:
+        """Build a fact once per run (parsed sshd config, unit index...) and share it between rules."""
+        if key not in self._facts:
+            self._facts[key] = build()
+        return self._facts[key]
+
+
+class CheckKind(ABC):
+    """One kind of check. Subclasses set the class attributes and implement ``evaluate``."""
+
+    name: ClassVar[str]  # e.g. "file.present"
+    summary: ClassVar[str]  # one line for docs and `imagelint rules show`
+    parameters: ClassVar[dict[str, Any]]  # JSON Schema "properties" of the parameters
+    required: ClassVar[tuple[str, ...]] = ()
+    variables: ClassVar[dict[str, str]] = {}  # template variables each observation provides, with meaning
+
+    def validate(self, params: dict[str, Any]) -> None:  # noqa: B027 - optional hook
+        """Semantic checks beyond the schema (compile regexes...). Raise ParamError."""
+
+    @abstractmethod
+    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
+        """Observations found on the target. Raise NotApplicable when the subject is absent.
+
+        ImageReadError (from the target) propagates: the engine turns it into an error result.
+        """
+
+    def schema(self) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {"kind": {"const": self.name}, **self.parameters},
+            "required": ["kind", *self.required],
+        }

@@ -1,0 +1,322 @@
+"""File check kinds: presence and absence by glob, content by regex, emptiness, permissions and ownership.
+
+All paths are image paths with shell globs (``**`` for any depth); they are read through the target,
+so links resolve inside the image and special files are never opened.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from typing import Any
+
+from imagelint.checks import register
+from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation, ParamError
+from imagelint.errors import ImageReadError
+from imagelint.facts.accounts import read_ids
+from imagelint.targets import FileKind, ImageStat
+
+_GLOBS = {"type": "array", "items": {"type": "string", "pattern": "^/"}, "minItems": 1}
+_PATHS = {"paths": {**_GLOBS, "description": "absolute image paths; shell globs, ** for any depth"}}
+_EXCLUDE = {
+    "exclude": {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": "globs of paths to leave out (* also matches /, so '*.pub' works anywhere)",
+    }
+}
+_TYPES = {
+    "types": {
+        "type": "array",
+        "items": {"enum": [k.value for k in FileKind]},
+        "minItems": 1,
+        "description": "only entries of these types (the path itself, links not followed); default any",
+    }
+}
+_OCTAL = {"type": "string", "pattern": "^0?[0-7]{1,4}$"}
+_REGEX = {
+    "pattern": {"type": "string", "description": "Python regular expression, matched per line (multiline)"},
+    "ignore_case": {"type": "boolean", "default": False},
+}
+EXCERPT_MAX = 160
+
+
+def _expand(ctx: CheckContext, params: dict[str, Any]) -> list[str]:
+    """Image paths matched by ``paths`` less ``exclude``, in order, without duplicates."""
+    excluded = params.get("exclude", [])
+    seen: dict[str, None] = {}
+    for pattern in params["paths"]:
+        for path in ctx.target.glob(pattern):
+            if not any(fnmatch.fnmatchcase(path, ex) for ex in excluded):
+                seen.setdefault(path)
+    return list(seen)
+
+
+def _typed(ctx: CheckContext, params: dict[str, Any], default: tuple[str, ...] = ()) -> list[ImageStat]:
+    wanted = set(params.get("types", default))
+    found = []
+    for path in _expand(ctx, params):
+        st = ctx.target.lstat(path)
+        if st is not None and (not wanted or st.kind.value in wanted):
+            found.append(st)
+    return found
+
+
+def _compile(params: dict[str, Any]) -> re.Pattern[str]:
+    flags = re.MULTILINE | (re.IGNORECASE if params.get("ignore_case") else 0)
+    return re.compile(params["pattern"], flags)
+
+
+def _validate_regex(params: dict[str, Any]) -> None:
+    try:
+        _compile(params)
+    except re.error as exc:
+        raise ParamError(["pattern"], f"regular expression does not compile: {exc}") from None
+
+
+def _account_id(ctx: CheckContext, name: str | int, table_path: str) -> int:
+    if isinstance(name, int) or name.isdigit():
+        return int(name)
+    table = ctx.fact(("accounts", table_path), lambda: read_ids(ctx.target, table_path))
+    if name not in table:
+        raise ImageReadError(table_path, f"has no entry for {name!r}")
+    return int(table[name])
+
+
+def redact(line: str) -> str:
+    """Keep what names a secret (``aws_secret_access_key =``), never the secret itself."""
+    match = re.match(r"\s*([^=:\s]+\s*[=:]?)", line)
+    key = match.group(1) if match else ""
+    return f"{key} <redacted>".strip()
+
+
+def _existing_files(ctx: CheckContext, params: dict[str, Any]) -> list[str]:
+    """Matching paths that exist and are not directories (a FIFO stays in: reading it is an error)."""
+    files = [
+        p
+        for p in _expand(ctx, params)
+        if (st := ctx.target.stat(p)) is not None and st.kind is not FileKind.DIR
+    ]
+    if not files:
+        raise NotApplicable(f"no file matches {', '.join(params['paths'])}")
+    return files
+
+
+@register
+class FilePresent(CheckKind):
+    name = "file.present"
+    summary = (
+        "Fires for each existing path that matches the globs (something that should not be in an image)."
+    )
+    parameters = {
+        **_PATHS,
+        **_EXCLUDE,
+        **_TYPES,
+        "min_size": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "only files of at least this many bytes",
+        },
+    }
+    required = ("paths",)
+    variables = {"path": "the matching image path", "type": "file type", "size": "size in bytes"}
+
+    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
+        min_size = params.get("min_size", 0)
+        return [
+            Observation(st.path, path=st.path, evidence={"type": st.kind.value, "size": st.size})
+            for st in _typed(ctx, params)
+            if st.size >= min_size or st.kind is not FileKind.FILE
+        ]
+
+
+@register
+class FileAbsent(CheckKind):
+    name = "file.absent"
+    summary = "Fires for each glob that matches nothing (something an image must have)."
+    parameters = {**_PATHS}
+    required = ("paths",)
+    variables = {"pattern": "the glob that matched nothing"}
+
+    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
+        return [
+            Observation(pattern, path=pattern, evidence={"pattern": pattern})
+            for pattern in params["paths"]
+            if not ctx.target.glob(pattern)
+        ]
+
+
+@register
+class FileContains(CheckKind):
+    name = "file.contains"
+    summary = (
+        "Fires for each line of the matching files that matches the regex; not applicable if no file exists."
+    )
+    parameters = {
+        **_PATHS,
+        **_EXCLUDE,
+        **_REGEX,
+        "redact": {"type": "boolean", "default": False, "description": "never show the matched text's value"},
+        "max_per_file": {
+            "type": "integer",
+            "minimum": 1,
+            "default": 1,
+            "description": "matches reported per file",
+        },
+    }
+    required = ("paths", "pattern")
+    variables = {
+        "path": "the file",
+        "line": "line number of the match",
+        "excerpt": "the line (redacted if asked)",
+    }
+
+    def validate(self, params: dict[str, Any]) -> None:
+        _validate_regex(params)
+
+    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
+        regex = _compile(params)
+        limit = params.get("max_per_file", 1)
+        found = []
+        for path in _existing_files(ctx, params):
+            text = ctx.read_text(path)
+            for match in list(regex.finditer(text))[:limit]:
+                start = text.rfind("\n", 0, match.start()) + 1
+                end = text.find("\n", match.start())
+                line_text = text[start : end if end >= 0 else len(text)].strip()
+                excerpt = redact(line_text) if params.get("redact") else line_text[:EXCERPT_MAX]
+                line = text.count("\n", 0, match.start()) + 1
+                found.append(Observation(path, path=path, line=line, evidence={"excerpt": excerpt}))
+        return found
+
+
+@register
+class FileLacks(CheckKind):
+    name = "file.lacks"
+    summary = "Fires for each existing matching file where the regex matches nowhere; n/a if none exists."
+    parameters = {**_PATHS, **_EXCLUDE, **_REGEX}
+    required = ("paths", "pattern")
+    variables = {"path": "the file"}
+
+    def validate(self, params: dict[str, Any]) -> None:
+        _validate_regex(params)
+
+    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
+        regex = _compile(params)
+        return [
+            Observation(path, path=path)
+            for path in _existing_files(ctx, params)
+            if not regex.search(ctx.read_text(path))
+        ]
+
+
+@register
+class FileEmpty(CheckKind):
+    name = "file.empty"
+    summary = "Fires for each existing matching file that is empty; not applicable if none exists."
+    parameters = {
+        **_PATHS,
+        **_EXCLUDE,
+        "whitespace_is_empty": {"type": "boolean", "default": False},
+    }
+    required = ("paths",)
+    variables = {"path": "the file", "size": "size in bytes"}
+
+    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
+        found = []
+        for path in _existing_files(ctx, params):
+            data = ctx.target.read_bytes(path)
+            if not data or (params.get("whitespace_is_empty") and not data.strip()):
+                found.append(Observation(path, path=path, evidence={"size": len(data)}))
+        return found
+
+
+@register
+class FilePermissions(CheckKind):
+    name = "file.permissions"
+    summary = "Fires for each matching entry whose mode bits or ownership are not as required."
+    parameters = {
+        **_PATHS,
+        **_EXCLUDE,
+        **_TYPES,
+        "recursive": {
+            "type": "boolean",
+            "default": False,
+            "description": "also every entry below matched dirs",
+        },
+        "mode_any": {**_OCTAL, "description": "fire when any of these bits is set, e.g. '0002'"},
+        "unless_mode_any": {
+            **_OCTAL,
+            "description": "but not when any of these is set, e.g. '1000' (sticky)",
+        },
+        "mode_missing": {**_OCTAL, "description": "fire when any of these bits is not set"},
+        "owner": {
+            "type": ["string", "integer"],
+            "description": "required owner (name from the image or uid)",
+        },
+        "group": {
+            "type": ["string", "integer"],
+            "description": "required group (name from the image or gid)",
+        },
+    }
+    required = ("paths",)
+    variables = {
+        "path": "the entry",
+        "mode": "its mode, octal",
+        "uid": "owner uid",
+        "gid": "group gid",
+        "problem": "what is wrong",
+    }
+
+    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
+        any_bits = int(params.get("mode_any", "0"), 8)
+        unless_bits = int(params.get("unless_mode_any", "0"), 8)
+        missing_bits = int(params.get("mode_missing", "0"), 8)
+        uid = _account_id(ctx, params["owner"], "/etc/passwd") if "owner" in params else None
+        gid = _account_id(ctx, params["group"], "/etc/group") if "group" in params else None
+        wanted = set(params.get("types", ()))
+        found = []
+        for st in self._entries(ctx, params):
+            if (wanted and st.kind.value not in wanted) or st.kind is FileKind.SYMLINK:
+                continue
+            problems = []
+            if any_bits and st.mode & any_bits and not st.mode & unless_bits:
+                problems.append(f"mode {st.mode:04o} has {st.mode & any_bits:04o} set")
+            if missing_bits and (st.mode & missing_bits) != missing_bits:
+                problems.append(f"mode {st.mode:04o} lacks {missing_bits & ~st.mode:04o}")
+            if uid is not None and st.uid != uid:
+                problems.append(f"owner uid {st.uid}, expected {uid}")
+            if gid is not None and st.gid != gid:
+                problems.append(f"group gid {st.gid}, expected {gid}")
+            if problems:
+                evidence = {
+                    "mode": f"{st.mode:04o}",
+                    "uid": st.uid,
+                    "gid": st.gid,
+                    "problem": "; ".join(problems),
+                }
+                found.append(Observation(st.path, path=st.path, evidence=evidence))
+        return found
+
+    @staticmethod
+    def _entries(ctx: CheckContext, params: dict[str, Any]) -> list[ImageStat]:
+        tops = [st for st in (ctx.target.lstat(p) for p in _expand(ctx, params)) if st is not None]
+        if not params.get("recursive"):
+            return tops
+        excluded = params.get("exclude", [])
+        # A usr-merged image reaches /usr/bin as /bin too: walk each real directory once.
+        walked: set[str] = set()
+        entries = list(tops)
+        for top in tops:
+            if ctx.target.stat(top.path) is None or ctx.target.stat(top.path).kind is not FileKind.DIR:
+                continue
+            real = ctx.target.resolve(top.path)
+            if any(real == w or real.startswith(w.rstrip("/") + "/") for w in walked):
+                continue
+            walked.add(real)
+            entries.extend(
+                st
+                for st in ctx.target.walk(real)
+                if not any(fnmatch.fnmatchcase(st.path, ex) for ex in excluded)
+            )
+        return entries

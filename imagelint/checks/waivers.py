@@ -1,0 +1,31 @@
+"""Check kind on the run's own waivers: an expired waiver waives nothing and is reported."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from imagelint.checks import register
+from imagelint.checks.base import CheckContext, CheckKind, Observation
+
+
+@register
+class WaiverExpired(CheckKind):
+    name = "config.waiver_expired"
+    summary = "Fires for each waiver in the configuration whose expiry date has passed."
+    parameters: dict[str, Any] = {}
+    variables = {"rule": "the waived rule", "expires": "expiry date", "owner": "owner", "source": "file:line"}
+
+    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
+        return [
+            Observation(
+                f"waiver:{w.source}",
+                evidence={
+                    "rule": w.rule,
+                    "expires": w.expires.isoformat(),
+                    "owner": w.owner or "-",
+                    "source": w.source,
+                },
+            )
+            for w in ctx.waivers
+            if w.expired(ctx.today)
+        ]

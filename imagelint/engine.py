@@ -1,0 +1,182 @@
+"""The engine: select rules, run them against a target, apply waivers, and decide the verdict.
+
+This is the one place that decides pass, fail or inconclusive:
+- fail: a finding that is not waived and is at or above ``fail-on`` (or from a rule tagged
+  ``always-fail``, such as an expired waiver);
+- inconclusive: otherwise, when any rule could not read what it needed (or raised);
+- pass: everything else. Not-applicable rules do not change the verdict.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+import traceback
+from dataclasses import dataclass, field
+
+from imagelint import __version__
+from imagelint.checks import CheckContext, NotApplicable, Observation, registry
+from imagelint.config import Config
+from imagelint.errors import ImageLintError
+from imagelint.report import Finding, Outcome, Report, ReportError, RuleResult, Verdict
+from imagelint.rulepacks import CheckSpec, Rule, RulePack, Scope, Severity
+from imagelint.targets import RootfsTarget
+
+MAX_FINDINGS_PER_RULE = 100
+ALWAYS_FAIL_TAG = "always-fail"
+
+
+@dataclass
+class RunSettings:
+    scopes: tuple[Scope, ...] = (Scope.IMAGE,)
+    today: dt.date = field(default_factory=lambda: dt.datetime.now(dt.UTC).date())
+
+
+def audit(target: RootfsTarget, packs: list[RulePack], config: Config, settings: RunSettings) -> Report:
+    started = time.monotonic()
+    started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    ctx = CheckContext(
+        target,
+        expected_units=tuple(config.expected_units),
+        waivers=tuple(config.waivers),
+        today=settings.today,
+    )
+    results: list[RuleResult] = []
+    findings: list[Finding] = []
+    errors: list[ReportError] = []
+    for rule in (r for pack in packs for r in pack.rules):
+        skip = _skip_reason(rule, config, settings.scopes)
+        severity = config.severity.get(rule.id) or config.severity.get(rule.name) or rule.severity
+        result = RuleResult(
+            rule.id, rule.name, rule.title, severity, Outcome.SKIPPED, rule.pack, reason=skip or ""
+        )
+        results.append(result)
+        if skip:
+            continue
+        t0 = time.perf_counter()
+        result.outcome, result.reason, observations = _evaluate(ctx, rule, errors)
+        result.duration_ms = (time.perf_counter() - t0) * 1000
+        for obs in observations:
+            finding = _finding(rule, severity, obs, config, settings.today)
+            finding.failing = finding.waiver is None and (
+                severity.at_least(config.fail_on) or ALWAYS_FAIL_TAG in rule.tags
+            )
+            findings.append(finding)
+        result.findings = len(observations)
+        if observations and all(f.waiver for f in findings[-len(observations) :]):
+            result.outcome = Outcome.WAIVED
+        if len(observations) > MAX_FINDINGS_PER_RULE:
+            result.omitted = len(observations) - MAX_FINDINGS_PER_RULE
+            del findings[len(findings) - result.omitted :]
+    report = Report(
+        tool_version=__version__,
+        target={"kind": target.kind, "path": target.description},
+        scopes=[s.value for s in settings.scopes],
+        started_at=started_at,
+        duration_s=time.monotonic() - started,
+        fail_on=config.fail_on,
+        verdict=Verdict.PASS,
+        rule_packs=[
+            {"name": p.name, "path": p.path, "sha256": p.sha256, "builtin": p.builtin, "rules": len(p.rules)}
+            for p in packs
+        ],
+        config={"path": config.path, "sha256": config.sha256} if config.path else None,
+        rules=results,
+        findings=findings,
+        errors=errors,
+        warnings=[ReportError(message, where=where) for where, message in ctx.warnings],
+    )
+    report.verdict = decide(report)
+    return report
+
+
+def decide(report: Report) -> Verdict:
+    if report.failing_findings:
+        return Verdict.FAIL
+    if report.errors or any(r.outcome is Outcome.ERROR for r in report.rules):
+        return Verdict.INCONCLUSIVE
+    return Verdict.PASS
+
+
+def _skip_reason(rule: Rule, config: Config, scopes: tuple[Scope, ...]) -> str | None:
+    if not set(rule.scopes) & set(scopes):
+        return f"scope {'/'.join(rule.scopes)} is not part of this run ({'/'.join(scopes)})"
+    if config.select and not any(rule.matches(s) for s in config.select):
+        return "not selected by the configuration"
+    if any(rule.matches(s) for s in config.ignore):
+        return "ignored by the configuration"
+    return None
+
+
+def _evaluate(
+    ctx: CheckContext, rule: Rule, errors: list[ReportError]
+) -> tuple[Outcome, str, list[Observation]]:
+    try:
+        for condition in rule.check.when:
+            if not _holds(ctx, condition):
+                return Outcome.NOT_APPLICABLE, f"condition not met: {_describe(condition)}", []
+        for condition in rule.check.unless:
+            if _holds(ctx, condition):
+                return Outcome.PASS, f"exempt: {_describe(condition)}", []
+        observations = registry()[rule.check.kind].evaluate(ctx, rule.check.params)
+    except NotApplicable as exc:
+        return Outcome.NOT_APPLICABLE, exc.reason, []
+    except ImageLintError as exc:
+        errors.append(ReportError(exc.message, rule_id=rule.id, where=exc.where))
+        return Outcome.ERROR, str(exc), []
+    except Exception as exc:  # a bug in one check must not stop the others
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        where = f"{frame.filename}:{frame.lineno}"
+        errors.append(
+            ReportError(f"internal error: {type(exc).__name__}: {exc}", rule_id=rule.id, where=where)
+        )
+        return Outcome.ERROR, f"internal error: {type(exc).__name__}: {exc}", []
+    return (Outcome.FAIL if observations else Outcome.PASS), "", observations
+
+
+def _holds(ctx: CheckContext, condition: CheckSpec) -> bool:
+    """A condition holds when its check finds something. Its own conditions apply too."""
+    if any(not _holds(ctx, c) for c in condition.when) or any(_holds(ctx, c) for c in condition.unless):
+        return False
+    try:
+        return bool(registry()[condition.kind].evaluate(ctx, condition.params))
+    except NotApplicable:
+        return False
+
+
+def _describe(spec: CheckSpec) -> str:
+    params = ", ".join(f"{k}={v}" for k, v in spec.params.items())
+    return f"{spec.kind}({params})"
+
+
+def _finding(rule: Rule, severity: Severity, obs: Observation, config: Config, today: dt.date) -> Finding:
+    variables = {"id": rule.id, "name": rule.name, **obs.variables()}
+    message = rule.message.format_map(_Blank(variables))
+    waiver = next(
+        (w for w in config.waivers if not w.expired(today) and w.covers(rule, obs.path, obs.unit)),
+        None,
+    )
+    return Finding(
+        rule_id=rule.id,
+        rule_name=rule.name,
+        severity=severity,
+        message=message,
+        subject=obs.subject,
+        remediation=rule.remediation,
+        path=obs.path,
+        line=obs.line,
+        unit=obs.unit,
+        evidence=obs.evidence,
+        waiver=waiver.to_dict() if waiver else None,
+    )
+
+
+class _Blank(dict[str, object]):
+    """Template variables; a variable a particular observation lacks renders as '-'."""
+
+    def __getitem__(self, key: str) -> object:
+        value = super().get(key)
+        return "-" if value is None else value
+
+    def __missing__(self, key: str) -> str:
+        return "-"

@@ -1,0 +1,93 @@
+"""Human output: findings grouped by severity in a table, then a one-line summary.
+
+Colour only when writing to a terminal, and never when NO_COLOR is set (rich honours it).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+
+from imagelint.report import Outcome, Report, Verdict
+from imagelint.rulepacks import Severity
+
+_STYLE = {
+    Severity.CRITICAL: "bold white on red",
+    Severity.HIGH: "bold red",
+    Severity.MEDIUM: "yellow",
+    Severity.LOW: "cyan",
+    Severity.INFO: "dim",
+}
+_VERDICT_STYLE = {Verdict.PASS: "bold green", Verdict.FAIL: "bold red", Verdict.INCONCLUSIVE: "bold yellow"}
+
+
+class TextFormatter:
+    name = "text"
+
+    def render(self, report: Report, *, color: bool, show_waived: bool) -> str:
+        from rich.console import Console
+        from rich.table import Table
+
+        buffer = io.StringIO()
+        use_color = color and "NO_COLOR" not in os.environ
+        console = Console(
+            file=buffer, force_terminal=use_color, no_color=not use_color, width=_width(), highlight=False
+        )
+        console.print(f"imagelint {report.tool_version} · {report.target['kind']} {report.target['path']}")
+        shown = [f for f in report.findings if show_waived or f.waiver is None]
+        shown.sort(key=lambda f: (-f.severity.rank, f.rule_id, f.location))
+        if shown:
+            table = Table(show_lines=False, expand=False, pad_edge=False)
+            table.add_column("severity", no_wrap=True)
+            table.add_column("rule", no_wrap=True)
+            table.add_column("where", overflow="fold")
+            table.add_column("finding", overflow="fold")
+            for finding in shown:
+                severity = f"[{_STYLE[finding.severity]}]{finding.severity.value}[/]"
+                message = finding.message + (
+                    f"\n[dim]waived: {finding.waiver['reason']}[/]" if finding.waiver else ""
+                )
+                table.add_row(severity, finding.rule_id, _escape(finding.location), message)
+            console.print(table)
+        for error in report.errors:
+            console.print(f"[bold yellow]error[/] {_escape(str(error))}")
+        for warning in report.warnings:
+            console.print(f"[yellow]warning[/] {_escape(str(warning))}")
+        for result in report.rules:
+            if result.omitted:
+                console.print(f"[dim]{result.rule_id}: {result.omitted} more findings not listed[/]")
+        for note in report.notes:
+            console.print(f"[dim]{_escape(note)}[/]")
+        console.print(_summary(report), style=_VERDICT_STYLE[report.verdict])
+        return buffer.getvalue()
+
+
+def _summary(report: Report) -> str:
+    counts = report.counts()
+    rules = counts["rules"]
+    severities = ", ".join(f"{n} {s}" for s, n in reversed(counts["by_severity"].items()) if n)
+    parts = [
+        f"{report.verdict.value.upper()}:",
+        f"{counts['findings']} finding(s)" + (f" ({severities})" if severities else ""),
+        f"{counts['failing']} at or above fail-on={report.fail_on.value}",
+        f"{counts['waived']} waived",
+        f"rules: {rules[Outcome.PASS]} passed, {rules[Outcome.FAIL]} failed, "
+        f"{rules[Outcome.NOT_APPLICABLE]} not applicable, {rules[Outcome.ERROR]} errors",
+    ]
+    return " · ".join(parts)
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def _width() -> int:
+    try:
+        return max(80, os.get_terminal_size().columns)
+    except OSError:
+        return 120
+
+
+FORMATTER = TextFormatter()

@@ -1,0 +1,5 @@
+"""The report: one object that every output format renders."""
+
+from imagelint.report.model import Finding, Outcome, Report, ReportError, RuleResult, Verdict
+
+__all__ = ["Finding", "Outcome", "Report", "ReportError", "RuleResult", "Verdict"]

@@ -1,0 +1,145 @@
+"""The report model: what was audited, with which rules, what was found, and the verdict.
+
+Plain dataclasses with ``to_dict`` for the JSON format; the JSON schema in ``report/schema.json``
+describes exactly that dict and a test validates real output against it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from imagelint.errors import ExitCode
+from imagelint.rulepacks.model import Severity
+
+REPORT_SCHEMA_VERSION = 1
+
+
+class Outcome(StrEnum):
+    PASS = "pass"  # evaluated, nothing found (or an `unless` condition held)
+    FAIL = "fail"  # at least one finding that is not waived
+    WAIVED = "waived"  # findings, all waived
+    NOT_APPLICABLE = "not-applicable"  # the rule's subject is absent from the target
+    ERROR = "error"  # could not be evaluated: makes the run inconclusive
+    SKIPPED = "skipped"  # not run: out of this run's scope, or deselected by the config
+
+
+class Verdict(StrEnum):
+    PASS = "pass"
+    FAIL = "fail"
+    INCONCLUSIVE = "inconclusive"
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return {Verdict.PASS: ExitCode.PASS, Verdict.FAIL: ExitCode.FAIL}.get(self, ExitCode.INCONCLUSIVE)
+
+
+@dataclass
+class Finding:
+    rule_id: str
+    rule_name: str
+    severity: Severity
+    message: str
+    subject: str
+    remediation: str
+    path: str | None = None
+    line: int | None = None
+    unit: str | None = None
+    evidence: dict[str, Any] = field(default_factory=dict)
+    waiver: dict[str, Any] | None = None  # the waiver that covers it, if any
+    failing: bool = False  # counts towards a failing verdict
+
+    @property
+    def location(self) -> str:
+        if self.path and self.line:
+            return f"{self.path}:{self.line}"
+        return self.path or self.subject
+
+
+@dataclass
+class RuleResult:
+    rule_id: str
+    name: str
+    title: str
+    severity: Severity
+    outcome: Outcome
+    pack: str
+    reason: str = ""  # why not applicable / skipped / error; which condition held
+    findings: int = 0
+    omitted: int = 0  # findings beyond the per-rule cap, counted but not listed
+    duration_ms: float = 0.0
+
+
+@dataclass
+class ReportError:
+    message: str
+    rule_id: str | None = None
+    where: str | None = None
+
+    def __str__(self) -> str:
+        prefix = f"{self.rule_id}: " if self.rule_id else ""
+        return f"{prefix}{self.where}: {self.message}" if self.where else f"{prefix}{self.message}"
+
+
+@dataclass
+class Report:
+    tool_version: str
+    target: dict[str, Any]
+    scopes: list[str]
+    started_at: str
+    duration_s: float
+    fail_on: Severity
+    verdict: Verdict
+    rule_packs: list[dict[str, Any]]
+    config: dict[str, Any] | None
+    rules: list[RuleResult]
+    findings: list[Finding]
+    errors: list[ReportError] = field(default_factory=list)
+    warnings: list[ReportError] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def active_findings(self) -> list[Finding]:
+        return [f for f in self.findings if f.waiver is None]
+
+    @property
+    def failing_findings(self) -> list[Finding]:
+        return [f for f in self.findings if f.failing]
+
+    def counts(self) -> dict[str, Any]:
+        by_severity = {s.value: 0 for s in Severity}
+        for finding in self.active_findings:
+            by_severity[finding.severity.value] += 1
+        by_outcome = {o.value: 0 for o in Outcome}
+        for result in self.rules:
+            by_outcome[result.outcome.value] += 1
+        return {
+            "findings": len(self.active_findings),
+            "failing": len(self.failing_findings),
+            "waived": len(self.findings) - len(self.active_findings),
+            "errors": len(self.errors),
+            "by_severity": by_severity,
+            "rules": by_outcome,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": REPORT_SCHEMA_VERSION,
+            "tool": {"name": "imagelint", "version": self.tool_version},
+            "target": self.target,
+            "scopes": self.scopes,
+            "started_at": self.started_at,
+            "duration_s": round(self.duration_s, 3),
+            "fail_on": self.fail_on.value,
+            "verdict": self.verdict.value,
+            "exit_code": int(self.verdict.exit_code),
+            "counts": self.counts(),
+            "rule_packs": self.rule_packs,
+            "config": self.config,
+            "rules": [{**asdict(r), "duration_ms": round(r.duration_ms, 2)} for r in self.rules],
+            "findings": [{**asdict(f), "location": f.location} for f in self.findings],
+            "errors": [asdict(e) for e in self.errors],
+            "warnings": [asdict(w) for w in self.warnings],
+            "notes": self.notes,
+        }

@@ -1,0 +1,139 @@
+"""Read rule packs from YAML, validate them, and turn them into Rule objects.
+
+Every refusal names file:line:column: YAML syntax, schema violations (unknown key, wrong type,
+unknown check kind), parameters a kind rejects (a regex that does not compile), message templates
+that use a variable the kind does not provide, and duplicate rule ids across all loaded packs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import string
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from imagelint.checks import ParamError, registry
+from imagelint.errors import RulePackError
+from imagelint.rulepacks.model import CheckSpec, Rule, RulePack, Scope, Severity
+from imagelint.rulepacks.schema import rules_schema
+from imagelint.yamlsource import YamlDocument, first_schema_error, load_yaml
+
+COMMON_VARIABLES = {"id", "name", "subject", "path", "line", "unit"}
+
+
+def builtin_rules_dir() -> Path:
+    """Where the built-in packs are: inside the installed wheel, else the source checkout's rules/."""
+    here = Path(__file__).resolve().parent.parent
+    packaged = here / "_builtin_rules"
+    return packaged if packaged.is_dir() else here.parent / "rules"
+
+
+def builtin_pack_paths() -> list[Path]:
+    return sorted(builtin_rules_dir().glob("*.yaml"))
+
+
+def load_packs(paths: Iterable[Path], *, builtin: Iterable[Path] = ()) -> list[RulePack]:
+    """Load packs in order; a rule id or name defined twice across them is an error."""
+    packs: list[RulePack] = []
+    seen: dict[str, str] = {}
+    for path, is_builtin in [*((p, True) for p in builtin), *((p, False) for p in paths)]:
+        for pack_path in _expand(Path(path)):
+            pack = load_pack(pack_path, builtin=is_builtin)
+            for rule in pack.rules:
+                for key in (rule.id, rule.name):
+                    if key in seen:
+                        raise RulePackError(
+                            f"rule {key} is already defined at {seen[key]}", where=rule.source
+                        )
+                    seen[key] = rule.source
+            packs.append(pack)
+    return packs
+
+
+def _expand(path: Path) -> list[Path]:
+    if path.is_dir():
+        found = sorted([*path.glob("*.yaml"), *path.glob("*.yml")])
+        if not found:
+            raise RulePackError("directory holds no *.yaml rule packs", where=str(path))
+        return found
+    return [path]
+
+
+def load_pack(path: Path, *, builtin: bool = False) -> RulePack:
+    document = load_yaml(path, error=RulePackError)
+    if document.data is None:
+        raise RulePackError("is empty; a rule pack needs a 'rules:' list", where=str(path))
+    first_schema_error(document, rules_schema(), RulePackError)
+    data = document.data
+    meta = data.get("pack", {})
+    pack = RulePack(
+        name=meta.get("name", path.stem),
+        path=str(path),
+        sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+        description=meta.get("description", ""),
+        builtin=builtin,
+    )
+    for index, raw in enumerate(data["rules"]):
+        pack.rules.append(_rule(document, ["rules", index], raw, pack.name))
+    return pack
+
+
+def _rule(document: YamlDocument, at: list[str | int], raw: dict[str, Any], pack: str) -> Rule:
+    check = _check(document, [*at, "check"], raw["check"])
+    kind = registry()[check.kind]
+    _check_template(document, [*at, "message"], raw["message"], COMMON_VARIABLES | set(kind.variables))
+    return Rule(
+        id=raw["id"],
+        name=raw["name"],
+        title=raw["title"],
+        severity=Severity(raw["severity"]),
+        scopes=tuple(Scope(s) for s in raw["scope"]),
+        check=check,
+        message=raw["message"],
+        remediation=raw["remediation"],
+        description=raw.get("description", ""),
+        references=tuple(raw.get("references", ())),
+        tags=tuple(raw.get("tags", ())),
+        pack=pack,
+        source=document.locate(at),
+        example=raw.get("example"),
+    )
+
+
+def _check(document: YamlDocument, at: list[str | int], raw: dict[str, Any]) -> CheckSpec:
+    params = {k: v for k, v in raw.items() if k not in ("kind", "when", "unless")}
+    kind = registry()[raw["kind"]]
+    try:
+        kind.validate(params)
+    except ParamError as exc:
+        raise RulePackError(exc.message, where=document.locate([*at, *exc.path])) from None
+    return CheckSpec(
+        kind=raw["kind"],
+        params=params,
+        when=_conditions(document, [*at, "when"], raw.get("when")),
+        unless=_conditions(document, [*at, "unless"], raw.get("unless")),
+    )
+
+
+def _conditions(document: YamlDocument, at: list[str | int], raw: Any) -> tuple[CheckSpec, ...]:
+    if raw is None:
+        return ()
+    if isinstance(raw, dict):
+        return (_check(document, at, raw),)
+    return tuple(_check(document, [*at, i], item) for i, item in enumerate(raw))
+
+
+def _check_template(document: YamlDocument, at: list[str | int], template: str, allowed: set[str]) -> None:
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+    except ValueError as exc:
+        raise RulePackError(f"message template: {exc}", where=document.locate(at)) from None
+    for field in fields:
+        base = field.split(".")[0].split("[")[0]
+        if base not in allowed:
+            known = ", ".join(sorted(allowed))
+            raise RulePackError(
+                f"message uses {{{field}}}, which this check kind does not provide (known: {known})",
+                where=document.locate(at),
+            )

@@ -1,0 +1,76 @@
+"""The in-memory form of rules and rule packs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Severity(StrEnum):
+    INFO = "info"
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+    CRITICAL = "critical"
+
+    @property
+    def rank(self) -> int:
+        return list(Severity).index(self)
+
+    def at_least(self, other: Severity) -> bool:
+        return self.rank >= other.rank
+
+
+class Scope(StrEnum):
+    IMAGE = "image"  # offline, from the files of a mounted image
+    HOST = "host"  # a running host: live probes
+    SOAK = "soak"  # a running host observed over minutes
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """A check kind with its parameters, and the conditions that gate it."""
+
+    kind: str
+    params: dict[str, Any]
+    when: tuple[CheckSpec, ...] = ()  # all must hold, else the rule is not applicable
+    unless: tuple[CheckSpec, ...] = ()  # if any holds, the rule passes without running
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    name: str
+    title: str
+    severity: Severity
+    scopes: tuple[Scope, ...]
+    check: CheckSpec
+    message: str
+    remediation: str
+    description: str = ""
+    references: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    pack: str = ""
+    source: str = ""  # file:line of the rule's definition
+    example: dict[str, Any] | None = None  # a tree that makes it fire, for the docs
+
+    def matches(self, selector: str) -> bool:
+        """True when a select/ignore/waiver entry names this rule (id, name, tag:X, pack:X; globs allowed)."""
+        from fnmatch import fnmatchcase
+
+        if selector.startswith("tag:"):
+            return any(fnmatchcase(t, selector[4:]) for t in self.tags)
+        if selector.startswith("pack:"):
+            return fnmatchcase(self.pack, selector[5:])
+        return fnmatchcase(self.id, selector) or fnmatchcase(self.name, selector)
+
+
+@dataclass
+class RulePack:
+    name: str
+    path: str
+    sha256: str
+    description: str
+    rules: list[Rule] = field(default_factory=list)
+    builtin: bool = False

@@ -1,0 +1,169 @@
+"""The command line as users meet it: exit codes, one-line errors, formats, start-up cost."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from imagelint import __version__
+from imagelint.report.schema import report_schema
+from tests.support import REPO, build_tree, run_cli
+
+
+def test_version() -> None:
+    for args in (["--version"], ["-V"]):
+        proc = run_cli(*args)
+        assert (proc.returncode, proc.stdout) == (0, f"imagelint {__version__}\n")
+    module = subprocess.run([sys.executable, "-m", "imagelint", "--version"], capture_output=True, text=True)
+    assert module.stdout == f"imagelint {__version__}\n"
+
+
+def test_audit_does_not_import_heavy_modules(tmp_path: Path) -> None:
+    root = build_tree(tmp_path / "image", {"/etc/hostname": "x\n"})
+    code = (
+        "import sys\nsys.argv = ['imagelint', 'audit', sys.argv[1], '-f', 'json:/dev/null']\n"
+        "from imagelint.cli import main\ntry:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(','.join(sorted(m for m in ('boto3', 'botocore', 'moto', 'urllib3') if m in sys.modules)))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == ""
+
+
+@pytest.mark.parametrize("kind", ["missing", "file"])
+def test_bad_root_is_one_line_and_exit_3(tmp_path: Path, kind: str) -> None:
+    root = tmp_path / "nope"
+    if kind == "file":
+        root.write_text("")
+    proc = run_cli("audit", str(root))
+    reason = "does not exist" if kind == "missing" else "is not a directory"
+    assert proc.returncode == 3
+    assert proc.stderr == f"imagelint: error: {root}: image root {reason}\n"
+
+
+def test_huge_file_in_the_image_is_inconclusive_with_its_path(tmp_path: Path) -> None:
+    root = build_tree(tmp_path / "image", {"/etc/ssh/sshd_config": ""})
+    with open(root / "etc/ssh/sshd_config", "wb") as f:
+        f.truncate(2 * 1024**3)
+    proc = run_cli("audit", str(root), "--select", "IL110")
+    assert proc.returncode == 3
+    assert "/etc/ssh/sshd_config: is 2.0 GiB, over the 16.0 MiB read limit" in proc.stdout
+    assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_fifo_where_a_file_should_be_is_inconclusive(tmp_path: Path) -> None:
+    root = build_tree(tmp_path / "image", {})
+    (root / "etc").mkdir()
+    os.mkfifo(root / "etc/machine-id")
+    proc = run_cli("audit", str(root), "--select", "IL102", "-f", "json", timeout=30)
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 3 and report["verdict"] == "inconclusive"
+    assert report["errors"] == [
+        {
+            "message": "is a FIFO, not a regular file; not opened",
+            "rule_id": "IL102",
+            "where": "/etc/machine-id",
+        }
+    ]
+
+
+def test_symlink_loop_in_the_image_is_inconclusive(tmp_path: Path) -> None:
+    root = build_tree(tmp_path / "image", {"/root/.ssh": {"link": "/root/.ssh"}})
+    proc = run_cli("audit", str(root), "--select", "IL104")
+    assert proc.returncode == 3 and "symlink loop" in proc.stdout
+
+
+def test_absolute_link_to_shadow_is_read_inside_the_image(tmp_path: Path) -> None:
+    root = build_tree(
+        tmp_path / "image",
+        {"/etc/shadow": "root:*:1::::::\n", "/etc/machine-id": {"link": "/etc/shadow"}},
+    )
+    proc = run_cli("audit", str(root), "--select", "IL114,IL102", "-f", "json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # the image's locked root, not the host's
+
+
+def test_non_utf8_content_is_a_warning_and_still_matched(tmp_path: Path) -> None:
+    root = build_tree(tmp_path / "image", {})
+    (root / "etc/ssh").mkdir(parents=True)
+    (root / "etc/ssh/sshd_config").write_bytes(b"# caf\xe9\nPermitRootLogin yes\n")
+    proc = run_cli("audit", str(root), "--select", "IL110", "-f", "json")
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 1 and report["findings"][0]["line"] == 2
+    assert report["warnings"] == [
+        {
+            "message": "not valid UTF-8 at byte 5; undecodable bytes were escaped",
+            "rule_id": None,
+            "where": "/etc/ssh/sshd_config",
+        }
+    ]
+
+
+def test_json_report_matches_its_schema_and_text_goes_to_stdout(debian_rootfs: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    proc = run_cli("audit", str(debian_rootfs), "-f", "text", "-f", f"json:{out}")
+    report = json.loads(out.read_text())
+    jsonschema.Draft202012Validator(report_schema(), format_checker=jsonschema.FormatChecker()).validate(
+        report
+    )
+    assert proc.returncode == report["exit_code"] == 1
+    assert "FAIL:" in proc.stdout and "IL101" in proc.stdout and "\x1b[" not in proc.stdout
+    assert {p["name"] for p in report["rule_packs"]} >= {"core", "hygiene"}
+    printed = json.loads(run_cli("schema", "report").stdout)
+    assert printed == report_schema()
+
+
+def test_two_formats_on_stdout_is_a_usage_error(tmp_path: Path) -> None:
+    proc = run_cli("audit", str(tmp_path), "-f", "text", "-f", "json")
+    assert proc.returncode == 2 and "only one --format can go to stdout" in proc.stderr
+
+
+def test_unknown_format_is_a_usage_error(tmp_path: Path) -> None:
+    proc = run_cli("audit", str(tmp_path), "-f", "xml")
+    assert proc.returncode == 2 and "unknown format 'xml'" in proc.stderr
+
+
+def _tree_digest(root: Path) -> str:
+    digest = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(dirnames + filenames):
+            path = Path(dirpath, name)
+            st = path.lstat()
+            digest.update(
+                f"{path.relative_to(root)}|{st.st_mode}|{st.st_uid}|{st.st_size}|{st.st_mtime_ns}".encode()
+            )
+            if path.is_file() and not path.is_symlink():
+                digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def test_audit_never_writes_to_the_image(debian_rootfs: Path) -> None:
+    before = _tree_digest(debian_rootfs)
+    run_cli("audit", str(debian_rootfs), "-f", "json:/dev/null")
+    assert _tree_digest(debian_rootfs) == before
+
+
+def test_every_command_has_standalone_help() -> None:
+    for args in (
+        ["--help"],
+        ["audit", "--help"],
+        ["rules", "--help"],
+        ["rules", "validate", "--help"],
+        ["schema", "--help"],
+        ["docs", "rules", "--help"],
+    ):
+        proc = run_cli(*args)
+        assert proc.returncode == 0 and "Usage: imagelint" in proc.stdout, args
+    assert "Exit codes" in run_cli("--help").stdout
+    assert "imagelint audit /mnt/image" in run_cli("audit", "--help").stdout
+
+
+def test_rule_reference_is_up_to_date() -> None:
+    proc = run_cli("docs", "rules", "--check", "-o", str(REPO / "docs" / "rules.md"))
+    assert proc.returncode == 0, proc.stderr

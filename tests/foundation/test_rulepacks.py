@@ -1,0 +1,118 @@
+"""Broken rule packs are refused with file:line:column and exit 2; good ones load."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from tests.support import run_cli
+
+GOOD_RULE = """\
+rules:
+  - id: X100
+    name: tmp-marker
+    title: A marker file exists
+    severity: low
+    scope: [image]
+    check:
+      kind: file.present
+      paths: [/etc/marker]
+    message: "{path} exists"
+    remediation: remove it
+"""
+
+
+def _pack(tmp_path: Path, text: str, name: str = "pack.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _validate(path: Path) -> tuple[int, str]:
+    proc = run_cli("rules", "validate", str(path))
+    return proc.returncode, proc.stderr.strip()
+
+
+def test_good_pack_validates(tmp_path: Path) -> None:
+    code, err = _validate(_pack(tmp_path, GOOD_RULE))
+    assert (code, err) == (0, "")
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "what"),
+    [
+        (GOOD_RULE.replace("title: A marker", "title: [A marker"), ":5:13", "invalid YAML"),
+        ("rules:\n  - &a {id: X1}\n  - *a\n", ":3:5", "aliases"),
+        (GOOD_RULE.replace("kind: file.present", "kind: file.nope"), ":8:13", "file.nope"),
+        (GOOD_RULE.replace("paths: [/etc/marker]", "paths: /etc/marker"), ":9:14", "is not of type 'array'"),
+        (
+            GOOD_RULE.replace(
+                "kind: file.present\n      paths: [/etc/marker]",
+                "kind: file.contains\n      paths: [/etc/m]\n      pattern: '(unclosed'",
+            ),
+            ":10:16",
+            "does not compile",
+        ),
+        (GOOD_RULE.replace('"{path} exists"', '"{pth} exists"'), ":10:14", "{pth}"),
+        (GOOD_RULE.replace("severity: low", "severity: low\n    severity: high"), ":6:5", "duplicate key"),
+        (
+            GOOD_RULE.replace("remediation: remove it", "remediation: remove it\n    colour: red"),
+            ":12:13",
+            "colour",
+        ),
+        (GOOD_RULE + GOOD_RULE.replace("rules:\n", ""), ":12:5", "already defined"),
+    ],
+    ids=[
+        "yaml-syntax",
+        "alias",
+        "unknown-kind",
+        "wrong-type",
+        "bad-regex",
+        "template-var",
+        "dup-key",
+        "unknown-key",
+        "dup-id",
+    ],
+)
+def test_broken_pack_is_refused_with_location(tmp_path: Path, text: str, where: str, what: str) -> None:
+    path = _pack(tmp_path, text)
+    code, err = _validate(path)
+    assert code == 2
+    assert len(err.splitlines()) == 1, err
+    assert f"{path}{where}" in err
+    assert what in err
+
+
+def test_alias_bomb_is_refused_fast(tmp_path: Path) -> None:
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}]" for i in range(1, 12)]
+    path = _pack(tmp_path, "\n".join(lines) + "\nrules: []\n")
+    code, err = _validate(path)
+    assert code == 2 and "aliases" in err and f"{path}:2:" in err
+
+
+def test_duplicate_of_a_builtin_id_is_refused(tmp_path: Path) -> None:
+    code, err = _validate(_pack(tmp_path, GOOD_RULE.replace("X100", "IL101")))
+    assert code == 2 and "IL101 is already defined at" in err and "hygiene.yaml" in err
+
+
+def test_rules_schema_is_a_valid_schema_that_accepts_builtin_packs() -> None:
+    proc = run_cli("schema", "rules")
+    assert proc.returncode == 0
+    schema = json.loads(proc.stdout)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    kinds = schema["$defs"]["check"]["properties"]["kind"]["enum"]
+    assert {"file.present", "file.contains", "file.permissions", "sshd.option"} <= set(kinds)
+
+
+def test_rules_list_and_show() -> None:
+    listed = run_cli("rules", "list", "--json")
+    ids = [r["id"] for r in json.loads(listed.stdout)]
+    assert "IL101" in ids and len(ids) == len(set(ids))
+    shown = run_cli("rules", "show", "IL110")
+    assert shown.returncode == 0 and "PermitRootLogin" in shown.stdout
+    missing = run_cli("rules", "show", "IL999")
+    assert missing.returncode == 2 and "no rule 'IL999'" in missing.stderr
