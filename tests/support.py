@@ -8,6 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from imagelint.sampletree import build_tree
+
+__all__ = ["build_tree"]
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -40,25 +44,6 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
     return subprocess.run(
         [exe, *args], capture_output=True, text=True, cwd=cwd, env=full_env, timeout=timeout, check=False
     )
-
-
-def build_tree(root: Path, entries: dict[str, object]) -> Path:
-    """Create files under ``root`` from a rule's ``example`` mapping (path → content or entry object)."""
-    root.mkdir(parents=True, exist_ok=True)
-    for image_path, entry in entries.items():
-        host = root / image_path.lstrip("/")
-        host.parent.mkdir(parents=True, exist_ok=True)
-        spec = entry if isinstance(entry, dict) else {"content": entry}
-        if "link" in spec:
-            host.symlink_to(spec["link"])
-            continue
-        if spec.get("directory"):
-            host.mkdir(exist_ok=True)
-        else:
-            host.write_text(spec.get("content", ""), encoding="utf-8")
-        if "mode" in spec:
-            host.chmod(int(spec["mode"], 8))
-    return root
 
 
 def clean_image(root: Path) -> Path:

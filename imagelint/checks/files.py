@@ -85,9 +85,11 @@ def _account_id(ctx: CheckContext, name: str | int, table_path: str) -> int:
 
 def redact(line: str) -> str:
     """Keep what names a secret (``aws_secret_access_key =``), never the secret itself."""
-    match = re.match(r"\s*([^=:\s]+\s*[=:]?)", line)
-    key = match.group(1) if match else ""
-    return f"{key} <redacted>".strip()
+    match = re.match(r"\s*([^=:\s]+)\s*([=:]?)", line)
+    if not match:
+        return "<redacted>"
+    key, separator = match.groups()
+    return f"{key} {separator} <redacted>" if separator else f"{key} <redacted>"
 
 
 def _existing_files(ctx: CheckContext, params: dict[str, Any]) -> list[str]:

@@ -67,14 +67,13 @@ def _summary(report: Report) -> str:
     rules = counts["rules"]
     severities = ", ".join(f"{n} {s}" for s, n in reversed(counts["by_severity"].items()) if n)
     parts = [
-        f"{report.verdict.value.upper()}:",
         f"{counts['findings']} finding(s)" + (f" ({severities})" if severities else ""),
         f"{counts['failing']} at or above fail-on={report.fail_on.value}",
         f"{counts['waived']} waived",
         f"rules: {rules[Outcome.PASS]} passed, {rules[Outcome.FAIL]} failed, "
         f"{rules[Outcome.NOT_APPLICABLE]} not applicable, {rules[Outcome.ERROR]} errors",
     ]
-    return " · ".join(parts)
+    return f"{report.verdict.value.upper()}: " + " · ".join(parts)
 
 
 def _escape(text: str) -> str:

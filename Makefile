@@ -1,0 +1,33 @@
+# imagelint: the two set-up commands the README gives, and a few conveniences.
+.PHONY: demo test lint docs bench clean
+
+VENV := .venv
+BIN := $(VENV)/bin
+SAMPLE := build/sample-image
+
+## demo: install, build the bundled faulty sample image, and audit it (findings are expected)
+demo:
+	scripts/install.sh
+	rm -rf $(SAMPLE)
+	$(BIN)/python scripts/make-sample-image.py examples/sample-image.yaml $(SAMPLE)
+	$(BIN)/imagelint audit $(SAMPLE) -c examples/sample.imagelint.yaml --show-waived -f text -f json:build/sample-report.json; \
+	  code=$$?; echo "imagelint exited $$code (1 = findings at or above fail-on); JSON report: build/sample-report.json"; \
+	  test $$code -eq 1
+
+## test: install everything the tests need (system packages too) and run the whole suite
+test:
+	scripts/install.sh --test
+	$(BIN)/python -m pytest
+
+lint:
+	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+
+docs:
+	$(BIN)/imagelint docs rules -o docs/rules.md
+
+bench:
+	$(BIN)/python benchmarks/audit_vs_systemctl.py
+	$(BIN)/python benchmarks/startup.py
+
+clean:
+	rm -rf build dist .pytest_cache .ruff_cache

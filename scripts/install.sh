@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Install imagelint into ./.venv, with the system packages it needs on Debian.
+#
+#   scripts/install.sh          runtime only (enough for `make demo`)
+#   scripts/install.sh --test   also what the test suite needs: debootstrap, systemd-nspawn,
+#                               systemd-journal-remote, packer, and the Python test tools
+# Needs root (or sudo) only when a Debian package is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+want_test=0
+[ "${1:-}" = "--test" ] && want_test=1
+
+packages=()
+python3 -c 'import ensurepip, venv' 2>/dev/null || packages+=(python3-venv python3-pip)
+if [ "$want_test" = 1 ]; then
+    command -v debootstrap >/dev/null || packages+=(debootstrap)
+    command -v systemd-nspawn >/dev/null || packages+=(systemd-container)
+    [ -x /lib/systemd/systemd-journal-remote ] || packages+=(systemd-journal-remote)
+    command -v packer >/dev/null || packages+=(packer)
+    command -v git >/dev/null || packages+=(git)
+fi
+if [ "${#packages[@]}" -gt 0 ]; then
+    sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo"
+    echo "install: apt-get install ${packages[*]}" >&2
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${packages[@]}" >/dev/null
+fi
+
+python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || {
+    echo "install: imagelint needs Python 3.11 or newer (found $(python3 --version))" >&2
+    exit 1
+}
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+if [ "$want_test" = 1 ]; then
+    .venv/bin/python -m pip install -q -e '.[test]'
+else
+    .venv/bin/python -m pip install -q -e .
+fi
