@@ -1,4 +1,6 @@
-"""Wall time of `imagelint audit` (all built-in packs) on the real Debian image vs `systemctl --root list-unit-files`.
+"""Wall time of `imagelint audit` (all built-in packs) on the real Debian image.
+
+Baseline: `systemctl --root=ROOT list-unit-files` on the same image, in the same run.
 
 Goal (issue 2): ratio ≤ 2. Run: .venv/bin/python benchmarks/audit_vs_systemctl.py [RUNS]
 """
