@@ -17,8 +17,8 @@ def register(cls: type[CheckKind]) -> type[CheckKind]:
 
 def registry() -> dict[str, CheckKind]:
     """All check kinds, by name (importing the modules that define them on first use)."""
-    if not _REGISTRY:
-        from imagelint.checks import files, sshd, waivers  # noqa: F401 - registration happens on import
+    from imagelint.checks import files, sshd, waivers  # noqa: F401 - registration happens on import
+
     return _REGISTRY
 
 
