@@ -1,0 +1,126 @@
+"""Against the real kernel: dying memory cgroups made on purpose, measured by the sampler and the soak.
+
+The machine's own tooling makes and removes memory cgroups now and then, so the global count drifts
+by a few in any window: these tests judge slopes and deltas with margins, never exact counts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from imagelint.facts.cgroups import CgroupSampler, probe_memory_stat
+from imagelint.soak.restarts import RestartSnapshot
+from imagelint.soak.runner import run_soak
+from tests.soak.memcg import MemcgLab, memory_num_cgroups, v1_memory_writable
+from tests.support import need
+
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+
+NOISE = 8  # dying memcgs the rest of the machine may add or free during one test
+
+
+@pytest.fixture
+def lab(request: pytest.FixtureRequest) -> Iterator[MemcgLab]:
+    ok, reason = v1_memory_writable()
+    need(ok, reason)
+    lab = MemcgLab(request.node.name.replace("[", "-").replace("]", "")[:40])
+    try:
+        yield lab
+    finally:
+        lab.cleanup()
+        assert not lab.parent.exists(), f"{lab.parent} left behind"
+        assert not lab.scratch.exists(), f"{lab.scratch} left behind"
+
+
+def _no_systemctl() -> RestartSnapshot:
+    return RestartSnapshot(time.time(), False, "not used in this test")
+
+
+def test_sampler_sees_rmdir_with_page_cache_as_dying_and_freeing_it_as_gone(lab: MemcgLab) -> None:
+    sampler = CgroupSampler()
+    assert sampler.layout.memory == "v1"
+    before = sampler.sample()
+    assert before.dying_source == "proc_cgroups_minus_dirs"
+    for _ in range(20):
+        lab.restart_once(leak=True)
+    during = sampler.sample()
+    # the directories are gone, the kernel still counts them
+    assert not any(p.name.startswith("run-") for p in lab.parent.iterdir())
+    assert abs(during.live - before.live - 1) <= NOISE  # +1: the lab's parent cgroup
+    assert 20 - NOISE <= during.dying - before.dying <= 20 + NOISE
+    assert during.num_cgroups == during.live + during.dying
+    subtree = {s.path: s for s in during.subtrees}
+    assert subtree[lab.parent.name].live == 1
+
+    lab.cleanup()  # files deleted, sync, drop caches, parent removed
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        after = sampler.sample()
+        if after.dying <= during.dying - 20 + NOISE:
+            break
+        time.sleep(0.2)
+    assert after.dying <= during.dying - 20 + NOISE, "freeing the page cache should release the dying memcgs"
+
+
+def test_non_leaking_restarts_leave_nothing_dying(lab: MemcgLab) -> None:
+    sampler = CgroupSampler()
+    before = memory_num_cgroups()
+    for _ in range(20):
+        lab.restart_once(leak=False)
+    time.sleep(0.5)  # an offlined memcg without pages is freed asynchronously
+    after = sampler.sample()
+    assert after.num_cgroups - before <= 1 + NOISE  # +1: the lab's parent cgroup
+
+
+@pytest.mark.parametrize("leak", [True, False], ids=["leaking", "clean"])
+def test_short_soak_flags_a_leaking_restarter_and_not_a_clean_one(lab: MemcgLab, leak: bool) -> None:
+    """A restart every 2 s beside a 36 s soak at 3 s: a leak of ~1800/h is flagged; clean restarts are not."""
+    period, duration, interval = 2.0, 36.0, 3.0
+    sampler = CgroupSampler()
+    seen: list[int] = []
+    lab.start(period, leak=leak)
+    try:
+        result = run_soak(
+            sampler,
+            duration=duration,
+            interval=interval,
+            on_sample=lambda s: seen.append(s.dying),
+            restarts=_no_systemctl,
+        )
+    finally:
+        lab.stop()
+    assert not lab.errors, lab.errors
+    assert not result.cut_short
+    assert len(result.samples) == int(duration / interval) + 1
+    assert seen == [s.dying for s in result.samples]
+    trend = result.trend("dying")
+    assert trend is not None
+    made_per_hour = lab.restarts / result.elapsed * 3600  # restarts the lab made while we measured
+    if leak:
+        assert trend.growing, trend.to_dict()
+        # the right order of magnitude: within a factor of 2 of the leak rate actually produced
+        assert made_per_hour / 2 <= trend.slope_per_hour <= made_per_hour * 2, (
+            made_per_hour,
+            trend.to_dict(),
+        )
+        assert result.ratio() is not None and result.ratio() > 0
+    else:
+        # clean restarts churn through as many cgroups but leave none dying; judge the slope
+        assert lab.restarts >= duration / period - 2
+        assert not (trend.growing and trend.slope_per_hour > made_per_hour / 4), trend.to_dict()
+
+
+def test_symptom_probe_reads_every_live_memcg(lab: MemcgLab) -> None:
+    sampler = CgroupSampler()
+    for i in range(5):
+        (lab.parent / f"live-{i}").mkdir()
+    probe = probe_memory_stat(sampler.layout)
+    sample = sampler.sample()
+    assert probe.errors == 0
+    # everything the sampler counts as live was read (the machine may add or remove one meanwhile)
+    assert abs(probe.cgroups - sample.live) <= 2
+    assert probe.cgroups >= 7  # the root, the lab's parent and its 5 children at least
+    assert probe.bytes_read > 0 and probe.seconds > 0
