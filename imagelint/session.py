@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from imagelint.config import Config, find_config, load_config
 from imagelint.engine import RunSettings, audit
 from imagelint.errors import UsageError
-from imagelint.formats import FORMATS, get_formatter
+from imagelint.formats import FORMATS, RenderOptions, get_formatter
 from imagelint.report import Report, Verdict
 from imagelint.rulepacks import Rule, RulePack, Severity, builtin_pack_paths, load_packs
 from imagelint.targets import RootfsTarget
@@ -75,7 +75,7 @@ def run_audit(
     config.ignore += _selectors("--ignore", ignore or [], rules)
     target = RootfsTarget(root)
     report = audit(target, packs, config, RunSettings())
-    write_outputs(report, outputs, show_waived=show_waived)
+    write_outputs(report, outputs, RenderOptions(show_waived=show_waived))
     return report.verdict
 
 
@@ -88,15 +88,15 @@ def _selectors(option: str, given: list[str], rules: list[Rule]) -> list[str]:
     return selectors
 
 
-def write_outputs(report: Report, outputs: list[OutputSpec], *, show_waived: bool) -> None:
+def write_outputs(report: Report, outputs: list[OutputSpec], options: RenderOptions) -> None:
     for spec in outputs:
         formatter = get_formatter(spec.format)
         if spec.path is None:
             color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
-            sys.stdout.write(formatter.render(report, color=color, show_waived=show_waived))
+            sys.stdout.write(formatter.render(report, replace(options, color=color)))
             sys.stdout.flush()
             continue
-        text = formatter.render(report, color=False, show_waived=show_waived)
+        text = formatter.render(report, replace(options, color=False))
         try:
             spec.path.parent.mkdir(parents=True, exist_ok=True)
             spec.path.write_text(text, encoding="utf-8")

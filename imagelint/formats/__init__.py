@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 
 from imagelint.errors import UsageError
-from imagelint.formats.interface import Formatter
+from imagelint.formats.interface import Formatter, RenderOptions
 
 # name → module; imported only when used, so a run pays only for the formats it writes
 FORMATS = {
@@ -21,4 +21,4 @@ def get_formatter(name: str) -> Formatter:
     return module.FORMATTER  # type: ignore[no-any-return]
 
 
-__all__ = ["FORMATS", "Formatter", "get_formatter"]
+__all__ = ["FORMATS", "Formatter", "RenderOptions", "get_formatter"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import os
 
+from imagelint.formats.interface import RenderOptions
 from imagelint.report import Outcome, Report, Verdict
 from imagelint.rulepacks import Severity
 
@@ -24,17 +25,17 @@ _VERDICT_STYLE = {Verdict.PASS: "bold green", Verdict.FAIL: "bold red", Verdict.
 class TextFormatter:
     name = "text"
 
-    def render(self, report: Report, *, color: bool, show_waived: bool) -> str:
+    def render(self, report: Report, options: RenderOptions) -> str:
         from rich.console import Console
         from rich.table import Table
 
         buffer = io.StringIO()
-        use_color = color and "NO_COLOR" not in os.environ
+        use_color = options.color and "NO_COLOR" not in os.environ
         console = Console(
             file=buffer, force_terminal=use_color, no_color=not use_color, width=_width(), highlight=False
         )
         console.print(f"imagelint {report.tool_version} · {report.target['kind']} {report.target['path']}")
-        shown = [f for f in report.findings if show_waived or f.waiver is None]
+        shown = [f for f in report.findings if options.show_waived or f.waiver is None]
         shown.sort(key=lambda f: (-f.severity.rank, f.rule_id, f.location))
         if shown:
             table = Table(show_lines=False, expand=False, pad_edge=False)
