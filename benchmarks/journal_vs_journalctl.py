@@ -1,0 +1,163 @@
+"""Benchmark imagelint's pure-Python journal reader against journalctl on a 1,000,000-entry journal.
+
+    .venv/bin/python benchmarks/journal_vs_journalctl.py [--entries N] [--repeat R]
+
+The journal (a few thousand crash-loop restart records among kubelet-like noise, several boots) is
+written once by the real ``systemd-journal-remote`` and cached under
+``~/.cache/imagelint-tests/journal-bench-<N>/`` (``IMAGELINT_TEST_CACHE`` overrides the cache root).
+Then, in the same run, each measurement is a fresh process timed by wall clock (best of R):
+
+  (a) restart-loop detection: ``python -c`` importing imagelint and running ``analyze_restarts``
+      vs ``journalctl --directory=D MESSAGE_ID=5eb0… -o json``            goal: ratio <= 1.0
+  (b) full scan decoding every entry: imagelint ``Journal.entries()``
+      vs ``journalctl --directory=D -o json > /dev/null``               goal: ratio <= 0.3
+  (c) peak RSS of the imagelint child while analysing (``resource.getrusage(RUSAGE_CHILDREN)``,
+      one child per measurement so the figure is that child's)            goal: <= 150 MiB
+
+Figures and ratios are printed as measured; a missed goal is reported as missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from tests.journal.exportgen import RESTART_ID, large_history, write_journal  # noqa: E402
+
+PYTHON = sys.executable
+
+RESTART_CODE = """
+import sys
+from imagelint.facts.journal import open_path, analyze_restarts
+with open_path(sys.argv[1]) as j:
+    report = analyze_restarts(j)
+    loops = [u for u in report.units if u.restarts >= 10]
+    print(len(report.units), sum(u.restarts for u in report.units), len(loops), j.scan.entries_examined)
+"""
+
+SCAN_CODE = """
+import sys
+from imagelint.facts.journal import open_path
+with open_path(sys.argv[1]) as j:
+    n = 0
+    for entry in j.entries():
+        n += 1
+    print(n, j.scan.files_found, len(j.scan.unreadable))
+"""
+
+
+def cache_root() -> Path:
+    xdg = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return Path(os.environ.get("IMAGELINT_TEST_CACHE", xdg / "imagelint-tests"))
+
+
+def ensure_journal(entries: int) -> Path:
+    d = cache_root() / f"journal-bench-{entries}"
+    marker = d / ".complete"
+    if marker.exists():
+        return d
+    if d.exists():
+        shutil.rmtree(d)
+    d.mkdir(parents=True)
+    print(f"generating a {entries}-entry journal in {d} with systemd-journal-remote (once) ...", flush=True)
+    t = time.perf_counter()
+    write_journal(large_history(entries, restart_cycles=max(10, entries // 330)), d)
+    marker.write_text("ok\n")
+    print(f"  done in {time.perf_counter() - t:.0f} s", flush=True)
+    return d
+
+
+def best(cmd: list[str], repeat: int) -> tuple[float, str]:
+    """Best wall time over ``repeat`` fresh child processes, and the last one's stdout."""
+    times = []
+    out = ""
+    for _ in range(repeat):
+        t = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        times.append(time.perf_counter() - t)
+        if proc.returncode != 0:
+            raise SystemExit(f"{cmd[:3]} failed: {proc.stderr[-2000:]}")
+        out = proc.stdout
+    return min(times), out
+
+
+def measure_rss(code: str, d: Path) -> int:
+    """Peak RSS (KiB) of one fresh child running ``code``: getrusage(RUSAGE_CHILDREN) in a parent
+    that has run nothing else, so the figure is that child's alone."""
+    probe = (
+        "import resource, subprocess, sys\n"
+        "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+    )
+    proc = subprocess.run(
+        [PYTHON, "-c", probe, PYTHON, "-c", code, str(d)], capture_output=True, text=True, check=True
+    )
+    return int(proc.stdout.strip())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--entries", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    d = ensure_journal(args.entries)
+    files = sorted(p for p in d.rglob("*.journal*"))
+    size = sum(p.stat().st_size for p in files)
+    print(f"journal: {d} ({len(files)} files, {size / 2**20:.0f} MiB)")
+    # warm the page cache so neither side pays for the first read
+    for p in files:
+        with open(p, "rb") as f:
+            while f.read(1 << 24):
+                pass
+
+    jc_restart, jc_out = best(
+        ["journalctl", f"--directory={d}", f"MESSAGE_ID={RESTART_ID}", "-o", "json"], args.repeat
+    )
+    il_restart, il_out = best([PYTHON, "-c", RESTART_CODE, str(d)], args.repeat)
+    print("\n(a) restart-loop detection")
+    print(
+        f"  journalctl MESSAGE_ID match -o json : {jc_restart:7.2f} s  ({len(jc_out.splitlines())} records)"
+    )
+    print(
+        f"  imagelint analyze_restarts          : {il_restart:7.2f} s  (units, restarts, loops, examined: "
+        f"{il_out.strip()})"
+    )
+    ratio_a = il_restart / jc_restart
+    print(f"  ratio {ratio_a:.2f}  goal <= 1.0  {'MET' if ratio_a <= 1.0 else 'MISSED'}")
+
+    jc_scan, _ = best(
+        ["sh", "-c", f"journalctl --directory='{d}' -o json > /dev/null"], max(1, args.repeat - 2)
+    )
+    il_scan, il_scan_out = best([PYTHON, "-c", SCAN_CODE, str(d)], max(1, args.repeat - 2))
+    print("\n(b) full scan of every entry")
+    print(f"  journalctl -o json > /dev/null      : {jc_scan:7.2f} s")
+    print(
+        f"  imagelint Journal.entries()         : {il_scan:7.2f} s  (entries, files, unreadable: "
+        f"{il_scan_out.strip()})"
+    )
+    ratio_b = il_scan / jc_scan
+    print(f"  ratio {ratio_b:.2f}  goal <= 0.3  {'MET' if ratio_b <= 0.3 else 'MISSED'}")
+
+    rss_restart = measure_rss(RESTART_CODE, d)
+    rss_scan = measure_rss(SCAN_CODE, d)
+    print("\n(c) peak RSS of the imagelint child (ru_maxrss, includes mapped journal pages touched)")
+    print(
+        f"  restart-loop analysis : {rss_restart / 1024:7.1f} MiB  goal <= 150  "
+        f"{'MET' if rss_restart <= 150 * 1024 else 'MISSED'}"
+    )
+    print(
+        f"  full scan             : {rss_scan / 1024:7.1f} MiB  goal <= 150  "
+        f"{'MET' if rss_scan <= 150 * 1024 else 'MISSED'}"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+"""Reading systemd journal files without systemd: a pure-Python reader and the analyses built on it.
+
+Public API (what the rule layer calls):
+
+* sources: ``open_image(target)``, ``open_directory(path)``, ``open_files(paths)``, ``open_path(path)``
+  each return a ``Journal`` (a context manager) whose ``scan`` (``JournalScan``) accounts for every
+  file found: read, read in part, or skipped with a reason.
+* reading: ``Journal.entries(fields=None)``, ``Journal.match({"FIELD": value or [values]}, fields=None)``
+  and ``Journal.match_any([...])`` yield entries as dicts in journalctl's order (see ``reader``).
+* analyses: ``analyze_restarts(journal) -> RestartReport`` and ``count_signal(journal, spec) ->
+  SignalReport``, with the specs and message ids in ``patterns``.
+
+Entry dicts map field names to ``str`` (valid UTF-8) or ``bytes`` (anything else), or to a list of
+those, in entry order, when a field repeats. Metadata keys: ``__REALTIME_TIMESTAMP``,
+``__MONOTONIC_TIMESTAMP``, ``__SEQNUM`` (ints, microseconds / sequence number), ``_BOOT_ID``,
+``__SEQNUM_ID`` (hex strings) and ``__CURSOR`` (journalctl's cursor string). Unlike ``journalctl -o
+json``, values are never nulled for size and control characters stay in strings.
+"""
+
+from __future__ import annotations
+
+from imagelint.facts.journal.errors import CorruptJournal, JournalError, UnsupportedJournal
+from imagelint.facts.journal.journal import Journal, compare_keys
+from imagelint.facts.journal.patterns import SIGNALS, SignalSpec
+from imagelint.facts.journal.reader import META_FIELDS, Entry, JournalFile
+from imagelint.facts.journal.restarts import ExitStatus, RestartReport, UnitRestarts, analyze_restarts
+from imagelint.facts.journal.scan import FileReport, FileStatus, JournalScan
+from imagelint.facts.journal.signals import SignalBoot, SignalReport, count_signal
+from imagelint.facts.journal.sources import (
+    IMAGE_JOURNAL_DIRS,
+    image_journal_files,
+    open_directory,
+    open_files,
+    open_image,
+    open_path,
+)
+
+__all__ = [
+    "IMAGE_JOURNAL_DIRS",
+    "META_FIELDS",
+    "SIGNALS",
+    "CorruptJournal",
+    "Entry",
+    "ExitStatus",
+    "FileReport",
+    "FileStatus",
+    "Journal",
+    "JournalError",
+    "JournalFile",
+    "JournalScan",
+    "RestartReport",
+    "SignalBoot",
+    "SignalReport",
+    "SignalSpec",
+    "UnitRestarts",
+    "UnsupportedJournal",
+    "analyze_restarts",
+    "compare_keys",
+    "count_signal",
+    "image_journal_files",
+    "open_directory",
+    "open_files",
+    "open_image",
+    "open_path",
+]

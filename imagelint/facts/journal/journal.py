@@ -1,0 +1,266 @@
+"""Several journal files read as one stream, in the order journalctl shows them.
+
+Ordering follows sd-journal's rule for comparing two entries: the same ``seqnum_id`` compares by
+sequence number; otherwise the same boot compares by monotonic time; otherwise by wall-clock
+time; and finally by the entry's ``xor_hash``. Entries that compare equal in every respect (the
+same entry kept in two files) are shown once. Because that rule is not a total order, the merge
+works as sd-journal does rather than with a heap: after each entry every file skips to its first
+entry beyond it, and the smallest of those comes next. The common case, one writer's rotated files
+(cleanly closed, one seqnum id, disjoint seqnum ranges), is read file after file with no merging.
+
+Problems in one file are recorded in its ``FileReport`` and the other files go on being read.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from imagelint.facts.journal.errors import CorruptJournal
+from imagelint.facts.journal.reader import Entry, EntryKey, JournalFile, Value
+from imagelint.facts.journal.scan import FileReport, JournalScan
+
+Matches = Mapping[str, Value | Sequence[Value]]
+
+
+def compare_keys(a: EntryKey, b: EntryKey) -> int:
+    """sd-journal's ordering of two entries: negative, zero (the same entry) or positive."""
+    if a == b:
+        return 0
+    if a[0] == b[0] and a[1] != b[1]:
+        return -1 if a[1] < b[1] else 1
+    if a[2] == b[2] and a[3] != b[3]:
+        return -1 if a[3] < b[3] else 1
+    if a[4] != b[4]:
+        return -1 if a[4] < b[4] else 1
+    if a[5] != b[5]:
+        return -1 if a[5] < b[5] else 1
+    return 0
+
+
+@dataclass
+class _Head:
+    jf: JournalFile
+    report: FileReport
+    offsets: Iterator[int]
+    off: int = 0
+    key: EntryKey = field(default=(b"", 0, b"", 0, 0, 0))
+
+    def advance(self) -> bool:
+        """Move to the next readable entry; False when the file is exhausted or broken."""
+        while True:
+            try:
+                self.off = next(self.offsets)
+            except StopIteration:
+                return False
+            except CorruptJournal as exc:
+                self.report.problem(f"entry list cut short: {exc}")
+                return False
+            try:
+                self.key = self.jf.entry_key(self.off)
+            except CorruptJournal as exc:
+                self.report.problem(f"unreadable entry: {exc}")
+                continue
+            return True
+
+
+class Journal:
+    """The readable journal files of one source plus the ``JournalScan`` accounting for all of them."""
+
+    def __init__(self, files: list[tuple[FileReport, JournalFile]], scan: JournalScan) -> None:
+        self._files = files
+        self.scan = scan
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for _report, jf in self._files:
+            jf.close()
+        self._files = []
+
+    @property
+    def files(self) -> list[JournalFile]:
+        return [jf for _r, jf in self._files]
+
+    def entries(self, fields: Collection[str] | None = None) -> Iterator[Entry]:
+        """Every entry of every readable file, interleaved in journalctl's order."""
+        return self._stream(lambda jf: jf.entry_offsets(), fields)
+
+    def match(self, matches: Matches, fields: Collection[str] | None = None) -> Iterator[Entry]:
+        """Entries matching ``matches`` (same field: OR; different fields: AND), via each file's index."""
+        return self._stream(lambda jf: iter(jf.match_offsets(matches)), fields)
+
+    def match_any(
+        self,
+        alternatives: Sequence[Matches | tuple[Matches, Collection[str]]],
+        fields: Collection[str] | None = None,
+    ) -> Iterator[Entry]:
+        """Entries matching at least one of several match sets (journalctl's ``+``), each once.
+
+        An alternative may be ``(matches, without)``: then its entries must not have any field
+        named in ``without`` (also decided through the index).
+        """
+
+        def offsets(jf: JournalFile) -> Iterator[int]:
+            found: set[int] = set()
+            for alt in alternatives:
+                if isinstance(alt, tuple):
+                    found.update(jf.match_offsets(alt[0], alt[1]))
+                else:
+                    found.update(jf.match_offsets(alt))
+            return iter(sorted(found))
+
+        return self._stream(offsets, fields)
+
+    def _chain_order(self) -> list[tuple[FileReport, JournalFile]] | None:
+        """The files in reading order when they can simply be read one after another.
+
+        That holds when every file is closed cleanly (offline or archived, not truncated, so its
+        header's seqnum range is final), all share one seqnum id, and the ranges do not overlap:
+        the usual case of one writer's rotated files. Otherwise None, and entries are merged.
+        """
+        if len(self._files) < 2:
+            return list(self._files)
+        for _r, jf in self._files:
+            if jf.header.state_name not in ("offline", "archived") or jf.truncated:
+                return None
+        files = [(r, jf) for r, jf in self._files if jf.header.n_entries]
+        if any(jf.header.seqnum_id != files[0][1].header.seqnum_id for _r, jf in files):
+            return None
+        files.sort(key=lambda f: f[1].header.head_entry_seqnum)
+        for (_a, a), (_b, b) in itertools.pairwise(files):
+            if not a.header.tail_entry_seqnum < b.header.head_entry_seqnum:
+                return None
+        return files
+
+    def _stream(self, offsets_of: object, fields: Collection[str] | None) -> Iterator[Entry]:
+        chain = self._chain_order()
+        if chain is not None:
+            for report, jf in chain:
+                try:
+                    offsets = iter(offsets_of(jf))  # type: ignore[operator]
+                    first = next(offsets, None)
+                except CorruptJournal as exc:
+                    report.problem(f"index lookup failed: {exc}")
+                    continue
+                if first is not None:
+                    yield from self._drain(_Head(jf, report, offsets, first), fields)
+            return
+        heads: list[_Head] = []
+        for report, jf in self._files:
+            try:
+                offsets = offsets_of(jf)  # type: ignore[operator]
+            except CorruptJournal as exc:
+                report.problem(f"index lookup failed: {exc}")
+                continue
+            head = _Head(jf, report, offsets)
+            if head.advance():
+                heads.append(head)
+        if len(heads) == 1:
+            yield from self._drain(heads[0], fields)
+            return
+        last: EntryKey | None = None
+        while heads:
+            if last is not None:
+                # as in sd-journal, each file offers only its next entry *beyond* the last one shown,
+                # so an entry kept in two files (equal in all but seqnum id) is shown once
+                for h in list(heads):
+                    while compare_keys(h.key, last) <= 0:
+                        if not h.advance():
+                            heads.remove(h)
+                            break
+            if not heads:
+                return
+            if len(heads) == 1:
+                yield from self._drain(heads[0], fields)
+                return
+            best = heads[0]
+            for h in heads[1:]:
+                if compare_keys(h.key, best.key) < 0:
+                    best = h
+            try:
+                entry = best.jf.entry(best.off, fields)
+            except CorruptJournal as exc:
+                best.report.problem(f"unreadable entry: {exc}")
+            else:
+                best.report.entries_examined += 1
+                yield entry
+            last = best.key
+            if not best.advance():
+                heads.remove(best)
+
+    @staticmethod
+    def _drain(head: _Head, fields: Collection[str] | None) -> Iterator[Entry]:
+        jf, report = head.jf, head.report
+        entry = jf.entry
+        off = head.off
+        offsets = head.offsets
+        n = 0
+        try:
+            while True:
+                try:
+                    e = entry(off, fields)
+                except CorruptJournal as exc:
+                    report.problem(f"unreadable entry: {exc}")
+                else:
+                    n += 1
+                    yield e
+                try:
+                    off = next(offsets)
+                except StopIteration:
+                    return
+                except CorruptJournal as exc:
+                    report.problem(f"entry list cut short: {exc}")
+                    return
+        finally:
+            report.entries_examined += n
+
+    def tail_messages(
+        self, matches: Matches, boots: Collection[str], k: int, *, max_decodes: int = 40
+    ) -> dict[str, list[str]]:
+        """Per boot in ``boots``: the last ``k`` distinct MESSAGEs of entries matching ``matches``.
+
+        Walks each file's matches backwards reading only entry headers, and decodes at most
+        ``max_decodes`` entries per boot, so a chatty unit costs little.
+        """
+        want = {bytes.fromhex(b): b for b in boots}
+        found: dict[str, list[tuple[int, str]]] = {b: [] for b in boots}
+        decodes: dict[str, int] = dict.fromkeys(boots, 0)
+        for report, jf in self._files:
+            try:
+                offsets = jf.match_offsets(matches)
+                for off in reversed(offsets):
+                    boot_raw, t = jf.entry_boot_and_time(off)
+                    boot = want.get(boot_raw)
+                    if boot is None or decodes[boot] >= max_decodes:
+                        continue
+                    decodes[boot] += 1
+                    e = jf.entry(off, {"MESSAGE"})
+                    report.entries_examined += 1
+                    msg = e.get("MESSAGE")
+                    if isinstance(msg, list):
+                        msg = msg[0]
+                    if isinstance(msg, bytes):
+                        msg = msg.decode("utf-8", "replace")
+                    if isinstance(msg, str):
+                        found[boot].append((t, msg))
+                    if all(n >= max_decodes for n in decodes.values()):
+                        break
+            except CorruptJournal as exc:
+                report.problem(f"index lookup failed: {exc}")
+        out: dict[str, list[str]] = {}
+        for boot, items in found.items():
+            items.sort(reverse=True)
+            distinct: list[str] = []
+            for _t, msg in items:
+                if msg not in distinct:
+                    distinct.append(msg)
+                if len(distinct) == k:
+                    break
+            out[boot] = distinct
+        return out

@@ -1,0 +1,217 @@
+"""Restart loops, start-limit hits and failures per unit and per boot, from indexed lookups only.
+
+``analyze_restarts(journal)`` asks the index for the three structured records (restart scheduled,
+unit failed, process exited) and for PID 1's own entries (for the text-only records listed in
+``patterns``), reads them in journal order and folds them per (unit, boot):
+
+* ``restarts``: scheduled-restart records (``5eb0…``), with the highest ``N_RESTARTS`` seen, the
+  first and last time, and ``rate_per_hour`` = (restarts − 1) / hours between first and last, so a
+  steady 10 s cadence reads 360/h however long it ran; ``max_restarts_within(seconds)`` gives the
+  densest window;
+* ``start_limit_hits``: ``UNIT_RESULT=start-limit-hit`` failures plus PID 1's "Start request
+  repeated too quickly." lines that are not followed within 10 s by such a failure (one event, one
+  count);
+* ``failures``: failure records by ``UNIT_RESULT``; ``last_exit``: the last process-exit record;
+* ``samples``: the last few distinct messages the unit's own processes logged in that boot.
+
+Pure functions of the journal: no thresholds, no verdicts (those belong to the rules).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter
+from dataclasses import dataclass, field
+
+from imagelint.facts.journal.journal import Journal
+from imagelint.facts.journal.patterns import (
+    LEGACY_RESTART_TEXT,
+    RESTART_SCHEDULED,
+    START_LIMIT_RESULT,
+    START_LIMIT_TEXT,
+    UNIT_FAILED,
+    UNIT_FIELDS,
+    UNIT_PROCESS_EXIT,
+)
+from imagelint.facts.journal.scan import JournalScan
+
+PAIRING_USEC = 10_000_000  # a start-limit text line and its structured failure, if any, are this close
+_FIELDS = frozenset(
+    {"MESSAGE", "MESSAGE_ID", "N_RESTARTS", "UNIT_RESULT", "EXIT_CODE", "EXIT_STATUS", *UNIT_FIELDS}
+)
+
+
+@dataclass(frozen=True)
+class ExitStatus:
+    code: str  # exited, killed, dumped
+    status: str  # exit status number or signal name
+    time_usec: int
+
+
+@dataclass
+class UnitRestarts:
+    """What the journal says about one unit during one boot."""
+
+    unit: str
+    boot_id: str
+    manager: str = "system"  # "user" when the record came from a user manager (USER_UNIT=)
+    restart_times: list[int] = field(default_factory=list)  # realtime usec of each scheduled restart
+    max_n_restarts: int | None = None
+    start_limit_hits: int = 0
+    failures: Counter[str] = field(default_factory=Counter)
+    last_exit: ExitStatus | None = None
+    samples: list[str] = field(default_factory=list)
+    _limit_texts: list[int] = field(default_factory=list, repr=False)
+    _limit_results: list[int] = field(default_factory=list, repr=False)
+
+    @property
+    def restarts(self) -> int:
+        return len(self.restart_times)
+
+    @property
+    def first_usec(self) -> int | None:
+        return self.restart_times[0] if self.restart_times else None
+
+    @property
+    def last_usec(self) -> int | None:
+        return self.restart_times[-1] if self.restart_times else None
+
+    @property
+    def rate_per_hour(self) -> float | None:
+        """(restarts − 1) per hour between the first and last restart; None below two restarts."""
+        if len(self.restart_times) < 2:
+            return None
+        span = self.restart_times[-1] - self.restart_times[0]
+        return None if span <= 0 else (len(self.restart_times) - 1) * 3_600_000_000 / span
+
+    @property
+    def failures_total(self) -> int:
+        return sum(self.failures.values())
+
+    def max_restarts_within(self, seconds: float) -> int:
+        """The most restarts inside any window of ``seconds`` (sliding, inclusive)."""
+        return max_in_window(self.restart_times, seconds)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "unit": self.unit,
+            "boot_id": self.boot_id,
+            "manager": self.manager,
+            "restarts": self.restarts,
+            "max_n_restarts": self.max_n_restarts,
+            "first_usec": self.first_usec,
+            "last_usec": self.last_usec,
+            "rate_per_hour": self.rate_per_hour,
+            "start_limit_hits": self.start_limit_hits,
+            "failures": dict(self.failures),
+            "last_exit": None if self.last_exit is None else vars(self.last_exit),
+            "samples": self.samples,
+        }
+
+
+def max_in_window(times: list[int], seconds: float) -> int:
+    """Largest number of (sorted) realtime-usec timestamps inside any ``seconds``-long window."""
+    width = int(seconds * 1_000_000)
+    best = 0
+    for i, t in enumerate(times):
+        j = bisect.bisect_right(times, t + width, lo=i)
+        best = max(best, j - i)
+    return best
+
+
+@dataclass
+class RestartReport:
+    units: list[UnitRestarts]  # ordered by boot (first seen), then unit name
+    boots: list[str]  # boot ids in the order they first appear
+    scan: JournalScan
+
+    def for_unit(self, unit: str) -> list[UnitRestarts]:
+        return [u for u in self.units if u.unit == unit]
+
+    def to_dict(self) -> dict[str, object]:
+        return {"boots": self.boots, "units": [u.to_dict() for u in self.units], "scan": self.scan.to_dict()}
+
+
+def _first(value: object) -> str | None:
+    if isinstance(value, list):
+        value = value[-1] if value else None
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value if isinstance(value, str) else None
+
+
+def analyze_restarts(journal: Journal, *, samples: int = 3) -> RestartReport:
+    """Fold restart, failure, exit and start-limit records per (unit, boot)."""
+    per: dict[tuple[str, str], UnitRestarts] = {}
+    boots: dict[str, None] = {}
+    stream = journal.match_any(
+        [
+            {"MESSAGE_ID": (RESTART_SCHEDULED, UNIT_FAILED, UNIT_PROCESS_EXIT)},
+            # text patterns apply only where no structured record exists
+            (START_LIMIT_TEXT.index, ("MESSAGE_ID",)),
+            (LEGACY_RESTART_TEXT.index, ("MESSAGE_ID",)),
+        ],
+        fields=_FIELDS,
+    )
+    for e in stream:
+        boot = str(e["_BOOT_ID"])
+        boots.setdefault(boot)
+        unit = _first(e.get("UNIT"))
+        manager = "system"
+        if unit is None:
+            unit = _first(e.get("USER_UNIT"))
+            manager = "user"
+            if unit is None:
+                continue
+        t = int(e["__REALTIME_TIMESTAMP"])  # type: ignore[call-overload]
+        mid = _first(e.get("MESSAGE_ID"))
+        rec = per.get((unit, boot))
+        if rec is None:
+            rec = per[(unit, boot)] = UnitRestarts(unit, boot, manager)
+        if mid == RESTART_SCHEDULED:
+            rec.restart_times.append(t)
+            n = _first(e.get("N_RESTARTS"))
+            if n is not None and n.isdigit():
+                rec.max_n_restarts = max(rec.max_n_restarts or 0, int(n))
+        elif mid == UNIT_FAILED:
+            result = _first(e.get("UNIT_RESULT")) or "unknown"
+            rec.failures[result] += 1
+            if result == START_LIMIT_RESULT:
+                rec._limit_results.append(t)
+        elif mid == UNIT_PROCESS_EXIT:
+            rec.last_exit = ExitStatus(
+                _first(e.get("EXIT_CODE")) or "", _first(e.get("EXIT_STATUS")) or "", t
+            )
+        elif mid is None:
+            message = _first(e.get("MESSAGE")) or ""
+            if START_LIMIT_TEXT.regex.search(message):
+                rec._limit_texts.append(t)
+            elif LEGACY_RESTART_TEXT.regex.search(message):
+                rec.restart_times.append(t)
+    for rec in per.values():
+        rec.restart_times.sort()
+        paired = sum(
+            1 for t in rec._limit_texts if any(0 <= r - t <= PAIRING_USEC for r in rec._limit_results)
+        )
+        rec.start_limit_hits = len(rec._limit_results) + len(rec._limit_texts) - paired
+    order = {b: i for i, b in enumerate(boots)}
+    units = sorted(per.values(), key=lambda r: (order[r.boot_id], r.unit))
+    interesting = [u for u in units if u.restarts or u.failures or u.start_limit_hits]
+    if samples:
+        _add_samples(journal, interesting, samples)
+    return RestartReport(
+        [u for u in units if u.restarts or u.failures or u.start_limit_hits or u.last_exit],
+        list(boots),
+        journal.scan,
+    )
+
+
+def _add_samples(journal: Journal, recs: list[UnitRestarts], k: int) -> None:
+    """The last ``k`` distinct messages each unit's own processes logged, per boot."""
+    by_unit: dict[str, dict[str, UnitRestarts]] = {}
+    for r in recs:
+        if r.manager == "system":
+            by_unit.setdefault(r.unit, {})[r.boot_id] = r
+    for unit, per_boot in by_unit.items():
+        for boot, messages in journal.tail_messages({"_SYSTEMD_UNIT": unit}, list(per_boot), k).items():
+            per_boot[boot].samples = messages
