@@ -1,0 +1,462 @@
+"""The unit index: every unit of an image with its state, preset, files, merged settings and boot chain.
+
+``UnitIndex.build(target)`` reads the image once: the search directories are listed, every unit
+file and drop-in is parsed once, enablement comes from :mod:`.install`, presets from
+:mod:`.presets`, the manager's name map from :mod:`.namemap`, and boot chains from :mod:`.boot`.
+Nothing here raises on bad image content: it becomes an entry of ``index.problems``.
+
+Which names are indexed: every name ``systemctl list-unit-files`` lists (valid unit names that are
+files or links in a search directory, first directory wins), every name found in a ``.wants/``,
+``.requires/`` or ``.upholds/`` directory that loads a unit (for instance ``getty@tty1.service``),
+and every unit reached at boot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from imagelint.errors import ImageReadError
+from imagelint.facts.systemd import names
+from imagelint.facts.systemd.boot import DEFAULT_TARGET, boot_chains
+from imagelint.facts.systemd.install import LINK_DIR_SUFFIXES, InstallError, InstallResolver
+from imagelint.facts.systemd.model import Assignment, ParsedFile, Problem
+from imagelint.facts.systemd.namemap import NameMap
+from imagelint.facts.systemd.parser import WordSyntaxError, split_words
+from imagelint.facts.systemd.paths import LookupPaths
+from imagelint.facts.systemd.presets import Presets
+from imagelint.facts.systemd.sources import ImageTree, join
+from imagelint.facts.systemd.specifiers import SpecifierError, expand
+from imagelint.targets.rootfs import FileKind, RootfsTarget
+
+PULL_KEYS = ("Wants", "Requires", "BindsTo", "Upholds")
+TRIGGER_KEYS = {"socket": ("Socket", "Service"), "timer": ("Timer", "Unit"), "path": ("Path", "Unit")}
+
+
+@dataclass
+class LoadedUnit:
+    """One unit as the service manager would load it: fragment, drop-ins, merged assignments."""
+
+    unit_id: str
+    names: list[str]
+    fragment: str | None
+    # "loaded"; "masked" (empty or /dev/null); "not-found" (a link to a missing file); "error"
+    # (systemd refuses the file: bad section header, unclean UTF-8, over-long line; what came
+    # before is kept); "unread" (imagelint could not read it: over the read cap, a loop...)
+    status: str = "loaded"
+    dropins: list[str] = field(default_factory=list)
+    assignments: list[Assignment] = field(default_factory=list)
+
+    @property
+    def masked(self) -> bool:
+        return self.status == "masked"
+
+    @property
+    def starts(self) -> bool:
+        """Whether a start job for it can run at all (it may still fail): not masked, not missing."""
+        return self.status not in ("masked", "not-found")
+
+
+@dataclass
+class Unit:
+    """One unit name of the image, in the vocabulary of ``systemctl list-unit-files``."""
+
+    name: str
+    state: str
+    preset: str
+    path: str | None  # the search-path entry of this name (what list-unit-files lists), if any
+    unit_id: str | None  # the unit this name loads (differs from ``name`` for an alias)
+    fragment: str | None
+    dropins: tuple[str, ...]
+    aliases: tuple[str, ...]  # the other names of the same unit
+    masked: bool
+    boot_chain: list[str] | None = None
+    loaded: LoadedUnit | None = field(default=None, repr=False)
+
+    @property
+    def assignments(self) -> list[Assignment]:
+        return [] if self.loaded is None else self.loaded.assignments
+
+    def get(self, section: str, key: str) -> list[Assignment]:
+        """The effective assignments of ``key``: those after its last empty (resetting) assignment.
+
+        For list-valued settings this is the list; for single-valued ones the last item wins.
+        """
+        found: list[Assignment] = []
+        for a in self.assignments:
+            if a.section == section and a.key == key:
+                if a.value == "":
+                    found.clear()
+                else:
+                    found.append(a)
+        return found
+
+    def get_value(self, section: str, key: str) -> str | None:
+        found = self.get(section, key)
+        return found[-1].value if found else None
+
+    @property
+    def boot_reachable(self) -> bool:
+        return self.boot_chain is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "state": self.state,
+            "preset": self.preset,
+            "path": self.path,
+            "unit": self.unit_id,
+            "fragment": self.fragment,
+            "dropins": list(self.dropins),
+            "aliases": list(self.aliases),
+            "masked": self.masked,
+            "load": self.loaded.status if self.loaded else None,
+            "boot_chain": self.boot_chain,
+        }
+
+
+@dataclass
+class UnitIndex:
+    units: dict[str, Unit]
+    problems: list[Problem]
+    search_path: tuple[str, ...]
+    default_target: str | None
+    presets: Presets
+    _builder: _Builder | None = field(default=None, repr=False, compare=False)
+
+    def __getitem__(self, name: str) -> Unit:
+        return self.units[name]
+
+    def get(self, name: str) -> Unit | None:
+        return self.units.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.units
+
+    def __iter__(self) -> Iterator[Unit]:
+        return iter(self.units.values())
+
+    def load(self, name: str) -> Unit | None:
+        """The unit for any name, indexed or not (an instance nothing links to, say); None if no file
+        defines it. Loading a name not indexed yet adds it to the index (its boot chain stays None:
+        nothing reachable at boot pulls it in, or it would be indexed already)."""
+        unit = self.units.get(name)
+        if unit is not None or self._builder is None:
+            return unit
+        unit = self._builder.unit_for(name, self.presets)
+        if unit is not None:
+            self.units[name] = unit
+            self.problems = _dedupe([*self.problems, *self._builder.problems])
+        return unit
+
+    def boot_units(self) -> list[Unit]:
+        return [u for u in self.units.values() if u.boot_chain is not None]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "search_path": list(self.search_path),
+            "default_target": self.default_target,
+            "units": [self.units[n].to_dict() for n in sorted(self.units)],
+            "problems": [p.to_dict() for p in self.problems],
+        }
+
+    @classmethod
+    def build(cls, target: RootfsTarget) -> UnitIndex:
+        return _Builder(target).build()
+
+
+class _Builder:
+    def __init__(self, target: RootfsTarget) -> None:
+        self.target = target
+        self.tree = ImageTree(target)
+        self.lookup = LookupPaths.for_target(target)
+        self.resolver = InstallResolver(self.tree, self.lookup)
+        self.problems: list[Problem] = []
+        self.loaded: dict[str, LoadedUnit | None] = {}
+
+    def build(self) -> UnitIndex:
+        presets = Presets.load(self.target)
+        self.problems.extend(presets.problems)
+        self.namemap = NameMap.build(self.tree, self.lookup)
+        self.problems.extend(self.namemap.problems)
+        self.groups, alias_errors = self.namemap.names_by_unit()
+        for name, exc in alias_errors.items():
+            self.problems.append(
+                exc.problem(name) if exc.path else Problem(self.namemap.entry_paths[name], None, exc.message)
+            )
+
+        listed: dict[str, str] = {}
+        for directory in self.lookup.search_path:
+            for name, kind in sorted((self.tree.entries(directory) or {}).items()):
+                if name not in listed and names.is_valid(name) and kind in (FileKind.FILE, FileKind.SYMLINK):
+                    listed[name] = join(directory, name)
+        wanted = self._link_dir_names()
+
+        units: dict[str, Unit] = {}
+        for name in [*listed, *sorted(n for n in wanted if n not in listed)]:
+            unit = self._unit(name, listed.get(name), presets)
+            if unit is not None:
+                units[name] = unit
+
+        chains = boot_chains(self._resolve_loadable, self._deps)
+        for unit_id in chains:
+            if unit_id not in units:
+                unit = self._unit(unit_id, None, presets)
+                if unit is None:
+                    continue
+                units[unit_id] = unit
+        for unit in units.values():
+            if unit.unit_id is not None and unit.unit_id in chains:
+                unit.boot_chain = list(chains[unit.unit_id])
+        self.problems.extend(self.tree.problems)
+        default = self._resolve_loadable(DEFAULT_TARGET)
+        return UnitIndex(units, _dedupe(self.problems), self.lookup.search_path, default, presets, self)
+
+    def unit_for(self, name: str, presets: Presets) -> Unit | None:
+        if not names.is_valid(name):
+            return None
+        try:
+            if self.namemap.resolve(name) is None:
+                return None
+        except InstallError:
+            return None
+        return self._unit(name, None, presets)
+
+    # -- names ----------------------------------------------------------------------------------
+
+    def _link_dir_names(self) -> set[str]:
+        found: set[str] = set()
+        for directory in self.lookup.search_path:
+            for name, kind in (self.tree.entries(directory) or {}).items():
+                if kind is not FileKind.DIR or name[name.rfind(".") :] not in LINK_DIR_SUFFIXES:
+                    continue
+                sub = join(directory, name)
+                for entry in self.tree.entries(sub) or {}:
+                    if not names.is_valid(entry) or names.name_kind(entry) is names.NameKind.TEMPLATE:
+                        continue
+                    try:
+                        resolved = self.namemap.resolve(entry)
+                    except InstallError:
+                        resolved = None
+                    if resolved is None:
+                        self.problems.append(
+                            Problem(join(sub, entry), None, f"links to {entry}, which no unit file defines")
+                        )
+                        continue
+                    found.add(entry)
+        return found
+
+    def _unit(self, name: str, path: str | None, presets: Presets) -> Unit | None:
+        lookup = self.resolver.state(name)
+        if lookup.error is not None:
+            self.problems.append(lookup.error.problem(name))
+        try:
+            resolved = self.namemap.resolve(name)
+        except InstallError as exc:
+            resolved = None
+            self.problems.append(Problem(path or name, None, exc.message))
+        loaded = self._load(resolved[0], resolved[1]) if resolved is not None else None
+        unit_id = resolved[0] if resolved is not None else None
+        aliases: tuple[str, ...] = ()
+        if loaded is not None:
+            aliases = tuple(n for n in loaded.names if n != name)
+        return Unit(
+            name=name,
+            state=lookup.state,
+            preset=presets.verdict(name),
+            path=path,
+            unit_id=unit_id,
+            fragment=loaded.fragment if loaded else None,
+            dropins=tuple(loaded.dropins) if loaded else (),
+            aliases=aliases,
+            masked=loaded.masked if loaded else lookup.state in ("masked", "masked-runtime"),
+            loaded=loaded,
+        )
+
+    def _unit_names(self, unit_id: str) -> list[str]:
+        found = set(self.groups.get(unit_id, ()))
+        found.add(unit_id)
+        if names.name_kind(unit_id) is names.NameKind.INSTANCE:
+            template = names.template_of(unit_id)
+            instance = names.instance_of(unit_id) or ""
+            assert template is not None
+            for alias in self.groups.get(template, ()):
+                if names.name_kind(alias) is names.NameKind.TEMPLATE:
+                    found.add(names.replace_instance(alias, instance))
+        return sorted(found, key=lambda n: (n != unit_id, n))
+
+    # -- loading --------------------------------------------------------------------------------
+
+    def _load(self, unit_id: str, fragment: str) -> LoadedUnit | None:
+        if unit_id in self.loaded:
+            return self.loaded[unit_id]
+        unit_names = self._unit_names(unit_id)
+        loaded = LoadedUnit(unit_id, unit_names, fragment)
+        status = self._merge(loaded, fragment, main=True)
+        if status == "masked":
+            loaded.status = "masked"
+        elif status == "missing":
+            self.problems.append(
+                Problem(fragment, None, f"{unit_id}: unit file does not exist (dangling link)")
+            )
+            loaded.status = "not-found"
+        else:
+            for dropin in self._find_files(unit_names, ".d", ".conf"):
+                self._merge(loaded, dropin, main=False)
+        self.loaded[unit_id] = loaded
+        return loaded
+
+    def _merge(self, loaded: LoadedUnit, path: str, *, main: bool) -> str:
+        """Add one file's assignments: "ok", "masked" (empty or /dev/null), "missing" or "error"."""
+        if path == "/dev/null":
+            return "masked"
+        try:
+            kind = self.tree.kind_follow(path)
+        except ImageReadError as exc:
+            self.problems.append(Problem(path, None, f"not read: {exc.reason}"))
+            kind = FileKind.OTHER
+        if kind is None:
+            if not main:
+                self.problems.append(Problem(path, None, "drop-in is a dangling link; ignored"))
+            return "missing"
+        if kind is FileKind.CHAR_DEVICE:
+            return "masked"  # a /dev/null drop-in hides same-named lower ones and adds nothing
+        parsed = (
+            self.tree.parse(path) if kind is FileKind.FILE else Problem(path, None, f"is a {kind}; not read")
+        )
+        if isinstance(parsed, Problem):
+            self.problems.append(parsed)
+            if main:
+                loaded.status = "unread"
+            return "error"
+        if parsed.size == 0:
+            return "masked"
+        if not main:
+            loaded.dropins.append(path)
+        self._record_parse(parsed)
+        if parsed.fatal is not None:
+            loaded.status = "error"
+        loaded.assignments.extend(parsed.assignments)
+        return "ok"
+
+    def _record_parse(self, parsed: ParsedFile) -> None:
+        self.problems.extend(parsed.warnings)
+        if parsed.fatal is not None:
+            self.problems.append(parsed.fatal)
+
+    def _find_dirs(self, directory: str, name: str, suffix: str, out: list[str]) -> None:
+        """unit_file_find_dirs(): NAME.d, then the template's, then the dash prefixes'."""
+        path = join(directory, name + suffix)
+        kind = self.tree.kind(path)
+        if kind is FileKind.DIR or (kind is FileKind.SYMLINK and self._is_dir(path)):
+            out.append(path)
+        elif kind is not None:
+            self.problems.append(
+                Problem(path, None, f"expected a directory of {suffix} entries, found a {kind}; ignored")
+            )
+        kind_of_name = names.name_kind(name)
+        if kind_of_name is names.NameKind.INSTANCE:
+            template = names.template_of(name)
+            assert template is not None
+            self._find_dirs(directory, template, suffix, out)
+        else:
+            for prefix in names.dash_prefixes(name):
+                prefix_path = join(directory, prefix + suffix)
+                if self.tree.kind(prefix_path) is FileKind.DIR:
+                    out.append(prefix_path)
+
+    def _is_dir(self, path: str) -> bool:
+        try:
+            st = self.target.stat(path)
+        except ImageReadError as exc:
+            self.problems.append(Problem(path, None, f"not read: {exc.reason}"))
+            return False
+        return st is not None and st.kind is FileKind.DIR
+
+    def _find_files(self, unit_names: list[str], dir_suffix: str, file_suffix: str | None) -> list[str]:
+        dirs: list[str] = []
+        for directory in self.lookup.search_path:
+            for name in unit_names:
+                self._find_dirs(directory, name, dir_suffix, dirs)
+        utype = names.unit_type(unit_names[0])
+        for directory in self.lookup.search_path:
+            path = join(directory, utype + dir_suffix)
+            if self.tree.kind(path) is FileKind.DIR:
+                dirs.append(path)
+        found: dict[str, str] = {}
+        for d in dict.fromkeys(dirs):
+            for entry, kind in (self.tree.entries(d) or {}).items():
+                if entry in found or entry.startswith("."):
+                    continue
+                if file_suffix is not None and not entry.endswith(file_suffix):
+                    continue
+                if kind in (FileKind.FILE, FileKind.SYMLINK):
+                    found[entry] = join(d, entry)
+        return [found[n] for n in sorted(found)]
+
+    # -- boot -----------------------------------------------------------------------------------
+
+    def _resolve_loadable(self, name: str) -> str | None:
+        try:
+            resolved = self.namemap.resolve(name)
+        except InstallError:
+            return None
+        if resolved is None:
+            return None
+        loaded = self._load(*resolved)
+        if loaded is None or not loaded.starts:
+            return None
+        return resolved[0]
+
+    def _deps(self, unit_id: str) -> list[str]:
+        loaded = self.loaded.get(unit_id)
+        if loaded is None:
+            return []
+        out: list[str] = []
+        instance = names.instance_of(unit_id)
+        effective = Unit(unit_id, "", "", None, unit_id, None, (), (), False, loaded=loaded)
+        for key in PULL_KEYS:
+            for a in effective.get("Unit", key):
+                out.extend(self._dep_words(a, unit_id))
+        for suffix in LINK_DIR_SUFFIXES:
+            for entry in self._find_files(loaded.names, suffix, None):
+                dep = entry.rsplit("/", 1)[-1]
+                if names.name_kind(dep) is names.NameKind.TEMPLATE:
+                    if not instance:
+                        continue
+                    dep = names.replace_instance(dep, instance)
+                out.append(dep)
+        utype = names.unit_type(unit_id)
+        trigger = TRIGGER_KEYS.get(utype)
+        if trigger is not None:
+            explicit = effective.get(*trigger)
+            if explicit:
+                out.extend(self._dep_words(explicit[-1], unit_id))
+            elif not (utype == "socket" and _truthy(effective.get_value("Socket", "Accept"))):
+                out.append(unit_id[: unit_id.rfind(".")] + ".service")
+        elif utype == "automount":
+            out.append(unit_id[: unit_id.rfind(".")] + ".mount")
+        return out
+
+    def _dep_words(self, a: Assignment, unit_id: str) -> list[str]:
+        try:
+            words = split_words(a.value, unquote=True, retain_escape=True)
+        except WordSyntaxError as exc:
+            self.problems.append(Problem(a.path, a.line, f"{a.key}=: {exc}"))
+            return []
+        out: list[str] = []
+        for word in words:
+            try:
+                out.append(expand(word, unit_id))
+            except SpecifierError as exc:
+                self.problems.append(Problem(a.path, a.line, f"{a.key}=: {exc}"))
+        return out
+
+
+def _truthy(value: str | None) -> bool:
+    return value is not None and value.lower() in ("1", "yes", "y", "true", "t", "on")
+
+
+def _dedupe(problems: list[Problem]) -> list[Problem]:
+    return list(dict.fromkeys(problems))

@@ -1,0 +1,164 @@
+"""The unit-file syntax, as systemd's ``config_parse()`` reads it.
+
+Lines end at ``\\n``, ``\\r\\n``, ``\\r`` or a NUL byte. Lines whose first non-blank character is
+``#`` or ``;`` are comments, even in the middle of a continuation. A line ending in an unescaped
+backslash continues on the next line (the backslash becomes a space). ``[Section]`` headers must
+close on the same line or the whole file is refused; ``Key=value`` is split at the first ``=`` and
+both sides are stripped of blanks. A line longer than 1 MiB, or a non-comment line that is not clean
+UTF-8, is also fatal. Nothing else is: lines without ``=`` and assignments before any section are
+recorded as warnings and skipped, the way systemd logs and goes on.
+
+Words inside values (dependency lists, ``Alias=``) are split by :func:`split_words`, which follows
+``extract_first_word()``: blanks separate words, single and double quotes group, and a backslash
+escapes the next character.
+"""
+
+from __future__ import annotations
+
+import re
+
+from imagelint.facts.systemd.model import Assignment, ParsedFile, Problem
+
+LONG_LINE_MAX = 1024 * 1024
+WHITESPACE = " \t\n\r"
+_EOL = re.compile(rb"\r\n|[\r\n\0]")
+_BOM = b"\xef\xbb\xbf"
+MAX_WARNINGS = 5  # per file; the rest are counted in one summary warning
+# What systemd's utf8_is_valid() refuses beyond malformed bytes (kept as surrogate escapes here):
+# UTF-16 surrogates, U+FDD0..U+FDEF, and the last two code points of every plane.
+_NOT_CLEAN = re.compile(
+    "[\ud800-\udfff\ufdd0-\ufdef"
+    + "".join(f"\\U{(plane << 16) | 0xFFFE:08x}\\U{(plane << 16) | 0xFFFF:08x}" for plane in range(17))
+    + "]"
+)
+
+
+def _split_lines(data: bytes) -> list[bytes]:
+    lines = _EOL.split(data)
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return lines
+
+
+def parse_unit_bytes(data: bytes, path: str) -> ParsedFile:
+    """Parse the raw content of a unit file or drop-in found at image path ``path``."""
+    parsed = ParsedFile(path, len(data))
+    if data.startswith(_BOM):
+        data = data[len(_BOM) :]
+    section: str | None = None
+    continuation: str | None = None
+    start_line = 0
+    extra_warnings = 0
+    for number, raw in enumerate(_split_lines(data), start=1):
+        if len(raw) > LONG_LINE_MAX:
+            parsed.fatal = Problem(path, number, "line longer than 1 MiB; systemd refuses the file")
+            return parsed
+        text = raw.decode("utf-8", errors="surrogateescape")
+        head = text.lstrip(WHITESPACE)
+        if head and head[0] in "#;":
+            continue
+        if continuation is not None:
+            if len(continuation) + len(text) > LONG_LINE_MAX:
+                parsed.fatal = Problem(
+                    path, number, "continued line longer than 1 MiB; systemd refuses the file"
+                )
+                return parsed
+            logical = continuation + text
+        else:
+            logical = text
+            start_line = number
+        if _ends_escaped(logical):
+            continuation = logical[:-1] + " "
+            continue
+        continuation = None
+        section = _parse_line(parsed, logical, start_line, section)
+        if parsed.fatal is not None:
+            break
+    else:
+        if continuation is not None:
+            _parse_line(parsed, continuation, start_line, section)
+    if len(parsed.warnings) > MAX_WARNINGS:
+        extra_warnings = len(parsed.warnings) - MAX_WARNINGS
+        del parsed.warnings[MAX_WARNINGS:]
+        parsed.warnings.append(Problem(path, None, f"{extra_warnings} more warnings like these in this file"))
+    return parsed
+
+
+def _ends_escaped(text: str) -> bool:
+    escaped = False
+    for c in text:
+        escaped = False if escaped else c == "\\"
+    return escaped
+
+
+def _parse_line(parsed: ParsedFile, line: str, number: int, section: str | None) -> str | None:
+    text = line.strip(WHITESPACE)
+    if not text or text[0] in "#;":
+        return section
+    if _NOT_CLEAN.search(text):
+        parsed.fatal = Problem(parsed.path, number, "line is not valid UTF-8; systemd refuses the file")
+        return section
+    if text[0] == "[":
+        if text[-1] != "]":
+            parsed.fatal = Problem(
+                parsed.path, number, f"invalid section header {text[:80]!r}; systemd refuses the file"
+            )
+            return section
+        name = text[1:-1]
+        parsed.sections.append((name, number))
+        return name
+    if section is None:
+        parsed.warnings.append(Problem(parsed.path, number, "assignment outside of any section, ignored"))
+        return section
+    eq = text.find("=")
+    if eq < 0:
+        parsed.warnings.append(Problem(parsed.path, number, f"missing '=' in {text[:80]!r}, line ignored"))
+        return section
+    if eq == 0:
+        parsed.warnings.append(Problem(parsed.path, number, "missing key name before '=', line ignored"))
+        return section
+    key = text[:eq].strip(WHITESPACE)
+    value = text[eq + 1 :].strip(WHITESPACE)
+    parsed.assignments.append(Assignment(section, key, value, parsed.path, number))
+    return section
+
+
+class WordSyntaxError(ValueError):
+    """A value whose quoting does not close."""
+
+
+def split_words(value: str, *, unquote: bool = True, retain_escape: bool = True) -> list[str]:
+    """Split a value into words the way ``extract_first_word()`` does.
+
+    Raises WordSyntaxError on an unterminated quote or a trailing lone backslash, as systemd
+    refuses those values.
+    """
+    words: list[str] = []
+    i, n = 0, len(value)
+    while True:
+        while i < n and value[i] in WHITESPACE:
+            i += 1
+        if i >= n:
+            return words
+        word: list[str] = []
+        quote: str | None = None
+        while i < n:
+            c = value[i]
+            if quote is None and c in WHITESPACE:
+                break
+            if c == "\\":
+                if i + 1 >= n:
+                    raise WordSyntaxError(f"trailing backslash in {value!r}")
+                word.append(value[i : i + 2] if retain_escape else value[i + 1])
+                i += 2
+                continue
+            if unquote and quote is None and c in "'\"":
+                quote = c
+            elif unquote and c == quote:
+                quote = None
+            else:
+                word.append(c)
+            i += 1
+        if quote is not None:
+            raise WordSyntaxError(f"unterminated quote in {value!r}")
+        words.append("".join(word))
