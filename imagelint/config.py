@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from imagelint.errors import ConfigError
-from imagelint.rulepacks.model import Rule, Severity
+from imagelint.rulepacks.model import Rule, RulePack, Severity
 from imagelint.yamlsource import YamlDocument, first_schema_error, load_yaml
 
 CONFIG_NAMES = (".imagelint.yaml", ".imagelint.yml")
@@ -47,6 +47,16 @@ def config_schema() -> dict[str, Any]:
                 "type": "object",
                 "additionalProperties": {"enum": [s.value for s in Severity]},
                 "description": "severity overrides by rule id or name",
+            },
+            "parameters": {
+                "type": "object",
+                "additionalProperties": {"type": "object"},
+                "description": "check parameters to override, by rule id or name (e.g. thresholds)",
+            },
+            "require-journal": {
+                "type": "boolean",
+                "default": False,
+                "description": "no journal in the image is inconclusive (audits of booted instances)",
             },
             "fail-on": {"enum": [s.value for s in Severity], "default": DEFAULT_FAIL_ON.value},
             "expected-units": {
@@ -111,6 +121,8 @@ class Config:
     select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
     severity: dict[str, Severity] = field(default_factory=dict)
+    parameters: dict[str, dict[str, Any]] = field(default_factory=dict)
+    require_journal: bool = False
     fail_on: Severity = DEFAULT_FAIL_ON
     expected_units: list[str] = field(default_factory=list)
     waivers: list[Waiver] = field(default_factory=list)
@@ -133,11 +145,26 @@ class Config:
                 raise ConfigError(
                     f"severity override for unknown rule {name!r}", where=self._at(["severity", name])
                 )
+        for name in self.parameters:
+            if not any(r.id == name or r.name == name for r in rules):
+                where = self._at(["parameters", name])
+                raise ConfigError(f"parameters for unknown rule {name!r}", where=where)
         for i, waiver in enumerate(self.waivers):
             if not any(r.id == waiver.rule or r.name == waiver.rule for r in rules):
                 raise ConfigError(
                     f"waiver for unknown rule {waiver.rule!r}", where=self._at(["waivers", i, "rule"])
                 )
+
+    def apply_parameters(self, packs: list[RulePack]) -> None:
+        """Merge ``parameters:`` overrides into the rules' checks, validated like a rule pack's."""
+        from imagelint.rulepacks.loader import override_params
+
+        for pack in packs:
+            for i, rule in enumerate(pack.rules):
+                override = self.parameters.get(rule.id) or self.parameters.get(rule.name)
+                if override:
+                    key = rule.id if rule.id in self.parameters else rule.name
+                    pack.rules[i] = override_params(rule, override, self._at(["parameters", key]))
 
     def _at(self, json_path: list[str | int]) -> str:
         return self.document.locate(json_path) if self.document else (self.path or "config")
@@ -191,6 +218,8 @@ def load_config(path: Path | None) -> Config:
         select=list(data.get("select", [])),
         ignore=list(data.get("ignore", [])),
         severity={k: Severity(v) for k, v in data.get("severity", {}).items()},
+        parameters=dict(data.get("parameters", {})),
+        require_journal=bool(data.get("require-journal", False)),
         fail_on=Severity(data.get("fail-on", DEFAULT_FAIL_ON.value)),
         expected_units=list(data.get("expected-units", [])),
         waivers=waivers,

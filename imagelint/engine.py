@@ -13,6 +13,7 @@ import datetime as dt
 import time
 import traceback
 from dataclasses import dataclass, field
+from typing import Any
 
 from imagelint import __version__
 from imagelint.checks import CheckContext, NotApplicable, Observation, registry
@@ -30,6 +31,10 @@ ALWAYS_FAIL_TAG = "always-fail"
 class RunSettings:
     scopes: tuple[Scope, ...] = (Scope.IMAGE,)
     today: dt.date = field(default_factory=lambda: dt.datetime.now(dt.UTC).date())
+    soak: Any = None  # SoakFacts, for rules of the soak scope
+    live: Any = None  # imagelint.live.LiveState, for rules of the host scope (audit --live)
+    journal_path: str | None = None  # read this host journal (directory or file) instead of the image's
+    require_journal: bool = False
 
 
 def audit(target: RootfsTarget, packs: list[RulePack], config: Config, settings: RunSettings) -> Report:
@@ -40,6 +45,10 @@ def audit(target: RootfsTarget, packs: list[RulePack], config: Config, settings:
         expected_units=tuple(config.expected_units),
         waivers=tuple(config.waivers),
         today=settings.today,
+        soak=settings.soak,
+        live=settings.live,
+        journal_path=settings.journal_path,
+        require_journal=settings.require_journal,
     )
     results: list[RuleResult] = []
     findings: list[Finding] = []
@@ -48,7 +57,17 @@ def audit(target: RootfsTarget, packs: list[RulePack], config: Config, settings:
         skip = _skip_reason(rule, config, settings.scopes)
         severity = config.severity.get(rule.id) or config.severity.get(rule.name) or rule.severity
         result = RuleResult(
-            rule.id, rule.name, rule.title, severity, Outcome.SKIPPED, rule.pack, reason=skip or ""
+            rule.id,
+            rule.name,
+            rule.title,
+            severity,
+            Outcome.SKIPPED,
+            rule.pack,
+            reason=skip or "",
+            description=rule.description.strip(),
+            remediation=rule.remediation.strip(),
+            tags=list(rule.tags),
+            references=list(rule.references),
         )
         results.append(result)
         if skip:
@@ -86,6 +105,8 @@ def audit(target: RootfsTarget, packs: list[RulePack], config: Config, settings:
         errors=errors,
         warnings=[ReportError(message, where=where) for where, message in ctx.warnings],
     )
+    report.facts.update({name: to_dict() for name, to_dict in ctx.recorded.items()})
+    report.notes.extend(ctx.notes)
     report.verdict = decide(report)
     return report
 
@@ -118,6 +139,7 @@ def _evaluate(
         for condition in rule.check.unless:
             if _holds(ctx, condition):
                 return Outcome.PASS, f"exempt: {_describe(condition)}", []
+        ctx.gaps = []
         observations = registry()[rule.check.kind].evaluate(ctx, rule.check.params)
     except NotApplicable as exc:
         return Outcome.NOT_APPLICABLE, exc.reason, []
@@ -125,12 +147,18 @@ def _evaluate(
         errors.append(ReportError(exc.message, rule_id=rule.id, where=exc.where))
         return Outcome.ERROR, str(exc), []
     except Exception as exc:  # a bug in one check must not stop the others
-        frame = traceback.extract_tb(exc.__traceback__)[-1]
-        where = f"{frame.filename}:{frame.lineno}"
+        frames = traceback.extract_tb(exc.__traceback__)
+        ours = [f for f in frames if "/imagelint/" in f.filename] or frames
+        where = f"{ours[-1].filename}:{ours[-1].lineno}"
         errors.append(
             ReportError(f"internal error: {type(exc).__name__}: {exc}", rule_id=rule.id, where=where)
         )
         return Outcome.ERROR, f"internal error: {type(exc).__name__}: {exc}", []
+    if ctx.gaps:  # part of the data was unreadable: what was read still counts, but cannot pass
+        for where, message in ctx.gaps:
+            errors.append(ReportError(message, rule_id=rule.id, where=where))
+        reason = f"incomplete data: {len(ctx.gaps)} source(s) could not be read in full"
+        return (Outcome.FAIL if observations else Outcome.ERROR), reason, observations
     return (Outcome.FAIL if observations else Outcome.PASS), "", observations
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from imagelint.config import Config, find_config, load_config
@@ -44,38 +44,87 @@ def load_rules(
     builtin_paths = builtin_pack_paths() if builtin and config.builtin_rules else []
     packs = load_packs([*config.rule_packs, *extra], builtin=builtin_paths)
     config.check_references([r for p in packs for r in p.rules])
+    config.apply_parameters(packs)
+    return packs, config
+
+
+@dataclass
+class RunOptions:
+    """What every command that runs rules shares: config, rule packs, selection, outputs."""
+
+    config_path: Path | None = None
+    extra_rules: list[Path] = field(default_factory=list)
+    builtin: bool = True
+    outputs: list[OutputSpec] = field(default_factory=lambda: [OutputSpec("text")])
+    fail_on: str | None = None
+    select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    show_waived: bool = False
+    sarif_anchor: str | None = None  # repository file SARIF results are anchored to
+    github: bool = False  # GitHub Actions mode: also write the step summary and outputs
+
+
+@dataclass(frozen=True)
+class JournalOptions:
+    """Where `audit` reads the journal from, and whether a missing journal is an error."""
+
+    path: Path | None = None  # a host directory or file; default: the image's own journal
+    require: bool = False
+
+
+def prepare(options: RunOptions) -> tuple[list[RulePack], Config]:
+    """Load config and rule packs and apply the command line's overrides; refuse bad usage early."""
+    # GitHub workflow commands are lines in the log: they may share stdout with one other format
+    if sum(1 for o in options.outputs if o.path is None and o.format != "github") > 1:
+        raise UsageError("only one --format can go to stdout; give the others a path (FORMAT:PATH)")
+    packs, config = load_rules(options.config_path, options.extra_rules, builtin=options.builtin)
+    if options.fail_on is not None:
+        try:
+            config.fail_on = Severity(options.fail_on)
+        except ValueError:
+            known = ", ".join(s.value for s in Severity)
+            raise UsageError(f"--fail-on {options.fail_on!r}: use one of {known}") from None
+    rules = [r for p in packs for r in p.rules]
+    if options.select:  # the command line's selection replaces the config's; ignores add up
+        config.select = _selectors("--select", options.select, rules)
+    config.ignore += _selectors("--ignore", options.ignore, rules)
     return packs, config
 
 
 def run_audit(
-    *,
-    root: Path,
-    config_path: Path | None,
-    extra_rules: list[Path],
-    builtin: bool,
-    outputs: list[OutputSpec],
-    fail_on: str | None = None,
-    select: list[str] | None = None,
-    ignore: list[str] | None = None,
-    show_waived: bool = False,
+    root: Path, options: RunOptions, journal: JournalOptions | None = None, *, live: bool = False
 ) -> Verdict:
-    if sum(1 for o in outputs if o.path is None) > 1:
-        raise UsageError("only one --format can go to stdout; give the others a path (FORMAT:PATH)")
-    packs, config = load_rules(config_path, extra_rules, builtin=builtin)
-    if fail_on is not None:
-        try:
-            config.fail_on = Severity(fail_on)
-        except ValueError:
-            raise UsageError(
-                f"--fail-on {fail_on!r}: use one of {', '.join(s.value for s in Severity)}"
-            ) from None
-    rules = [r for p in packs for r in p.rules]
-    if select:  # the command line's selection replaces the config's; ignores add up
-        config.select = _selectors("--select", select, rules)
-    config.ignore += _selectors("--ignore", ignore or [], rules)
+    """``live``: audit the running host (root must be /): its files as an image, plus the host-scope
+    rules on the service manager's unit state (one batched ``systemctl show``)."""
+    journal = journal or JournalOptions()
+    if live and root.resolve() != Path("/"):
+        raise UsageError(f"--live audits the running host: give / as the root (or none), not {root}")
+    packs, config = prepare(options)
+    settings = RunSettings(
+        journal_path=str(journal.path) if journal.path else None,
+        require_journal=journal.require or config.require_journal,
+    )
     target = RootfsTarget(root)
-    report = audit(target, packs, config, RunSettings())
-    write_outputs(report, outputs, RenderOptions(show_waived=show_waived))
+    if live:
+        from imagelint.live import collect_live_state
+        from imagelint.rulepacks import Scope
+        from imagelint.targets import HostTarget
+
+        settings.scopes = (Scope.IMAGE, Scope.HOST)
+        settings.live = collect_live_state()
+        target = HostTarget()
+    report = audit(target, packs, config, settings)
+    return publish(report, options)
+
+
+def publish(report: Report, options: RunOptions) -> Verdict:
+    """Write every requested output; the verdict decides the exit code."""
+    render = RenderOptions(show_waived=options.show_waived, sarif_anchor=options.sarif_anchor)
+    write_outputs(report, options.outputs, render)
+    if options.github:
+        from imagelint.formats import github
+
+        github.publish(report)
     return report.verdict
 
 

@@ -17,7 +17,14 @@ def register(cls: type[CheckKind]) -> type[CheckKind]:
 
 def registry() -> dict[str, CheckKind]:
     """All check kinds, by name (importing the modules that define them on first use)."""
-    from imagelint.checks import files, sshd, waivers  # noqa: F401 - registration happens on import
+    from imagelint.checks import (  # noqa: F401 - registration happens on import
+        cgroups,
+        files,
+        journal,
+        sshd,
+        systemd,
+        waivers,
+    )
 
     return _REGISTRY
 

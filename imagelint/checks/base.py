@@ -61,6 +61,13 @@ class CheckContext:
     expected_units: tuple[str, ...] = ()
     waivers: tuple[Any, ...] = ()  # config.Waiver objects, for the check on the waivers themselves
     today: dt.date = field(default_factory=dt.date.today)
+    soak: Any = None  # imagelint.soak.facts.SoakFacts when the run is a soak; None otherwise
+    live: Any = None  # imagelint.live.LiveState when the run is live (audit --live); None otherwise
+    journal_path: str | None = None  # a host journal directory or file to read instead of the image's
+    require_journal: bool = False  # no journal at all is an error, not "not applicable"
+    recorded: dict[str, Any] = field(default_factory=dict)  # facts for the report, by source name
+    notes: list[str] = field(default_factory=list)  # one-line accounts for people (files read...)
+    gaps: list[tuple[str, str]] = field(default_factory=list)  # (where, what) data present but unread
     warnings: list[tuple[str, str]] = field(default_factory=list)  # (where, message)
     _facts: dict[object, Any] = field(default_factory=dict)
 
@@ -77,6 +84,15 @@ class CheckContext:
         if content.invalid_utf8_at is not None:
             self.warn_undecodable(path, content.invalid_utf8_at)
         return content.text
+
+    def record(self, name: str, to_dict: Callable[[], Any]) -> None:
+        """Put a source's own account (files read, skipped...) in the report, rendered at the end."""
+        self.recorded[name] = to_dict
+
+    def gap(self, where: str, message: str) -> None:
+        """Data is there but could not be read (fully): the rule's run cannot pass on it."""
+        if (where, message) not in self.gaps:
+            self.gaps.append((where, message))
 
     def fact(self, key: object, build: Callable[[], Any]) -> Any:
         """Build a fact once per run (parsed sshd config, unit index...) and share it between rules."""

@@ -102,7 +102,8 @@ def audit(
         typer.Option(
             "--format",
             "-f",
-            help="FORMAT or FORMAT:PATH (text, json); repeatable. Default: text to stdout.",
+            help="FORMAT or FORMAT:PATH (text, json, sarif, junit, github, markdown); repeatable. "
+            "Default: text to stdout (in GitHub Actions: text and github annotations).",
         ),
     ] = None,
     fail_on: Annotated[
@@ -118,8 +119,44 @@ def audit(
     show_waived: Annotated[
         bool, typer.Option("--show-waived", help="List waived findings in text output.")
     ] = False,
+    journal: Annotated[
+        Path | None,
+        typer.Option("--journal", help="Read this journal directory or file instead of the image's own."),
+    ] = None,
+    require_journal: Annotated[
+        bool,
+        typer.Option(
+            "--require-journal", help="No journal at all is inconclusive (exit 3), not 'not applicable'."
+        ),
+    ] = False,
+    sarif_anchor: Annotated[
+        Path | None,
+        typer.Option(
+            "--sarif-anchor",
+            exists=True,
+            dir_okay=False,
+            help="Repository file SARIF results point at (e.g. the Packer template); "
+            "default: the config file when it is inside the repository.",
+        ),
+    ] = None,
+    github: Annotated[
+        bool | None,
+        typer.Option(
+            "--github/--no-github",
+            help="GitHub Actions mode: annotations by default, step summary and outputs. "
+            "Default: on when GITHUB_ACTIONS=true.",
+        ),
+    ] = None,
+    live: Annotated[
+        bool,
+        typer.Option(
+            "--live",
+            help="Audit the running host (root /): also run the host-scope rules on the service "
+            "manager's unit states (failed units, restart loops) from one `systemctl show`.",
+        ),
+    ] = False,
 ) -> None:
-    """Audit a mounted image (a root filesystem directory) offline.
+    """Audit a mounted image (a root filesystem directory) offline, or the running host with --live.
 
     Reads the image and never writes to it. Examples:
 
@@ -129,21 +166,280 @@ def audit(
 
       imagelint audit /mnt/image -c .imagelint.yaml -r my-rules/ --show-waived
     """
-    from imagelint.session import OutputSpec, run_audit
+    import os
 
-    outputs = [OutputSpec.parse(f) for f in (formats or ["text"])]
-    verdict = run_audit(
-        root=root,
+    from imagelint.session import JournalOptions, OutputSpec, run_audit
+
+    options = _run_options(config, rules, no_builtin_rules, formats, fail_on, select, ignore, show_waived)
+    options.sarif_anchor = str(sarif_anchor) if sarif_anchor else None
+    options.github = os.environ.get("GITHUB_ACTIONS") == "true" if github is None else github
+    if options.github and not formats:  # the log shows the table, the workflow gets annotations
+        options.outputs = [OutputSpec("text"), OutputSpec("github")]
+    verdict = run_audit(root, options, JournalOptions(journal, require_journal), live=live)
+    raise typer.Exit(int(verdict.exit_code))
+
+
+@app.command()
+@friendly
+def units(
+    root: Annotated[Path, typer.Argument(help="Root directory of the mounted image.")] = Path("/"),
+    output_format: Annotated[
+        str, typer.Option("--format", "-f", help="text (a table) or json (schema: imagelint schema units).")
+    ] = "text",
+) -> None:
+    """List every systemd unit of an image: state, preset, unit file, drop-ins, and the boot chain.
+
+    States and presets are those of `systemctl --root=ROOT list-unit-files`; for each unit started at
+    boot, the chain that pulls it in (default.target → multi-user.target → ecs.service). Examples:
+
+      imagelint units /mnt/image
+
+      imagelint units /mnt/image --format json > units.json
+    """
+    from imagelint.units_command import run_units
+
+    raise typer.Exit(run_units(root, output_format))
+
+
+@app.command()
+@friendly
+def soak(
+    duration: Annotated[
+        str, typer.Option("--duration", "-d", help="How long to watch: 90s, 10m, 1h.")
+    ] = "10m",
+    interval: Annotated[str, typer.Option("--interval", "-i", help="Time between samples.")] = "5s",
+    config: ConfigOpt = None,
+    rules: RulesOpt = None,
+    no_builtin_rules: NoBuiltinOpt = False,
+    formats: Annotated[
+        list[str] | None,
+        typer.Option("--format", "-f", help="FORMAT or FORMAT:PATH (text, json); repeatable. Default: text."),
+    ] = None,
+    fail_on: Annotated[
+        str | None,
+        typer.Option("--fail-on", help="Lowest severity that fails: info|low|medium|high|critical."),
+    ] = None,
+    select: Annotated[
+        list[str] | None, typer.Option("--select", help="Run only these rules (id, name, tag:X).")
+    ] = None,
+    ignore: Annotated[
+        list[str] | None, typer.Option("--ignore", help="Skip these rules (id, name, tag:X).")
+    ] = None,
+) -> None:
+    """Watch this running host for a while and judge memory-cgroup growth and restart loops.
+
+    Samples live and dying memory cgroups (cgroup v1, v2 or hybrid) every interval, reads every
+    service's restart counter at the start and end, and times a read of every memory cgroup's
+    memory.stat. Then runs the soak-scope rules (IL4xx): growth by a robust slope with a
+    significance test, ceilings on the count and the dying:live ratio, units that restarted.
+    Ctrl-C or SIGTERM ends early and still writes the report (a cut-short soak cannot pass).
+    Run it as root on the host itself (not in a container). Examples:
+
+      imagelint soak --duration 10m --interval 5s
+
+      imagelint soak -d 5m -f text -f json:soak.json --fail-on high
+    """
+    from imagelint.soak.command import parse_duration, run_soak_command
+
+    options = _run_options(config, rules, no_builtin_rules, formats, fail_on, select, ignore, False)
+    seconds, every = parse_duration(duration, "--duration"), parse_duration(interval, "--interval")
+    verdict = run_soak_command(seconds, every, options, interactive=sys.stderr.isatty())
+    raise typer.Exit(int(verdict.exit_code))
+
+
+@app.command()
+@friendly
+def ami(
+    images: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="AMI ids (ami-… or REGION:ami-…), or `cleanup` to remove orphans of earlier runs."
+        ),
+    ] = None,
+    packer_manifest: Annotated[
+        Path | None,
+        typer.Option(
+            "--packer-manifest", help="Check the AMIs of this Packer run (manifest post-processor file)."
+        ),
+    ] = None,
+    region: Annotated[
+        str | None, typer.Option("--region", help="AWS region (default: the environment's).")
+    ] = None,
+    mode: Annotated[
+        str,
+        typer.Option(
+            "--mode",
+            help="launch: boot an instance, audit --live and soak over SSM; "
+            "volume: mount the root snapshot on this EC2 runner and audit offline.",
+        ),
+    ] = "launch",
+    report_bucket: Annotated[
+        str | None,
+        typer.Option("--report-bucket", help="S3 bucket for the instance's reports and the final report."),
+    ] = None,
+    report_prefix: Annotated[
+        str, typer.Option("--report-prefix", help="Key prefix in the bucket.")
+    ] = "imagelint/",
+    instance_type: Annotated[str, typer.Option("--instance-type")] = "t3.medium",
+    subnet: Annotated[
+        str | None, typer.Option("--subnet", help="Subnet id (default: the default VPC's).")
+    ] = None,
+    security_groups: Annotated[list[str] | None, typer.Option("--security-group", help="Repeatable.")] = None,
+    instance_profile: Annotated[
+        str | None,
+        typer.Option(
+            "--instance-profile",
+            help="Name or ARN; its role needs AmazonSSMManagedInstanceCore and "
+            "s3:PutObject on the report bucket.",
+        ),
+    ] = None,
+    soak: Annotated[
+        str, typer.Option("--soak", help="Soak length on the instance (0 = no soak): 90s, 10m.")
+    ] = "10m",
+    soak_interval: Annotated[str, typer.Option("--soak-interval")] = "5s",
+    install_from: Annotated[
+        str | None,
+        typer.Option(
+            "--install-from",
+            help="s3://BUCKET/KEY.whl or a local wheel (default: imagelint==VERSION from PyPI).",
+        ),
+    ] = None,
+    tag: Annotated[bool, typer.Option("--tag", help="Tag the verdict on the AMI and its snapshots.")] = False,
+    on_fail: Annotated[
+        str, typer.Option("--on-fail", help="deregister|deprecate|none, on a fail verdict.")
+    ] = "none",
+    poll: Annotated[str, typer.Option("--poll", help="Polling interval.")] = "5s",
+    ssm_timeout: Annotated[str, typer.Option("--ssm-timeout", help="How long to wait for SSM.")] = "10m",
+    older_than: Annotated[str, typer.Option("--older-than", help="cleanup: only older resources.")] = "2h",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="cleanup: list, do not remove.")] = False,
+    formats: Annotated[
+        list[str] | None,
+        typer.Option("--format", "-f", help="FORMAT or FORMAT:PATH; repeatable. Default: text."),
+    ] = None,
+    fail_on: Annotated[str | None, typer.Option("--fail-on", help="info|low|medium|high|critical.")] = None,
+    select: Annotated[list[str] | None, typer.Option("--select", help="Run only these rules.")] = None,
+    ignore: Annotated[list[str] | None, typer.Option("--ignore", help="Skip these rules.")] = None,
+    config: ConfigOpt = None,
+    rules: RulesOpt = None,
+) -> None:
+    """Check an AMI before it ships: boot it, audit and soak it over SSM, tag the verdict.
+
+    Every instance and volume is tagged imagelint:run=<uuid> and removed in every outcome. Examples:
+
+      imagelint ami ami-0abc… --report-bucket my-bucket --instance-profile imagelint-ssm --tag
+
+      imagelint ami --packer-manifest packer-manifest.json --report-bucket b --soak 5m --tag
+
+      imagelint ami ami-0abc… --mode volume -f json:report.json
+
+      imagelint ami cleanup --older-than 2h
+    """
+    from imagelint.soak.command import parse_duration
+
+    if images and images[0] == "cleanup":
+        from imagelint.aws.cleanup import run_cleanup
+
+        if len(images) > 1:
+            raise UsageError("`imagelint ami cleanup` takes no AMI ids")
+        for line in run_cleanup(
+            region,
+            parse_duration(older_than, "--older-than"),
+            dry_run=dry_run,
+            poll=parse_duration(poll, "--poll"),
+        ):
+            typer.echo(line)
+        return
+    from imagelint.aws.command import AmiOptions, Timing, run_ami
+    from imagelint.aws.ec2 import LaunchSettings
+
+    interval = parse_duration(poll, "--poll")
+    options = AmiOptions(
+        images=images or [],
+        packer_manifest=packer_manifest,
+        region=region,
+        mode=mode,
+        report_bucket=report_bucket,
+        report_prefix=report_prefix,
+        launch=LaunchSettings(instance_type, subnet, tuple(security_groups or ()), instance_profile),
+        soak_seconds=0.0 if soak.strip() in ("0", "0s", "none") else parse_duration(soak, "--soak"),
+        soak_interval=parse_duration(soak_interval, "--soak-interval"),
+        install_from=install_from,
+        tag=tag,
+        on_fail=on_fail,
+        timing=Timing(poll=interval, ssm_timeout=parse_duration(ssm_timeout, "--ssm-timeout")),
+        run=_run_options(config, rules, False, formats, fail_on, select, ignore, False),
+        interactive=sys.stderr.isatty(),
+    )
+    raise typer.Exit(int(run_ami(options).exit_code))
+
+
+@app.command()
+@friendly
+def fleet(
+    target: Annotated[str, typer.Option("--target", help="tag:KEY=VALUE[,VALUE…]: the instances to check.")],
+    report_bucket: Annotated[str, typer.Option("--report-bucket", help="S3 bucket for the reports.")],
+    report_prefix: Annotated[str, typer.Option("--report-prefix")] = "imagelint/",
+    region: Annotated[str | None, typer.Option("--region")] = None,
+    max_concurrency: Annotated[str, typer.Option("--max-concurrency", help="SSM MaxConcurrency.")] = "10%",
+    max_errors: Annotated[str, typer.Option("--max-errors", help="SSM MaxErrors.")] = "10%",
+    soak: Annotated[str, typer.Option("--soak", help="Soak length on each instance (0 = none).")] = "0",
+    soak_interval: Annotated[str, typer.Option("--soak-interval")] = "5s",
+    poll: Annotated[str, typer.Option("--poll")] = "5s",
+    formats: Annotated[
+        list[str] | None,
+        typer.Option("--format", "-f", help="FORMAT or FORMAT:PATH; repeatable. Default: text."),
+    ] = None,
+    fail_on: Annotated[str | None, typer.Option("--fail-on")] = None,
+    select: Annotated[list[str] | None, typer.Option("--select")] = None,
+    ignore: Annotated[list[str] | None, typer.Option("--ignore")] = None,
+) -> None:
+    """Audit running instances through SSM Run Command; one report with a row per instance.
+
+    SSM does the fan-out (tag targets, --max-concurrency, --max-errors). Example:
+
+      imagelint fleet --target tag:Role=gpu-node --report-bucket my-bucket --soak 5m -f json:fleet.json
+    """
+    from imagelint.aws.fleet import FleetOptions, run_fleet
+    from imagelint.soak.command import parse_duration
+
+    options = FleetOptions(
+        target=target,
+        region=region,
+        report_bucket=report_bucket,
+        report_prefix=report_prefix,
+        max_concurrency=max_concurrency,
+        max_errors=max_errors,
+        soak_seconds=0.0 if soak.strip() in ("0", "0s", "none") else parse_duration(soak, "--soak"),
+        soak_interval=parse_duration(soak_interval, "--soak-interval"),
+        poll=parse_duration(poll, "--poll"),
+        run=_run_options(None, None, False, formats, fail_on, select, ignore, False),
+        interactive=sys.stderr.isatty(),
+    )
+    raise typer.Exit(int(run_fleet(options).exit_code))
+
+
+def _run_options(
+    config: Path | None,
+    rules: list[Path] | None,
+    no_builtin_rules: bool,
+    formats: list[str] | None,
+    fail_on: str | None,
+    select: list[str] | None,
+    ignore: list[str] | None,
+    show_waived: bool,
+) -> Any:
+    from imagelint.session import OutputSpec, RunOptions
+
+    return RunOptions(
         config_path=config,
         extra_rules=rules or [],
         builtin=not no_builtin_rules,
-        outputs=outputs,
+        outputs=[OutputSpec.parse(f) for f in (formats or ["text"])],
         fail_on=fail_on,
         select=select or [],
         ignore=ignore or [],
         show_waived=show_waived,
     )
-    raise typer.Exit(int(verdict.exit_code))
 
 
 @rules_app.command("list")
@@ -213,8 +509,10 @@ def rules_validate(
     """
     from imagelint.rulepacks import builtin_pack_paths, load_packs
 
-    # Loading with the built-ins catches ids that collide with them.
-    packs = load_packs(files, builtin=builtin_pack_paths())
+    # Loading with the built-ins catches ids that collide with them (a built-in pack given here
+    # is validated as itself, not as its own duplicate).
+    given = {p.resolve() for f in files for p in ([*f.glob("*.y*ml")] if f.is_dir() else [f])}
+    packs = load_packs(files, builtin=[p for p in builtin_pack_paths() if p.resolve() not in given])
     mine = [p for p in packs if not p.builtin]
     typer.echo(f"{sum(len(p.rules) for p in mine)} rule(s) in {len(mine)} pack(s): valid")
 
@@ -233,6 +531,14 @@ def schema_config() -> None:
     from imagelint.config import config_schema
 
     typer.echo(json.dumps(config_schema(), indent=2))
+
+
+@schema_app.command("units")
+def schema_units() -> None:
+    """Print the JSON Schema of `imagelint units --format json`."""
+    from imagelint.units_command import UNITS_SCHEMA
+
+    typer.echo(json.dumps(UNITS_SCHEMA, indent=2))
 
 
 @schema_app.command("report")

@@ -11,6 +11,10 @@ from imagelint.formats.interface import Formatter, RenderOptions
 FORMATS = {
     "text": "imagelint.formats.text",
     "json": "imagelint.formats.json_format",
+    "sarif": "imagelint.formats.sarif",
+    "junit": "imagelint.formats.junit",
+    "github": "imagelint.formats.github",
+    "markdown": "imagelint.formats.markdown",
 }
 
 

@@ -50,8 +50,8 @@ class TextFormatter:
                 )
                 table.add_row(severity, finding.rule_id, _escape(finding.location), message)
             console.print(table)
-        for error in report.errors:
-            console.print(f"[bold yellow]error[/] {_escape(str(error))}")
+        for line in _merged_errors(report):
+            console.print(f"[bold yellow]error[/] {_escape(line)}")
         for warning in report.warnings:
             console.print(f"[yellow]warning[/] {_escape(str(warning))}")
         for result in report.rules:
@@ -61,6 +61,18 @@ class TextFormatter:
             console.print(f"[dim]{_escape(note)}[/]")
         console.print(_summary(report), style=_VERDICT_STYLE[report.verdict])
         return buffer.getvalue()
+
+
+def _merged_errors(report: Report) -> list[str]:
+    """One line per distinct problem; several rules meeting the same unreadable file share it."""
+    rules: dict[tuple[str | None, str], list[str]] = {}
+    for error in report.errors:
+        rules.setdefault((error.where, error.message), []).append(error.rule_id or "")
+    lines = []
+    for (where, message), ids in rules.items():
+        named = ", ".join(i for i in dict.fromkeys(ids) if i)
+        lines.append((f"{named}: " if named else "") + (f"{where}: {message}" if where else message))
+    return lines
 
 
 def _summary(report: Report) -> str:

@@ -69,6 +69,11 @@ class RuleResult:
     findings: int = 0
     omitted: int = 0  # findings beyond the per-rule cap, counted but not listed
     duration_ms: float = 0.0
+    # The rule's documentation, carried so that formats (SARIF rule descriptors) need no rule objects.
+    description: str = ""
+    remediation: str = ""
+    tags: list[str] = field(default_factory=list)
+    references: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -98,6 +103,7 @@ class Report:
     errors: list[ReportError] = field(default_factory=list)
     warnings: list[ReportError] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    facts: dict[str, Any] = field(default_factory=dict)  # what was measured (e.g. the soak's samples)
 
     @property
     def active_findings(self) -> list[Finding]:
@@ -142,4 +148,5 @@ class Report:
             "errors": [asdict(e) for e in self.errors],
             "warnings": [asdict(w) for w in self.warnings],
             "notes": self.notes,
+            "facts": self.facts,
         }

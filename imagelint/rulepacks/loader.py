@@ -10,11 +10,13 @@ from __future__ import annotations
 import hashlib
 import string
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from imagelint.checks import ParamError, registry
-from imagelint.errors import RulePackError
+from imagelint.errors import ConfigError, RulePackError
+from imagelint.rulepacks import validated
 from imagelint.rulepacks.model import CheckSpec, Rule, RulePack, Scope, Severity
 from imagelint.rulepacks.schema import rules_schema
 from imagelint.yamlsource import YamlDocument, first_schema_error, load_yaml
@@ -64,18 +66,21 @@ def load_pack(path: Path, *, builtin: bool = False) -> RulePack:
     document = load_yaml(path, error=RulePackError)
     if document.data is None:
         raise RulePackError("is empty; a rule pack needs a 'rules:' list", where=str(path))
-    first_schema_error(document, rules_schema(), RulePackError)
+    pack_bytes = path.read_bytes()
+    if not validated.already_valid(pack_bytes):
+        first_schema_error(document, rules_schema(), RulePackError)
     data = document.data
     meta = data.get("pack", {})
     pack = RulePack(
         name=meta.get("name", path.stem),
         path=str(path),
-        sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+        sha256=hashlib.sha256(pack_bytes).hexdigest(),
         description=meta.get("description", ""),
         builtin=builtin,
     )
     for index, raw in enumerate(data["rules"]):
         pack.rules.append(_rule(document, ["rules", index], raw, pack.name))
+    validated.remember_valid(pack_bytes)  # only once every rule in it has been built without error
     return pack
 
 
@@ -122,6 +127,25 @@ def _conditions(document: YamlDocument, at: list[str | int], raw: Any) -> tuple[
     if isinstance(raw, dict):
         return (_check(document, at, raw),)
     return tuple(_check(document, [*at, i], item) for i, item in enumerate(raw))
+
+
+def override_params(rule: Rule, override: dict[str, Any], where: str) -> Rule:
+    """The rule with some check parameters replaced, validated against the kind's schema."""
+    import jsonschema
+
+    kind = registry()[rule.check.kind]
+    params = {**rule.check.params, **override}
+    schema = {**kind.schema(), "additionalProperties": False}
+    error = jsonschema.exceptions.best_match(
+        jsonschema.Draft202012Validator(schema).iter_errors({"kind": kind.name, **params})
+    )
+    if error is not None:
+        raise ConfigError(f"parameters for {rule.id}: {error.message}", where=where)
+    try:
+        kind.validate(params)
+    except ParamError as exc:
+        raise ConfigError(f"parameters for {rule.id}: {exc.message}", where=where) from None
+    return replace(rule, check=replace(rule.check, params=params))
 
 
 def _check_template(document: YamlDocument, at: list[str | int], template: str, allowed: set[str]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from imagelint.checks import registry
@@ -97,6 +98,7 @@ def rule_schema() -> dict[str, Any]:
     }
 
 
+@cache
 def rules_schema() -> dict[str, Any]:
     """The schema `imagelint schema rules` prints and every pack is validated against."""
     return {

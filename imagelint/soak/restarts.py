@@ -64,22 +64,63 @@ class RestartSnapshot:
         }
 
 
-def parse_systemctl_show(text: str) -> dict[str, UnitRestarts]:
-    """Parse ``systemctl show`` output: ``Key=Value`` lines, one block per unit, blank-line separated."""
-    units: dict[str, UnitRestarts] = {}
+def parse_show_blocks(text: str) -> list[dict[str, str]]:
+    """``systemctl show`` output: ``Key=Value`` lines, one block per unit, blank-line separated.
+
+    Blocks without an ``Id`` are dropped. Shared by the soak's counters and ``audit --live``.
+    """
+    blocks: list[dict[str, str]] = []
     for block in text.split("\n\n"):
         props: dict[str, str] = {}
         for line in block.splitlines():
             key, sep, value = line.partition("=")
             if sep:
                 props[key.strip()] = value.strip()
-        unit = props.get("Id")
-        if not unit:
-            continue
+        if props.get("Id"):
+            blocks.append(props)
+    return blocks
+
+
+def parse_systemctl_show(text: str) -> dict[str, UnitRestarts]:
+    """Parse ``systemctl show`` output into restart counters, by unit."""
+    units: dict[str, UnitRestarts] = {}
+    for props in parse_show_blocks(text):
+        unit = props["Id"]
         raw = props.get("NRestarts", "")
         n = int(raw) if raw.isdigit() else None
         units[unit] = UnitRestarts(unit, n, props.get("ActiveState") or None, props.get("SubState") or None)
     return units
+
+
+def run_systemctl_show(
+    properties: Sequence[str],
+    *,
+    systemctl: str = "systemctl",
+    extra_args: Sequence[str] = (),
+    prefix: Sequence[str] = (),
+    pattern: str = "*.service",
+    timeout: float = DEFAULT_TIMEOUT,
+) -> tuple[str | None, str | None]:
+    """Run the one batched ``systemctl show --all`` for ``properties``: (stdout, None) or (None, why not).
+
+    ``extra_args`` go before ``show`` (``--user``, ``-M machine``...); ``prefix`` runs systemctl
+    through another command (``nsenter -t PID -a`` to reach a manager in another namespace).
+    """
+    exe = systemctl if prefix else shutil.which(systemctl)
+    if exe is None:
+        return None, f"{systemctl} not found"
+    argv = [*prefix, exe, *extra_args, "show", "--no-pager", "--all", "--property=" + ",".join(properties)]
+    argv += ["--", pattern]
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return None, f"systemctl show did not answer within {timeout:g} s"
+    except OSError as exc:
+        return None, f"cannot run systemctl: {exc.strerror or exc}"
+    if proc.returncode != 0:
+        first = next((ln.strip() for ln in proc.stderr.splitlines() if ln.strip()), "")
+        return None, f"systemctl show failed (exit {proc.returncode}): {first}".rstrip(": ")
+    return proc.stdout, None
 
 
 def collect_restart_counters(
@@ -92,27 +133,20 @@ def collect_restart_counters(
 ) -> RestartSnapshot:
     """Run the one batched ``systemctl show`` and parse it; an unusable systemctl is reported, not raised.
 
-    ``extra_args`` go before ``show`` (``--user``, ``-M machine``...); ``prefix`` runs systemctl
-    through another command (``nsenter -t PID -a`` to reach a manager in another namespace).
+    Arguments as for :func:`run_systemctl_show`.
     """
     wall = time.time()
-    exe = systemctl if prefix else shutil.which(systemctl)
-    if exe is None:
-        return RestartSnapshot(wall, False, f"{systemctl} not found")
-    argv = [*prefix, exe, *extra_args, "show", "--no-pager", "--all", "--property=" + ",".join(PROPERTIES)]
-    argv += ["--", pattern]
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
-        return RestartSnapshot(wall, False, f"systemctl show did not answer within {timeout:g} s")
-    except OSError as exc:
-        return RestartSnapshot(wall, False, f"cannot run systemctl: {exc.strerror or exc}")
-    if proc.returncode != 0:
-        first = next((ln.strip() for ln in proc.stderr.splitlines() if ln.strip()), "")
-        return RestartSnapshot(
-            wall, False, f"systemctl show failed (exit {proc.returncode}): {first}".rstrip(": ")
-        )
-    return RestartSnapshot(wall, True, None, parse_systemctl_show(proc.stdout))
+    out, reason = run_systemctl_show(
+        PROPERTIES,
+        systemctl=systemctl,
+        extra_args=extra_args,
+        prefix=prefix,
+        pattern=pattern,
+        timeout=timeout,
+    )
+    if out is None:
+        return RestartSnapshot(wall, False, reason)
+    return RestartSnapshot(wall, True, None, parse_systemctl_show(out))
 
 
 @dataclass(frozen=True)

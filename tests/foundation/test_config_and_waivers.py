@@ -118,3 +118,24 @@ def test_fifo_as_config_is_a_clear_error(image: Path, tmp_path: Path) -> None:
     os.mkfifo(fifo)
     proc = run_cli("audit", str(image), "-c", str(fifo), timeout=20)
     assert proc.returncode == 2 and proc.stderr.strip() == f"imagelint: error: {fifo}: is not a regular file"
+
+
+def test_parameters_override_a_rules_check(image: Path, tmp_path: Path) -> None:
+    config = "select: [IL106]\nparameters:\n  shell-history: {min_size: 100}\n"
+    code, report, _ = _audit(image, config, tmp_path)  # the 3-byte history is now under the threshold
+    assert code == 0 and not _by_rule(report, "IL106")
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "what"),
+    [
+        ("parameters:\n  IL106: {min_size: -1}\n", ":2:10", "-1 is less than the minimum of 0"),
+        ("parameters:\n  IL106: {min_sise: 1}\n", ":2:10", "'min_sise' was unexpected"),
+        ("parameters:\n  IL999: {x: 1}\n", ":2:10", "parameters for unknown rule 'IL999'"),
+    ],
+)
+def test_bad_parameters_are_config_errors(
+    image: Path, tmp_path: Path, text: str, where: str, what: str
+) -> None:
+    code, _, err = _audit(image, text, tmp_path)
+    assert code == 2 and f".imagelint.yaml{where}" in err and what in err

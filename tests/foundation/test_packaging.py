@@ -46,6 +46,9 @@ def test_sample_image_shows_the_faults(tmp_path: Path) -> None:
     assert proc.returncode == 1
     fired = {f["rule_id"] for f in report["findings"] if f["waiver"] is None}
     assert {"IL101", "IL102", "IL104", "IL107", "IL109", "IL110"} <= fired
+    # the ECS agent of the incident: enabled without a cluster, binary missing, restarting forever,
+    # enabled by hand, requiring a unit that is not there
+    assert {"IL501", "IL201", "IL202", "IL203", "IL204"} <= fired
     assert {f["rule_id"] for f in report["findings"] if f["waiver"]} == {"IL108"}
 
 

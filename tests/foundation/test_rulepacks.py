@@ -116,3 +116,20 @@ def test_rules_list_and_show() -> None:
     assert shown.returncode == 0 and "PermitRootLogin" in shown.stdout
     missing = run_cli("rules", "show", "IL999")
     assert missing.returncode == 2 and "no rule 'IL999'" in missing.stderr
+
+
+def test_validation_is_remembered_only_for_the_exact_bytes(tmp_path: Path, monkeypatch) -> None:
+    from imagelint.errors import RulePackError
+    from imagelint.rulepacks.loader import load_pack
+    from imagelint.rulepacks.validated import already_valid
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("IMAGELINT_NO_VALIDATION_CACHE", raising=False)
+    pack = _pack(tmp_path, GOOD_RULE)
+    assert not already_valid(pack.read_bytes())
+    load_pack(pack)
+    assert already_valid(pack.read_bytes())
+    pack.write_text(GOOD_RULE.replace("severity: low", "severity: loud"))
+    with pytest.raises(RulePackError, match="loud"):
+        load_pack(pack)
+    assert not already_valid(pack.read_bytes())

@@ -4,8 +4,6 @@ crash-looping unit under systemd 252 booted in a container (systemd-nspawn, the 
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -21,7 +19,7 @@ from imagelint.soak.restarts import (
     parse_systemctl_show,
     restart_deltas,
 )
-from tests.support import is_root, need
+from tests.nspawn import booted
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "cgroup"
 
@@ -75,49 +73,16 @@ def test_deltas_and_attribution_from_snapshots() -> None:
 # against systemd 252 itself
 
 
-def _children(pid: int) -> list[int]:
-    out: list[int] = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        out += [int(c) for c in (task / "children").read_text().split()]
-    return out
-
-
 @pytest.fixture
 def booted_container(debian_rootfs: Path) -> Iterator[list[str]]:
     """Boot the Debian image with its systemd as PID 1 (read-only image, changes in a tmpfs overlay).
 
     Yields the command prefix that runs a program in the container's namespaces.
     """
-    need(is_root(), "booting a container needs root")
-    need(shutil.which("systemd-nspawn") is not None, "systemd-nspawn is not installed")
-    need(shutil.which("nsenter") is not None, "nsenter is not installed")
-    name = f"il-restarts-{os.getpid()}"
-    argv = ["systemd-nspawn", "-q", "-D", str(debian_rootfs), "--volatile=overlay", "--register=no"]
-    argv += ["--keep-unit", "-M", name, "--boot"]
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        leader = None
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and proc.poll() is None:
-            kids = _children(proc.pid)
-            if kids:
-                leader = kids[0]
-                prefix = ["nsenter", "-t", str(leader), "-m", "-u", "-i", "-n", "-p"]
-                if collect_restart_counters(prefix=prefix).available:
-                    break
-            time.sleep(0.3)
-        else:
-            pytest.fail(
-                f"the container did not come up: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}"
-            )
+    with booted(
+        debian_rootfs, volatile=True, ready=lambda p: collect_restart_counters(prefix=p).available
+    ) as prefix:
         yield prefix
-    finally:
-        proc.terminate()  # nspawn shuts the container down cleanly on SIGTERM
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
 
 
 @pytest.mark.root

@@ -1,0 +1,248 @@
+"""Check kinds on the journal: restart loops, start-limit hits, repeated failures, kernel symptoms.
+
+The journal is opened once per run (the image's /var/log/journal and /run/log/journal, or the
+directory or file given with ``--journal``) and shared by every journal rule. Honesty about data:
+no journal at all makes the rules not applicable (the normal state of a cleaned golden image)
+unless the run requires one; journal files that exist but cannot be read in full are gaps that
+make the run inconclusive, while what could be read still produces findings.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fnmatch
+from typing import Any
+
+from imagelint.checks import register
+from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation
+from imagelint.errors import ImageReadError
+
+_UNITS = {
+    "units": {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": "unit globs to consider; default all",
+    },
+    "exclude_units": {"type": "array", "items": {"type": "string"}, "description": "unit globs to leave out"},
+}
+_WINDOW = {"window": {"type": "number", "exclusiveMinimum": 0, "default": 3600, "description": "seconds"}}
+
+
+def _journal(ctx: CheckContext) -> Any:
+    """The run's journal (opened once), after accounting for what could not be read."""
+    from imagelint.facts.journal import open_image, open_path
+
+    def build() -> Any:
+        journal = open_path(ctx.journal_path) if ctx.journal_path else open_image(ctx.target)
+        ctx.record("journal", journal.scan.to_dict)
+        ctx.notes.append("journal: " + journal.scan.summary().splitlines()[0])
+        return journal
+
+    journal = ctx.fact("journal", build)
+    scan = journal.scan
+    if scan.files_found == 0:
+        searched = ", ".join(scan.searched) or scan.source
+        if ctx.require_journal:
+            raise ImageReadError(
+                searched, "no journal files, and this run requires a journal (--require-journal)"
+            )
+        raise NotApplicable(f"no journal files in {searched}")
+    return journal
+
+
+def _gaps(ctx: CheckContext, journal: Any) -> None:
+    """Files present but not (fully) readable: each is a gap that keeps the run from passing."""
+    for report in journal.scan.unreadable:
+        ctx.gap(report.path, f"journal file {report.status}: {report.reason}")
+
+
+def _restarts(ctx: CheckContext) -> Any:
+    from imagelint.facts.journal import analyze_restarts
+
+    journal = _journal(ctx)
+    report = ctx.fact("journal.restarts", lambda: analyze_restarts(journal))
+    _gaps(ctx, journal)
+    return report
+
+
+def _wanted(unit: str, params: dict[str, Any]) -> bool:
+    include = params.get("units")
+    if include and not any(fnmatch.fnmatchcase(unit, g) for g in include):
+        return False
+    return not any(fnmatch.fnmatchcase(unit, g) for g in params.get("exclude_units", ()))
+
+
+def _when(usec: int | None) -> str | None:
+    if usec is None:
+        return None
+    return dt.datetime.fromtimestamp(usec / 1e6, dt.UTC).isoformat(timespec="seconds")
+
+
+def _unit_evidence(rec: Any) -> dict[str, Any]:
+    last_exit = f"{rec.last_exit.code} {rec.last_exit.status}" if rec.last_exit else None
+    return {
+        "boot": rec.boot_id,
+        "restarts": rec.restarts,
+        "max_n_restarts": rec.max_n_restarts,
+        "rate_per_hour": round(rec.rate_per_hour, 1) if rec.rate_per_hour is not None else None,
+        "first": _when(rec.first_usec),
+        "last": _when(rec.last_usec),
+        "start_limit_hits": rec.start_limit_hits,
+        "failures": dict(rec.failures),
+        "last_exit": last_exit,
+        "samples": list(rec.samples),
+    }
+
+
+@register
+class JournalRestartLoop(CheckKind):
+    name = "journal.restart_loop"
+    summary = "Fires per unit and boot with at least N scheduled restarts inside a sliding window."
+    parameters = {
+        "min_restarts": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "restarts within the window that fire",
+        },
+        **_WINDOW,
+        **_UNITS,
+    }
+    required = ("min_restarts",)
+    variables = {
+        "restarts": "restarts in that boot",
+        "in_window": "most restarts inside one window",
+        "window_min": "the window in minutes",
+        "rate_per_hour": "restarts per hour",
+        "first": "first restart (UTC)",
+        "last": "last restart (UTC)",
+        "last_exit": "how the process last ended",
+        "boot": "boot id",
+    }
+
+    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
+        window = params.get("window", 3600)
+        found = []
+        for rec in _restarts(ctx).units:
+            in_window = rec.max_restarts_within(window)
+            if in_window >= params["min_restarts"] and _wanted(rec.unit, params):
+                evidence = {
+                    **_unit_evidence(rec),
+                    "in_window": in_window,
+                    "window_min": round(window / 60, 1),
+                }
+                found.append(Observation(f"{rec.unit}@{rec.boot_id}", unit=rec.unit, evidence=evidence))
+        return found
+
+
+@register
+class JournalStartLimit(CheckKind):
+    name = "journal.start_limit"
+    summary = "Fires per unit and boot that hit its start limit (structured result or PID 1's text)."
+    parameters = {**_UNITS}
+    variables = {"start_limit_hits": "how often", "boot": "boot id", "last": "last restart (UTC)"}
+
+    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
+        return [
+            Observation(f"{rec.unit}@{rec.boot_id}", unit=rec.unit, evidence=_unit_evidence(rec))
+            for rec in _restarts(ctx).units
+            if rec.start_limit_hits and _wanted(rec.unit, params)
+        ]
+
+
+@register
+class JournalFailures(CheckKind):
+    name = "journal.failures"
+    summary = "Fires per unit and boot with at least N failures (UNIT_RESULT of the unit-failed record)."
+    parameters = {
+        "min_failures": {"type": "integer", "minimum": 1},
+        "results": {"type": "array", "items": {"type": "string"}, "description": "only these UNIT_RESULTs"},
+        **_UNITS,
+    }
+    required = ("min_failures",)
+    variables = {"failures_total": "failures counted", "results": "UNIT_RESULT counts", "boot": "boot id"}
+
+    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
+        wanted = set(params.get("results", ()))
+        found = []
+        for rec in _restarts(ctx).units:
+            counted = {r: n for r, n in rec.failures.items() if not wanted or r in wanted}
+            total = sum(counted.values())
+            if total >= params["min_failures"] and _wanted(rec.unit, params):
+                evidence = {**_unit_evidence(rec), "failures_total": total, "results": counted}
+                found.append(Observation(f"{rec.unit}@{rec.boot_id}", unit=rec.unit, evidence=evidence))
+        return found
+
+
+@register
+class JournalSignal(CheckKind):
+    name = "journal.signal"
+    summary = (
+        "Fires per boot where a symptom (field matches + message regex) occurs at least N times in a window."
+    )
+    parameters = {
+        "signal": {
+            "type": "string",
+            "description": "a built-in symptom (see patterns.SIGNALS), or give match",
+        },
+        "match": {
+            "type": "object",
+            "additionalProperties": {"type": "string"},
+            "description": "FIELD: value matches, looked up through the journal's index",
+        },
+        "pattern": {"type": "string", "description": "regex on MESSAGE (with match)"},
+        "min_count": {"type": "integer", "minimum": 1, "default": 1},
+        **_WINDOW,
+    }
+    variables = {
+        "signal": "the symptom's name",
+        "count": "occurrences in that boot",
+        "in_window": "most inside one window",
+        "first": "first (UTC)",
+        "last": "last (UTC)",
+        "sample": "one message",
+        "boot": "boot id",
+    }
+
+    def validate(self, params: dict[str, Any]) -> None:
+        import re
+
+        from imagelint.checks.base import ParamError
+        from imagelint.facts.journal import SIGNALS
+
+        if ("signal" in params) == ("match" in params):
+            raise ParamError([], "give exactly one of 'signal' (a built-in symptom) or 'match'")
+        if "signal" in params and params["signal"] not in SIGNALS:
+            raise ParamError(["signal"], f"unknown signal {params['signal']!r} (known: {', '.join(SIGNALS)})")
+        if "pattern" in params:
+            try:
+                re.compile(params["pattern"])
+            except re.error as exc:
+                raise ParamError(["pattern"], f"regular expression does not compile: {exc}") from None
+
+    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
+        from imagelint.facts.journal import SIGNALS, SignalSpec, count_signal
+
+        spec = (
+            SIGNALS[params["signal"]]
+            if "signal" in params
+            else SignalSpec("custom", dict(params["match"]), params.get("pattern"))
+        )
+        journal = _journal(ctx)
+        key = ("journal.signal", spec.name, repr(sorted(spec.matches.items())), spec.message)
+        report = ctx.fact(key, lambda: count_signal(journal, spec))
+        _gaps(ctx, journal)
+        window, found = params.get("window", 3600), []
+        for boot in report.boots:
+            in_window = boot.max_within(window)
+            if in_window >= params.get("min_count", 1):
+                evidence = {
+                    "signal": spec.name,
+                    "boot": boot.boot_id,
+                    "count": boot.count,
+                    "in_window": in_window,
+                    "first": _when(boot.first_usec),
+                    "last": _when(boot.last_usec),
+                    "sample": boot.samples[0] if boot.samples else None,
+                }
+                found.append(Observation(f"{spec.name}@{boot.boot_id}", evidence=evidence))
+        return found

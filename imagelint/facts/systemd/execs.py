@@ -1,0 +1,246 @@
+"""What a unit would execute, whether it is in the image, and the conditions that would skip it.
+
+Command lines (``ExecStart=`` and friends) are read as systemd 252's ``config_parse_exec()`` does:
+the first word may carry the prefixes ``-`` (a failure, including a missing executable, is
+ignored), ``@`` (the second word is argv[0]), ``:`` (no environment expansion), ``+``, ``!`` and
+``!!`` (privilege handling), in any combination; a standalone ``;`` separates several commands on
+one line. The executable is an absolute path, or a plain file name looked up in
+``ExecSearchPath=`` when set, else in the manager's fixed path
+``/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`` (Debian's systemd is built
+with split-usr; the unit's ``Environment=`` PATH is not used for this lookup). Specifiers of the
+unit name are expanded; a command whose executable depends on something only known at run time
+(``%h``, ``$VAR``) is reported as unknown, never as missing.
+
+Conditions: ``ConditionPathExists=``, ``ConditionPathExistsGlob=``, ``ConditionPathIsDirectory=``,
+``ConditionFileNotEmpty=`` and ``ConditionFileIsExecutable=`` are evaluated on the image, with
+``!`` (negation) and ``|`` (triggering: at least one triggering condition must hold) as systemd
+does. A path with ``%v`` (the kernel release) is false when no kernel's path
+matches at all (``/lib/modules/*/modules.devname`` in an image without kernel modules), else
+unknown. Paths under the run-time file systems (``/run``, ``/proc``, ``/sys``, ``/dev``, ``/tmp``)
+and every other condition type are unknown: a unit is only *skipped* when the conditions that are
+known suffice to skip it. An empty ``Condition…=`` resets the whole list, as in systemd.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from imagelint.errors import ImageReadError
+from imagelint.facts.systemd.model import Assignment
+from imagelint.facts.systemd.parser import WordSyntaxError, split_words
+from imagelint.facts.systemd.specifiers import SpecifierError, expand
+from imagelint.targets.rootfs import FileKind, RootfsTarget
+
+EXEC_KEYS = (
+    "ExecCondition",
+    "ExecStartPre",
+    "ExecStart",
+    "ExecStartPost",
+    "ExecReload",
+    "ExecStop",
+    "ExecStopPre",
+    "ExecStopPost",
+)
+EXEC_SECTIONS = ("Service", "Socket", "Mount", "Swap")
+DEFAULT_EXEC_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
+RUNTIME_FS = ("/run", "/proc", "/sys", "/dev", "/tmp", "/var/run")
+EVALUABLE = (
+    "PathExists",
+    "PathExistsGlob",
+    "PathIsDirectory",
+    "FileNotEmpty",
+    "FileIsExecutable",
+)
+_PREFIX_CHARS = "-@:+!"
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command of an ``Exec…=`` line."""
+
+    key: str
+    executable: str | None  # after specifier expansion; None when it cannot be known offline
+    raw: str
+    ignore_failure: bool
+    assignment: Assignment
+    note: str | None = None  # why the executable is unknown
+
+
+def _prefixes(word: str) -> tuple[str, str]:
+    i = 0
+    while i < len(word) and word[i] in _PREFIX_CHARS:
+        i += 1
+    return word[:i], word[i:]
+
+
+def commands(assignment: Assignment, unit_id: str) -> list[Command]:
+    """The commands of one ``Exec…=`` assignment (several when separated by a standalone ``;``)."""
+    try:
+        words = split_words(assignment.value, unquote=True, retain_escape=False)
+    except WordSyntaxError as exc:
+        return [Command(assignment.key, None, assignment.value, False, assignment, f"unparsable: {exc}")]
+    out: list[Command] = []
+    groups: list[list[str]] = [[]]
+    for word in words:
+        if word == ";":
+            groups.append([])
+        else:
+            groups[-1].append(word)
+    for group in groups:
+        if not group:
+            continue
+        prefix, first = _prefixes(group[0])
+        ignore = "-" in prefix
+        raw = " ".join(group)
+        if not first:  # "@" alone etc.: systemd refuses the line
+            out.append(Command(assignment.key, None, raw, ignore, assignment, "no executable"))
+            continue
+        try:
+            exe = expand(first, unit_id)
+        except SpecifierError as exc:
+            out.append(Command(assignment.key, None, raw, ignore, assignment, str(exc)))
+            continue
+        if "$" in exe:
+            out.append(Command(assignment.key, None, raw, ignore, assignment, "depends on the environment"))
+            continue
+        out.append(Command(assignment.key, exe, raw, ignore, assignment))
+    return out
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """Where an executable was found (``path``), or why not (``problem``: "missing"/"not executable")."""
+
+    path: str | None
+    problem: str | None
+    searched: tuple[str, ...] = ()
+
+
+def _is_executable(target: RootfsTarget, path: str) -> str | None:
+    """None if ``path`` is an executable regular file in the image, else what is wrong with it."""
+    try:
+        st = target.stat(path)
+    except ImageReadError as exc:
+        return f"unreadable ({exc.reason})"
+    if st is None:
+        return "missing"
+    if st.kind is not FileKind.FILE:
+        return f"not a regular file ({st.kind})"
+    if not st.mode & 0o111:
+        return "not executable"
+    return None
+
+
+def resolve_executable(target: RootfsTarget, exe: str, search_path: tuple[str, ...] | None) -> Resolution:
+    """Find ``exe`` as the manager would: absolute as is, a bare name in the search path."""
+    if exe.startswith("/"):
+        problem = _is_executable(target, exe)
+        return Resolution(exe if problem is None else None, problem, (exe,))
+    if "/" in exe:
+        return Resolution(None, "a relative path (systemd refuses it)", (exe,))
+    dirs = search_path or DEFAULT_EXEC_PATH
+    tried = tuple(f"{d.rstrip('/')}/{exe}" for d in dirs)
+    for candidate in tried:
+        if _is_executable(target, candidate) is None:
+            return Resolution(candidate, None, tried)
+    return Resolution(None, "missing", tried)
+
+
+# -- conditions -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Condition:
+    kind: str  # "PathExists"...
+    trigger: bool
+    negate: bool
+    parameter: str
+    assignment: Assignment
+    result: bool | None  # None: cannot be known offline
+
+
+def _evaluate(target: RootfsTarget, kind: str, param: str) -> bool | None:
+    if kind not in EVALUABLE or not param.startswith("/"):
+        return None
+    if any(param == fs or param.startswith(fs + "/") for fs in RUNTIME_FS):
+        return None
+    try:
+        if kind == "PathExistsGlob":
+            return bool(target.glob(param))
+        st = target.stat(param)
+    except ImageReadError:
+        return None
+    if kind == "PathExists":
+        return st is not None
+    if st is None:
+        return False
+    if kind == "PathIsDirectory":
+        return st.kind is FileKind.DIR
+    if kind == "FileNotEmpty":
+        return st.kind is FileKind.FILE and st.size > 0
+    return st.kind is FileKind.FILE and bool(st.mode & 0o111)  # FileIsExecutable
+
+
+def _any_kernel(target: RootfsTarget, kind: str, value: str, unit_id: str) -> bool | None:
+    """A path with ``%v`` (the running kernel's release, unknown offline): False when the condition
+    fails for every kernel release the image could boot (no match under any name), else unknown."""
+    if "%v" not in value or kind == "PathExistsGlob":
+        return None
+    try:
+        pattern = expand(value.replace("%v", "\0"), unit_id).replace("\0", "*")
+    except SpecifierError:
+        return None
+    if not pattern.startswith("/") or "*" not in pattern:
+        return None
+    try:
+        candidates = target.glob(pattern)
+    except ImageReadError:
+        return None
+    if any(_evaluate(target, kind, path) is not False for path in candidates):
+        return None
+    return False
+
+
+def conditions(target: RootfsTarget, assignments: list[Assignment], unit_id: str) -> list[Condition]:
+    """The unit's effective ``Condition…=`` list (after resets), each evaluated when possible."""
+    out: list[Condition] = []
+    for a in assignments:
+        if a.section != "Unit" or not a.key.startswith("Condition"):
+            continue
+        if a.value == "":
+            out.clear()
+            continue
+        kind = a.key[len("Condition") :]
+        value = a.value
+        trigger = value.startswith("|")
+        value = value[1:].lstrip() if trigger else value
+        negate = value.startswith("!")
+        value = value[1:].lstrip() if negate else value
+        try:
+            param = expand(value, unit_id)
+            result = _evaluate(target, kind, param)
+        except SpecifierError:
+            param, result = value, _any_kernel(target, kind, value, unit_id)
+        if result is not None and negate:
+            result = not result
+        out.append(Condition(kind, trigger, negate, param, a, result))
+    return out
+
+
+def skipped_by(conds: list[Condition]) -> list[Condition] | None:
+    """The conditions that certainly skip the unit on this image, or None if it may run.
+
+    A non-triggering condition known to be false skips it; so do triggering conditions when all of
+    them are known and all are false.
+    """
+    for c in conds:
+        if not c.trigger and c.result is False:
+            return [c]
+    triggering = [c for c in conds if c.trigger]
+    if triggering and all(c.result is False for c in triggering):
+        return triggering
+    return None
+
+
+def describe(cond: Condition) -> str:
+    return f"Condition{cond.kind}={'|' if cond.trigger else ''}{'!' if cond.negate else ''}{cond.parameter}"

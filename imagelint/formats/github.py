@@ -1,0 +1,185 @@
+"""GitHub Actions: workflow-command annotations (``--format github``), the step summary and outputs.
+
+Annotations: ``::error`` for findings at or above ``fail-on`` and for data that could not be read,
+``::warning`` for findings below ``fail-on`` and for read warnings, ``::notice`` for ``info``
+findings; waived findings are not annotated (the summary lists them). Most severe first. GitHub shows
+at most 10 errors and 10 warnings (and 10 notices) per step, so no more than that are written, and
+one notice says how many were left out. Escaping follows the Actions toolkit: in data ``%``, CR and
+LF; in properties also ``:`` and ``,``.
+
+``publish(report, environ)`` runs when imagelint is in GitHub Actions mode (``GITHUB_ACTIONS=true``
+or ``--github``, unless ``--no-github``): it appends ``render_markdown`` to ``$GITHUB_STEP_SUMMARY``
+(the file kept under GitHub's 1 MiB limit) and appends the outputs ``verdict``, ``failed`` (findings
+at or above ``fail-on``), ``findings``, ``exit-code`` and ``report-sha256`` (the SHA-256 of the
+JSON report, byte for byte what ``--format json:PATH`` writes) to ``$GITHUB_OUTPUT``, each in the
+multi-line-safe ``name<<DELIMITER`` form.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from imagelint.formats.interface import RenderOptions
+from imagelint.formats.markdown import render_markdown
+from imagelint.formats.sarif import finding_level, location_text
+from imagelint.report import Report
+
+LIMIT_PER_KIND = 10  # annotations GitHub displays per step, for each of error / warning / notice
+SUMMARY_LIMIT = 1024 * 1024  # GitHub refuses a step summary of 1 MiB or more
+_KIND = {"error": "error", "warning": "warning", "note": "notice"}
+_ORDER = {"error": 0, "warning": 1, "notice": 2}
+
+
+def escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+@dataclass(frozen=True)
+class Annotation:
+    kind: str  # error | warning | notice
+    message: str
+    title: str = ""
+    file: str | None = None
+    line: int | None = None
+    rank: int = 0  # higher is more severe, within a kind
+
+    def command(self) -> str:
+        props = []
+        if self.file:
+            props.append(f"file={escape_property(self.file)}")
+            if self.line:
+                props.append(f"line={self.line}")
+        if self.title:
+            props.append(f"title={escape_property(self.title)}")
+        joined = " " + ",".join(props) if props else ""
+        return f"::{self.kind}{joined}::{escape_data(self.message)}"
+
+
+def annotations(report: Report, options: RenderOptions) -> list[Annotation]:
+    """Every annotation this report calls for, most severe first (before the display limit)."""
+    from imagelint.formats.sarif import anchor_uri
+
+    anchor = anchor_uri(options.sarif_anchor, report) if options.sarif_anchor else None
+    if anchor and anchor.startswith("file:"):
+        anchor = None
+    found: list[Annotation] = []
+    for finding in report.active_findings:
+        where = location_text(finding)
+        lines = [finding.message]
+        if where not in finding.message:
+            lines.append(f"In the image: {where}")
+        if finding.remediation:
+            lines.append(f"Remediation: {finding.remediation}")
+        found.append(
+            Annotation(
+                _KIND[finding_level(finding, report.fail_on)],
+                "\n".join(lines),
+                title=f"{finding.rule_id} {finding.rule_name} ({finding.severity.value})",
+                file=anchor,
+                line=1 if anchor else None,
+                rank=finding.severity.rank,
+            )
+        )
+    for error in report.errors:
+        title = "imagelint: could not read (inconclusive)"
+        found.append(Annotation("error", str(error), title=title, rank=99))
+    for warning in report.warnings:
+        found.append(Annotation("warning", str(warning), title="imagelint: warning", rank=-1))
+    return sorted(found, key=lambda a: (_ORDER[a.kind], -a.rank, a.title))
+
+
+class GithubFormatter:
+    name = "github"
+
+    def render(self, report: Report, options: RenderOptions) -> str:
+        every = annotations(report, options)
+        shown: list[Annotation] = []
+        left_out: dict[str, int] = {}
+        overflow = any(sum(a.kind == kind for a in every) > LIMIT_PER_KIND for kind in _ORDER)
+        for kind in _ORDER:
+            of_kind = [a for a in every if a.kind == kind]
+            # one notice is kept for the count of what was left out
+            room = LIMIT_PER_KIND - (1 if kind == "notice" and overflow else 0)
+            shown += of_kind[:room]
+            if len(of_kind) > room:
+                left_out[kind] = len(of_kind) - room
+        lines = [a.command() for a in shown]
+        if left_out:
+            counts = ", ".join(f"{n} {kind}(s)" for kind, n in left_out.items())
+            message = (
+                f"{counts} not annotated: GitHub displays at most {LIMIT_PER_KIND} of each kind per step. "
+                "The step summary and the JSON report list every finding."
+            )
+            lines.append(Annotation("notice", message, title="imagelint: more findings").command())
+        return "".join(line + "\n" for line in lines)
+
+
+def report_sha256(report: Report) -> str:
+    """SHA-256 of the JSON report: the same bytes ``--format json:PATH`` writes."""
+    from imagelint.formats.json_format import FORMATTER as JSON
+
+    return hashlib.sha256(JSON.render(report, RenderOptions()).encode("utf-8")).hexdigest()
+
+
+def output_values(report: Report) -> dict[str, str]:
+    counts = report.counts()
+    return {
+        "verdict": report.verdict.value,
+        "failed": str(counts["failing"]),
+        "findings": str(counts["findings"]),
+        "exit-code": str(int(report.verdict.exit_code)),
+        "report-sha256": report_sha256(report),
+    }
+
+
+def write_outputs(path: Path, values: Mapping[str, str]) -> None:
+    """Append outputs in the ``name<<DELIMITER`` form, safe for any value (multi-line too)."""
+    chunks = []
+    for name, value in values.items():
+        delimiter = f"ghadelimiter_{uuid.uuid4()}"
+        while delimiter in value:  # pragma: no cover - a uuid inside a value
+            delimiter = f"ghadelimiter_{uuid.uuid4()}"
+        chunks.append(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
+    with path.open("a", encoding="utf-8") as f:
+        f.write("".join(chunks))
+
+
+def write_step_summary(report: Report, path: Path) -> None:
+    """Append the Markdown summary, keeping the whole file under GitHub's 1 MiB limit."""
+    existing = path.stat().st_size if path.exists() else 0
+    budget = SUMMARY_LIMIT - 1 - existing - 1  # one byte for the separating newline
+    if budget <= 0:
+        return
+    text = render_markdown(report, max_bytes=budget)
+    if text:
+        with path.open("a", encoding="utf-8") as f:
+            f.write(("\n" if existing else "") + text)
+
+
+def publish(report: Report, environ: Mapping[str, str] | None = None) -> None:
+    """Write the step summary and the outputs where GitHub Actions says (if it says)."""
+    env = os.environ if environ is None else environ
+    for variable, write in (
+        ("GITHUB_STEP_SUMMARY", lambda p: write_step_summary(report, p)),
+        ("GITHUB_OUTPUT", lambda p: write_outputs(p, output_values(report))),
+    ):
+        target = env.get(variable)
+        if not target:
+            continue
+        try:
+            write(Path(target))
+        except OSError as exc:  # the exit code stays the gate: warn, do not mask the verdict
+            sys.stderr.write(f"imagelint: warning: {target}: cannot write ${variable}: {exc.strerror}\n")
+
+
+FORMATTER = GithubFormatter()

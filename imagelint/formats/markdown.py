@@ -1,0 +1,141 @@
+"""Markdown output (``--format markdown``), also what the GitHub step summary shows.
+
+One helper, ``render_markdown(report, max_bytes=...)``, serves both: the format renders it whole,
+and ``imagelint.formats.github.write_step_summary`` renders it within the room left under GitHub's
+1 MiB step-summary limit. When the budget is short, findings are dropped from the end of the table
+(the least severe go first) and a line says how many are not shown; the JSON report has them all.
+
+Table cells are HTML-escaped, with ``|`` and newlines made safe, so an image path or message can
+never break the table or inject markup.
+"""
+
+from __future__ import annotations
+
+import html
+
+from imagelint.formats.interface import RenderOptions
+from imagelint.report import Finding, Outcome, Report, Verdict
+
+_VERDICT = {Verdict.PASS: "✅ PASS", Verdict.FAIL: "❌ FAIL", Verdict.INCONCLUSIVE: "⚠️ INCONCLUSIVE"}
+_RULE6 = "|---|---|---|---|---|---|"
+_SEVERITY_ICON = {"critical": "🟥", "high": "🔴", "medium": "🟠", "low": "🟡", "info": "⚪"}
+
+
+def cell(text: object) -> str:
+    """Text made safe for a Markdown table cell (GitHub renders HTML inside tables)."""
+    escaped = html.escape(str(text).strip(), quote=False).replace("|", "&#124;")
+    return escaped.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "<br>")
+
+
+def code(text: object) -> str:
+    return f"<code>{cell(text)}</code>"
+
+
+def _finding_row(finding: Finding, waived: bool = False) -> str:
+    severity = f"{_SEVERITY_ICON[finding.severity.value]} {finding.severity.value}"
+    where = finding.location + (f" (unit {finding.unit})" if finding.unit else "")
+    last = cell(finding.waiver.get("reason", "")) if waived and finding.waiver else cell(finding.remediation)
+    gate = "fails" if finding.failing else "below fail-on"
+    return (
+        f"| {severity} | {code(finding.rule_id)} {cell(finding.rule_name)} | {code(where)} "
+        f"| {cell(finding.message)} | {gate if not waived else 'waived'} | {last} |"
+    )
+
+
+def render_markdown(report: Report, max_bytes: int | None = None) -> str:
+    """The report as Markdown; at most ``max_bytes`` UTF-8 bytes when given (rows are dropped to fit)."""
+    counts = report.counts()
+    rules = counts["rules"]
+    head = [
+        f"## imagelint: {_VERDICT[report.verdict]}",
+        "",
+        f"{code(report.target.get('kind', ''))} {code(report.target.get('path', ''))} · "
+        f"imagelint {cell(report.tool_version)} · fail-on **{report.fail_on.value}**",
+        "",
+        "| failing | findings | waived | errors | rules passed | failed | not applicable | skipped |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"| {counts['failing']} | {counts['findings']} | {counts['waived']} | {counts['errors']} "
+        f"| {rules[Outcome.PASS]} | {rules[Outcome.FAIL]} | {rules[Outcome.NOT_APPLICABLE]} "
+        f"| {rules[Outcome.SKIPPED]} |",
+        "",
+    ]
+    active = sorted(report.active_findings, key=lambda f: (not f.failing, -f.severity.rank, f.rule_id))
+    waived = [f for f in report.findings if f.waiver is not None]
+    table_head = [
+        "### Findings",
+        "",
+        "| severity | rule | in the image | finding | gate | remediation |",
+        _RULE6,
+    ]
+    rows = [_finding_row(f) for f in active]
+    tail: list[str] = []
+    if report.errors:
+        tail += ["", "### Errors (the run is inconclusive)", ""]
+        tail += [f"- {cell(e)}" for e in report.errors]
+    if report.warnings:
+        tail += ["", "### Warnings", ""]
+        tail += [f"- {cell(w)}" for w in report.warnings]
+    if waived:
+        tail += ["", f"<details><summary>Waived findings ({len(waived)})</summary>", ""]
+        tail += ["| severity | rule | in the image | finding | gate | waiver reason |", _RULE6]
+        tail += [_finding_row(f, waived=True) for f in waived]
+        tail += ["", "</details>"]
+    ran = [r for r in report.rules if r.outcome is not Outcome.SKIPPED]
+    rules_block = ["", f"<details><summary>Rules evaluated ({len(ran)})</summary>", ""]
+    rules_block += ["| rule | severity | outcome | reason |", "|---|---|---|---|"]
+    rules_block += [
+        f"| {code(r.rule_id)} {cell(r.name)} | {r.severity.value} | {r.outcome.value} | {cell(r.reason)} |"
+        for r in ran
+    ]
+    rules_block += ["", "</details>"]
+    omitted = sum(r.omitted for r in report.rules)
+    note = ["", f"{omitted} more finding(s) beyond the per-rule cap are counted but not listed."]
+    if not omitted:
+        note = []
+
+    def assemble(n_rows: int, with_tail: bool, with_rules: bool) -> str:
+        parts = list(head)
+        if rows:
+            parts += table_head + rows[:n_rows]
+            if n_rows < len(rows):
+                more = len(rows) - n_rows
+                parts += ["", f"…and {more} more finding(s) not shown here: see the JSON report."]
+        else:
+            parts += ["No findings." if not waived else "No findings except waived ones."]
+        parts += note
+        if with_tail:
+            parts += tail
+        if with_rules:
+            parts += rules_block
+        return "\n".join(parts) + "\n"
+
+    text = assemble(len(rows), True, True)
+    if max_bytes is None or _size(text) <= max_bytes:
+        return text
+    for with_tail, with_rules in ((True, False), (False, False)):
+        if _size(assemble(0, with_tail, with_rules)) > max_bytes:
+            continue
+        low, high = 0, len(rows)  # the most rows that fit
+        while low < high:
+            mid = (low + high + 1) // 2
+            if _size(assemble(mid, with_tail, with_rules)) <= max_bytes:
+                low = mid
+            else:
+                high = mid - 1
+        return assemble(low, with_tail, with_rules)
+    short = f"## imagelint: {_VERDICT[report.verdict]}\n\n(summary too large; see the JSON report)\n"
+    return short if _size(short) <= max_bytes else ""
+
+
+def _size(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+class MarkdownFormatter:
+    name = "markdown"
+
+    def render(self, report: Report, options: RenderOptions) -> str:
+        return render_markdown(report)
+
+
+FORMATTER = MarkdownFormatter()

@@ -1,0 +1,246 @@
+"""SARIF 2.1.0 output (``--format sarif``), shaped for GitHub code scanning.
+
+What goes where:
+
+- ``tool.driver.rules``: every rule that was evaluated (skipped rules are left out), with
+  ``shortDescription`` (the title), ``fullDescription`` (the rationale), ``help`` (rationale,
+  remediation and references, as text and Markdown), ``defaultConfiguration.level`` and
+  ``properties``: ``tags`` (the rule's tags plus ``security`` and ``imagelint``) and
+  ``security-severity`` mapped from the severity (see ``SECURITY_SEVERITY``).
+- ``results``: one per finding, waived ones included as suppressed (``suppressions`` of kind
+  ``external`` with the waiver's reason as justification). ``level`` is ``error`` for a finding at or
+  above ``fail-on`` (it fails the gate), ``warning`` below it, ``note`` for ``info``.
+- location: code scanning only displays results located in a repository file, and image findings
+  live in the image, not the repository. So the physical location is the *anchor* file
+  (``--sarif-anchor PATH``: the Packer template or ``.imagelint.yaml``), line 1, as a URI relative to
+  ``%SRCROOT%`` (``$GITHUB_WORKSPACE``, else the working directory; an anchor outside it becomes an
+  absolute ``file:`` URI, which code scanning cannot place). Without ``--sarif-anchor``, the
+  config file is the anchor when one was used and lies under ``%SRCROOT%``; otherwise results carry no
+  physical location (valid SARIF, but code scanning will not display them). The in-image path is
+  always kept as a logical location (kind ``resource``), in the message, and in ``properties``.
+- ``partialFingerprints.primaryLocationLineHash``: a hash of the rule id and the finding's subject
+  (its unit or in-image path), so the same fault on the next image is the same alert.
+- ``invocations[0]``: the exit code, ``executionSuccessful`` (false when the run was inconclusive:
+  data could not be read), errors and warnings as ``toolExecutionNotifications``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from imagelint.formats.interface import RenderOptions
+from imagelint.report import Finding, Outcome, Report, RuleResult, Verdict
+from imagelint.rulepacks import Severity
+
+SARIF_VERSION = "2.1.0"
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+INFORMATION_URI = "https://imagelint.dev"
+SRCROOT = "%SRCROOT%"
+
+# GitHub's bands: > 9.0 critical, 7.0–8.9 high, 4.0–6.9 medium, 0.1–3.9 low.
+SECURITY_SEVERITY = {
+    Severity.CRITICAL: "9.5",
+    Severity.HIGH: "8.0",
+    Severity.MEDIUM: "5.5",
+    Severity.LOW: "3.0",
+    Severity.INFO: "1.0",
+}
+ALWAYS_FAIL_TAG = "always-fail"  # the engine's tag for rules that fail whatever fail-on says
+
+
+def severity_level(severity: Severity, fail_on: Severity, tags: list[str] | tuple[str, ...] = ()) -> str:
+    """``error`` at or above fail-on (it fails the gate), ``warning`` below, ``note`` for info."""
+    if severity.at_least(fail_on) or ALWAYS_FAIL_TAG in tags:
+        return "error"
+    return "note" if severity is Severity.INFO else "warning"
+
+
+def finding_level(finding: Finding, fail_on: Severity) -> str:
+    """The level of one finding; a waived finding keeps the level it would have had."""
+    if finding.failing:
+        return "error"
+    if finding.waiver is None:
+        return "note" if finding.severity is Severity.INFO else "warning"
+    return severity_level(finding.severity, fail_on)
+
+
+def fingerprint(finding: Finding) -> str:
+    """Stable across images and runs: the rule and what the finding is about (unit or in-image path)."""
+    subject = finding.unit or finding.subject or finding.path or ""
+    digest = hashlib.sha256(f"imagelint\0{finding.rule_id}\0{subject}".encode()).hexdigest()
+    return f"{digest[:32]}:1"
+
+
+def location_text(finding: Finding) -> str:
+    """Where in the image, for humans: ``unit X (/path:line)`` or ``/path:line``."""
+    where = finding.location
+    if finding.unit and finding.unit not in where:
+        return f"unit {finding.unit} ({where})" if where else f"unit {finding.unit}"
+    return where
+
+
+def source_root() -> Path:
+    return Path(os.environ.get("GITHUB_WORKSPACE") or os.getcwd()).resolve()
+
+
+def anchor_uri(anchor: str | None, report: Report) -> str | None:
+    """The repository-relative URI results are anchored to, or None (see the module docstring)."""
+    root = source_root()
+    if anchor:
+        path = Path(os.path.abspath(anchor))  # a relative anchor is relative to the working directory
+        return _relative(path, root) or path.as_uri()
+    config = (report.config or {}).get("path")
+    return _relative(Path(config), root) if config else None
+
+
+def _relative(path: Path, root: Path) -> str | None:
+    try:
+        return PurePosixPath(path.resolve().relative_to(root)).as_posix()
+    except ValueError:
+        return None
+
+
+class SarifFormatter:
+    name = "sarif"
+
+    def render(self, report: Report, options: RenderOptions) -> str:
+        return json.dumps(self.document(report, options), indent=2, ensure_ascii=False) + "\n"
+
+    def document(self, report: Report, options: RenderOptions) -> dict[str, Any]:
+        evaluated = [r for r in report.rules if r.outcome is not Outcome.SKIPPED]
+        index = {r.rule_id: i for i, r in enumerate(evaluated)}
+        uri = anchor_uri(options.sarif_anchor, report)
+        run: dict[str, Any] = {
+            "tool": {
+                "driver": {
+                    "name": "imagelint",
+                    "version": report.tool_version,
+                    "semanticVersion": report.tool_version,
+                    "informationUri": INFORMATION_URI,
+                    "rules": [_descriptor(r, report.fail_on) for r in evaluated],
+                }
+            },
+            "invocations": [_invocation(report)],
+            "results": [_result(f, report, index, uri) for f in _ordered(report.findings)],
+            "columnKind": "unicodeCodePoints",
+            "properties": {
+                "target": report.target,
+                "verdict": report.verdict.value,
+                "failOn": report.fail_on.value,
+                "counts": report.counts(),
+            },
+        }
+        if uri is not None and not uri.startswith("file:"):
+            run["originalUriBaseIds"] = {SRCROOT: {"uri": source_root().as_uri().rstrip("/") + "/"}}
+        return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]}
+
+
+def _ordered(findings: list[Finding]) -> list[Finding]:
+    return sorted(findings, key=lambda f: (-f.severity.rank, f.rule_id, f.location))
+
+
+def _descriptor(result: RuleResult, fail_on: Severity) -> dict[str, Any]:
+    full = result.description or result.title
+    help_text = [full]
+    help_md = [full]
+    if result.remediation:
+        help_text.append(f"Remediation: {result.remediation}")
+        help_md.append(f"**Remediation:** {result.remediation}")
+    if result.references:
+        help_text.append("References: " + " ".join(result.references))
+        help_md.append("References:\n" + "\n".join(f"- <{r}>" for r in result.references))
+    descriptor: dict[str, Any] = {
+        "id": result.rule_id,
+        "name": result.name,
+        "shortDescription": {"text": result.title or result.name},
+        "fullDescription": {"text": full},
+        "help": {"text": "\n\n".join(help_text), "markdown": "\n\n".join(help_md)},
+        "defaultConfiguration": {"level": severity_level(result.severity, fail_on, result.tags)},
+        "properties": {
+            "tags": sorted({"security", "imagelint", *result.tags}),
+            "security-severity": SECURITY_SEVERITY[result.severity],
+            "precision": "high",
+            "severity": result.severity.value,
+            "pack": result.pack,
+            "outcome": result.outcome.value,
+        },
+    }
+    if result.references:
+        descriptor["helpUri"] = result.references[0]
+    return descriptor
+
+
+def _result(finding: Finding, report: Report, index: dict[str, int], uri: str | None) -> dict[str, Any]:
+    where = location_text(finding)
+    text = finding.message if where in finding.message else f"{finding.message} (in the image: {where})"
+    p = finding.path or finding.subject
+    logical = [{"name": PurePosixPath(p).name or p, "fullyQualifiedName": p, "kind": "resource"}]
+    if finding.unit:
+        logical.append({"name": finding.unit, "fullyQualifiedName": f"unit:{finding.unit}", "kind": "module"})
+    location: dict[str, Any] = {"logicalLocations": logical, "message": {"text": f"in the image: {where}"}}
+    if uri is not None:
+        artifact: dict[str, Any] = {"uri": uri}
+        if not uri.startswith("file:"):
+            artifact["uriBaseId"] = SRCROOT
+        location["physicalLocation"] = {"artifactLocation": artifact, "region": {"startLine": 1}}
+    result: dict[str, Any] = {
+        "ruleId": finding.rule_id,
+        "level": finding_level(finding, report.fail_on),
+        "message": {"text": text},
+        "locations": [location],
+        "partialFingerprints": {"primaryLocationLineHash": fingerprint(finding)},
+        "properties": {
+            "severity": finding.severity.value,
+            "failing": finding.failing,
+            "subject": finding.subject,
+            "imagePath": finding.path,
+            "imageLine": finding.line,
+            "unit": finding.unit,
+            "remediation": finding.remediation,
+            "evidence": finding.evidence,
+        },
+    }
+    if finding.rule_id in index:
+        result["ruleIndex"] = index[finding.rule_id]
+    if finding.waiver is not None:
+        result["suppressions"] = [
+            {
+                "kind": "external",
+                "status": "accepted",
+                "justification": str(finding.waiver.get("reason", "")),
+                "properties": {k: v for k, v in finding.waiver.items() if k != "reason"},
+            }
+        ]
+    return result
+
+
+def _invocation(report: Report) -> dict[str, Any]:
+    notifications = [
+        {
+            "level": "error",
+            "message": {"text": str(error)},
+            **({"associatedRule": {"id": error.rule_id}} if error.rule_id else {}),
+            **(
+                {"locations": [{"logicalLocations": [{"fullyQualifiedName": error.where}]}]}
+                if error.where
+                else {}
+            ),
+        }
+        for error in report.errors
+    ]
+    notifications += [{"level": "warning", "message": {"text": str(w)}} for w in report.warnings]
+    invocation: dict[str, Any] = {
+        "executionSuccessful": report.verdict is not Verdict.INCONCLUSIVE and not report.errors,
+        "exitCode": int(report.verdict.exit_code),
+        "startTimeUtc": report.started_at.replace("+00:00", "Z"),
+    }
+    if notifications:
+        invocation["toolExecutionNotifications"] = notifications
+    return invocation
+
+
+FORMATTER = SarifFormatter()

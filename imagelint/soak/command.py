@@ -1,0 +1,106 @@
+"""`imagelint soak`: watch the running host for a while, then judge the soak-scope rules on what was seen.
+
+The order: load rules (bad usage fails before any waiting), time one memory.stat walk, sample every
+interval until the duration is up or SIGINT/SIGTERM arrives, time the walk again, run the rules,
+write the outputs. A soak cut short still writes a complete report of what it measured; it says
+so, and it cannot pass (a gate must not pass on a partial soak), though it can fail.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from imagelint.engine import RunSettings, audit
+from imagelint.errors import UsageError
+from imagelint.facts.cgroups import CgroupSampler, Sample, probe_memory_stat
+from imagelint.report import ReportError, Verdict
+from imagelint.rulepacks import Scope
+from imagelint.session import RunOptions, prepare, publish
+from imagelint.soak.facts import SoakFacts
+from imagelint.soak.runner import run_soak, stop_on_signals
+from imagelint.targets import HostTarget
+
+_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600}
+PLAIN_PROGRESS_EVERY_S = 30
+
+
+def parse_duration(text: str, option: str) -> float:
+    """'90', '90s', '10m', '1h' → seconds."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text)
+    if not match or float(match.group(1)) <= 0:
+        raise UsageError(f"{option} {text!r}: give a positive duration such as 90s, 10m or 1h")
+    return float(match.group(1)) * _UNITS[match.group(2)]
+
+
+def run_soak_command(duration: float, interval: float, options: RunOptions, *, interactive: bool) -> Verdict:
+    if interval > duration:
+        raise UsageError(f"--interval ({interval:g}s) is longer than --duration ({duration:g}s)")
+    packs, config = prepare(options)
+    sampler = CgroupSampler()
+    walk_start = probe_memory_stat(sampler.layout)
+    stop = threading.Event()
+    with stop_on_signals(stop), _progress(duration, interval, interactive) as on_sample:
+        result = run_soak(sampler, duration=duration, interval=interval, on_sample=on_sample, stop=stop)
+    walk_end = probe_memory_stat(sampler.layout)
+    facts = SoakFacts(result, sampler.layout, walk_start, walk_end)
+    report = audit(HostTarget(), packs, config, RunSettings(scopes=(Scope.SOAK,), soak=facts))
+    report.facts["soak"] = facts.to_dict()
+    if result.cut_short:
+        measured = f"{result.elapsed:.0f} s of {duration:.0f} s"
+        note = f"cut short after {measured}; the report covers what was measured"
+        report.errors.append(ReportError(note, where="soak"))
+        report.verdict = Verdict.FAIL if report.failing_findings else Verdict.INCONCLUSIVE
+    return publish(report, options)
+
+
+@contextmanager
+def _progress(duration: float, interval: float, interactive: bool) -> Iterator[Callable[[Sample], None]]:
+    """A progress bar on a terminal; a plain line every ~30 s otherwise (CI logs). Both on stderr."""
+    started = time.monotonic()
+    dying: list[tuple[float, float]] = []
+
+    def status(sample: Sample) -> str:
+        if sample.dying is None:
+            return "no memory cgroup counts on this host"
+        dying.append((sample.monotonic, float(sample.dying)))
+        text = f"dying {sample.dying:,} · live {sample.live:,}"
+        if len(dying) >= 3:
+            from imagelint.soak.stats import theil_sen
+
+            slope, _ = theil_sen([t for t, _ in dying], [v for _, v in dying])
+            text += f" · slope {slope * 3600:+,.0f}/h"
+        return text
+
+    if not interactive:
+        every = max(1, round(PLAIN_PROGRESS_EVERY_S / interval))
+        count = 0
+
+        def plain(sample: Sample) -> None:
+            nonlocal count
+            line = status(sample)
+            if count % every == 0:
+                elapsed = time.monotonic() - started
+                print(f"soak {elapsed:6.0f}s/{duration:.0f}s  {line}", file=sys.stderr, flush=True)
+            count += 1
+
+        yield plain
+        return
+
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    columns = (TextColumn("soak"), BarColumn(), TimeRemainingColumn(), TextColumn("{task.description}"))
+    with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task("starting", total=duration)
+
+        def bar(sample: Sample) -> None:
+            progress.update(
+                task, completed=min(duration, time.monotonic() - started), description=status(sample)
+            )
+
+        yield bar

@@ -1,0 +1,183 @@
+"""``imagelint units [ROOT] [--format text|json]``: every unit of an image, as the index sees it.
+
+For each unit name (those ``systemctl --root=ROOT list-unit-files`` lists, plus instances that
+``.wants/`` links name and units reached at boot): enablement state, preset verdict, the search-path
+entry and the unit file it loads, drop-ins, aliases, and for units started at boot the chain from
+``default.target``. Problems (unreadable files, link loops...) follow the table, one per line, and
+are in the JSON. This path imports neither the rule engine nor jsonschema: it is meant to be as
+quick as ``systemctl list-unit-files``.
+
+Exit codes: 0 listed (problems are listed too, they are facts about the image); 2 bad usage (no
+such root, unknown format).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from imagelint.errors import UsageError
+
+FORMATS = ("text", "json")
+ARROW = " → "
+
+_NULLABLE_STR = {"type": ["string", "null"]}
+UNITS_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": "https://imagelint.dev/schemas/units.json",
+    "title": "imagelint units --format json",
+    "type": "object",
+    "required": ["root", "search_path", "default_target", "units", "problems"],
+    "additionalProperties": False,
+    "properties": {
+        "root": {"type": "string", "description": "the image root on the host"},
+        "search_path": {"type": "array", "items": {"type": "string"}, "description": "unit search path"},
+        "default_target": {**_NULLABLE_STR, "description": "the unit default.target loads, if any"},
+        "units": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": [
+                    "name",
+                    "state",
+                    "preset",
+                    "path",
+                    "unit",
+                    "fragment",
+                    "dropins",
+                    "aliases",
+                    "masked",
+                    "load",
+                    "boot_chain",
+                ],
+                "additionalProperties": False,
+                "properties": {
+                    "name": {"type": "string"},
+                    "state": {
+                        "type": "string",
+                        "description": "as systemctl is-enabled: enabled, static, disabled, alias, masked...",
+                    },
+                    "preset": {"enum": ["enabled", "disabled"]},
+                    "path": {**_NULLABLE_STR, "description": "the search-path entry of this name"},
+                    "unit": {
+                        **_NULLABLE_STR,
+                        "description": "the unit the name loads (differs for an alias)",
+                    },
+                    "fragment": {**_NULLABLE_STR, "description": "the unit file loaded"},
+                    "dropins": {"type": "array", "items": {"type": "string"}},
+                    "aliases": {"type": "array", "items": {"type": "string"}},
+                    "masked": {"type": "boolean"},
+                    "load": {
+                        "enum": ["loaded", "masked", "not-found", "error", "unread", None],
+                        "description": "how the unit file loads",
+                    },
+                    "boot_chain": {
+                        "type": ["array", "null"],
+                        "items": {"type": "string"},
+                        "description": "default.target → … → the unit, when it is started at boot",
+                    },
+                },
+            },
+        },
+        "problems": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["path", "line", "message"],
+                "additionalProperties": False,
+                "properties": {
+                    "path": {"type": "string"},
+                    "line": {"type": ["integer", "null"]},
+                    "message": {"type": "string"},
+                },
+            },
+        },
+    },
+}
+
+
+def units_document(root: Path) -> dict[str, Any]:
+    """The JSON document of ``imagelint units`` (see UNITS_SCHEMA)."""
+    from imagelint.facts.systemd import UnitIndex
+    from imagelint.targets.rootfs import RootfsTarget
+
+    if not root.is_dir():
+        raise UsageError(f"{root}: not a directory (give the root of a mounted image)")
+    index = UnitIndex.build(RootfsTarget(root))
+    return {"root": str(root), **index.to_dict()}
+
+
+def run_units(root: Path, output_format: str, *, color: bool | None = None) -> int:
+    if output_format not in FORMATS:
+        raise UsageError(f"--format {output_format!r}: use one of {', '.join(FORMATS)}")
+    document = units_document(root)
+    if output_format == "json":
+        sys.stdout.write(json.dumps(document, indent=1, ensure_ascii=False) + "\n")
+        return 0
+    if color is None:
+        color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    sys.stdout.write(render_text(document, color=color))
+    return 0
+
+
+_STATE_STYLE = {
+    "enabled": "green",
+    "enabled-runtime": "green",
+    "masked": "red",
+    "masked-runtime": "red",
+    "bad": "bold red",
+    "disabled": "dim",
+}
+
+
+def render_text(document: dict[str, Any], *, color: bool) -> str:
+    """A table of the units (colour only when asked), then the problems."""
+    import io
+
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    buffer = io.StringIO()
+    width = _width() if color else 400
+    console = Console(file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False)
+    units = document["units"]
+    boot = sum(1 for u in units if u["boot_chain"])
+    console.print(
+        f"{escape(document['root'])}: {len(units)} units, {boot} started at boot "
+        f"(default.target → {escape(document['default_target'] or 'none')})"
+    )
+    table = Table(show_lines=False, expand=False, pad_edge=False, box=None, header_style="bold")
+    for column in ("unit", "state", "preset", "file", "drop-ins", "boot chain"):
+        table.add_column(column, overflow="fold")
+    for u in units:
+        style = _STATE_STYLE.get(u["state"])
+        state = f"[{style}]{escape(u['state'])}[/]" if style else escape(u["state"])
+        source = u["fragment"] or u["path"] or ""
+        if u["unit"] and u["unit"] != u["name"]:
+            source = f"→ {u['unit']} ({source})"
+        chain = ARROW.join(u["boot_chain"]) if u["boot_chain"] else ""
+        table.add_row(
+            escape(u["name"]),
+            state,
+            u["preset"],
+            escape(source),
+            escape(", ".join(u["dropins"])),
+            escape(chain),
+        )
+    console.print(table)
+    for p in document["problems"]:
+        where = p["path"] if p["line"] is None else f"{p['path']}:{p['line']}"
+        console.print(f"[yellow]problem[/] {escape(where)}: {escape(p['message'])}")
+    text = buffer.getvalue()
+    return text if color else "\n".join(line.rstrip() for line in text.split("\n"))
+
+
+def _width() -> int:
+    try:
+        return max(80, os.get_terminal_size().columns)
+    except OSError:
+        return 160

@@ -1,0 +1,1 @@
+"""The CI gate: SARIF, JUnit, GitHub annotations, step summary and outputs, Markdown, the Action."""

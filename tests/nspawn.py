@@ -1,0 +1,65 @@
+"""Boot an image tree with its own systemd as PID 1 (systemd-nspawn), for tests that need real systemd.
+
+The container shares this host's kernel; it stays in the caller's memory cgroup, so it cannot stand
+in for a host memcg leak, but its systemd, units, restart counters and journal are all real.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support import is_root, need
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        out += [int(c) for c in (task / "children").read_text().split()]
+    return out
+
+
+@contextlib.contextmanager
+def booted(
+    root: Path, *, volatile: bool, ready: Callable[[list[str]], bool], timeout: float = 60
+) -> Iterator[list[str]]:
+    """Boot ``root``; yield the ``nsenter`` prefix that runs a command inside once ``ready(prefix)``.
+
+    ``volatile=True`` keeps the tree read-only (changes go to a tmpfs overlay); otherwise the
+    container writes into ``root`` (its journal lands in ``root/var/log/journal``). On exit the
+    container is powered off cleanly (nspawn forwards SIGTERM as a shutdown request).
+    """
+    need(is_root(), "booting a container needs root")
+    need(shutil.which("systemd-nspawn") is not None, "systemd-nspawn is not installed")
+    need(shutil.which("nsenter") is not None, "nsenter is not installed")
+    argv = ["systemd-nspawn", "-q", "-D", str(root), "--register=no", "--keep-unit"]
+    argv += ["--volatile=overlay"] if volatile else []
+    argv += ["-M", f"il-test-{os.getpid()}", "--boot"]
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and proc.poll() is None:
+            kids = _children(proc.pid)
+            if kids:
+                prefix = ["nsenter", "-t", str(kids[0]), "-m", "-u", "-i", "-n", "-p"]
+                if ready(prefix):
+                    break
+            time.sleep(0.3)
+        else:
+            err = proc.stderr.read().decode()[-2000:] if proc.stderr else ""
+            pytest.fail(f"the container did not come up: {err}")
+        yield prefix
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)

@@ -1,0 +1,53 @@
+"""The incident, offline: the sample image's ECS agent is caught by five rules, each saying why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from imagelint.config import load_config
+from imagelint.engine import RunSettings, audit
+from imagelint.rulepacks import builtin_pack_paths, load_packs
+from imagelint.targets import RootfsTarget
+from tests.support import REPO, build_tree
+
+
+def test_ecs_scenario_fires_five_rules_with_reasons(tmp_path: Path) -> None:
+    entries = yaml.safe_load((REPO / "examples/sample-image.yaml").read_text())["files"]
+    root = build_tree(tmp_path / "sample", entries)
+    config = load_config(REPO / "examples/sample.imagelint.yaml")
+    report = audit(RootfsTarget(root), load_packs([], builtin=builtin_pack_paths()), config, RunSettings())
+    ecs = {f.rule_id: f for f in report.findings if f.unit == "ecs.service"}
+    assert set(ecs) == {"IL201", "IL202", "IL203", "IL204", "IL501"}
+    assert all(f.failing for f in ecs.values())
+    # IL501: enabled, and the config names no cluster
+    assert "/etc/ecs/ecs.config sets no ECS_CLUSTER" in ecs["IL501"].message
+    # IL201: the binary is not in the image, named with every setting that runs it
+    assert "/usr/libexec/amazon-ecs-init is missing (ExecStartPre= line 12, ExecStart= line 13" in (
+        ecs["IL201"].message
+    )
+    assert ecs["IL201"].line == 13
+    # IL202: why the start limit never trips, and what it allows
+    il202 = ecs["IL202"]
+    assert (il202.path, il202.line) == ("/usr/lib/systemd/system/ecs.service", 9)
+    assert il202.evidence["restarts_per_day"] == "8,640"
+    assert "6 starts take at least 5×10s = 50s, not less than the 10s interval" in il202.message
+    # IL203: who turned it on (not expected, no preset)
+    assert "/etc/systemd/system/multi-user.target.wants/ecs.service" in ecs["IL203"].message
+    assert "not expected" in ecs["IL203"].message
+    # IL204: Requires= a unit that is not there
+    assert "Requires=docker.service, but no unit file defines docker.service" in ecs["IL204"].message
+
+
+def test_ecs_rule_quiet_when_a_cluster_is_configured(tmp_path: Path) -> None:
+    entries = yaml.safe_load((REPO / "examples/sample-image.yaml").read_text())["files"]
+    entries["/etc/ecs/ecs.config"] = "ECS_CLUSTER=training\n"
+    root = build_tree(tmp_path / "sample", entries)
+    packs = load_packs([], builtin=builtin_pack_paths())
+    from imagelint.config import Config
+    from imagelint.report import Outcome
+
+    report = audit(RootfsTarget(root), packs, Config(select=["IL501"]), RunSettings())
+    [result] = [r for r in report.rules if r.rule_id == "IL501"]
+    assert result.outcome is Outcome.PASS and "exempt" in result.reason
