@@ -14,14 +14,21 @@ Problems in one file are recorded in its ``FileReport`` and the other files go o
 from __future__ import annotations
 
 import itertools
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from imagelint.facts.journal.errors import CorruptJournal
 from imagelint.facts.journal.reader import Entry, EntryKey, JournalFile, Value
 from imagelint.facts.journal.scan import FileReport, JournalScan
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # ``typing`` costs milliseconds to import and is needed for annotations only
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
+
 Matches = Mapping[str, Value | Sequence[Value]]
+_MESSAGE = frozenset({"MESSAGE"})
 
 
 def compare_keys(a: EntryKey, b: EntryKey) -> int:
@@ -106,16 +113,26 @@ class Journal:
         named in ``without`` (also decided through the index).
         """
 
-        def offsets(jf: JournalFile) -> Iterator[int]:
-            found: set[int] = set()
-            for alt in alternatives:
-                if isinstance(alt, tuple):
-                    found.update(jf.match_offsets(alt[0], alt[1]))
-                else:
-                    found.update(jf.match_offsets(alt))
-            return iter(sorted(found))
+        return self._stream(self._alternatives(alternatives), fields)
 
-        return self._stream(offsets, fields)
+    @staticmethod
+    def _alternatives(
+        alternatives: Sequence[Matches | tuple[Matches, Collection[str]]],
+    ) -> Callable[[JournalFile], list[int]]:
+        """Per file: the sorted offsets matching any alternative (each distinct one looked up once)."""
+        distinct: list[tuple[Matches, Collection[str]]] = []
+        for alt in alternatives:
+            pair = (alt[0], tuple(alt[1])) if isinstance(alt, tuple) else (alt, ())
+            if pair not in distinct:
+                distinct.append(pair)
+
+        def offsets(jf: JournalFile) -> list[int]:
+            found: set[int] = set()
+            for matches, without in distinct:
+                found.update(jf.match_offsets(matches, without))
+            return sorted(found)
+
+        return offsets
 
     def _chain_order(self) -> list[tuple[FileReport, JournalFile]] | None:
         """The files in reading order when they can simply be read one after another.
@@ -138,23 +155,41 @@ class Journal:
                 return None
         return files
 
-    def _stream(self, offsets_of: object, fields: Collection[str] | None) -> Iterator[Entry]:
+    def match_any_decoded(
+        self,
+        alternatives: Sequence[Matches | tuple[Matches, Collection[str]]],
+        decode: Callable[[JournalFile, int], T],
+    ) -> Iterator[T]:
+        """As ``match_any``, but each entry is whatever ``decode(file, offset)`` makes of it.
+
+        For analyses that need less than an entry dict (``JournalFile.fields_at``) or decide per
+        entry which fields to read. ``decode`` may raise ``CorruptJournal``, which is accounted for
+        against the file as for any unreadable entry.
+        """
+        return self._stream(self._alternatives(alternatives), None, decode)
+
+    def _stream(
+        self,
+        offsets_of: Callable[[JournalFile], Iterable[int]],
+        fields: Collection[str] | None,
+        decode: Callable[[JournalFile, int], Any] | None = None,
+    ) -> Iterator[Any]:
         chain = self._chain_order()
         if chain is not None:
             for report, jf in chain:
                 try:
-                    offsets = iter(offsets_of(jf))  # type: ignore[operator]
+                    offsets = iter(offsets_of(jf))
                     first = next(offsets, None)
                 except CorruptJournal as exc:
                     report.problem(f"index lookup failed: {exc}")
                     continue
                 if first is not None:
-                    yield from self._drain(_Head(jf, report, offsets, first), fields)
+                    yield from self._drain(_Head(jf, report, offsets, first), fields, decode)
             return
         heads: list[_Head] = []
         for report, jf in self._files:
             try:
-                offsets = offsets_of(jf)  # type: ignore[operator]
+                offsets = iter(offsets_of(jf))
             except CorruptJournal as exc:
                 report.problem(f"index lookup failed: {exc}")
                 continue
@@ -162,7 +197,7 @@ class Journal:
             if head.advance():
                 heads.append(head)
         if len(heads) == 1:
-            yield from self._drain(heads[0], fields)
+            yield from self._drain(heads[0], fields, decode)
             return
         last: EntryKey | None = None
         while heads:
@@ -177,14 +212,14 @@ class Journal:
             if not heads:
                 return
             if len(heads) == 1:
-                yield from self._drain(heads[0], fields)
+                yield from self._drain(heads[0], fields, decode)
                 return
             best = heads[0]
             for h in heads[1:]:
                 if compare_keys(h.key, best.key) < 0:
                     best = h
             try:
-                entry = best.jf.entry(best.off, fields)
+                entry = best.jf.entry(best.off, fields) if decode is None else decode(best.jf, best.off)
             except CorruptJournal as exc:
                 best.report.problem(f"unreadable entry: {exc}")
             else:
@@ -195,9 +230,17 @@ class Journal:
                 heads.remove(best)
 
     @staticmethod
-    def _drain(head: _Head, fields: Collection[str] | None) -> Iterator[Entry]:
+    def _drain(
+        head: _Head, fields: Collection[str] | None, decode: Callable[[JournalFile, int], Any] | None
+    ) -> Iterator[Any]:
         jf, report = head.jf, head.report
-        entry = jf.entry
+        if decode is None:
+            entry = jf.entry
+        else:
+
+            def entry(off: int, _fields: object) -> Any:
+                return decode(jf, off)
+
         off = head.off
         offsets = head.offsets
         n = 0
@@ -230,8 +273,16 @@ class Journal:
         """
         want = {bytes.fromhex(b): b for b in boots}
         found: dict[str, list[tuple[int, str]]] = {b: [] for b in boots}
+        chain = self._chain_order()
+        # one writer's files newest first: a boot's last entries are met first and its budget holds
+        # across files; otherwise each file may spend the budget on its own
+        files = list(reversed(chain)) if chain is not None else self._files
         decodes: dict[str, int] = dict.fromkeys(boots, 0)
-        for report, jf in self._files:
+        for report, jf in files:
+            if chain is None:
+                decodes = dict.fromkeys(boots, 0)
+            elif all(n >= max_decodes for n in decodes.values()):
+                break
             try:
                 offsets = jf.match_offsets(matches)
                 for off in reversed(offsets):
@@ -240,9 +291,9 @@ class Journal:
                     if boot is None or decodes[boot] >= max_decodes:
                         continue
                     decodes[boot] += 1
-                    e = jf.entry(off, {"MESSAGE"})
+                    _b, _t, fields = jf.fields_at(off, _MESSAGE)
                     report.entries_examined += 1
-                    msg = e.get("MESSAGE")
+                    msg = fields.get("MESSAGE")
                     if isinstance(msg, list):
                         msg = msg[0]
                     if isinstance(msg, bytes):

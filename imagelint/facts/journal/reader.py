@@ -12,6 +12,12 @@ loop or a back-pointer is detected as corruption instead of spinning. Any incons
 
 Entries are decoded to dicts (see ``decode`` for the value types). DATA objects referenced by more
 than one entry are decoded once and cached; unique ones (a MESSAGE) are not, so memory stays flat.
+
+Asked for some fields only (``entry(off, fields)``), the reader decodes no more than those: it learns
+which DATA objects hold the wanted fields from each FIELD object's list of its DATA objects (walked
+a little at a time, in proportion to the work it saves), and until that list is complete it reads
+just the name in front of the ``=`` of an item it does not know yet. A DATA object that is neither
+wanted nor needed is then never read, so damage confined to it goes unnoticed by such a read.
 """
 
 from __future__ import annotations
@@ -22,7 +28,6 @@ import os
 import struct
 import weakref
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from typing import BinaryIO
 
 from imagelint.facts.journal.compression import decompress
 from imagelint.facts.journal.errors import CorruptJournal
@@ -46,6 +51,10 @@ from imagelint.facts.journal.format import (
 )
 from imagelint.facts.journal.hashing import journal_hash
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # ``typing`` costs milliseconds to import and is needed for annotations only
+    from typing import BinaryIO
+
 Value = str | bytes
 """A field value: ``str`` when the bytes are valid UTF-8, else the raw ``bytes``."""
 FieldValue = Value | list[Value]
@@ -67,21 +76,41 @@ EntryKey = tuple[bytes, int, bytes, int, int, int]
 _CACHE_LIMIT = 200_000  # decoded shared DATA objects kept per file
 _CACHE_VALUE_LIMIT = 65_536  # larger values are decoded every time rather than kept
 _MAX_CHAIN = 1_000_000  # hash-chain steps before we call it a loop
-_U32 = {n: struct.Struct(f"<{n}I") for n in range(0, 65)}
-_U64 = {n: struct.Struct(f"<{n}Q") for n in range(0, 129)}
+_WALK_FIRST = 64  # FIELD data-list steps a field selection may take before any item is probed
+_WALK_CAP = 16_384  # ... and at most, per field selection and file: past it, probing goes on alone
+_DATA = int(ObjectType.DATA)
+_ENTRY = int(ObjectType.ENTRY)
+_U64_AT = struct.Struct("<Q")
+_DATA_N_ENTRIES = 56  # DataObject.n_entries
+_DATA_NEXT_FIELD = 32  # DataObject.next_field_offset
+# struct layouts by item count, made when first needed (up to _STRUCTS_KEPT items they are kept)
+_STRUCTS_KEPT = 256
+_U32: dict[int, struct.Struct] = {}
+_U64: dict[int, struct.Struct] = {}
+_ITEMS_REGULAR: dict[int, struct.Struct] = {}  # regular entry items: the object offsets, hashes skipped
+
+
+def _layout(table: dict[int, struct.Struct], n: int, fmt: str) -> struct.Struct:
+    s = table.get(n)
+    if s is None:
+        s = struct.Struct("<" + fmt * n if len(fmt) > 1 else f"<{n}{fmt}")
+        if n <= _STRUCTS_KEPT:
+            table[n] = s
+    return s
 
 
 def _unpack_u32(buf: bytes | mmap.mmap, off: int, n: int) -> tuple[int, ...]:
-    s = _U32.get(n)
-    if s is None:
-        s = struct.Struct(f"<{n}I")
+    s = _U32.get(n) or _layout(_U32, n, "I")
     return s.unpack_from(buf, off)
 
 
 def _unpack_u64(buf: bytes | mmap.mmap, off: int, n: int) -> tuple[int, ...]:
-    s = _U64.get(n)
-    if s is None:
-        s = struct.Struct(f"<{n}Q")
+    s = _U64.get(n) or _layout(_U64, n, "Q")
+    return s.unpack_from(buf, off)
+
+
+def _regular_items(buf: bytes | mmap.mmap, off: int, n: int) -> tuple[int, ...]:
+    s = _ITEMS_REGULAR.get(n) or _layout(_ITEMS_REGULAR, n, "Q8x")
     return s.unpack_from(buf, off)
 
 
@@ -104,6 +133,13 @@ _MAPPED: weakref.WeakSet[JournalFile] = weakref.WeakSet()
 MAPPED_BUDGET = 64 * 1024 * 1024
 """File-backed memory this process may keep mapped before journal pages are released."""
 _PAGE = os.sysconf("SC_PAGE_SIZE")
+_GUARD_EVERY = 1024
+"""Read costs between two looks at the mapped size: an entry read near the previous one costs 1, a
+jump elsewhere in a file ``_JUMP`` (a fault maps up to 16 pages around the one touched), so scattered
+index lookups look after memory 16 times as often as a sequential scan."""
+_JUMP = 16
+_NEAR = 65_536
+_ticks = 0
 
 
 def memory_guard() -> None:
@@ -123,12 +159,62 @@ def memory_guard() -> None:
             jf.release_pages()
 
 
+def _tick(cost: int) -> None:
+    global _ticks
+    _ticks += cost
+    if _ticks >= _GUARD_EVERY:
+        _ticks = 0
+        memory_guard()
+
+
 def decode(raw: bytes) -> Value:
     """A field value as this reader returns it: ``str`` if valid UTF-8, else ``bytes``."""
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         return raw
+
+
+class _DataCache(dict[int, tuple[str, Value]]):
+    """Decoded shared DATA objects by offset; a miss decodes the object (and keeps it if shared)."""
+
+    __slots__ = ("load",)
+
+    def __init__(self, load: object) -> None:
+        super().__init__()
+        self.load = load
+
+    def __missing__(self, off: int) -> tuple[str, Value]:
+        return self.load(off)  # type: ignore[operator,no-any-return]
+
+
+class _Selection:
+    """What one file has learnt about one set of wanted fields.
+
+    ``known`` maps a DATA object's offset to its decoded (field, value) when the field is wanted
+    (``True`` instead when the value is too large to keep), or to ``False`` when it is not; only
+    objects shared by several entries are remembered as unwanted. ``walk`` lists the wanted fields
+    whose FIELD data lists are still to be read (``cursor``: where the last one stopped); once all
+    are read (``closed``), every DATA object of a wanted field is in ``known`` and an item that is
+    not can be skipped unread.
+    """
+
+    __slots__ = ("closed", "cursor", "has_large", "known", "probes", "walk", "walked", "wanted", "wanted_raw")
+
+    def __init__(self, wanted: frozenset[str], walk: bool) -> None:
+        self.wanted = wanted
+        self.wanted_raw = frozenset(name.encode("utf-8", "surrogateescape") for name in wanted)
+        self.known: dict[int, tuple[str, Value] | bool] = {}
+        self.closed = False
+        self.has_large = False
+        self.walk = sorted(wanted, reverse=True) if walk else []
+        self.cursor: int | None = None
+        self.probes = 0
+        self.walked = 0
+
+    def give_up_walking(self) -> None:
+        self.walk = []
+        self.closed = False
 
 
 class JournalFile:
@@ -152,9 +238,14 @@ class JournalFile:
         self._item_size = ENTRY_ITEM_SIZE_COMPACT if self.compact else ENTRY_ITEM_SIZE_REGULAR
         self._data_payload = DATA_PAYLOAD_OFFSET_COMPACT if self.compact else DATA_PAYLOAD_OFFSET_REGULAR
         self._seqnum_id_hex = h.seqnum_id.hex()
-        self._cache: dict[int, tuple[str, Value]] = {}
+        self._cache = _DataCache(self._load_data)
         self._boot_hex: dict[bytes, str] = {}
-        self._decoded = 0
+        self._names: dict[bytes, str] = {}
+        self._selections: dict[frozenset[str], _Selection] = {}
+        # a FIELD object's data list is trusted to be complete only in a file closed cleanly
+        self._lists_complete = not self.truncated and h.state_name in ("offline", "archived")
+        self._chain_limit = min(_MAX_CHAIN, h.n_data if h.n_data is not None else h.n_objects)
+        self._last = 0
         if isinstance(buf, mmap.mmap):
             _MAPPED.add(self)
 
@@ -180,6 +271,7 @@ class JournalFile:
 
     def close(self) -> None:
         self._cache.clear()
+        self._selections.clear()
         _MAPPED.discard(self)
         if isinstance(self._buf, mmap.mmap):
             self._buf.close()
@@ -191,6 +283,11 @@ class JournalFile:
 
     def __repr__(self) -> str:
         return f"JournalFile({self.name!r})"
+
+    def _touch(self, off: int) -> None:
+        """Account for reading near ``off`` (see ``_GUARD_EVERY``)."""
+        _tick(1 if 0 <= off - self._last < _NEAR else _JUMP)
+        self._last = off
 
     # -- objects -------------------------------------------------------------------------------
 
@@ -210,6 +307,15 @@ class JournalFile:
             raise CorruptJournal(f"{expected.name} object has an impossible size {size}", offset=off)
         return flags, size
 
+    def _data_header(self, off: int) -> tuple[int, int]:
+        """(flags, size) of the DATA object at ``off``, validated; the common case inline."""
+        po = self._data_payload
+        if not (off & 7 or off < self._first or off + po > self._end):
+            otype, flags, size = OBJECT_HEADER.unpack_from(self._buf, off)
+            if otype == _DATA and size >= po and off + size <= self._end:
+                return flags, size
+        return self._object(off, ObjectType.DATA, po)
+
     def _data_object(self, off: int) -> tuple[bytes, int, int, int, int, int]:
         """Read the DATA object at ``off``: (payload, hash, next_hash, entry, entry_array, n_entries)."""
         po = self._data_payload
@@ -225,27 +331,149 @@ class JournalFile:
                 raise CorruptJournal(exc.reason, offset=off) from None
         return payload, h, next_hash, entry_off, array_off, n_entries
 
-    def _field_value(self, off: int) -> tuple[str, Value]:
-        """Decode the DATA object at ``off`` to (field, value), caching objects shared by entries."""
-        hit = self._cache.get(off)
-        if hit is not None:
-            return hit
-        payload, _h, _nh, _e, _a, n_entries = self._data_object(off)
+    def _load_data(self, off: int) -> tuple[str, Value]:
+        """Decode the DATA object at ``off`` to (field, value), keeping it if entries share it."""
+        buf = self._buf
+        flags, size = self._data_header(off)
+        payload = buf[off + self._data_payload : off + size]
+        if flags:
+            try:
+                payload = decompress(flags, payload)
+            except CorruptJournal as exc:
+                raise CorruptJournal(exc.reason, offset=off) from None
         eq = payload.find(b"=")
         if eq <= 0:
             raise CorruptJournal("DATA object payload is not FIELD=value", offset=off)
-        name = payload[:eq].decode("utf-8", "surrogateescape")
+        raw_name = payload[:eq]
+        name = self._names.get(raw_name)
+        if name is None:
+            name = self._names[raw_name] = raw_name.decode("utf-8", "surrogateescape")
         raw = payload[eq + 1 :]
         try:
             value: Value = raw.decode("utf-8")
         except UnicodeDecodeError:
             value = raw
         kv = (name, value)
-        if n_entries > 1 and len(raw) <= _CACHE_VALUE_LIMIT:
-            if len(self._cache) >= _CACHE_LIMIT:
-                self._cache.clear()
-            self._cache[off] = kv
+        if len(raw) <= _CACHE_VALUE_LIMIT and _U64_AT.unpack_from(buf, off + _DATA_N_ENTRIES)[0] > 1:
+            cache = self._cache
+            if len(cache) >= _CACHE_LIMIT:
+                cache.clear()
+            cache[off] = kv
         return kv
+
+    def _field_value(self, off: int) -> tuple[str, Value]:
+        """Decode the DATA object at ``off`` to (field, value), caching objects shared by entries."""
+        return self._cache[off]
+
+    # -- decoding some fields only ---------------------------------------------------------------
+
+    def _selection(self, fields: Collection[str]) -> _Selection:
+        key = fields if type(fields) is frozenset else frozenset(fields)
+        sel = self._selections.get(key)
+        if sel is None:
+            sel = self._selections[key] = _Selection(key, self._lists_complete)
+            self._walk(sel, _WALK_FIRST)
+        return sel
+
+    def _walk(self, sel: _Selection, steps: int) -> None:
+        """Read up to ``steps`` more DATA objects from the wanted fields' FIELD data lists."""
+        if not sel.walk:  # all read (closed), or not to be trusted or read at all
+            return
+        buf = self._buf
+        known = sel.known
+        try:
+            while sel.walk and steps > 0:
+                name = sel.walk[-1]
+                off = sel.cursor
+                if off is None:
+                    field_off = self.find_field(name)
+                    off = 0 if field_off is None else FIELD_OBJECT.unpack_from(buf, field_off)[5]
+                while off and steps > 0:
+                    kv = self._cache[off]
+                    if kv[0] != name:
+                        raise CorruptJournal(f"the data list of field {name} holds another field", offset=off)
+                    if len(kv[1]) <= _CACHE_VALUE_LIMIT:
+                        known[off] = kv
+                    else:
+                        known[off] = True
+                        sel.has_large = True
+                    self._touch(off)
+                    off = _U64_AT.unpack_from(buf, off + _DATA_NEXT_FIELD)[0]
+                    steps -= 1
+                    sel.walked += 1
+                    if sel.walked > self._chain_limit:
+                        raise CorruptJournal(f"the data list of field {name} loops", offset=off)
+                if off:
+                    sel.cursor = off
+                else:
+                    sel.walk.pop()
+                    sel.cursor = None
+            if not sel.walk:
+                sel.closed = True
+            elif sel.walked >= _WALK_CAP or len(known) >= _CACHE_LIMIT:
+                sel.give_up_walking()
+        except CorruptJournal:
+            sel.give_up_walking()
+
+    def _probe(self, off: int, sel: _Selection) -> tuple[str, Value] | bool:
+        """Whether the DATA object at ``off`` holds a wanted field: its (field, value) if so, else False.
+
+        Reads the field name only, unless the payload is compressed. Objects shared by several
+        entries are remembered; meanwhile the FIELD data lists are walked as far as probing has cost.
+        """
+        sel.probes += 1
+        if sel.walk and sel.walked < _WALK_FIRST + 2 * sel.probes:
+            self._walk(sel, 32)
+            kv = sel.known.get(off)
+            if kv is not None:
+                return self._cache[off] if kv is True else kv
+            if sel.closed:
+                return False
+        buf = self._buf
+        flags, size = self._data_header(off)
+        hit = self._cache.get(off)
+        if hit is not None:
+            wanted = hit[0] in sel.wanted
+        elif flags:
+            hit = self._cache[off]
+            wanted = hit[0] in sel.wanted
+        else:
+            start = off + self._data_payload
+            eq = buf.find(b"=", start, off + size)
+            if eq <= start:
+                raise CorruptJournal("DATA object payload is not FIELD=value", offset=off)
+            wanted = buf[start:eq] in sel.wanted_raw
+        kv: tuple[str, Value] | bool = self._cache[off] if wanted else False
+        if _U64_AT.unpack_from(buf, off + _DATA_N_ENTRIES)[0] > 1:
+            known = sel.known
+            if len(known) >= _CACHE_LIMIT:
+                known.clear()
+                sel.give_up_walking()
+            if kv is False or len(kv[1]) <= _CACHE_VALUE_LIMIT:  # type: ignore[index]
+                known[off] = kv
+        return kv
+
+    def _select(self, items: Sequence[int], fields: Collection[str]) -> list[tuple[str, Value]]:
+        """The (field, value) pairs of ``items`` whose field is in ``fields``, in item order."""
+        sel = self._selection(fields)
+        known = sel.known
+        if sel.closed and not sel.has_large:
+            return list(filter(None, map(known.get, items)))  # type: ignore[misc]
+        pairs = []
+        for item in items:
+            kv = known.get(item)
+            if kv is None:
+                if sel.closed:
+                    continue
+                kv = self._probe(item, sel)
+                if kv is False:
+                    continue
+            elif kv is False:
+                continue
+            if kv is True:
+                kv = self._cache[item]
+            pairs.append(kv)
+        return pairs  # type: ignore[return-value]
 
     # -- entry arrays ----------------------------------------------------------------------------
 
@@ -419,58 +647,105 @@ class JournalFile:
     def entry_key(self, off: int) -> EntryKey:
         """What cross-file ordering needs of the entry at ``off``."""
         self._object(off, ObjectType.ENTRY, ENTRY_ITEMS_OFFSET)
+        self._touch(off)
         _, _, _, seqnum, realtime, monotonic, boot_id, xor_hash = ENTRY_OBJECT.unpack_from(self._buf, off)
         return (self.header.seqnum_id, seqnum, boot_id, monotonic, realtime, xor_hash)
 
     def entry_boot_and_time(self, off: int) -> tuple[bytes, int]:
         """(boot_id, realtime) of the entry at ``off``, without decoding its fields."""
         self._object(off, ObjectType.ENTRY, ENTRY_ITEMS_OFFSET)
+        self._touch(off)
         _, _, _, _s, realtime, _m, boot_id, _x = ENTRY_OBJECT.unpack_from(self._buf, off)
         return boot_id, realtime
 
-    def entry(self, off: int, fields: Collection[str] | None = None) -> Entry:
-        """Decode the entry at ``off``; with ``fields``, only those fields (metadata always)."""
+    def _entry_items(self, off: int) -> tuple[tuple[int, int, int, bytes, int], Sequence[int]]:
+        """((seqnum, realtime, monotonic, boot_id, xor_hash), item offsets) of the entry at ``off``."""
         buf = self._buf
         if off & 7 or off < self._first or off + ENTRY_ITEMS_OFFSET > self._end:
             raise CorruptJournal("entry has an invalid offset", offset=off)
         otype, _flags, size, seqnum, realtime, monotonic, boot_id, xor_hash = ENTRY_OBJECT.unpack_from(
             buf, off
         )
-        if otype != ObjectType.ENTRY or size < ENTRY_ITEMS_OFFSET or off + size > self._end:
+        if otype != _ENTRY or size < ENTRY_ITEMS_OFFSET or off + size > self._end:
             raise CorruptJournal(f"expected an ENTRY object, found type {otype} size {size}", offset=off)
         n = (size - ENTRY_ITEMS_OFFSET) // self._item_size
         if self.compact:
             items: Sequence[int] = _unpack_u32(buf, off + ENTRY_ITEMS_OFFSET, n)
         else:
-            items = _unpack_u64(buf, off + ENTRY_ITEMS_OFFSET, 2 * n)[0::2]
+            items = _regular_items(buf, off + ENTRY_ITEMS_OFFSET, n)
+        global _ticks
+        _ticks += 1 if 0 <= off - self._last < _NEAR else _JUMP
+        self._last = off
+        if _ticks >= _GUARD_EVERY:
+            _ticks = 0
+            memory_guard()
+        return (seqnum, realtime, monotonic, boot_id, xor_hash), items
+
+    def _boot(self, boot_id: bytes) -> str:
         boot_hex = self._boot_hex.get(boot_id)
         if boot_hex is None:
             boot_hex = self._boot_hex[boot_id] = boot_id.hex()
-        out: Entry = {
-            "__CURSOR": f"s={self._seqnum_id_hex};i={seqnum:x};b={boot_hex};m={monotonic:x};"
-            f"t={realtime:x};x={xor_hash:x}",
-            "__REALTIME_TIMESTAMP": realtime,
-            "__MONOTONIC_TIMESTAMP": monotonic,
-            "__SEQNUM": seqnum,
-            "__SEQNUM_ID": self._seqnum_id_hex,
-        }
-        get = self._cache.get
-        load = self._field_value
-        pairs = [get(item) or load(item) for item in items]
-        if fields is None:
-            fieldmap = dict(pairs)
-            if len(fieldmap) != len(pairs):  # a repeated field: collect its values in order
-                fieldmap = _with_repeats(pairs, None)
-        else:
-            fieldmap = _with_repeats(pairs, fields)
-        fieldmap.update(out)
-        out = fieldmap
-        self._decoded += 1
-        if not self._decoded & 1023:
-            memory_guard()
+        return boot_hex
+
+    def entry(self, off: int, fields: Collection[str] | None = None) -> Entry:
+        """Decode the entry at ``off``; with ``fields``, only those fields (metadata always)."""
+        (seqnum, realtime, monotonic, boot_id, xor_hash), items = self._entry_items(off)
+        boot_hex = self._boot_hex.get(boot_id)
+        if boot_hex is None:
+            boot_hex = self._boot_hex[boot_id] = boot_id.hex()
+        pairs = list(map(self._cache.__getitem__, items)) if fields is None else self._select(items, fields)
+        out: Entry = dict(pairs)
+        if len(out) != len(pairs):  # a repeated field: collect its values in order
+            out = _with_repeats(pairs, None)
+        sid = self._seqnum_id_hex
+        out["__CURSOR"] = f"s={sid};i={seqnum:x};b={boot_hex};m={monotonic:x};t={realtime:x};x={xor_hash:x}"
+        out["__REALTIME_TIMESTAMP"] = realtime
+        out["__MONOTONIC_TIMESTAMP"] = monotonic
+        out["__SEQNUM"] = seqnum
+        out["__SEQNUM_ID"] = sid
         # journalctl reports the boot id of the entry header, never a _BOOT_ID data field
         out["_BOOT_ID"] = boot_hex
         return out
+
+    def fields_at(self, off: int, fields: Collection[str]) -> tuple[str, int, dict[str, FieldValue]]:
+        """(boot id as hex, realtime, the named fields) of the entry at ``off``: no cursor, no more.
+
+        What an analysis needs when ``entry(off, fields)`` would be more than it asks for; the hot
+        path of indexed analyses, hence written out rather than shared with ``entry``.
+        """
+        global _ticks
+        sel = self._selections.get(fields) if type(fields) is frozenset else None
+        if sel is None:
+            sel = self._selection(fields)
+        buf = self._buf
+        if off & 7 or off < self._first or off + ENTRY_ITEMS_OFFSET > self._end:
+            raise CorruptJournal("entry has an invalid offset", offset=off)
+        otype, _flags, size, _s, realtime, _m, boot_id, _x = ENTRY_OBJECT.unpack_from(buf, off)
+        if otype != _ENTRY or size < ENTRY_ITEMS_OFFSET or off + size > self._end:
+            raise CorruptJournal(f"expected an ENTRY object, found type {otype} size {size}", offset=off)
+        n = (size - ENTRY_ITEMS_OFFSET) // self._item_size
+        if self.compact:
+            items: Sequence[int] = (_U32.get(n) or _layout(_U32, n, "I")).unpack_from(
+                buf, off + ENTRY_ITEMS_OFFSET
+            )
+        else:
+            items = _regular_items(buf, off + ENTRY_ITEMS_OFFSET, n)
+        _ticks += 1 if 0 <= off - self._last < _NEAR else _JUMP
+        self._last = off
+        if _ticks >= _GUARD_EVERY:
+            _ticks = 0
+            memory_guard()
+        if sel.closed and not sel.has_large:
+            pairs = list(filter(None, map(sel.known.get, items)))
+        else:
+            pairs = self._select(items, fields)
+        out = dict(pairs)
+        if len(out) != len(pairs):
+            out = _with_repeats(pairs, None)  # type: ignore[arg-type]
+        boot_hex = self._boot_hex.get(boot_id)
+        if boot_hex is None:
+            boot_hex = self._boot_hex[boot_id] = boot_id.hex()
+        return boot_hex, realtime, out  # type: ignore[return-value]
 
     def entries(self, fields: Collection[str] | None = None) -> Iterator[Entry]:
         """Every entry of this file alone, in file order."""

@@ -33,12 +33,14 @@ from imagelint.facts.journal.patterns import (
     UNIT_FIELDS,
     UNIT_PROCESS_EXIT,
 )
+from imagelint.facts.journal.reader import FieldValue, JournalFile
 from imagelint.facts.journal.scan import JournalScan
 
 PAIRING_USEC = 10_000_000  # a start-limit text line and its structured failure, if any, are this close
-_FIELDS = frozenset(
-    {"MESSAGE", "MESSAGE_ID", "N_RESTARTS", "UNIT_RESULT", "EXIT_CODE", "EXIT_STATUS", *UNIT_FIELDS}
-)
+# what a structured record is read for; the MESSAGE only of entries without a MESSAGE_ID (the text
+# patterns), so the restart, failure and exit records cost no more than these few shared values
+_FIELDS = frozenset({"MESSAGE_ID", "N_RESTARTS", "UNIT_RESULT", "EXIT_CODE", "EXIT_STATUS", *UNIT_FIELDS})
+_MESSAGE = frozenset({"MESSAGE"})
 
 
 @dataclass(frozen=True)
@@ -140,21 +142,29 @@ def _first(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _decode(jf: JournalFile, off: int) -> tuple[str, int, dict[str, FieldValue]]:
+    """(boot, realtime, fields) of one candidate: the record's fields, its MESSAGE only if it has no
+    MESSAGE_ID (only then can a text pattern apply)."""
+    boot, t, fields = jf.fields_at(off, _FIELDS)
+    if "MESSAGE_ID" not in fields:
+        fields.update(jf.fields_at(off, _MESSAGE)[2])
+    return boot, t, fields
+
+
 def analyze_restarts(journal: Journal, *, samples: int = 3) -> RestartReport:
     """Fold restart, failure, exit and start-limit records per (unit, boot)."""
     per: dict[tuple[str, str], UnitRestarts] = {}
     boots: dict[str, None] = {}
-    stream = journal.match_any(
+    stream = journal.match_any_decoded(
         [
             {"MESSAGE_ID": (RESTART_SCHEDULED, UNIT_FAILED, UNIT_PROCESS_EXIT)},
             # text patterns apply only where no structured record exists
             (START_LIMIT_TEXT.index, ("MESSAGE_ID",)),
             (LEGACY_RESTART_TEXT.index, ("MESSAGE_ID",)),
         ],
-        fields=_FIELDS,
+        _decode,
     )
-    for e in stream:
-        boot = str(e["_BOOT_ID"])
+    for boot, t, e in stream:
         boots.setdefault(boot)
         unit = _first(e.get("UNIT"))
         manager = "system"
@@ -163,7 +173,6 @@ def analyze_restarts(journal: Journal, *, samples: int = 3) -> RestartReport:
             manager = "user"
             if unit is None:
                 continue
-        t = int(e["__REALTIME_TIMESTAMP"])  # type: ignore[call-overload]
         mid = _first(e.get("MESSAGE_ID"))
         rec = per.get((unit, boot))
         if rec is None:

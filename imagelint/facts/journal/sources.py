@@ -17,15 +17,18 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Iterable
-from pathlib import Path
-from typing import BinaryIO
 
 from imagelint.errors import ImageReadError
 from imagelint.facts.journal.errors import JournalError, UnsupportedJournal
 from imagelint.facts.journal.journal import Journal
 from imagelint.facts.journal.reader import JournalFile
 from imagelint.facts.journal.scan import FileReport, FileStatus, JournalScan
-from imagelint.targets.rootfs import FileKind, RootfsTarget
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # kept off the import path: a host directory needs neither (importing costs ms)
+    from typing import BinaryIO
+
+    from imagelint.targets.rootfs import RootfsTarget
 
 IMAGE_JOURNAL_DIRS = ("/var/log/journal", "/run/log/journal")
 
@@ -98,7 +101,7 @@ def _host_opener(path: str) -> Callable[[], BinaryIO]:
     return opener
 
 
-def _host_journal_files(directory: Path) -> list[str]:
+def _host_journal_files(directory: str) -> list[str]:
     found: list[str] = []
     try:
         entries = sorted(os.scandir(directory), key=lambda e: e.name)
@@ -118,20 +121,29 @@ def _host_journal_files(directory: Path) -> list[str]:
 
 def open_directory(directory: str | os.PathLike[str]) -> Journal:
     """The journal files in a host directory and its immediate subdirectories."""
-    d = Path(directory)
-    scan = JournalScan(source=str(d), searched=[str(d)], existing=[str(d)] if d.is_dir() else [])
-    return _build(str(d), ((p, _host_opener(p)) for p in _host_journal_files(d)), scan)
+    d = _as_str(directory)
+    scan = JournalScan(source=d, searched=[d], existing=[d] if os.path.isdir(d) else [])
+    return _build(d, ((p, _host_opener(p)) for p in _host_journal_files(d)), scan)
+
+
+def _as_str(path: str | os.PathLike[str]) -> str:
+    """What ``str(Path(path))`` gives (the spelling reports show), without importing ``pathlib``."""
+    s = os.fspath(path)
+    root = "//" if s.startswith("//") and not s.startswith("///") else "/" if s.startswith("/") else ""
+    return root + "/".join(p for p in s.split("/") if p and p != ".") or "."
 
 
 def open_path(path: str | os.PathLike[str]) -> Journal:
     """A host directory (as ``open_directory``) or a single journal file."""
-    return open_directory(path) if Path(path).is_dir() else open_files([path])
+    return open_directory(path) if os.path.isdir(path) else open_files([path])
 
 
 def image_journal_files(
     target: RootfsTarget, dirs: Iterable[str] = IMAGE_JOURNAL_DIRS
 ) -> tuple[list[str], list[str]]:
     """(existing journal directories, journal file paths) inside an image."""
+    from imagelint.targets.rootfs import FileKind
+
     existing: list[str] = []
     files: list[str] = []
     for top in dirs:
