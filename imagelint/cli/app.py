@@ -90,6 +90,43 @@ NoBuiltinOpt = Annotated[
 ]
 
 
+FormatsOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--format",
+        "-f",
+        help="FORMAT or FORMAT:PATH (text, json, sarif, junit, github, markdown); repeatable. "
+        "Default: text to stdout (in GitHub Actions: text and github annotations).",
+    ),
+]
+FailOnOpt = Annotated[
+    str | None, typer.Option("--fail-on", help="Lowest severity that fails: info|low|medium|high|critical.")
+]
+SelectOpt = Annotated[
+    list[str] | None,
+    typer.Option("--select", help="Run only these rules (id, name, tag:X, pack:X; globs; comma-separated)."),
+]
+IgnoreOpt = Annotated[list[str] | None, typer.Option("--ignore", help="Skip these rules (as --select).")]
+SarifAnchorOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--sarif-anchor",
+        exists=True,
+        dir_okay=False,
+        help="Repository file SARIF results point at (e.g. the Packer template); "
+        "default: the config file when it is inside the repository.",
+    ),
+]
+GithubOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--github/--no-github",
+        help="GitHub Actions mode: annotations by default, step summary and outputs. "
+        "Default: on when GITHUB_ACTIONS=true.",
+    ),
+]
+
+
 @app.command()
 @friendly
 def audit(
@@ -97,25 +134,10 @@ def audit(
     config: ConfigOpt = None,
     rules: RulesOpt = None,
     no_builtin_rules: NoBuiltinOpt = False,
-    formats: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--format",
-            "-f",
-            help="FORMAT or FORMAT:PATH (text, json, sarif, junit, github, markdown); repeatable. "
-            "Default: text to stdout (in GitHub Actions: text and github annotations).",
-        ),
-    ] = None,
-    fail_on: Annotated[
-        str | None,
-        typer.Option("--fail-on", help="Lowest severity that fails: info|low|medium|high|critical."),
-    ] = None,
-    select: Annotated[
-        list[str] | None, typer.Option("--select", help="Run only these rules (id, name, tag:X).")
-    ] = None,
-    ignore: Annotated[
-        list[str] | None, typer.Option("--ignore", help="Skip these rules (id, name, tag:X).")
-    ] = None,
+    formats: FormatsOpt = None,
+    fail_on: FailOnOpt = None,
+    select: SelectOpt = None,
+    ignore: IgnoreOpt = None,
     show_waived: Annotated[
         bool, typer.Option("--show-waived", help="List waived findings in text output.")
     ] = False,
@@ -129,24 +151,8 @@ def audit(
             "--require-journal", help="No journal at all is inconclusive (exit 3), not 'not applicable'."
         ),
     ] = False,
-    sarif_anchor: Annotated[
-        Path | None,
-        typer.Option(
-            "--sarif-anchor",
-            exists=True,
-            dir_okay=False,
-            help="Repository file SARIF results point at (e.g. the Packer template); "
-            "default: the config file when it is inside the repository.",
-        ),
-    ] = None,
-    github: Annotated[
-        bool | None,
-        typer.Option(
-            "--github/--no-github",
-            help="GitHub Actions mode: annotations by default, step summary and outputs. "
-            "Default: on when GITHUB_ACTIONS=true.",
-        ),
-    ] = None,
+    sarif_anchor: SarifAnchorOpt = None,
+    github: GithubOpt = None,
     live: Annotated[
         bool,
         typer.Option(
@@ -166,15 +172,10 @@ def audit(
 
       imagelint audit /mnt/image -c .imagelint.yaml -r my-rules/ --show-waived
     """
-    import os
-
-    from imagelint.session import JournalOptions, OutputSpec, run_audit
+    from imagelint.session import JournalOptions, run_audit
 
     options = _run_options(config, rules, no_builtin_rules, formats, fail_on, select, ignore, show_waived)
-    options.sarif_anchor = str(sarif_anchor) if sarif_anchor else None
-    options.github = os.environ.get("GITHUB_ACTIONS") == "true" if github is None else github
-    if options.github and not formats:  # the log shows the table, the workflow gets annotations
-        options.outputs = [OutputSpec("text"), OutputSpec("github")]
+    _ci_mode(options, formats, sarif_anchor, github)
     verdict = run_audit(root, options, JournalOptions(journal, require_journal), live=live)
     raise typer.Exit(int(verdict.exit_code))
 
@@ -211,20 +212,12 @@ def soak(
     config: ConfigOpt = None,
     rules: RulesOpt = None,
     no_builtin_rules: NoBuiltinOpt = False,
-    formats: Annotated[
-        list[str] | None,
-        typer.Option("--format", "-f", help="FORMAT or FORMAT:PATH (text, json); repeatable. Default: text."),
-    ] = None,
-    fail_on: Annotated[
-        str | None,
-        typer.Option("--fail-on", help="Lowest severity that fails: info|low|medium|high|critical."),
-    ] = None,
-    select: Annotated[
-        list[str] | None, typer.Option("--select", help="Run only these rules (id, name, tag:X).")
-    ] = None,
-    ignore: Annotated[
-        list[str] | None, typer.Option("--ignore", help="Skip these rules (id, name, tag:X).")
-    ] = None,
+    formats: FormatsOpt = None,
+    fail_on: FailOnOpt = None,
+    select: SelectOpt = None,
+    ignore: IgnoreOpt = None,
+    sarif_anchor: SarifAnchorOpt = None,
+    github: GithubOpt = None,
 ) -> None:
     """Watch this running host for a while and judge memory-cgroup growth and restart loops.
 
@@ -242,6 +235,7 @@ def soak(
     from imagelint.soak.command import parse_duration, run_soak_command
 
     options = _run_options(config, rules, no_builtin_rules, formats, fail_on, select, ignore, False)
+    _ci_mode(options, formats, sarif_anchor, github)
     seconds, every = parse_duration(duration, "--duration"), parse_duration(interval, "--interval")
     verdict = run_soak_command(seconds, every, options, interactive=sys.stderr.isatty())
     raise typer.Exit(int(verdict.exit_code))
@@ -312,13 +306,10 @@ def ami(
     ssm_timeout: Annotated[str, typer.Option("--ssm-timeout", help="How long to wait for SSM.")] = "10m",
     older_than: Annotated[str, typer.Option("--older-than", help="cleanup: only older resources.")] = "2h",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="cleanup: list, do not remove.")] = False,
-    formats: Annotated[
-        list[str] | None,
-        typer.Option("--format", "-f", help="FORMAT or FORMAT:PATH; repeatable. Default: text."),
-    ] = None,
-    fail_on: Annotated[str | None, typer.Option("--fail-on", help="info|low|medium|high|critical.")] = None,
-    select: Annotated[list[str] | None, typer.Option("--select", help="Run only these rules.")] = None,
-    ignore: Annotated[list[str] | None, typer.Option("--ignore", help="Skip these rules.")] = None,
+    formats: FormatsOpt = None,
+    fail_on: FailOnOpt = None,
+    select: SelectOpt = None,
+    ignore: IgnoreOpt = None,
     config: ConfigOpt = None,
     rules: RulesOpt = None,
 ) -> None:
@@ -343,7 +334,7 @@ def ami(
             raise UsageError("`imagelint ami cleanup` takes no AMI ids")
         for line in run_cleanup(
             region,
-            parse_duration(older_than, "--older-than"),
+            0.0 if older_than.strip() in ("0", "0s") else parse_duration(older_than, "--older-than"),
             dry_run=dry_run,
             poll=parse_duration(poll, "--poll"),
         ):
@@ -385,13 +376,10 @@ def fleet(
     soak: Annotated[str, typer.Option("--soak", help="Soak length on each instance (0 = none).")] = "0",
     soak_interval: Annotated[str, typer.Option("--soak-interval")] = "5s",
     poll: Annotated[str, typer.Option("--poll")] = "5s",
-    formats: Annotated[
-        list[str] | None,
-        typer.Option("--format", "-f", help="FORMAT or FORMAT:PATH; repeatable. Default: text."),
-    ] = None,
-    fail_on: Annotated[str | None, typer.Option("--fail-on")] = None,
-    select: Annotated[list[str] | None, typer.Option("--select")] = None,
-    ignore: Annotated[list[str] | None, typer.Option("--ignore")] = None,
+    formats: FormatsOpt = None,
+    fail_on: FailOnOpt = None,
+    select: SelectOpt = None,
+    ignore: IgnoreOpt = None,
 ) -> None:
     """Audit running instances through SSM Run Command; one report with a row per instance.
 
@@ -416,6 +404,19 @@ def fleet(
         interactive=sys.stderr.isatty(),
     )
     raise typer.Exit(int(run_fleet(options).exit_code))
+
+
+def _ci_mode(options: Any, formats: list[str] | None, sarif_anchor: Path | None, github: bool | None) -> None:
+    """SARIF anchor and GitHub Actions mode (default on under Actions: the log gets the table,
+    the workflow gets annotations, the step summary and outputs)."""
+    import os
+
+    from imagelint.session import OutputSpec
+
+    options.sarif_anchor = str(sarif_anchor) if sarif_anchor else None
+    options.github = os.environ.get("GITHUB_ACTIONS") == "true" if github is None else github
+    if options.github and not formats:
+        options.outputs = [OutputSpec("text"), OutputSpec("github")]
 
 
 def _run_options(

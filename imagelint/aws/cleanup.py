@@ -1,0 +1,53 @@
+"""`imagelint ami cleanup`: find what earlier runs left behind (by the ``imagelint:run`` tag) and remove it.
+
+A run removes its own instances and volumes in every outcome it lives through; this sweeper covers
+the ones it did not (the runner itself was killed with SIGKILL, lost its network, ran out of time).
+Only resources older than ``--older-than`` are touched, so runs in progress are left alone.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from imagelint.aws import ec2 as ec2_ops
+from imagelint.aws.clients import Clients, default_region
+from imagelint.aws.errors import call
+
+
+def run_cleanup(region: str | None, older_than: float, *, dry_run: bool, poll: float = 5.0) -> list[str]:
+    """Terminate orphaned instances and delete orphaned volumes; returns one line per resource."""
+    clients = Clients(default_region(region))
+    cutoff = datetime.now(UTC) - timedelta(seconds=older_than)
+    lines: list[str] = []
+    reply = call(
+        clients.ec2.describe_instances,
+        Filters=[
+            {"Name": "tag-key", "Values": [ec2_ops.RUN_TAG]},
+            {"Name": "instance-state-name", "Values": ["pending", "running", "stopping", "stopped"]},
+        ],
+    )
+    instances = [
+        (i["InstanceId"], _run(i.get("Tags", [])))
+        for r in reply["Reservations"]
+        for i in r["Instances"]
+        if i["LaunchTime"] <= cutoff
+    ]
+    verb = "would terminate" if dry_run else "terminated"
+    if instances and not dry_run:
+        ec2_ops.terminate_instances(clients.ec2, [i for i, _ in instances], poll=poll)
+    lines += [f"{verb} {iid} (run {run})" for iid, run in instances]
+    volumes = call(clients.ec2.describe_volumes, Filters=[{"Name": "tag-key", "Values": [ec2_ops.RUN_TAG]}])
+    for volume in volumes["Volumes"]:
+        if volume["CreateTime"] > cutoff or volume["State"] in ("deleting", "deleted"):
+            continue
+        if not dry_run:
+            ec2_ops.remove_volume(clients.ec2, volume["VolumeId"], poll=poll, force=True)
+        lines.append(
+            f"{'would delete' if dry_run else 'deleted'} {volume['VolumeId']} "
+            f"(run {_run(volume.get('Tags', []))})"
+        )
+    return lines
+
+
+def _run(tags: list[dict[str, str]]) -> str:
+    return next((t["Value"] for t in tags if t["Key"] == ec2_ops.RUN_TAG), "?")

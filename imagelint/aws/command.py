@@ -1,0 +1,401 @@
+"""`imagelint ami`: check an AMI before it ships, and record the verdict on it.
+
+Launch mode (default), per AMI: describe and check the image → launch one throwaway instance
+(IMDSv2 required, terminates on shutdown, tagged ``imagelint:run=<run id>`` with its volumes) →
+wait until running and Online in SSM → send the imagelint script (:mod:`imagelint.aws.ssm`) → wait
+for it (soak included) → read the reports from S3 → terminate. Volume mode: create a volume from the
+root snapshot in this runner's zone, attach, mount read-only, audit offline, unmount, detach, delete.
+
+Then, on the combined report (:mod:`imagelint.aws.merge`): write the outputs, keep the report in
+S3 (``--report-bucket``), tag the AMI and its snapshots (``--tag``), and act on a failure
+(``--on-fail``). Whatever happens (a finding, SSM never online, a failed command, an API error,
+Ctrl-C, SIGTERM), the ``finally`` blocks terminate the instance and delete the volume, and a last
+sweep by the run tag catches anything a lost reply would have hidden.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import signal
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from imagelint import __version__
+from imagelint.aws import ec2 as ec2_ops
+from imagelint.aws import ssm as ssm_ops
+from imagelint.aws.clients import Clients, default_region
+from imagelint.aws.errors import AwsError, call
+from imagelint.aws.merge import merge, report_from_dict, worst
+from imagelint.aws.progress import Progress
+from imagelint.aws.volume import ATTACH_DEVICE, Ec2VolumeHost, VolumeHost
+from imagelint.errors import ExitCode, ImageLintError, UsageError
+from imagelint.report import Report, Verdict
+from imagelint.session import RunOptions, prepare, publish
+
+
+class Interrupted(ImageLintError):
+    exit_code = ExitCode.INCONCLUSIVE
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Polling intervals and deadlines (seconds); short in tests."""
+
+    poll: float = 5.0
+    running_timeout: float = 600.0
+    ssm_timeout: float = 600.0
+    command_margin: float = 900.0  # on top of the soak: install, audit, upload
+
+
+@dataclass
+class AmiOptions:
+    images: list[str] = field(default_factory=list)  # "ami-…" or "region:ami-…"
+    packer_manifest: Path | None = None
+    region: str | None = None
+    mode: str = "launch"
+    report_bucket: str | None = None
+    report_prefix: str = "imagelint/"
+    launch: ec2_ops.LaunchSettings = field(default_factory=ec2_ops.LaunchSettings)
+    soak_seconds: float = 0.0
+    soak_interval: float = 5.0
+    install_from: str | None = None  # s3://bucket/key.whl or a local wheel; None = PyPI pin
+    version: str = __version__
+    tag: bool = False
+    on_fail: str = "none"
+    timing: Timing = field(default_factory=Timing)
+    run: RunOptions = field(default_factory=RunOptions)
+    interactive: bool = False
+
+
+@dataclass(frozen=True)
+class Checked:
+    region: str
+    image: ec2_ops.ImageInfo
+    report: Report
+    run_id: str
+
+
+# --- signals -----------------------------------------------------------------------------------
+
+
+class SignalGuard:
+    """SIGINT/SIGTERM raise :class:`Interrupted` while armed; during cleanup they are only noted."""
+
+    def __init__(self) -> None:
+        self.armed = True
+        self.received: int | None = None
+
+    def _handler(self, signum: int, frame: object) -> None:
+        self.received = signum
+        if self.armed:
+            self.armed = False
+            raise Interrupted(
+                f"interrupted by {signal.Signals(signum).name}; cleaned up what this run created"
+            )
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[SignalGuard]:
+        old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+        for s in old:
+            signal.signal(s, self._handler)
+        try:
+            yield self
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+
+    @contextlib.contextmanager
+    def cleanup(self) -> Iterator[None]:
+        """Cleanup must finish: a second Ctrl-C or SIGTERM does not cut it short."""
+        was = self.armed
+        self.armed = False
+        try:
+            yield
+        finally:
+            self.armed = was and self.received is None
+
+
+# --- the command -------------------------------------------------------------------------------
+
+
+def resolve_images(options: AmiOptions) -> list[tuple[str, str]]:
+    pairs: list[tuple[str, str]] = []
+    if options.packer_manifest:
+        from imagelint.aws.manifest import amis_from_manifest
+
+        pairs += amis_from_manifest(options.packer_manifest)
+    for given in options.images:
+        region, sep, ami = given.rpartition(":")
+        pairs.append((region if sep else default_region(options.region), ami))
+    if not pairs:
+        raise UsageError("give an AMI id or --packer-manifest FILE")
+    if options.region:
+        pairs = [(r or options.region, a) for r, a in pairs]
+    return pairs
+
+
+def run_ami(
+    options: AmiOptions, *, volume_host: VolumeHost | None = None, clients: dict[str, Clients] | None = None
+) -> Verdict:
+    if options.mode not in ("launch", "volume"):
+        raise UsageError(f"--mode {options.mode!r}: use launch or volume")
+    if options.on_fail not in ("none", "deregister", "deprecate"):
+        raise UsageError(f"--on-fail {options.on_fail!r}: use deregister, deprecate or none")
+    if options.mode == "launch" and not options.report_bucket:
+        raise UsageError("launch mode needs --report-bucket: the instance writes its reports there")
+    prepare(options.run)  # refuse bad -f/--fail-on/--select before anything is launched
+    pairs = resolve_images(options)
+    clients = clients if clients is not None else {}
+    checked: list[Checked] = []
+    guard = SignalGuard()
+    with guard.installed(), Progress(interactive=options.interactive) as progress:
+        for region, ami in pairs:
+            region_clients = clients.setdefault(region, Clients(region))
+            checked.append(_check_one(region_clients, region, ami, options, guard, progress, volume_host))
+        verdict = worst([c.report.verdict for c in checked])
+        report = (
+            checked[0].report
+            if len(checked) == 1
+            else merge(
+                [(f"{c.region}:{c.image.image_id}", c.report) for c in checked],
+                {"kind": "ami", "path": ",".join(f"{c.region}:{c.image.image_id}" for c in checked)},
+            )
+        )
+        report.verdict = verdict
+        body = json.dumps(report.to_dict(), indent=2, sort_keys=True).encode()
+        digest = hashlib.sha256(body).hexdigest()
+        for c in checked:
+            _record(clients[c.region], c, options, body, digest, progress)
+    return publish(report, options.run)
+
+
+def _check_one(
+    clients: Clients,
+    region: str,
+    ami: str,
+    options: AmiOptions,
+    guard: SignalGuard,
+    progress: Progress,
+    volume_host: VolumeHost | None,
+) -> Checked:
+    run_id = str(uuid.uuid4())
+    progress.phase("checking image", f"{region}:{ami}")
+    image = ec2_ops.describe_image(clients.ec2, ami, region)
+    target = {
+        "kind": "ami",
+        "path": f"{region}:{ami}",
+        "image_id": ami,
+        "region": region,
+        "name": image.name,
+        "mode": options.mode,
+        "run_id": run_id,
+    }
+    if options.mode == "volume":
+        report = _volume(clients, image, options, run_id, guard, progress, volume_host or Ec2VolumeHost())
+    else:
+        report = _launch(clients, image, options, run_id, guard, progress)
+    report.target = {**target, **{k: v for k, v in report.target.items() if k == "instance_id"}}
+    progress.log(f"{region}:{ami}: {report.verdict.value}")
+    return Checked(region, image, report, run_id)
+
+
+def _launch(
+    clients: Clients,
+    image: ec2_ops.ImageInfo,
+    options: AmiOptions,
+    run_id: str,
+    guard: SignalGuard,
+    progress: Progress,
+) -> Report:
+    timing = options.timing
+    assert options.report_bucket
+    plan = ssm_ops.RemotePlan(
+        run_id=run_id,
+        bucket=options.report_bucket,
+        prefix=options.report_prefix,
+        bucket_region=image.region,
+        version=options.version,
+        install_url=_install_url(clients, options, run_id),
+        soak_seconds=options.soak_seconds,
+        soak_interval=options.soak_interval,
+        audit_args=_remote_args(options.run),
+    )
+    instance_id: str | None = None
+    command_id: str | None = None
+    finished = False
+    try:
+        progress.phase("launching", f"{image.image_id} as {options.launch.instance_type}, run {run_id}")
+        instance_id = ec2_ops.launch_instance(clients.ec2, image, options.launch, run_id)
+        progress.log(f"launched {instance_id} (run {run_id})")
+        ec2_ops.wait_running(clients.ec2, instance_id, poll=timing.poll, timeout=timing.running_timeout)
+        progress.phase("waiting for SSM", instance_id)
+        ssm_ops.wait_online(clients.ssm, instance_id, timeout=timing.ssm_timeout, poll=timing.poll)
+        progress.phase("auditing" if not plan.soak_seconds else "auditing and soaking", instance_id)
+        command_id = ssm_ops.send(clients.ssm, plan, instance_ids=[instance_id])
+        started = datetime.now(UTC)
+
+        def show(status: str) -> None:
+            if plan.soak_seconds:
+                left = plan.soak_seconds - (datetime.now(UTC) - started).total_seconds()
+                progress.update(f"{status}, soak {max(0, left):.0f}s left")
+            else:
+                progress.update(status)
+
+        invocation = ssm_ops.wait_invocation(
+            clients.ssm,
+            command_id,
+            instance_id,
+            timeout=plan.soak_seconds + timing.command_margin,
+            poll=timing.poll,
+            on_poll=show,
+        )
+        finished = True
+        progress.phase("collecting", f"s3://{plan.bucket}/{plan.key(instance_id, '')}")
+        parts = ssm_ops.fetch_reports(clients.s3, plan, instance_id, invocation)
+        labelled = [
+            ("soak" if "soak" in p.get("scopes", []) else "audit", report_from_dict(p)) for p in parts
+        ]
+        report = merge(labelled, {"kind": "ami", "path": image.image_id})
+        report.target["instance_id"] = instance_id
+        return report
+    finally:
+        with guard.cleanup():
+            progress.phase("cleaning up", instance_id or "")
+            if command_id and not finished:
+                ssm_ops.cancel(clients.ssm, command_id, [instance_id] if instance_id else None)
+            _terminate_run(clients, run_id, [instance_id] if instance_id else [], timing, progress)
+
+
+def _terminate_run(
+    clients: Clients, run_id: str, known: list[str], timing: Timing, progress: Progress
+) -> None:
+    """Terminate the run's instances: the ones we know, and any the run tag finds (a lost reply)."""
+    ids = set(known)
+    try:
+        reply = call(
+            clients.ec2.describe_instances,
+            Filters=[
+                {"Name": f"tag:{ec2_ops.RUN_TAG}", "Values": [run_id]},
+                {"Name": "instance-state-name", "Values": ["pending", "running", "stopping", "stopped"]},
+            ],
+        )
+        ids |= {i["InstanceId"] for r in reply["Reservations"] for i in r["Instances"]}
+    except AwsError as exc:
+        progress.log(f"warning: could not list the run's instances: {exc}")
+    if ids:
+        ec2_ops.terminate_instances(clients.ec2, sorted(ids), poll=timing.poll)
+        progress.log(f"terminated {', '.join(sorted(ids))}")
+
+
+def _volume(
+    clients: Clients,
+    image: ec2_ops.ImageInfo,
+    options: AmiOptions,
+    run_id: str,
+    guard: SignalGuard,
+    progress: Progress,
+    host: VolumeHost,
+) -> Report:
+    from imagelint.engine import RunSettings, audit
+    from imagelint.targets import RootfsTarget
+
+    if not image.root_snapshot:
+        raise UsageError(f"{image.image_id}: its root device {image.root_device} has no EBS snapshot")
+    instance_id, zone = host.identity()
+    volume_id: str | None = None
+    try:
+        progress.phase("creating volume", f"from {image.root_snapshot} in {zone}")
+        volume_id = ec2_ops.create_volume(clients.ec2, image.root_snapshot, zone, run_id)
+        progress.phase("attaching", f"{volume_id} to {instance_id}")
+        ec2_ops.attach_volume(clients.ec2, volume_id, instance_id, ATTACH_DEVICE, poll=options.timing.poll)
+        device = host.find_device(volume_id, timeout=options.timing.running_timeout)
+        progress.phase("auditing", f"{device} read-only")
+        packs, config = prepare(options.run)
+        with host.mounted(device) as root:
+            report = audit(RootfsTarget(root), packs, config, RunSettings())
+        report.facts["volume"] = {"volume_id": volume_id, "snapshot_id": image.root_snapshot, "zone": zone}
+        return report
+    finally:
+        with guard.cleanup():
+            progress.phase("cleaning up", volume_id or "")
+            if volume_id:
+                ec2_ops.remove_volume(clients.ec2, volume_id, poll=options.timing.poll, force=True)
+                progress.log(f"deleted {volume_id}")
+
+
+def _remote_args(run: RunOptions) -> tuple[str, ...]:
+    args: list[str] = []
+    if run.fail_on:
+        args += ["--fail-on", run.fail_on]
+    for s in run.select:
+        args += ["--select", s]
+    for s in run.ignore:
+        args += ["--ignore", s]
+    return tuple(args)
+
+
+def _install_url(clients: Clients, options: AmiOptions, run_id: str) -> str | None:
+    """--install-from: an s3:// wheel, or a local wheel uploaded next to the reports; a presigned URL
+    lets the instance download it without the AWS CLI."""
+    source = options.install_from
+    if not source:
+        return None
+    if source.startswith("s3://"):
+        bucket, _, key = source[5:].partition("/")
+        if not bucket or not key:
+            raise UsageError(f"--install-from {source!r}: use s3://BUCKET/KEY.whl")
+    else:
+        wheel = Path(source)
+        if not wheel.is_file() or wheel.suffix != ".whl":
+            raise UsageError(f"--install-from {source!r}: not a wheel file (or give s3://BUCKET/KEY.whl)")
+        assert options.report_bucket
+        bucket, key = options.report_bucket, f"{options.report_prefix}{run_id}/{wheel.name}"
+        call(clients.s3.put_object, Bucket=bucket, Key=key, Body=wheel.read_bytes())
+    return str(
+        call(
+            clients.s3.generate_presigned_url,
+            ClientMethod="get_object",
+            Params={"Bucket": bucket, "Key": key},
+            ExpiresIn=int(options.soak_seconds + options.timing.command_margin + options.timing.ssm_timeout),
+        )
+    )
+
+
+def _record(
+    clients: Clients, checked: Checked, options: AmiOptions, body: bytes, digest: str, progress: Progress
+) -> None:
+    """Keep the report in S3, tag the verdict on the AMI and its snapshots, act on a failure."""
+    if options.report_bucket:
+        key = f"{options.report_prefix}{checked.run_id}/report.json"
+        call(
+            clients.s3.put_object,
+            Bucket=options.report_bucket,
+            Key=key,
+            Body=body,
+            ContentType="application/json",
+        )
+        progress.log(f"report: s3://{options.report_bucket}/{key} (sha256 {digest[:12]}…)")
+    if options.tag:
+        tags = verdict_tags(checked.report.verdict, digest)
+        ec2_ops.tag_image(clients.ec2, checked.image, tags)
+        progress.log(
+            f"tagged {checked.image.image_id} and {len(checked.image.snapshots)} snapshot(s): "
+            f"imagelint:verdict={tags['imagelint:verdict']}"
+        )
+    if checked.report.verdict is Verdict.FAIL and options.on_fail != "none":
+        done = ec2_ops.act_on_failure(clients.ec2, checked.image, options.on_fail)
+        progress.log(done)
+
+
+def verdict_tags(verdict: Verdict, digest: str) -> dict[str, str]:
+    return {
+        "imagelint:verdict": verdict.value,
+        "imagelint:report-sha256": digest,
+        "imagelint:version": __version__,
+        "imagelint:checked-at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }

@@ -1,0 +1,89 @@
+"""AWS call failures as one line: the API, the error code, and what to check.
+
+Every boto3 call of the AWS flows goes through :func:`call`, so a denied permission, an exhausted
+quota or an unreachable endpoint ends the run with a line such as
+
+    ec2 RunInstances failed: UnauthorizedOperation: You are not authorized ...
+    (check: IAM permission ec2:RunInstances)
+
+and exit code 3 (the image was not checked), never a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from imagelint.errors import ExitCode, ImageLintError
+
+T = TypeVar("T")
+
+# What to check for the error codes people actually meet.
+_HINTS: dict[str, str] = {
+    "UnauthorizedOperation": "IAM permission {service}:{api} for the caller",
+    "AccessDenied": "IAM permission {service}:{api} for the caller (and the bucket policy for S3)",
+    "AccessDeniedException": "IAM permission {service}:{api} for the caller",
+    "InstanceLimitExceeded": "the EC2 instance quota of the account/region (Service Quotas)",
+    "VcpuLimitExceeded": "the vCPU quota of the account/region (Service Quotas)",
+    "InsufficientInstanceCapacity": "another --instance-type or --subnet (availability zone)",
+    "InvalidAMIID.NotFound": "the AMI id and the --region it lives in",
+    "InvalidAMIID.Malformed": "the AMI id (ami-xxxxxxxx)",
+    "InvalidSubnetID.NotFound": "--subnet and --region",
+    "InvalidGroup.NotFound": "--security-group and --region",
+    "InvalidParameterValue": "the value named in the message",
+    "NoSuchEntity": "--instance-profile: it must exist and carry AmazonSSMManagedInstanceCore",
+    "InvalidIamInstanceProfile": "--instance-profile: it must exist and carry AmazonSSMManagedInstanceCore",
+    "NoSuchBucket": "--report-bucket exists in this account and region",
+    "NoSuchKey": "the instance wrote no report: see its command output",
+    "InvalidInstanceId": "the instance is managed by SSM (agent running, instance profile attached)",
+    "RequestExpired": "the clock of this machine",
+    "ExpiredToken": "the session credentials: refresh them",
+    "Throttling": "the API rate: retry later",
+    "RequestLimitExceeded": "the API rate: retry later",
+    "NotImplemented": "that the endpoint implements this API",
+}
+
+
+class AwsError(ImageLintError):
+    """An AWS API call failed; the image was not (fully) checked."""
+
+    exit_code = ExitCode.INCONCLUSIVE
+
+    def __init__(self, service: str, api: str, code: str, detail: str, hint: str | None = None) -> None:
+        self.service, self.api, self.code, self.detail = service, api, code, detail
+        hint = hint or _HINTS.get(code, "credentials, region and IAM permission {service}:{api}")
+        hint = hint.format(service=service, api=api)
+        super().__init__(f"{service} {api} failed: {code}: {detail} (check: {hint})")
+
+
+def _api_name(func: Callable[..., Any]) -> tuple[str, str]:
+    client = getattr(func, "__self__", None)
+    service = client.meta.service_model.service_name if client is not None else "aws"
+    method = getattr(func, "__name__", "call")
+    model = client.meta.method_to_api_mapping.get(method, method) if client is not None else method
+    return service, model
+
+
+def call(func: Callable[..., T], /, **kwargs: Any) -> T:
+    """Call one boto3 client method; turn botocore's errors into :class:`AwsError`."""
+    from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.parsers import ResponseParserError
+
+    try:
+        return func(**kwargs)
+    except ClientError as exc:
+        service, api = _api_name(func)
+        error = exc.response.get("Error", {})
+        code = str(error.get("Code") or exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode"))
+        detail = " ".join(str(error.get("Message") or exc).split())[:300]
+        raise AwsError(service, api, code, detail) from None
+    except (BotoCoreError, ResponseParserError) as exc:
+        service, api = _api_name(func)
+        raise AwsError(
+            service, api, type(exc).__name__, str(exc)[:300], "network access, region and credentials"
+        ) from None
+
+
+def waiter_error(service: str, api: str, exc: Exception, what: str) -> AwsError:
+    """A boto3 waiter gave up or hit a failure state."""
+    return AwsError(service, api, "WaiterError", " ".join(str(exc).split())[:300], what)

@@ -1,0 +1,156 @@
+"""`imagelint fleet`: audit (and soak) running instances through SSM Run Command, one combined report.
+
+SSM does the fan-out (``Targets`` by tag, ``MaxConcurrency``, ``MaxErrors``); imagelint schedules
+nothing. Each instance runs the same script as in ``imagelint ami`` (:mod:`imagelint.aws.ssm`) and
+uploads its reports to ``s3://BUCKET/PREFIX<run id>/<instance id>/``. When the command is done, the
+CLI lists its invocations, reads every instance's reports and prints one report: findings of all
+instances (subjects prefixed with the instance id), ``facts.instances`` with a row per instance,
+and the worst verdict. An instance that sent no usable report makes the fleet inconclusive.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from imagelint import __version__
+from imagelint.aws import ssm as ssm_ops
+from imagelint.aws.clients import Clients, default_region
+from imagelint.aws.errors import call
+from imagelint.aws.merge import empty_report, merge, report_from_dict
+from imagelint.aws.progress import Progress
+from imagelint.errors import UsageError
+from imagelint.report import Report, Verdict
+from imagelint.session import RunOptions, prepare, publish
+
+
+@dataclass
+class FleetOptions:
+    target: str = ""
+    region: str | None = None
+    report_bucket: str = ""
+    report_prefix: str = "imagelint/"
+    max_concurrency: str = "10%"
+    max_errors: str = "10%"
+    soak_seconds: float = 0.0
+    soak_interval: float = 5.0
+    version: str = __version__
+    poll: float = 5.0
+    timeout_margin: float = 900.0
+    run: RunOptions = field(default_factory=RunOptions)
+    interactive: bool = False
+
+
+def parse_target(text: str) -> dict[str, object]:
+    key, sep, values = text.partition("=")
+    if not key.startswith("tag:") or not sep or len(key) <= 4 or not values:
+        raise UsageError(f"--target {text!r}: use tag:KEY=VALUE[,VALUE...]")
+    return {"Key": key, "Values": [v for v in values.split(",") if v]}
+
+
+def run_fleet(options: FleetOptions) -> Verdict:
+    target = parse_target(options.target)
+    if not options.report_bucket:
+        raise UsageError("fleet mode needs --report-bucket: every instance writes its reports there")
+    prepare(options.run)
+    region = default_region(options.region)
+    clients = Clients(region)
+    from imagelint.aws.command import _remote_args
+
+    plan = ssm_ops.RemotePlan(
+        run_id=str(uuid.uuid4()),
+        bucket=options.report_bucket,
+        prefix=options.report_prefix,
+        bucket_region=region,
+        version=options.version,
+        soak_seconds=options.soak_seconds,
+        soak_interval=options.soak_interval,
+        audit_args=_remote_args(options.run),
+    )
+    with Progress(interactive=options.interactive) as progress:
+        progress.phase("sending", f"{options.target} in {region} (run {plan.run_id})")
+        command_id = ssm_ops.send(
+            clients.ssm,
+            plan,
+            targets=[target],
+            max_concurrency=options.max_concurrency,
+            max_errors=options.max_errors,
+        )
+        progress.phase("running", f"command {command_id}")
+        deadline = time.monotonic() + options.soak_seconds + options.timeout_margin
+        try:
+            while True:
+                command = call(clients.ssm.list_commands, CommandId=command_id)["Commands"][0]
+                status = command.get("Status", "Pending")
+                progress.update(
+                    f"{status}: {command.get('CompletedCount', 0)}/{command.get('TargetCount', '?')} done, "
+                    f"{command.get('ErrorCount', 0)} error(s)"
+                )
+                if status in ssm_ops.TERMINAL:
+                    break
+                if time.monotonic() > deadline:
+                    ssm_ops.cancel(clients.ssm, command_id)
+                    break
+                time.sleep(options.poll)
+        except BaseException:
+            ssm_ops.cancel(clients.ssm, command_id)
+            raise
+        progress.phase("collecting", f"s3://{plan.bucket}/{plan.prefix}{plan.run_id}/")
+        invocations = _invocations(clients, command_id)
+        report = _combine(clients, plan, invocations, options.target)
+        progress.log(f"{len(invocations)} instance(s): {report.verdict.value}")
+    return publish(report, options.run)
+
+
+def _invocations(clients: Clients, command_id: str) -> list[dict[str, object]]:
+    found: list[dict[str, object]] = []
+    token: str | None = None
+    while True:
+        params: dict[str, object] = {"CommandId": command_id}
+        if token:
+            params["NextToken"] = token
+        reply = call(clients.ssm.list_command_invocations, **params)
+        found += reply.get("CommandInvocations", [])
+        token = reply.get("NextToken")
+        if not token:
+            return found
+
+
+def _combine(
+    clients: Clients, plan: ssm_ops.RemotePlan, invocations: list[dict[str, object]], selector: str
+) -> Report:
+    target = {"kind": "fleet", "path": selector, "run_id": plan.run_id}
+    if not invocations:
+        return empty_report(target, f"no instance matched {selector} (or none is managed by SSM)")
+    parts: list[tuple[str, Report]] = []
+    rows: list[dict[str, object]] = []
+    for invocation in sorted(invocations, key=lambda i: str(i.get("InstanceId"))):
+        iid = str(invocation["InstanceId"])
+        try:
+            remote = ssm_ops.fetch_reports(clients.s3, plan, iid, dict(invocation))
+            labelled = [
+                ("soak" if "soak" in r.get("scopes", []) else "audit", report_from_dict(r)) for r in remote
+            ]
+            one = merge(labelled, {"kind": "host", "path": iid}, instance_id=iid)
+        except ssm_ops.NoReportError as exc:
+            one = empty_report({"kind": "host", "path": iid}, str(exc))
+        parts.append((iid, one))
+        rows.append(
+            {
+                "instance_id": iid,
+                "status": invocation.get("Status"),
+                "verdict": one.verdict.value,
+                "failing": len(one.failing_findings),
+                "findings": len(one.active_findings),
+                "errors": len(one.errors),
+            }
+        )
+    report = merge(parts, target)
+    report.facts = {"instances": rows, "command": {"run_id": plan.run_id}}
+    report.notes = [
+        f"{r['instance_id']}: {r['verdict']} ({r['failing']} failing, {r['findings']} finding(s), "
+        f"{r['errors']} error(s))"
+        for r in rows
+    ] + report.notes
+    return report

@@ -1,0 +1,164 @@
+"""Merging the JSON reports that instances send back into one report about the AMI or the fleet.
+
+How: the remote reports (``audit`` for the image and host scopes, ``soak`` for the soak scope) are
+read back into :class:`~imagelint.report.Report` objects and combined:
+
+- target: ``{"kind": "ami", "path": "<region>:<ami id>", ...}`` (or ``"fleet"`` with the selector);
+- scopes: the union, in order; started_at: the earliest; duration: the sum;
+- rules: one result per rule id; where two reports evaluated the same rule, the result that did
+  something wins over ``skipped``/``not-applicable``, and ``error`` and ``fail`` win over ``pass``;
+- findings, errors, warnings and notes: concatenated; each finding gets ``evidence.scope`` (which
+  remote command found it) and, in fleet mode, ``evidence.instance_id``, and its subject is
+  prefixed with the instance id;
+- verdict: the worst, read as a gate would: any failing finding → fail; else any inconclusive
+  part → inconclusive; else pass. Same rule as a cut-short soak: a fail is never hidden by an
+  unreadable part, and a pass needs every part to pass.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from imagelint import __version__
+from imagelint.report import Finding, Report, ReportError, RuleResult, Verdict
+from imagelint.report.model import Outcome
+from imagelint.rulepacks.model import Severity
+
+_OUTCOME_RANK = {
+    Outcome.SKIPPED: 0,
+    Outcome.NOT_APPLICABLE: 1,
+    Outcome.PASS: 2,
+    Outcome.WAIVED: 3,
+    Outcome.FAIL: 4,
+    Outcome.ERROR: 5,
+}
+
+
+def report_from_dict(data: dict[str, Any]) -> Report:
+    """A JSON report (``Report.to_dict()``) back into the model."""
+    rules = [
+        RuleResult(
+            **{
+                **{k: v for k, v in r.items() if k in RuleResult.__dataclass_fields__},
+                "severity": Severity(r["severity"]),
+                "outcome": Outcome(r["outcome"]),
+            }
+        )
+        for r in data.get("rules", [])
+    ]
+    findings = [
+        Finding(
+            **{
+                **{k: v for k, v in f.items() if k in Finding.__dataclass_fields__},
+                "severity": Severity(f["severity"]),
+            }
+        )
+        for f in data.get("findings", [])
+    ]
+    return Report(
+        tool_version=str(data.get("tool", {}).get("version", "")),
+        target=dict(data.get("target", {})),
+        scopes=list(data.get("scopes", [])),
+        started_at=str(data.get("started_at", "")),
+        duration_s=float(data.get("duration_s", 0.0)),
+        fail_on=Severity(data.get("fail_on", "high")),
+        verdict=Verdict(data["verdict"]),
+        rule_packs=list(data.get("rule_packs", [])),
+        config=data.get("config"),
+        rules=rules,
+        findings=findings,
+        errors=[ReportError(**e) for e in data.get("errors", [])],
+        warnings=[ReportError(**w) for w in data.get("warnings", [])],
+        notes=list(data.get("notes", [])),
+        facts=dict(data.get("facts", {})),
+    )
+
+
+def worst(verdicts: list[Verdict]) -> Verdict:
+    if Verdict.FAIL in verdicts:
+        return Verdict.FAIL
+    if Verdict.INCONCLUSIVE in verdicts or not verdicts:
+        return Verdict.INCONCLUSIVE
+    return Verdict.PASS
+
+
+def merge(
+    parts: list[tuple[str, Report]], target: dict[str, Any], *, instance_id: str | None = None
+) -> Report:
+    """``parts``: (label, report) pairs, e.g. ("audit", …), ("soak", …)."""
+    if not parts:
+        return empty_report(target, "no reports")
+    rules: dict[str, RuleResult] = {}
+    findings: list[Finding] = []
+    errors: list[ReportError] = []
+    warnings: list[ReportError] = []
+    notes: list[str] = []
+    scopes: list[str] = []
+    facts: dict[str, Any] = {}
+    for label, report in parts:
+        for scope in report.scopes:
+            if scope not in scopes:
+                scopes.append(scope)
+        for result in report.rules:
+            kept = rules.get(result.rule_id)
+            if kept is None or _OUTCOME_RANK[result.outcome] > _OUTCOME_RANK[kept.outcome]:
+                rules[result.rule_id] = result
+        for finding in report.findings:
+            finding.evidence = {**finding.evidence, "scope": label}
+            if instance_id:
+                finding.evidence["instance_id"] = instance_id
+                finding.subject = f"{instance_id}: {finding.subject}"
+            findings.append(finding)
+        prefix = f"{instance_id} {label}" if instance_id else label
+        errors += [
+            ReportError(e.message, e.rule_id, f"{prefix}: {e.where}" if e.where else prefix)
+            for e in report.errors
+        ]
+        warnings += [
+            ReportError(w.message, w.rule_id, f"{prefix}: {w.where}" if w.where else prefix)
+            for w in report.warnings
+        ]
+        notes += report.notes
+        facts[label] = {
+            "verdict": report.verdict.value,
+            "target": report.target,
+            "tool_version": report.tool_version,
+            **report.facts,
+        }
+    first = parts[0][1]
+    return Report(
+        tool_version=__version__,
+        target=target,
+        scopes=scopes,
+        started_at=min(r.started_at for _, r in parts),
+        duration_s=sum(r.duration_s for _, r in parts),
+        fail_on=first.fail_on,
+        verdict=worst([r.verdict for _, r in parts]),
+        rule_packs=first.rule_packs,
+        config=first.config,
+        rules=list(rules.values()),
+        findings=findings,
+        errors=errors,
+        warnings=warnings,
+        notes=notes,
+        facts=facts,
+    )
+
+
+def empty_report(target: dict[str, Any], reason: str) -> Report:
+    """An inconclusive report for a target nothing came back from."""
+    return Report(
+        tool_version=__version__,
+        target=target,
+        scopes=[],
+        started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        duration_s=0.0,
+        fail_on=Severity.HIGH,
+        verdict=Verdict.INCONCLUSIVE,
+        rule_packs=[],
+        config=None,
+        rules=[],
+        findings=[],
+        errors=[ReportError(reason, where=str(target.get("path")))],
+    )

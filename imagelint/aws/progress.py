@@ -1,0 +1,67 @@
+"""Progress of a long AWS run on stderr: a spinner with phase and elapsed time on a terminal, plain
+timestamped lines in CI logs (one per phase change, and a line at most every ``every`` seconds
+while a phase waits)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+
+class Progress:
+    def __init__(self, *, interactive: bool, every: float = 30.0) -> None:
+        self.interactive = interactive
+        self.every = every
+        self.started = time.monotonic()
+        self.phase_started = self.started
+        self.phase_name = ""
+        self._last_line = 0.0
+        self._status: Any = None
+
+    def __enter__(self) -> Progress:
+        if self.interactive:
+            from rich.console import Console
+
+            self._status = Console(stderr=True).status("starting")
+            self._status.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+
+    def phase(self, name: str, detail: str = "") -> None:
+        self.phase_name = name
+        self.phase_started = time.monotonic()
+        self._show(detail, force=True)
+
+    def update(self, detail: str) -> None:
+        self._show(detail, force=False)
+
+    def log(self, message: str) -> None:
+        """A line that stays (results, cleanup actions)."""
+        if self._status is not None:
+            self._status.console.print(message)
+        else:
+            print(f"{self._stamp()} {message}", file=sys.stderr, flush=True)
+
+    def _stamp(self) -> str:
+        return f"[{datetime.now(UTC):%H:%M:%S}] +{time.monotonic() - self.started:6.1f}s"
+
+    def _show(self, detail: str, *, force: bool) -> None:
+        in_phase = time.monotonic() - self.phase_started
+        text = f"{self.phase_name} ({in_phase:.0f}s)" + (f" · {detail}" if detail else "")
+        if self._status is not None:
+            self._status.update(text)
+            return
+        now = time.monotonic()
+        if force or now - self._last_line >= self.every:
+            self._last_line = now
+            print(
+                f"{self._stamp()} {self.phase_name}" + (f": {detail}" if detail else ""),
+                file=sys.stderr,
+                flush=True,
+            )

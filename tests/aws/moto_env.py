@@ -1,0 +1,389 @@
+"""A local AWS for the AMI and fleet tests: moto's server, a thin SSM front, and a stand-in instance agent.
+
+Use::
+
+    from tests.aws.moto_env import MotoEnv
+
+    with MotoEnv() as aws:                      # moto server + front on loopback, agent thread running
+        aws.agent.rootfs = sample_image_dir     # what every "instance" looks like inside
+        proc = run_cli("ami", ami_id, "--report-bucket", aws.bucket, env=aws.env)
+        assert aws.leftovers(run_tagged=True) == []
+
+or the pytest fixture ``moto_env`` (``tests/aws/conftest.py``). ``aws.env`` holds the environment a
+user would set (``AWS_ENDPOINT_URL``, dummy credentials, ``AWS_DEFAULT_REGION``); ``aws.client(svc)``
+gives boto3 clients on the same endpoint; ``aws.image_id`` is a moto built-in AMI and
+``aws.bucket`` an existing bucket.
+
+Why a front: moto 5.2 runs no SSM command (every invocation is "Success", empty output, and
+``send_command(InstanceIds=[a])`` fans out to every instance), and it does not implement
+``DescribeInstanceInformation`` or ``ListCommandInvocations``. The front is a small HTTP proxy that
+forwards everything to moto except those SSM calls, which it answers from the :class:`InstanceAgent`:
+
+- the agent polls ``ListCommands`` (on moto directly) and, for each new command, resolves the
+  instances it really targets (its own ``InstanceIds``, or ``Targets`` by tag against EC2), ignoring
+  moto's fan-out; unknown documents are refused (status ``Failed``), unknown instances get no
+  invocation;
+- for each running instance it runs the command's script for real with bash, as root, with ``IL`` /
+  ``PY`` set to this checkout's ``imagelint`` (the install step is skipped, as for an image that
+  ships imagelint), ``IL_ROOT`` set to :attr:`InstanceAgent.rootfs` and ``IL_LIVE`` empty (this
+  machine is not the booted image: the live audit becomes an offline audit of that tree; a soak
+  samples this machine's cgroups), and ``AWS_SSM_INSTANCE_ID`` set as the SSM agent does. The script
+  uploads its reports to moto's S3 itself; the agent also writes stdout where SSM would
+  (``PREFIX/COMMAND/INSTANCE/awsrunShellScript/0.awsrunShellScript/stdout``);
+- ``GetCommandInvocation`` / ``ListCommandInvocations`` / ``ListCommands`` report the agent's real
+  statuses (``InProgress`` while the script runs, ``Failed`` with the exit code when it fails);
+  ``DescribeInstanceInformation`` lists running instances as ``Online`` while ``agent.online`` is
+  true (set it false to model an image without a working SSM agent); ``CancelCommand`` kills it.
+
+Failure injection per run: ``agent.fault`` = ``None`` | ``"command-fails"`` (the script is replaced
+by an install failure, exit 90) | ``"empty-report"`` | ``"malformed-report"`` (the uploaded
+``audit.json`` is overwritten after the script ran).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+REGION = "us-east-1"
+TERMINAL = {"Success", "Failed", "Cancelled", "TimedOut"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Invocation:
+    def __init__(self, command_id: str, instance_id: str) -> None:
+        self.command_id, self.instance_id = command_id, instance_id
+        self.status = "Pending"
+        self.code = -1
+        self.stdout = ""
+        self.stderr = ""
+        self.proc: subprocess.Popen[str] | None = None
+
+    def to_api(self) -> dict[str, Any]:
+        return {
+            "CommandId": self.command_id,
+            "InstanceId": self.instance_id,
+            "DocumentName": "AWS-RunShellScript",
+            "PluginName": "aws:runShellScript",
+            "Status": self.status,
+            "StatusDetails": self.status,
+            "ResponseCode": self.code,
+            "StandardOutputContent": self.stdout[:24000],
+            "StandardErrorContent": self.stderr[:8000],
+            "StandardOutputUrl": "",
+        }
+
+
+class InstanceAgent:
+    """The instance side: runs what SSM was asked to run, for real, on a local image tree."""
+
+    def __init__(self, env: MotoEnv) -> None:
+        self.env = env
+        self.rootfs: Path | None = None
+        self.online = True
+        self.fault: str | None = None
+        self.invocations: dict[tuple[str, str], Invocation] = {}
+        self.seen: set[str] = set()
+        self.lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._workers: list[threading.Thread] = []
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        with self.lock:
+            procs = [i.proc for i in self.invocations.values() if i.proc]
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+        for worker in self._workers:
+            worker.join(10)
+
+    # what the front asks
+    def running_instances(self, ids: list[str] | None = None) -> list[str]:
+        ec2 = self.env.client("ec2", direct=True)
+        filters = [{"Name": "instance-state-name", "Values": ["running"]}]
+        reply = ec2.describe_instances(Filters=filters, **({"InstanceIds": ids} if ids else {}))
+        return [i["InstanceId"] for r in reply["Reservations"] for i in r["Instances"]]
+
+    def command_status(self, command_id: str) -> str:
+        with self.lock:
+            if command_id not in self.seen:
+                return "Pending"
+            mine = [i.status for (c, _), i in self.invocations.items() if c == command_id]
+        if not mine:
+            return "Success"
+        if any(s not in TERMINAL for s in mine):
+            return "InProgress"
+        return "Success" if all(s == "Success" for s in mine) else "Failed"
+
+    def cancel(self, command_id: str) -> None:
+        with self.lock:
+            for (c, _), inv in self.invocations.items():
+                if c == command_id and inv.status not in TERMINAL:
+                    inv.status = "Cancelled"
+                    if inv.proc and inv.proc.poll() is None:
+                        inv.proc.kill()
+
+    # the loop
+    def _loop(self) -> None:
+        ssm = self.env.client("ssm", direct=True)
+        while not self._stop.is_set():
+            try:
+                commands = ssm.list_commands()["Commands"]
+            except Exception:
+                commands = []
+            for command in commands:
+                if command["CommandId"] not in self.seen:
+                    self._accept(command)
+            self._stop.wait(0.2)
+
+    def _accept(self, command: dict[str, Any]) -> None:
+        targets = command.get("Targets") or []
+        if targets:
+            ec2 = self.env.client("ec2", direct=True)
+            filters = [
+                {"Name": t["Key"], "Values": t["Values"]} for t in targets if t["Key"].startswith("tag:")
+            ]
+            filters.append({"Name": "instance-state-name", "Values": ["running"]})
+            reply = ec2.describe_instances(Filters=filters)
+            ids = [i["InstanceId"] for r in reply["Reservations"] for i in r["Instances"]]
+        else:
+            ids = [i for i in command.get("InstanceIds", []) if i in set(self.running_instances())]
+        with self.lock:
+            for iid in ids if self.online else []:
+                self.invocations[(command["CommandId"], iid)] = Invocation(command["CommandId"], iid)
+            self.seen.add(command["CommandId"])
+        for iid in ids if self.online else []:
+            worker = threading.Thread(target=self._run, args=(command, iid), daemon=True)
+            self._workers.append(worker)
+            worker.start()
+
+    def _run(self, command: dict[str, Any], iid: str) -> None:
+        inv = self.invocations[(command["CommandId"], iid)]
+        if command["DocumentName"] != "AWS-RunShellScript":
+            inv.status, inv.code, inv.stderr = "Failed", 1, f"document {command['DocumentName']} unknown here"
+            return
+        script = "\n".join(command["Parameters"]["commands"])
+        if self.fault == "command-fails":
+            script = 'echo "imagelint: install failed" >&2; exit 90'
+        bindir = Path(sys.executable).parent
+        env = {
+            **os.environ,
+            **self.env.direct_env,
+            "IL": shutil.which("imagelint", path=str(bindir)) or str(bindir / "imagelint"),
+            "PY": sys.executable,
+            "IL_ROOT": str(self.rootfs),
+            "IL_LIVE": "",
+            "AWS_SSM_INSTANCE_ID": iid,
+            "NO_COLOR": "1",
+        }
+        inv.status = "InProgress"
+        proc = subprocess.Popen(
+            ["bash", "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        inv.proc = proc
+        out, err = proc.communicate()
+        if self._stop.is_set():  # the environment is shutting down: its S3 may already be gone
+            with self.lock:
+                inv.stdout, inv.stderr, inv.code = out, err, proc.returncode
+            return
+        s3 = self.env.client("s3", direct=True)
+        if self.fault in ("empty-report", "malformed-report"):
+            prefix = command["Comment"].removeprefix("imagelint run ")
+            key = f"imagelint/{prefix}/{iid}/audit.json"
+            s3.put_object(
+                Bucket=self.env.bucket, Key=key, Body=b"" if self.fault == "empty-report" else b"{oops"
+            )
+        if command.get("OutputS3BucketName"):
+            key = (
+                f"{command['OutputS3KeyPrefix']}/{command['CommandId']}/{iid}"
+                "/awsrunShellScript/0.awsrunShellScript/stdout"
+            )
+            s3.put_object(Bucket=command["OutputS3BucketName"], Key=key, Body=out.encode())
+        with self.lock:
+            inv.stdout, inv.stderr, inv.code = out, err, proc.returncode
+            if inv.status != "Cancelled":
+                inv.status = "Success" if proc.returncode == 0 else "Failed"
+
+
+class _Front(BaseHTTPRequestHandler):
+    env: MotoEnv
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def _forward(self, method: str, body: bytes) -> tuple[int, dict[str, str], bytes]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.env.moto_port, timeout=60)
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("connection",)}
+        conn.request(method, self.path, body=body or None, headers=headers)
+        reply = conn.getresponse()
+        data = reply.read()
+        out = {
+            k: v
+            for k, v in reply.getheaders()
+            if k.lower() not in ("transfer-encoding", "connection", "content-length")
+        }
+        conn.close()
+        return reply.status, out, data
+
+    def _send(self, status: int, headers: dict[str, str], body: bytes) -> None:
+        self.send_response(status)
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _json(self, data: dict[str, Any], status: int = 200) -> None:
+        self._send(
+            status, {"Content-Type": "application/x-amz-json-1.1"}, json.dumps(data, default=str).encode()
+        )
+
+    def _handle(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        target = self.headers.get("X-Amz-Target", "")
+        agent = self.env.agent
+        if target == "AmazonSSM.DescribeInstanceInformation":
+            request = json.loads(body or b"{}")
+            ids = [v for f in request.get("Filters", []) if f["Key"] == "InstanceIds" for v in f["Values"]]
+            found = agent.running_instances(ids or None) if agent.online else []
+            infos = [{"InstanceId": i, "PingStatus": "Online", "PlatformType": "Linux"} for i in found]
+            return self._json({"InstanceInformationList": infos})
+        if target == "AmazonSSM.GetCommandInvocation":
+            request = json.loads(body)
+            inv = agent.invocations.get((request["CommandId"], request["InstanceId"]))
+            if inv is None:
+                return self._json({"__type": "InvocationDoesNotExist", "message": "no such invocation"}, 400)
+            return self._json(inv.to_api())
+        if target == "AmazonSSM.ListCommandInvocations":
+            request = json.loads(body)
+            with agent.lock:
+                found = [
+                    i.to_api() for (c, _), i in agent.invocations.items() if c == request.get("CommandId")
+                ]
+            return self._json({"CommandInvocations": found})
+        if target == "AmazonSSM.CancelCommand":
+            agent.cancel(json.loads(body)["CommandId"])
+        status, headers, data = self._forward(self.command, body)
+        if target == "AmazonSSM.ListCommands" and status == 200:
+            reply = json.loads(data)
+            for command in reply.get("Commands", []):
+                command["Status"] = agent.command_status(command["CommandId"])
+            data = json.dumps(reply).encode()
+        self._send(status, headers, data)
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _handle
+
+
+class MotoEnv:
+    """moto's server and the SSM front on loopback, plus the stand-in agent; a context manager."""
+
+    bucket = "imagelint-reports"
+
+    def __init__(self) -> None:
+        from moto.server import ThreadedMotoServer
+
+        self.moto_port = free_port()
+        self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=self.moto_port, verbose=False)
+        handler = type("Front", (_Front,), {"env": self})
+        self._front = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.port = int(self._front.server_address[1])
+        creds = {
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_DEFAULT_REGION": REGION,
+        }
+        self.env = {
+            **creds,
+            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{self.port}",
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }
+        self.direct_env = {**creds, "AWS_ENDPOINT_URL": f"http://127.0.0.1:{self.moto_port}"}
+        self.agent = InstanceAgent(self)
+        self._clients: dict[tuple[str, bool], Any] = {}
+
+    def __enter__(self) -> MotoEnv:
+        self._moto.start()
+        # moto's backends are process-global: start every environment from a clean account
+        urllib.request.urlopen(
+            urllib.request.Request(f"http://127.0.0.1:{self.moto_port}/moto-api/reset", method="POST"),
+            timeout=30,
+        ).close()
+        threading.Thread(target=self._front.serve_forever, daemon=True).start()
+        self.client("s3").create_bucket(Bucket=self.bucket)
+        # one of moto's built-in AMIs (listing all 1300 of them takes seconds)
+        param = "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64"
+        self.image_id = self.client("ssm", direct=True).get_parameter(Name=param)["Parameter"]["Value"]
+        self.agent.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.agent.stop()
+        self._front.shutdown()
+        self._moto.stop()
+
+    def client(self, service: str, *, direct: bool = False) -> Any:
+        key = (service, direct)
+        if key not in self._clients:
+            import boto3
+
+            port = self.moto_port if direct else self.port
+            self._clients[key] = boto3.client(
+                service,
+                region_name=REGION,
+                endpoint_url=f"http://127.0.0.1:{port}",
+                aws_access_key_id="testing",
+                aws_secret_access_key="testing",
+            )
+        return self._clients[key]
+
+    def alive(self, run_tag: str = "imagelint:run") -> dict[str, list[str]]:
+        """Instances not terminated and volumes that exist, of any imagelint run."""
+        ec2 = self.client("ec2")
+        reply = ec2.describe_instances(Filters=[{"Name": "tag-key", "Values": [run_tag]}])
+        instances = [
+            i["InstanceId"]
+            for r in reply["Reservations"]
+            for i in r["Instances"]
+            if i["State"]["Name"] not in ("terminated", "shutting-down")
+        ]
+        volumes = [
+            v["VolumeId"]
+            for v in ec2.describe_volumes(Filters=[{"Name": "tag-key", "Values": [run_tag]}])["Volumes"]
+        ]
+        return {"instances": instances, "volumes": volumes}
+
+    def launched(self, run_tag: str = "imagelint:run") -> list[str]:
+        """Every instance any imagelint run launched (whatever its state)."""
+        reply = self.client("ec2").describe_instances(Filters=[{"Name": "tag-key", "Values": [run_tag]}])
+        return [i["InstanceId"] for r in reply["Reservations"] for i in r["Instances"]]
+
+    def wait_for(self, predicate: Any, timeout: float = 30.0) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if predicate():
+                return True
+            time.sleep(0.1)
+        return False

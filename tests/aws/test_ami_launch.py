@@ -1,0 +1,155 @@
+"""`imagelint ami` in launch mode against a local AWS, run as a user runs it (a separate process)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.aws.moto_env import MotoEnv
+from tests.support import run_cli
+
+FAST = ("--poll", "0.2s", "--soak", "0")
+
+
+def ami(env: MotoEnv, *args: str, timeout: float = 120):
+    return run_cli("ami", *args, *FAST, env=env.env, timeout=timeout)
+
+
+def test_faulty_image_fails_is_tagged_and_nothing_is_left(
+    moto_env: MotoEnv, sample_image: Path, tmp_path: Path
+) -> None:
+    moto_env.agent.rootfs = sample_image
+    out = tmp_path / "report.json"
+    proc = ami(moto_env, moto_env.image_id, "--report-bucket", moto_env.bucket, "--tag", "-f", f"json:{out}")
+    assert proc.returncode == 1, proc.stderr
+    report = json.loads(out.read_text())
+    assert report["target"]["kind"] == "ami" and report["target"]["image_id"] == moto_env.image_id
+    assert report["verdict"] == "fail"
+    assert "IL101" in {f["rule_id"] for f in report["findings"]}
+    assert moto_env.alive() == {"instances": [], "volumes": []}
+    assert len(moto_env.launched()) == 1
+
+
+def _tags(env: MotoEnv, resource: str) -> dict[str, str]:
+    reply = env.client("ec2").describe_tags(Filters=[{"Name": "resource-id", "Values": [resource]}])
+    return {t["Key"]: t["Value"] for t in reply["Tags"]}
+
+
+def test_tags_and_report_in_s3_agree(moto_env: MotoEnv, sample_image: Path) -> None:
+    import hashlib
+
+    moto_env.agent.rootfs = sample_image
+    proc = ami(moto_env, moto_env.image_id, "--report-bucket", moto_env.bucket, "--tag")
+    assert proc.returncode == 1, proc.stderr
+    tags = _tags(moto_env, moto_env.image_id)
+    assert tags["imagelint:verdict"] == "fail"
+    s3 = moto_env.client("s3")
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=moto_env.bucket)["Contents"]]
+    final = [k for k in keys if k.endswith("/report.json")]
+    assert len(final) == 1
+    body = s3.get_object(Bucket=moto_env.bucket, Key=final[0])["Body"].read()
+    assert hashlib.sha256(body).hexdigest() == tags["imagelint:report-sha256"]
+    snapshot = moto_env.client("ec2").describe_images(ImageIds=[moto_env.image_id])["Images"][0]
+    snap_id = snapshot["BlockDeviceMappings"][0]["Ebs"]["SnapshotId"]
+    assert _tags(moto_env, snap_id)["imagelint:verdict"] == "fail"
+    # the instance's own stdout went where SSM puts it
+    assert any(k.endswith("0.awsrunShellScript/stdout") for k in keys)
+
+
+def test_clean_image_passes(moto_env: MotoEnv, clean_rootfs: Path) -> None:
+    moto_env.agent.rootfs = clean_rootfs
+    proc = ami(moto_env, moto_env.image_id, "--report-bucket", moto_env.bucket, "--tag")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _tags(moto_env, moto_env.image_id)["imagelint:verdict"] == "pass"
+    assert moto_env.alive() == {"instances": [], "volumes": []}
+
+
+def test_launch_error_is_one_line_exit_3_and_nothing_launched(moto_env: MotoEnv, sample_image: Path) -> None:
+    moto_env.agent.rootfs = sample_image
+    proc = ami(
+        moto_env, moto_env.image_id, "--report-bucket", moto_env.bucket, "--instance-profile", "no-such"
+    )
+    assert proc.returncode == 3
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("imagelint: error: ec2 RunInstances failed: ") and "--instance-profile" in last
+    assert moto_env.alive() == {"instances": [], "volumes": []}
+
+
+def test_ssm_never_online_times_out_exit_3_and_terminates(moto_env: MotoEnv, sample_image: Path) -> None:
+    moto_env.agent.rootfs = sample_image
+    moto_env.agent.online = False
+    proc = ami(
+        moto_env, moto_env.image_id, "--report-bucket", moto_env.bucket, "--ssm-timeout", "2s", "--tag"
+    )
+    assert proc.returncode == 3
+    assert "never registered with SSM" in proc.stderr
+    assert len(moto_env.launched()) == 1  # it did launch one ...
+    assert moto_env.alive() == {"instances": [], "volumes": []}  # ... and terminated it
+    assert "imagelint:verdict" not in _tags(moto_env, moto_env.image_id)
+
+
+def test_command_failure_exit_3_names_the_status(moto_env: MotoEnv, sample_image: Path) -> None:
+    moto_env.agent.rootfs = sample_image
+    moto_env.agent.fault = "command-fails"
+    proc = ami(moto_env, moto_env.image_id, "--report-bucket", moto_env.bucket)
+    assert proc.returncode == 3
+    assert "command Failed, exit code 90" in proc.stderr and "install failed" in proc.stderr
+    assert len(moto_env.launched()) == 1
+    assert moto_env.alive() == {"instances": [], "volumes": []}
+
+
+def test_empty_or_malformed_report_exit_3(moto_env: MotoEnv, sample_image: Path) -> None:
+    moto_env.agent.rootfs = sample_image
+    for fault in ("empty-report", "malformed-report"):
+        moto_env.agent.fault = fault
+        proc = ami(moto_env, moto_env.image_id, "--report-bucket", moto_env.bucket)
+        assert proc.returncode == 3, (fault, proc.stderr)
+        assert "audit.json is not JSON" in proc.stderr
+    assert len(moto_env.launched()) == 2
+    assert moto_env.alive() == {"instances": [], "volumes": []}
+
+
+def test_sigterm_mid_soak_cancels_terminates_exit_3(moto_env: MotoEnv, sample_image: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    moto_env.agent.rootfs = sample_image
+    exe = str(Path(sys.executable).parent / "imagelint")
+    args = [
+        exe,
+        "ami",
+        moto_env.image_id,
+        "--report-bucket",
+        moto_env.bucket,
+        "--poll",
+        "0.2s",
+        "--soak",
+        "60s",
+        "--soak-interval",
+        "1s",
+    ]
+    proc = subprocess.Popen(
+        args,
+        env={**__import__("os").environ, **moto_env.env},
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        # wait until the instance side is really soaking (its script has been running a while)
+        assert moto_env.wait_for(
+            lambda: any(i.status == "InProgress" for i in list(moto_env.agent.invocations.values())), 60
+        )
+        time.sleep(3)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 3, err
+    assert "interrupted by SIGTERM" in err
+    assert moto_env.alive() == {"instances": [], "volumes": []}
+    statuses = {i.status for i in moto_env.agent.invocations.values()}
+    assert statuses == {"Cancelled"}

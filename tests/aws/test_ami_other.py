@@ -1,0 +1,207 @@
+"""Volume mode (AWS side against moto, the mount behind a test host), the Packer manifest, fleet, cleanup."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from imagelint.aws.manifest import amis_from_manifest
+from imagelint.errors import UsageError
+from tests.aws.moto_env import MotoEnv
+from tests.support import run_cli
+
+
+class LocalTreeHost:
+    """Stands in for the EC2 runner: its identity is a moto instance, 'mounting' yields a local tree.
+
+    The real device lookup and read-only mount (imagelint.aws.volume.Ec2VolumeHost) need an EBS
+    device and cannot run here."""
+
+    def __init__(self, instance_id: str, zone: str, tree: Path) -> None:
+        self.instance_id, self.zone, self.tree = instance_id, zone, tree
+        self.seen_devices: list[Path] = []
+
+    def identity(self) -> tuple[str, str]:
+        return self.instance_id, self.zone
+
+    def find_device(self, volume_id: str, timeout: float) -> Path:
+        return Path(f"/dev/disk/by-id/nvme-Amazon_Elastic_Block_Store_{volume_id.replace('-', '')}")
+
+    @contextlib.contextmanager
+    def mounted(self, device: Path) -> Iterator[Path]:
+        self.seen_devices.append(device)
+        yield self.tree
+
+
+def test_volume_mode_creates_attaches_and_deletes_the_volume(
+    moto_env: MotoEnv, sample_image: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from imagelint.aws.command import AmiOptions, Timing, run_ami
+    from imagelint.session import OutputSpec, RunOptions
+
+    for key, value in moto_env.env.items():
+        monkeypatch.setenv(key, value)
+    ec2 = moto_env.client("ec2")
+    runner = ec2.run_instances(ImageId=moto_env.image_id, MinCount=1, MaxCount=1)["Instances"][0]
+    host = LocalTreeHost(runner["InstanceId"], runner["Placement"]["AvailabilityZone"], sample_image)
+    out = tmp_path / "r.json"
+    options = AmiOptions(
+        images=[moto_env.image_id],
+        mode="volume",
+        tag=True,
+        timing=Timing(poll=0.2),
+        run=RunOptions(outputs=[OutputSpec("json", out)]),
+    )
+    verdict = run_ami(options, volume_host=host)
+    assert verdict.value == "fail"
+    report = json.loads(out.read_text())
+    volume = report["facts"]["volume"]
+    assert volume["zone"] == host.zone and volume["snapshot_id"].startswith("snap-")
+    assert host.seen_devices == [
+        Path(f"/dev/disk/by-id/nvme-Amazon_Elastic_Block_Store_{volume['volume_id'].replace('-', '')}")
+    ]
+    assert moto_env.alive()["volumes"] == []
+    assert (
+        ec2.describe_volumes(Filters=[{"Name": "volume-id", "Values": [volume["volume_id"]]}])["Volumes"]
+        == []
+    )
+
+
+def _manifest(path: Path, builds: list[tuple[str, str]], last: str) -> Path:
+    path.write_text(
+        json.dumps(
+            {
+                "builds": [
+                    {"name": "b", "builder_type": "amazon-ebs", "artifact_id": art, "packer_run_uuid": run}
+                    for run, art in builds
+                ],
+                "last_run_uuid": last,
+            }
+        )
+    )
+    return path
+
+
+def test_manifest_picks_packer_run_uuid_then_last_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    m = _manifest(
+        tmp_path / "m.json",
+        [("old", "us-east-1:ami-11111111"), ("new", "eu-west-1:ami-22222222,us-east-1:ami-33333333")],
+        "new",
+    )
+    monkeypatch.delenv("PACKER_RUN_UUID", raising=False)
+    assert amis_from_manifest(m) == [("eu-west-1", "ami-22222222"), ("us-east-1", "ami-33333333")]
+    monkeypatch.setenv("PACKER_RUN_UUID", "old")
+    assert amis_from_manifest(m) == [("us-east-1", "ami-11111111")]
+    monkeypatch.setenv("PACKER_RUN_UUID", "gone")
+    with pytest.raises(UsageError, match="no build of run gone"):
+        amis_from_manifest(m)
+    bad = _manifest(tmp_path / "bad.json", [("x", "/tmp/output.img")], "x")
+    monkeypatch.delenv("PACKER_RUN_UUID")
+    with pytest.raises(UsageError, match="not region:ami-id"):
+        amis_from_manifest(bad)
+
+
+def test_packer_manifest_end_to_end(moto_env: MotoEnv, sample_image: Path, tmp_path: Path) -> None:
+    moto_env.agent.rootfs = sample_image
+    m = _manifest(tmp_path / "m.json", [("r1", f"us-east-1:{moto_env.image_id}")], "r1")
+    proc = run_cli(
+        "ami",
+        "--packer-manifest",
+        str(m),
+        "--report-bucket",
+        moto_env.bucket,
+        "--tag",
+        "--poll",
+        "0.2s",
+        "--soak",
+        "0",
+        env={**moto_env.env, "PACKER_RUN_UUID": "r1"},
+    )
+    assert proc.returncode == 1, proc.stderr
+    tags = moto_env.client("ec2").describe_tags(
+        Filters=[{"Name": "resource-id", "Values": [moto_env.image_id]}]
+    )
+    assert {t["Key"]: t["Value"] for t in tags["Tags"]}["imagelint:verdict"] == "fail"
+
+
+def test_fleet_one_row_per_tagged_instance(moto_env: MotoEnv, sample_image: Path, tmp_path: Path) -> None:
+    moto_env.agent.rootfs = sample_image
+    ec2 = moto_env.client("ec2")
+
+    def launch(role: str) -> str:
+        tags = [{"ResourceType": "instance", "Tags": [{"Key": "Role", "Value": role}]}]
+        return ec2.run_instances(ImageId=moto_env.image_id, MinCount=1, MaxCount=1, TagSpecifications=tags)[
+            "Instances"
+        ][0]["InstanceId"]
+
+    gpu = sorted([launch("gpu"), launch("gpu")])
+    other = launch("web")
+    out = tmp_path / "fleet.json"
+    proc = run_cli(
+        "fleet",
+        "--target",
+        "tag:Role=gpu",
+        "--report-bucket",
+        moto_env.bucket,
+        "--poll",
+        "0.2s",
+        "-f",
+        f"json:{out}",
+        env=moto_env.env,
+    )
+    assert proc.returncode == 1, proc.stderr
+    report = json.loads(out.read_text())
+    assert report["target"]["kind"] == "fleet"
+    assert [r["instance_id"] for r in report["facts"]["instances"]] == gpu
+    assert all(r["verdict"] == "fail" for r in report["facts"]["instances"])
+    assert {f["evidence"]["instance_id"] for f in report["findings"]} == set(gpu)
+    assert other not in json.dumps(report)
+
+
+def test_cleanup_removes_only_tagged_orphans(moto_env: MotoEnv) -> None:
+    ec2 = moto_env.client("ec2")
+    tagged = [{"ResourceType": "instance", "Tags": [{"Key": "imagelint:run", "Value": "old-run"}]}]
+    orphan = ec2.run_instances(ImageId=moto_env.image_id, MinCount=1, MaxCount=1, TagSpecifications=tagged)[
+        "Instances"
+    ][0]["InstanceId"]
+    bystander = ec2.run_instances(ImageId=moto_env.image_id, MinCount=1, MaxCount=1)["Instances"][0][
+        "InstanceId"
+    ]
+    vol = ec2.create_volume(
+        AvailabilityZone="us-east-1a",
+        Size=1,
+        TagSpecifications=[
+            {"ResourceType": "volume", "Tags": [{"Key": "imagelint:run", "Value": "old-run"}]}
+        ],
+    )["VolumeId"]
+    dry = run_cli("ami", "cleanup", "--older-than", "0s", "--dry-run", "--poll", "0.2s", env=moto_env.env)
+    assert dry.returncode == 0 and f"would terminate {orphan}" in dry.stdout
+    assert moto_env.alive()["instances"] == [orphan]
+    proc = run_cli("ami", "cleanup", "--older-than", "0s", "--poll", "0.2s", env=moto_env.env)
+    assert proc.returncode == 0, proc.stderr
+    assert f"terminated {orphan} (run old-run)" in proc.stdout and f"deleted {vol}" in proc.stdout
+    assert moto_env.alive() == {"instances": [], "volumes": []}
+    state = ec2.describe_instances(InstanceIds=[bystander])["Reservations"][0]["Instances"][0]["State"][
+        "Name"
+    ]
+    assert state == "running"
+
+
+def test_tag_values_are_checked_against_ec2_limits() -> None:
+    from imagelint.aws.ec2 import validate_tags
+
+    validate_tags({"imagelint:verdict": "pass", "imagelint:checked-at": "2026-12-02T12:00:00Z"})
+    with pytest.raises(UsageError, match="256"):
+        validate_tags({"imagelint:x": "a" * 257})
+    with pytest.raises(UsageError, match="1 to 128"):
+        validate_tags({"k" * 129: "v"})
+    with pytest.raises(UsageError, match="aws: prefix"):
+        validate_tags({"aws:x": "v"})
+    with pytest.raises(UsageError, match="characters EC2"):
+        validate_tags({"imagelint:x": "a;b"})
