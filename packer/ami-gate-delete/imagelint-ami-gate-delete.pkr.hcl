@@ -1,0 +1,157 @@
+# imagelint as the first post-processor: a failing AMI is deleted ("gate-and-delete").
+#
+# No manifest runs before the gate, so when `imagelint ami` fails, Packer destroys the builder's
+# artifact: it deregisters the AMI and deletes its snapshots ("Deleting original artifact"). The
+# build fails and nothing is left to ship. The AMI is found by the unique build-id tag this template
+# puts on it (with the AWS CLI; the manifest that `imagelint ami` otherwise reads does not exist yet).
+# See packer/README.md, and packer/ami-gate for the variant that keeps a failing AMI tagged fail.
+#
+#   packer init packer/ami-gate-delete && packer build -var source_ami=ami-... packer/ami-gate-delete
+
+packer {
+  required_version = ">= 1.7.0"
+  required_plugins {
+    amazon = {
+      source  = "github.com/hashicorp/amazon"
+      version = ">= 1.2.0"
+    }
+  }
+}
+
+variable "region" {
+  type    = string
+  default = "us-east-1"
+}
+
+variable "source_ami" {
+  type        = string
+  description = "The AMI to start from."
+}
+
+variable "instance_type" {
+  type    = string
+  default = "t3.small"
+}
+
+variable "ssh_username" {
+  type    = string
+  default = "ec2-user"
+}
+
+variable "ami_name_prefix" {
+  type    = string
+  default = "imagelint-gated"
+}
+
+variable "imagelint" {
+  type        = string
+  default     = "imagelint"
+  description = "The imagelint command on the Packer host (e.g. /opt/imagelint/bin/imagelint)."
+}
+
+variable "imagelint_version" {
+  type        = string
+  default     = ""
+  description = "Refuse to gate unless the Packer host's imagelint is this version (empty: any). The test instance gets the same version."
+}
+
+variable "imagelint_install_from" {
+  type        = string
+  default     = ""
+  description = "Install imagelint on the test instance from this wheel (s3://BUCKET/KEY.whl or a local path) instead of PyPI."
+}
+
+variable "instance_profile" {
+  type        = string
+  default     = ""
+  description = "Instance profile of the test instance: AmazonSSMManagedInstanceCore and s3:PutObject on report_bucket."
+}
+
+variable "extra_args" {
+  type        = string
+  default     = ""
+  description = "Further `imagelint ami` options, space-separated (e.g. \"--instance-type t3.large --on-fail deregister\")."
+}
+
+variable "fail_on" {
+  type        = string
+  default     = "medium"
+  description = "Lowest finding severity that fails the gate: info|low|medium|high|critical."
+}
+
+variable "imagelint_config" {
+  type        = string
+  default     = ""
+  description = "Path of an .imagelint.yaml on the Packer host (empty: built-in defaults)."
+}
+
+variable "soak_duration" {
+  type        = string
+  default     = "10m"
+  description = "How long `imagelint ami` soaks the instance booted from the AMI (e.g. 10m, 30m)."
+}
+
+variable "report_bucket" {
+  type        = string
+  description = "S3 bucket where the test instance writes its reports (needed by `imagelint ami`)."
+}
+
+variable "aws" {
+  type        = string
+  default     = "aws"
+  description = "The AWS CLI on the Packer host (finds the AMI by its build-id tag)."
+}
+
+locals {
+  build_stamp = formatdate("YYYYMMDDhhmmss", timestamp())
+  build_id    = uuidv4()
+}
+
+source "amazon-ebs" "image" {
+  region        = var.region
+  source_ami    = var.source_ami
+  instance_type = var.instance_type
+  ssh_username  = var.ssh_username
+  ami_name      = "${var.ami_name_prefix}-${local.build_stamp}"
+  tags = {
+    "imagelint:build-id" = local.build_id
+  }
+}
+
+build {
+  sources = ["source.amazon-ebs.image"]
+
+  # Your provisioners go here.
+
+  # imagelint is the first (here: only) post-processor. A failure here makes Packer deregister the AMI
+  # and delete its snapshots; do not put a manifest post-processor in front of it (that keeps the AMI).
+  post-processor "shell-local" {
+    environment_vars = [
+      "IMAGELINT=${var.imagelint}",
+      "IMAGELINT_AWS=${var.aws}",
+      "IMAGELINT_REGION=${var.region}",
+      "IMAGELINT_BUILD_ID=${local.build_id}",
+      "IMAGELINT_FAIL_ON=${var.fail_on}",
+      "IMAGELINT_CONFIG=${var.imagelint_config}",
+      "IMAGELINT_SOAK_DURATION=${var.soak_duration}",
+      "IMAGELINT_VERSION=${var.imagelint_version}",
+      "IMAGELINT_INSTALL_FROM=${var.imagelint_install_from}",
+      "IMAGELINT_INSTANCE_PROFILE=${var.instance_profile}",
+      "IMAGELINT_REPORT_BUCKET=${var.report_bucket}",
+      "IMAGELINT_EXTRA_ARGS=${var.extra_args}",
+    ]
+    inline = [
+      "set -eu",
+      "if [ -n \"$IMAGELINT_VERSION\" ] && [ \"$(\"$IMAGELINT\" --version)\" != \"imagelint $IMAGELINT_VERSION\" ]; then echo \"imagelint gate: $IMAGELINT is not imagelint $IMAGELINT_VERSION\" >&2; exit 2; fi",
+      "ami=\"$(\"$IMAGELINT_AWS\" ec2 describe-images --region \"$IMAGELINT_REGION\" --owners self --filters \"Name=tag:imagelint:build-id,Values=$IMAGELINT_BUILD_ID\" --query 'Images[0].ImageId' --output text)\"",
+      "case \"$ami\" in ami-*) ;; *) echo \"imagelint gate: no AMI tagged imagelint:build-id=$IMAGELINT_BUILD_ID\" >&2; exit 3 ;; esac",
+      "set -- ami \"$IMAGELINT_REGION:$ami\" --tag --report-bucket \"$IMAGELINT_REPORT_BUCKET\" --fail-on \"$IMAGELINT_FAIL_ON\" --soak \"$IMAGELINT_SOAK_DURATION\"",
+      "if [ -n \"$IMAGELINT_INSTANCE_PROFILE\" ]; then set -- \"$@\" --instance-profile \"$IMAGELINT_INSTANCE_PROFILE\"; fi",
+      "if [ -n \"$IMAGELINT_CONFIG\" ]; then set -- \"$@\" --config \"$IMAGELINT_CONFIG\"; fi",
+      "if [ -n \"$IMAGELINT_INSTALL_FROM\" ]; then set -- \"$@\" --install-from \"$IMAGELINT_INSTALL_FROM\"; fi",
+      "set -- \"$@\" $IMAGELINT_EXTRA_ARGS",
+      "echo \"imagelint gate: $IMAGELINT $*\"",
+      "exec \"$IMAGELINT\" \"$@\"",
+    ]
+  }
+}

@@ -1,0 +1,157 @@
+# imagelint as a post-processor: gate the finished AMI ("gate-and-tag").
+#
+# The manifest post-processor runs first and records this run's AMI (keyed by PACKER_RUN_UUID);
+# then `imagelint ami` boots a throwaway instance from the AMI, audits and soaks it over SSM, and
+# tags the AMI with its verdict (imagelint:verdict and friends). A failing verdict fails the build,
+# but the AMI is kept (tagged fail) because the manifest step already marked the artifact as kept.
+# See packer/README.md for the other ordering ("gate-and-delete") and its consequences.
+#
+#   packer init packer/ami-gate && packer build -var source_ami=ami-... packer/ami-gate
+
+packer {
+  required_version = ">= 1.7.0"
+  required_plugins {
+    amazon = {
+      source  = "github.com/hashicorp/amazon"
+      version = ">= 1.2.0"
+    }
+  }
+}
+
+variable "region" {
+  type    = string
+  default = "us-east-1"
+}
+
+variable "source_ami" {
+  type        = string
+  description = "The AMI to start from."
+}
+
+variable "instance_type" {
+  type    = string
+  default = "t3.small"
+}
+
+variable "ssh_username" {
+  type    = string
+  default = "ec2-user"
+}
+
+variable "ami_name_prefix" {
+  type    = string
+  default = "imagelint-gated"
+}
+
+variable "imagelint" {
+  type        = string
+  default     = "imagelint"
+  description = "The imagelint command on the Packer host (e.g. /opt/imagelint/bin/imagelint)."
+}
+
+variable "imagelint_version" {
+  type        = string
+  default     = ""
+  description = "Refuse to gate unless the Packer host's imagelint is this version (empty: any). The test instance gets the same version."
+}
+
+variable "imagelint_install_from" {
+  type        = string
+  default     = ""
+  description = "Install imagelint on the test instance from this wheel (s3://BUCKET/KEY.whl or a local path) instead of PyPI."
+}
+
+variable "instance_profile" {
+  type        = string
+  default     = ""
+  description = "Instance profile of the test instance: AmazonSSMManagedInstanceCore and s3:PutObject on report_bucket."
+}
+
+variable "extra_args" {
+  type        = string
+  default     = ""
+  description = "Further `imagelint ami` options, space-separated (e.g. \"--instance-type t3.large --on-fail deregister\")."
+}
+
+variable "fail_on" {
+  type        = string
+  default     = "medium"
+  description = "Lowest finding severity that fails the gate: info|low|medium|high|critical."
+}
+
+variable "imagelint_config" {
+  type        = string
+  default     = ""
+  description = "Path of an .imagelint.yaml on the Packer host (empty: built-in defaults)."
+}
+
+variable "soak_duration" {
+  type        = string
+  default     = "10m"
+  description = "How long `imagelint ami` soaks the instance booted from the AMI (e.g. 10m, 30m)."
+}
+
+variable "report_bucket" {
+  type        = string
+  description = "S3 bucket where the test instance writes its reports (needed by `imagelint ami`)."
+}
+
+variable "manifest_path" {
+  type    = string
+  default = "packer-manifest.json"
+}
+
+locals {
+  build_stamp = formatdate("YYYYMMDDhhmmss", timestamp())
+}
+
+source "amazon-ebs" "image" {
+  region        = var.region
+  source_ami    = var.source_ami
+  instance_type = var.instance_type
+  ssh_username  = var.ssh_username
+  ami_name      = "${var.ami_name_prefix}-${local.build_stamp}"
+}
+
+build {
+  sources = ["source.amazon-ebs.image"]
+
+  # Your provisioners go here.
+
+  post-processors {
+    # 1. manifest first: it records the AMI of this run and marks the artifact as kept, so a failing
+    #    gate below leaves the AMI in place, tagged imagelint:verdict=fail ("gate-and-tag").
+    post-processor "manifest" {
+      output     = var.manifest_path
+      strip_path = true
+    }
+
+    # 2. the gate: `imagelint ami` picks this run's AMI from the manifest by $PACKER_RUN_UUID.
+    #    Its exit code (0 pass, 1 fail, 2 usage, 3 inconclusive) decides the build.
+    post-processor "shell-local" {
+      environment_vars = [
+        "IMAGELINT=${var.imagelint}",
+        "IMAGELINT_MANIFEST=${var.manifest_path}",
+        "IMAGELINT_FAIL_ON=${var.fail_on}",
+        "IMAGELINT_CONFIG=${var.imagelint_config}",
+        "IMAGELINT_SOAK_DURATION=${var.soak_duration}",
+        "IMAGELINT_VERSION=${var.imagelint_version}",
+        "IMAGELINT_INSTALL_FROM=${var.imagelint_install_from}",
+        "IMAGELINT_INSTANCE_PROFILE=${var.instance_profile}",
+        "IMAGELINT_REPORT_BUCKET=${var.report_bucket}",
+        "IMAGELINT_EXTRA_ARGS=${var.extra_args}",
+      ]
+      inline = [
+        "set -eu",
+        "if [ -n \"$IMAGELINT_VERSION\" ] && [ \"$(\"$IMAGELINT\" --version)\" != \"imagelint $IMAGELINT_VERSION\" ]; then echo \"imagelint gate: $IMAGELINT is not imagelint $IMAGELINT_VERSION\" >&2; exit 2; fi",
+        "set -- ami --packer-manifest \"$IMAGELINT_MANIFEST\" --tag --report-bucket \"$IMAGELINT_REPORT_BUCKET\" --fail-on \"$IMAGELINT_FAIL_ON\" --soak \"$IMAGELINT_SOAK_DURATION\"",
+        "if [ -n \"$IMAGELINT_INSTANCE_PROFILE\" ]; then set -- \"$@\" --instance-profile \"$IMAGELINT_INSTANCE_PROFILE\"; fi",
+        "if [ -n \"$IMAGELINT_CONFIG\" ]; then set -- \"$@\" --config \"$IMAGELINT_CONFIG\"; fi",
+        "if [ -n \"$IMAGELINT_INSTALL_FROM\" ]; then set -- \"$@\" --install-from \"$IMAGELINT_INSTALL_FROM\"; fi",
+        "set -- \"$@\" $IMAGELINT_EXTRA_ARGS",
+        "echo \"imagelint gate: $IMAGELINT $*\"",
+        "exec \"$IMAGELINT\" \"$@\"",
+      ]
+    }
+  }
+}
