@@ -27,6 +27,9 @@ def _attribution(soak: Any, delta: float) -> str:
     from imagelint.soak.restarts import attribution_text
 
     text = attribution_text(delta, soak.result.restart_deltas())
+    if soak.journal_restarts:
+        named = ", ".join(f"{unit} {n}" for unit, n in list(soak.journal_restarts.items())[:3])
+        text += f"; the journal logged restarts in the same window: {named}"
     subtrees = soak.growing_subtrees()
     if subtrees:
         text += "; growing subtrees: " + ", ".join(f"{p} +{n}" for p, n in subtrees)

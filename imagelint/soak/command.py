@@ -23,7 +23,7 @@ from imagelint.rulepacks import Scope
 from imagelint.session import RunOptions, prepare, publish
 from imagelint.soak.facts import SoakFacts
 from imagelint.soak.runner import run_soak, stop_on_signals
-from imagelint.targets import HostTarget
+from imagelint.targets import HostTarget, RootfsTarget
 
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600}
 PLAIN_PROGRESS_EVERY_S = 30
@@ -48,6 +48,9 @@ def run_soak_command(duration: float, interval: float, options: RunOptions, *, i
         result = run_soak(sampler, duration=duration, interval=interval, on_sample=on_sample, stop=stop)
     walk_end = probe_memory_stat(sampler.layout)
     facts = SoakFacts(result, sampler.layout, walk_start, walk_end)
+    facts.journal_restarts, facts.journal_note = journal_restarts(
+        HostTarget(), result.started_wall, result.ended_wall
+    )
     report = audit(HostTarget(), packs, config, RunSettings(scopes=(Scope.SOAK,), soak=facts))
     report.facts["soak"] = facts.to_dict()
     if result.cut_short:
@@ -56,6 +59,17 @@ def run_soak_command(duration: float, interval: float, options: RunOptions, *, i
         report.errors.append(ReportError(note, where="soak"))
         report.verdict = Verdict.FAIL if report.failing_findings else Verdict.INCONCLUSIVE
     return publish(report, options)
+
+
+def journal_restarts(target: RootfsTarget, since: float, until: float) -> tuple[dict[str, int] | None, str]:
+    """Restarts the host's journal logged during the soak, per unit (None when there is no journal)."""
+    from imagelint.facts.journal import analyze_restarts, open_image
+
+    with open_image(target) as journal:
+        if journal.scan.files_found == 0:
+            return None, "no journal on this host"
+        counts = analyze_restarts(journal).restarts_between(int(since * 1e6), int(until * 1e6))
+        return counts, journal.scan.summary().splitlines()[0]
 
 
 @contextmanager

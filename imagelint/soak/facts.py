@@ -15,6 +15,8 @@ class SoakFacts:
     layout: CgroupLayout
     walk_start: ProbeResult | None = None
     walk_end: ProbeResult | None = None
+    journal_restarts: dict[str, int] | None = None  # unit → restarts the journal logged in the window
+    journal_note: str = ""  # what the journal lookup found (or why there is none)
 
     @property
     def has_memory_counts(self) -> bool:
@@ -45,4 +47,6 @@ class SoakFacts:
                 "end": self.walk_end.to_dict() if self.walk_end else None,
             },
             "growing_subtrees": [{"path": p, "dying_delta": n} for p, n in self.growing_subtrees()],
+            "journal_restarts": self.journal_restarts,
+            "journal_note": self.journal_note,
         }

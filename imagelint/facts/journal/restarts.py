@@ -130,6 +130,17 @@ class RestartReport:
     def for_unit(self, unit: str) -> list[UnitRestarts]:
         return [u for u in self.units if u.unit == unit]
 
+    def restarts_between(self, since_usec: int, until_usec: int) -> dict[str, int]:
+        """Scheduled restarts per unit with a realtime stamp in [since, until], most first."""
+        counts: dict[str, int] = {}
+        for rec in self.units:
+            n = bisect.bisect_right(rec.restart_times, until_usec) - bisect.bisect_left(
+                rec.restart_times, since_usec
+            )
+            if n:
+                counts[rec.unit] = counts.get(rec.unit, 0) + n
+        return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
     def to_dict(self) -> dict[str, object]:
         return {"boots": self.boots, "units": [u.to_dict() for u in self.units], "scan": self.scan.to_dict()}
 
