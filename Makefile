@@ -28,6 +28,7 @@ docs:
 bench:
 	$(BIN)/python benchmarks/audit_vs_systemctl.py
 	$(BIN)/python benchmarks/startup.py
+	$(BIN)/python benchmarks/units_vs_systemctl.py
 
 clean:
 	rm -rf build dist .pytest_cache .ruff_cache
