@@ -3,12 +3,14 @@
 Launch mode (default), per AMI: describe and check the image → launch one throwaway instance
 (IMDSv2 required, terminates on shutdown, tagged ``imagelint:run=<run id>`` with its volumes) →
 wait until running and Online in SSM → send the imagelint script (:mod:`imagelint.aws.ssm`) → wait
-for it (soak included) → read the reports from S3 → terminate. Volume mode: create a volume from the
+for it (soak included; the local config and ``--rules`` packs are shipped through S3 first, see
+:mod:`imagelint.aws.inputs`) → read the reports from S3 → terminate. Volume mode: create a volume from the
 root snapshot in this runner's zone, attach, mount read-only, audit offline, unmount, detach, delete.
 
-Then, on the combined report (:mod:`imagelint.aws.merge`): write the outputs, keep the report in
-S3 (``--report-bucket``), tag the AMI and its snapshots (``--tag``), and act on a failure
-(``--on-fail``). Whatever happens (a finding, SSM never online, a failed command, an API error,
+Then, on the combined report (:mod:`imagelint.aws.merge`): keep the report in S3
+(``--report-bucket``), tag the AMI and its snapshots (``--tag``), write the outputs, and only then act
+on a failure (``--on-fail``; a failing call there ends the run with exit 3, the outputs already
+written). Whatever happens (a finding, SSM never online, a failed command, an API error,
 Ctrl-C, SIGTERM), the ``finally`` blocks terminate the instance and delete the volume, and a last
 sweep by the run tag catches anything a lost reply would have hidden.
 """
@@ -30,6 +32,7 @@ from imagelint.aws import ec2 as ec2_ops
 from imagelint.aws import ssm as ssm_ops
 from imagelint.aws.clients import Clients, default_region
 from imagelint.aws.errors import AwsError, call
+from imagelint.aws.inputs import Inputs
 from imagelint.aws.merge import merge, report_from_dict, worst
 from imagelint.aws.progress import Progress
 from imagelint.aws.volume import ATTACH_DEVICE, Ec2VolumeHost, VolumeHost
@@ -171,7 +174,12 @@ def run_ami(
         digest = hashlib.sha256(body).hexdigest()
         for c in checked:
             _record(clients[c.region], c, options, body, digest, progress)
-    return publish(report, options.run)
+        published = publish(report, options.run)
+        # after the outputs are written: a failing --on-fail call (exit 3) does not lose the report
+        for c in checked:
+            if c.report.verdict is Verdict.FAIL and options.on_fail != "none":
+                progress.log(ec2_ops.act_on_failure(clients[c.region].ec2, c.image, options.on_fail))
+    return published
 
 
 def _check_one(
@@ -214,6 +222,16 @@ def _launch(
 ) -> Report:
     timing = options.timing
     assert options.report_bucket
+    shipped, urls = ship_inputs(
+        clients,
+        options.run,
+        options.report_bucket,
+        options.report_prefix,
+        run_id,
+        expires=int(
+            options.soak_seconds + timing.command_margin + timing.ssm_timeout + timing.running_timeout
+        ),
+    )
     plan = ssm_ops.RemotePlan(
         run_id=run_id,
         bucket=options.report_bucket,
@@ -224,6 +242,8 @@ def _launch(
         soak_seconds=options.soak_seconds,
         soak_interval=options.soak_interval,
         audit_args=_remote_args(options.run),
+        inputs=urls,
+        input_args=tuple(shipped.args()),
     )
     instance_id: str | None = None
     command_id: str | None = None
@@ -339,6 +359,17 @@ def _remote_args(run: RunOptions) -> tuple[str, ...]:
     return tuple(args)
 
 
+def ship_inputs(
+    clients: Clients, run: RunOptions, bucket: str, prefix: str, run_id: str, *, expires: int
+) -> tuple[Inputs, tuple[tuple[str, str], ...]]:
+    """Upload the local config and rule packs under the run's ``input/`` prefix (before SendCommand);
+    returns what was shipped and the (relative path, presigned URL) pairs for the instance script."""
+    from imagelint.aws import inputs as inputs_ops
+
+    shipped = inputs_ops.collect(run.config_path, run.extra_rules)
+    return shipped, inputs_ops.upload(clients.s3, shipped, bucket, prefix, run_id, expires=expires)
+
+
 def _install_url(clients: Clients, options: AmiOptions, run_id: str) -> str | None:
     """--install-from: an s3:// wheel, or a local wheel uploaded next to the reports; a presigned URL
     lets the instance download it without the AWS CLI."""
@@ -369,7 +400,7 @@ def _install_url(clients: Clients, options: AmiOptions, run_id: str) -> str | No
 def _record(
     clients: Clients, checked: Checked, options: AmiOptions, body: bytes, digest: str, progress: Progress
 ) -> None:
-    """Keep the report in S3, tag the verdict on the AMI and its snapshots, act on a failure."""
+    """Keep the report in S3 and tag the verdict on the AMI and its snapshots (``--on-fail`` acts later)."""
     if options.report_bucket:
         key = f"{options.report_prefix}{checked.run_id}/report.json"
         call(
@@ -387,9 +418,6 @@ def _record(
             f"tagged {checked.image.image_id} and {len(checked.image.snapshots)} snapshot(s): "
             f"imagelint:verdict={tags['imagelint:verdict']}"
         )
-    if checked.report.verdict is Verdict.FAIL and options.on_fail != "none":
-        done = ec2_ops.act_on_failure(clients.ec2, checked.image, options.on_fail)
-        progress.log(done)
 
 
 def verdict_tags(verdict: Verdict, digest: str) -> dict[str, str]:

@@ -231,10 +231,17 @@ def tag_image(ec2: Any, image: ImageInfo, tags: dict[str, str]) -> None:
 
 
 def act_on_failure(ec2: Any, image: ImageInfo, action: str) -> str:
-    """--on-fail: deregister (and delete its snapshots) or deprecate now; returns what was done."""
+    """--on-fail: deregister (and delete its snapshots) or deprecate now; returns what was done.
+
+    deregister: ``DeregisterImage`` with ``DeleteAssociatedSnapshots``, then each snapshot of the
+    image is deleted explicitly too (an endpoint may ignore that flag; one already gone is fine);
+    a snapshot another AMI still uses (``InvalidSnapshot.InUse``) is kept and named in the line.
+    deprecate: ``EnableImageDeprecation`` two minutes from now. A failing call is an
+    :class:`AwsError` (one line with the API and the error code, exit 3).
+    """
     if action == "deregister":
         call(ec2.deregister_image, ImageId=image.image_id, DeleteAssociatedSnapshots=True)
-        return f"deregistered {image.image_id} and deleted its snapshots"
+        return f"deregistered {image.image_id}; {_delete_snapshots(ec2, image.snapshots)}"
     if action == "deprecate":
         from datetime import UTC, datetime, timedelta
 
@@ -242,3 +249,20 @@ def act_on_failure(ec2: Any, image: ImageInfo, action: str) -> str:
         call(ec2.enable_image_deprecation, ImageId=image.image_id, DeprecateAt=at)
         return f"{image.image_id} deprecated from {at:%Y-%m-%dT%H:%MZ}"
     return ""
+
+
+def _delete_snapshots(ec2: Any, snapshots: list[str]) -> str:
+    deleted: list[str] = []
+    kept: list[str] = []
+    for snapshot in snapshots:
+        try:
+            call(ec2.delete_snapshot, SnapshotId=snapshot)
+        except AwsError as exc:
+            if exc.code == "InvalidSnapshot.InUse":
+                kept.append(snapshot)
+                continue
+            if exc.code != "InvalidSnapshot.NotFound":
+                raise
+        deleted.append(snapshot)
+    done = f"deleted snapshot(s) {', '.join(deleted)}" if deleted else "no snapshot deleted"
+    return done + (f"; kept {', '.join(kept)} (in use by another image)" if kept else "")

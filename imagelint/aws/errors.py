@@ -77,7 +77,12 @@ def call(func: Callable[..., T], /, **kwargs: Any) -> T:
         code = str(error.get("Code") or exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode"))
         detail = " ".join(str(error.get("Message") or exc).split())[:300]
         raise AwsError(service, api, code, detail) from None
-    except (BotoCoreError, ResponseParserError) as exc:
+    except ResponseParserError as exc:
+        # not an AWS reply at all (an HTML error page, a proxy, an endpoint without this API)
+        service, api = _api_name(func)
+        detail = " ".join(str(exc).split())[:300]
+        raise AwsError(service, api, "ResponseParserError", detail, _HINTS["NotImplemented"]) from None
+    except BotoCoreError as exc:
         service, api = _api_name(func)
         raise AwsError(
             service, api, type(exc).__name__, str(exc)[:300], "network access, region and credentials"

@@ -5,7 +5,12 @@ nothing. Each instance runs the same script as in ``imagelint ami`` (:mod:`image
 uploads its reports to ``s3://BUCKET/PREFIX<run id>/<instance id>/``. When the command is done, the
 CLI lists its invocations, reads every instance's reports and prints one report: findings of all
 instances (subjects prefixed with the instance id), ``facts.instances`` with a row per instance,
-and the worst verdict. An instance that sent no usable report makes the fleet inconclusive.
+and the worst verdict. An instance that sent no usable report (its command failed, was cancelled at
+the deadline, or SSM stopped it at ``MaxErrors``) gets a row with verdict ``inconclusive``, its
+command status and the reason as an error; the fleet's verdict is then ``inconclusive`` (exit 3)
+unless another instance fails (exit 1: a fail is never hidden by an unreadable part). The local
+config and rule packs are shipped to every instance as in ``imagelint ami``
+(:mod:`imagelint.aws.inputs`).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from dataclasses import dataclass, field
 from imagelint import __version__
 from imagelint.aws import ssm as ssm_ops
 from imagelint.aws.clients import Clients, default_region
-from imagelint.aws.errors import call
+from imagelint.aws.errors import AwsError, call
 from imagelint.aws.merge import empty_report, merge, report_from_dict
 from imagelint.aws.progress import Progress
 from imagelint.errors import UsageError
@@ -56,10 +61,19 @@ def run_fleet(options: FleetOptions) -> Verdict:
     prepare(options.run)
     region = default_region(options.region)
     clients = Clients(region)
-    from imagelint.aws.command import _remote_args
+    from imagelint.aws.command import _remote_args, ship_inputs
 
+    run_id = str(uuid.uuid4())
+    shipped, urls = ship_inputs(
+        clients,
+        options.run,
+        options.report_bucket,
+        options.report_prefix,
+        run_id,
+        expires=int(options.soak_seconds + options.timeout_margin),
+    )
     plan = ssm_ops.RemotePlan(
-        run_id=str(uuid.uuid4()),
+        run_id=run_id,
         bucket=options.report_bucket,
         prefix=options.report_prefix,
         bucket_region=region,
@@ -67,6 +81,8 @@ def run_fleet(options: FleetOptions) -> Verdict:
         soak_seconds=options.soak_seconds,
         soak_interval=options.soak_interval,
         audit_args=_remote_args(options.run),
+        inputs=urls,
+        input_args=tuple(shipped.args()),
     )
     with Progress(interactive=options.interactive) as progress:
         progress.phase("sending", f"{options.target} in {region} (run {plan.run_id})")
@@ -98,7 +114,7 @@ def run_fleet(options: FleetOptions) -> Verdict:
             raise
         progress.phase("collecting", f"s3://{plan.bucket}/{plan.prefix}{plan.run_id}/")
         invocations = _invocations(clients, command_id)
-        report = _combine(clients, plan, invocations, options.target)
+        report = _combine(clients, plan, command_id, invocations, options.target)
         progress.log(f"{len(invocations)} instance(s): {report.verdict.value}")
     return publish(report, options.run)
 
@@ -117,8 +133,23 @@ def _invocations(clients: Clients, command_id: str) -> list[dict[str, object]]:
             return found
 
 
+def _details(clients: Clients, command_id: str, invocation: dict[str, object]) -> dict[str, object]:
+    """``ListCommandInvocations`` has no exit code or stderr: ask ``GetCommandInvocation`` (best effort)."""
+    try:
+        reply = call(
+            clients.ssm.get_command_invocation, CommandId=command_id, InstanceId=str(invocation["InstanceId"])
+        )
+    except AwsError:
+        return invocation
+    return {**invocation, **reply}
+
+
 def _combine(
-    clients: Clients, plan: ssm_ops.RemotePlan, invocations: list[dict[str, object]], selector: str
+    clients: Clients,
+    plan: ssm_ops.RemotePlan,
+    command_id: str,
+    invocations: list[dict[str, object]],
+    selector: str,
 ) -> Report:
     target = {"kind": "fleet", "path": selector, "run_id": plan.run_id}
     if not invocations:
@@ -128,7 +159,9 @@ def _combine(
     for invocation in sorted(invocations, key=lambda i: str(i.get("InstanceId"))):
         iid = str(invocation["InstanceId"])
         try:
-            remote = ssm_ops.fetch_reports(clients.s3, plan, iid, dict(invocation))
+            remote = ssm_ops.fetch_reports(
+                clients.s3, plan, iid, lambda i=invocation: _details(clients, command_id, dict(i))
+            )
             labelled = [
                 ("soak" if "soak" in r.get("scopes", []) else "audit", report_from_dict(r)) for r in remote
             ]

@@ -4,10 +4,14 @@ The script (:func:`remote_script`) runs on the instance as root under ``AWS-RunS
 
 1. installs imagelint into a fresh venv (pinned version from PyPI, or a wheel given by a presigned
    URL), unless ``IL`` (path of an installed ``imagelint``) and ``PY`` (its Python) are already set;
-2. runs ``imagelint audit / --live`` and, when a soak is asked for, ``imagelint soak``, each writing
+2. downloads the run's shipped config and rule packs (:mod:`imagelint.aws.inputs`, uploaded to
+   ``s3://BUCKET/PREFIX<run id>/input/``) through presigned URLs into the work directory (exit 91
+   when it cannot);
+3. runs ``imagelint audit / --live`` and, when a soak is asked for, ``imagelint soak``, each writing
    its JSON report into a work directory (text output goes to stdout, which SSM caps at 24,000
-   characters: stdout is for people, the reports are for the CLI);
-3. uploads ``audit.json``, ``soak.json`` and ``status.json`` (the exit codes) with boto3 (an
+   characters: stdout is for people, the reports are for the CLI), both with ``-c`` / ``-r`` for the
+   shipped files, so the local run's waivers, expected units, parameters and packs apply;
+4. uploads ``audit.json``, ``soak.json`` and ``status.json`` (the exit codes) with boto3 (an
    imagelint dependency, so present in its venv) to
    ``s3://BUCKET/PREFIX<run id>/<instance id>/``; the instance id comes from
    ``AWS_SSM_INSTANCE_ID``, which the SSM agent sets for every command.
@@ -52,6 +56,8 @@ class RemotePlan:
     soak_seconds: float = 0.0
     soak_interval: float = 5.0
     audit_args: tuple[str, ...] = ()  # e.g. --fail-on, --select, passed to both commands
+    inputs: tuple[tuple[str, str], ...] = ()  # shipped files: (path relative to input/, presigned URL)
+    input_args: tuple[tuple[str, str], ...] = ()  # ("-c" | "-r", relative path): passed to both commands
 
     def key(self, instance_id: str, name: str) -> str:
         return f"{self.prefix}{self.run_id}/{instance_id}/{name}"
@@ -65,7 +71,7 @@ class RemotePlan:
 def remote_script(plan: RemotePlan) -> list[str]:
     """The ``commands`` of AWS-RunShellScript, one shell line each."""
     q = shlex.quote
-    extra = " ".join(q(a) for a in plan.audit_args)
+    extra = " ".join([*(f'{opt} "$W/in"/{q(rel)}' for opt, rel in plan.input_args), *map(q, plan.audit_args)])
     if plan.install_url:
         install = (
             f'curl -fsSL -o "$W/imagelint.whl" {q(plan.install_url)} '
@@ -86,6 +92,23 @@ def remote_script(plan: RemotePlan) -> list[str]:
         f'  {install} || {{ echo "imagelint: install failed" >&2; exit 90; }}',
         '  IL="$W/venv/bin/imagelint"; PY="$W/venv/bin/python"',
         "fi",
+    ]
+    if plan.inputs:
+        source = f"{plan.prefix}{plan.run_id}/input/"
+        download = (
+            "import os, sys, urllib.request\n"
+            "d = sys.argv[1]\n"
+            f"for rel, url in {[list(pair) for pair in plan.inputs]!r}:\n"
+            "    path = os.path.join(d, rel)\n"
+            "    os.makedirs(os.path.dirname(path), exist_ok=True)\n"
+            "    with urllib.request.urlopen(url, timeout=60) as r, open(path, 'wb') as f:\n"
+            "        f.write(r.read())\n"
+        )
+        lines.append(
+            f'"$PY" -c {q(download)} "$W/in" || {{ echo "imagelint: could not download the config and '
+            f'rule packs from s3://{plan.bucket}/{source}" >&2; exit 91; }}'
+        )
+    lines += [
         'cd "$W"',
         f'"$IL" audit "${{IL_ROOT:-/}}" ${{IL_LIVE---live}} -f text -f json:"$W/audit.json" {extra}; '
         "AUDIT=$?",
@@ -209,9 +232,15 @@ def cancel(ssm: Any, command_id: str, instance_ids: list[str] | None = None) -> 
 
 
 def fetch_reports(
-    s3: Any, plan: RemotePlan, instance_id: str, invocation: dict[str, Any]
+    s3: Any,
+    plan: RemotePlan,
+    instance_id: str,
+    invocation: dict[str, Any] | Callable[[], dict[str, Any]],
 ) -> list[dict[str, Any]]:
-    """The instance's JSON reports from S3; NoReportError (inconclusive) when none is usable."""
+    """The instance's JSON reports from S3; NoReportError (inconclusive) when none is usable.
+
+    ``invocation`` (``GetCommandInvocation``'s reply, or a function that fetches it only when the
+    reports are missing) gives the status, exit code and stderr for the error message."""
     found: list[dict[str, Any]] = []
     expected = ["audit.json"] + (["soak.json"] if plan.soak_seconds > 0 else [])
     problems: list[str] = []
@@ -234,6 +263,8 @@ def fetch_reports(
             continue
         found.append(data)
     if problems:
+        if callable(invocation):
+            invocation = invocation()
         status = invocation.get("Status", "?")
         code = invocation.get("ResponseCode", "?")
         stderr = " ".join(str(invocation.get("StandardErrorContent", "")).split())[-300:]

@@ -315,6 +315,11 @@ def ami(
 ) -> None:
     """Check an AMI before it ships: boot it, audit and soak it over SSM, tag the verdict.
 
+    Launch mode (the default) needs --report-bucket: the instance writes its reports there, with
+    the config and rule packs shipped the same way. --on-fail deregister also deletes the AMI's
+    snapshots (unless another image uses them). Exit codes: 0 pass, 1 fail, 2 bad usage,
+    3 inconclusive (the instance never reported, or an AWS call failed).
+
     Every instance and volume is tagged imagelint:run=<uuid> and removed in every outcome. Examples:
 
       imagelint ami ami-0abc… --report-bucket my-bucket --instance-profile imagelint-ssm --tag
@@ -380,10 +385,14 @@ def fleet(
     fail_on: FailOnOpt = None,
     select: SelectOpt = None,
     ignore: IgnoreOpt = None,
+    config: ConfigOpt = None,
+    rules: RulesOpt = None,
 ) -> None:
     """Audit running instances through SSM Run Command; one report with a row per instance.
 
-    SSM does the fan-out (tag targets, --max-concurrency, --max-errors). Example:
+    SSM does the fan-out (tag targets, --max-concurrency, --max-errors). The config and rule
+    packs are shipped to the instances through the report bucket. Exit codes: 0 every instance
+    passed, 1 any failed, 2 bad usage, 3 an instance never reported (and none failed). Example:
 
       imagelint fleet --target tag:Role=gpu-node --report-bucket my-bucket --soak 5m -f json:fleet.json
     """
@@ -400,7 +409,7 @@ def fleet(
         soak_seconds=0.0 if soak.strip() in ("0", "0s", "none") else parse_duration(soak, "--soak"),
         soak_interval=parse_duration(soak_interval, "--soak-interval"),
         poll=parse_duration(poll, "--poll"),
-        run=_run_options(None, None, False, formats, fail_on, select, ignore, False),
+        run=_run_options(config, rules, False, formats, fail_on, select, ignore, False),
         interactive=sys.stderr.isatty(),
     )
     raise typer.Exit(int(run_fleet(options).exit_code))

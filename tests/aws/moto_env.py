@@ -36,8 +36,10 @@ forwards everything to moto except those SSM calls, which it answers from the :c
   true (set it false to model an image without a working SSM agent); ``CancelCommand`` kills it.
 
 Failure injection per run: ``agent.fault`` = ``None`` | ``"command-fails"`` (the script is replaced
-by an install failure, exit 90) | ``"empty-report"`` | ``"malformed-report"`` (the uploaded
-``audit.json`` is overwritten after the script ran).
+by an install failure, exit 90) | ``"hang"`` (the script is replaced by a long sleep: only a cancel
+ends it) | ``"empty-report"`` | ``"malformed-report"`` (the uploaded ``audit.json`` is overwritten
+after the script ran). Per instance: ``agent.faults[instance_id]`` overrides ``agent.fault`` and
+``agent.rootfs_for[instance_id]`` overrides ``agent.rootfs`` (fleet runs with one bad instance).
 """
 
 from __future__ import annotations
@@ -98,6 +100,8 @@ class InstanceAgent:
         self.rootfs: Path | None = None
         self.online = True
         self.fault: str | None = None
+        self.faults: dict[str, str | None] = {}
+        self.rootfs_for: dict[str, Path] = {}
         self.invocations: dict[tuple[str, str], Invocation] = {}
         self.seen: set[str] = set()
         self.lock = threading.Lock()
@@ -185,15 +189,18 @@ class InstanceAgent:
             inv.status, inv.code, inv.stderr = "Failed", 1, f"document {command['DocumentName']} unknown here"
             return
         script = "\n".join(command["Parameters"]["commands"])
-        if self.fault == "command-fails":
+        fault = self.faults.get(iid, self.fault)
+        if fault == "command-fails":
             script = 'echo "imagelint: install failed" >&2; exit 90'
+        elif fault == "hang":
+            script = "exec sleep 600"
         bindir = Path(sys.executable).parent
         env = {
             **os.environ,
             **self.env.direct_env,
             "IL": shutil.which("imagelint", path=str(bindir)) or str(bindir / "imagelint"),
             "PY": sys.executable,
-            "IL_ROOT": str(self.rootfs),
+            "IL_ROOT": str(self.rootfs_for.get(iid, self.rootfs)),
             "IL_LIVE": "",
             "AWS_SSM_INSTANCE_ID": iid,
             "NO_COLOR": "1",
@@ -209,12 +216,10 @@ class InstanceAgent:
                 inv.stdout, inv.stderr, inv.code = out, err, proc.returncode
             return
         s3 = self.env.client("s3", direct=True)
-        if self.fault in ("empty-report", "malformed-report"):
+        if fault in ("empty-report", "malformed-report"):
             prefix = command["Comment"].removeprefix("imagelint run ")
             key = f"imagelint/{prefix}/{iid}/audit.json"
-            s3.put_object(
-                Bucket=self.env.bucket, Key=key, Body=b"" if self.fault == "empty-report" else b"{oops"
-            )
+            s3.put_object(Bucket=self.env.bucket, Key=key, Body=b"" if fault == "empty-report" else b"{oops")
         if command.get("OutputS3BucketName"):
             key = (
                 f"{command['OutputS3KeyPrefix']}/{command['CommandId']}/{iid}"

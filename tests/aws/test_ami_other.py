@@ -205,3 +205,69 @@ def test_tag_values_are_checked_against_ec2_limits() -> None:
         validate_tags({"aws:x": "v"})
     with pytest.raises(UsageError, match="characters EC2"):
         validate_tags({"imagelint:x": "a;b"})
+
+
+def _fleet_instances(env: MotoEnv, role: str, count: int) -> list[str]:
+    tags = [{"ResourceType": "instance", "Tags": [{"Key": "Role", "Value": role}]}]
+    reply = env.client("ec2").run_instances(
+        ImageId=env.image_id, MinCount=count, MaxCount=count, TagSpecifications=tags
+    )
+    return sorted(i["InstanceId"] for i in reply["Instances"])
+
+
+def test_fleet_failed_command_is_an_inconclusive_row(
+    moto_env: MotoEnv, sample_image: Path, tmp_path: Path
+) -> None:
+    """One instance's command fails (SSM status Failed, exit 90): its row is inconclusive with the reason,
+    the other instance's findings are all there, and the exit code is 1 (a fail is never hidden by an
+    unreadable part; with no failing instance it would be 3, see the timeout test)."""
+    moto_env.agent.rootfs = sample_image
+    bad, good = _fleet_instances(moto_env, "gpu", 2)
+    moto_env.agent.faults[bad] = "command-fails"
+    out = tmp_path / "fleet.json"
+    proc = run_cli(
+        "fleet", "--target", "tag:Role=gpu", "--report-bucket", moto_env.bucket, "--max-errors", "1",
+        "--poll", "0.2s", "-f", f"json:{out}", env=moto_env.env,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    report = json.loads(out.read_text())
+    rows = {r["instance_id"]: r for r in report["facts"]["instances"]}
+    assert rows[bad]["verdict"] == "inconclusive" and rows[bad]["status"] == "Failed"
+    assert rows[bad]["findings"] == 0 and rows[bad]["errors"] == 1
+    assert rows[good]["verdict"] == "fail" and rows[good]["findings"] > 0
+    assert {f["evidence"]["instance_id"] for f in report["findings"]} == {good}
+    assert "IL101" in {f["rule_id"] for f in report["findings"]}
+    reasons = [e["message"] for e in report["errors"] if bad in e["message"]]
+    assert reasons and "command Failed, exit code 90" in reasons[0] and "install failed" in reasons[0]
+
+
+def test_fleet_deadline_cancels_and_is_inconclusive(
+    moto_env: MotoEnv, clean_rootfs: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """An instance that never finishes: at the deadline the command is cancelled, its row is
+    inconclusive (status Cancelled), the passing instance's row stays, the fleet is inconclusive (3)."""
+    from imagelint.aws.fleet import FleetOptions, run_fleet
+    from imagelint.session import OutputSpec, RunOptions
+
+    for key, value in moto_env.env.items():
+        monkeypatch.setenv(key, value)
+    moto_env.agent.rootfs = clean_rootfs
+    stuck, fine = _fleet_instances(moto_env, "gpu", 2)
+    moto_env.agent.faults[stuck] = "hang"
+    out = tmp_path / "fleet.json"
+    options = FleetOptions(
+        target="tag:Role=gpu",
+        report_bucket=moto_env.bucket,
+        poll=0.2,
+        timeout_margin=8.0,
+        run=RunOptions(outputs=[OutputSpec("json", out)]),
+    )
+    verdict = run_fleet(options)
+    assert verdict.value == "inconclusive" and int(verdict.exit_code) == 3
+    rows = {r["instance_id"]: r for r in json.loads(out.read_text())["facts"]["instances"]}
+    assert rows[stuck]["verdict"] == "inconclusive" and rows[stuck]["status"] == "Cancelled"
+    assert rows[fine]["verdict"] == "pass" and rows[fine]["status"] == "Success"
+    assert moto_env.wait_for(
+        lambda: all(i.proc is None or i.proc.poll() is not None for i in moto_env.agent.invocations.values()),
+        10,
+    )
