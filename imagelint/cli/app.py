@@ -339,7 +339,7 @@ def ami(
             raise UsageError("`imagelint ami cleanup` takes no AMI ids")
         for line in run_cleanup(
             region,
-            0.0 if older_than.strip() in ("0", "0s") else parse_duration(older_than, "--older-than"),
+            parse_duration(older_than, "--older-than", allow_zero=True),
             dry_run=dry_run,
             poll=parse_duration(poll, "--poll"),
         ):
@@ -357,7 +357,7 @@ def ami(
         report_bucket=report_bucket,
         report_prefix=report_prefix,
         launch=LaunchSettings(instance_type, subnet, tuple(security_groups or ()), instance_profile),
-        soak_seconds=0.0 if soak.strip() in ("0", "0s", "none") else parse_duration(soak, "--soak"),
+        soak_seconds=parse_duration(soak, "--soak", allow_zero=True),
         soak_interval=parse_duration(soak_interval, "--soak-interval"),
         install_from=install_from,
         tag=tag,
@@ -406,7 +406,7 @@ def fleet(
         report_prefix=report_prefix,
         max_concurrency=max_concurrency,
         max_errors=max_errors,
-        soak_seconds=0.0 if soak.strip() in ("0", "0s", "none") else parse_duration(soak, "--soak"),
+        soak_seconds=parse_duration(soak, "--soak", allow_zero=True),
         soak_interval=parse_duration(soak_interval, "--soak-interval"),
         poll=parse_duration(poll, "--poll"),
         run=_run_options(config, rules, False, formats, fail_on, select, ignore, False),
