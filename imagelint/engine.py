@@ -1,10 +1,9 @@
-"""The engine: select rules, run them against a target, apply waivers, and decide the verdict.
+"""The engine: select rules, run them against a target, apply waivers, and hand the report to the gate.
 
-This is the one place that decides pass, fail or inconclusive:
-- fail: a finding that is not waived and is at or above ``fail-on`` (or from a rule tagged
-  ``always-fail``, such as an expired waiver);
-- inconclusive: otherwise, when any rule could not read what it needed (or raised);
-- pass: everything else. Not-applicable rules do not change the verdict.
+The verdict itself is decided in one place, :mod:`imagelint.report.verdict`: the engine marks each
+finding with :func:`~imagelint.report.verdict.finding_fails`, calls
+:func:`~imagelint.report.verdict.decide` on *all* findings, and only then cuts the listing to
+``MAX_FINDINGS_PER_RULE`` per rule (failing findings listed first; what is cut stays counted).
 """
 
 from __future__ import annotations
@@ -20,11 +19,11 @@ from imagelint.checks import CheckContext, NotApplicable, Observation, registry
 from imagelint.config import Config
 from imagelint.errors import ImageLintError
 from imagelint.report import Finding, Outcome, Report, ReportError, RuleResult, Verdict
+from imagelint.report.verdict import decide, finding_fails
 from imagelint.rulepacks import CheckSpec, Rule, RulePack, Scope, Severity
 from imagelint.targets import RootfsTarget
 
-MAX_FINDINGS_PER_RULE = 100
-ALWAYS_FAIL_TAG = "always-fail"
+MAX_FINDINGS_PER_RULE = 100  # listed per rule; the rest are counted, and decided on all the same
 
 
 @dataclass
@@ -75,18 +74,15 @@ def audit(target: RootfsTarget, packs: list[RulePack], config: Config, settings:
         t0 = time.perf_counter()
         result.outcome, result.reason, observations = _evaluate(ctx, rule, errors)
         result.duration_ms = (time.perf_counter() - t0) * 1000
-        for obs in observations:
-            finding = _finding(rule, severity, obs, config, settings.today)
-            finding.failing = finding.waiver is None and (
-                severity.at_least(config.fail_on) or ALWAYS_FAIL_TAG in rule.tags
+        rule_findings = [_finding(rule, severity, obs, config, settings.today) for obs in observations]
+        for finding in rule_findings:
+            finding.failing = finding_fails(
+                severity, config.fail_on, rule.tags, waived=finding.waiver is not None
             )
-            findings.append(finding)
-        result.findings = len(observations)
-        if observations and all(f.waiver for f in findings[-len(observations) :]):
+        findings += rule_findings
+        result.findings = len(rule_findings)
+        if rule_findings and all(f.waiver for f in rule_findings):
             result.outcome = Outcome.WAIVED
-        if len(observations) > MAX_FINDINGS_PER_RULE:
-            result.omitted = len(observations) - MAX_FINDINGS_PER_RULE
-            del findings[len(findings) - result.omitted :]
     report = Report(
         tool_version=__version__,
         target={"kind": target.kind, "path": target.description},
@@ -107,16 +103,9 @@ def audit(target: RootfsTarget, packs: list[RulePack], config: Config, settings:
     )
     report.facts.update({name: to_dict() for name, to_dict in ctx.recorded.items()})
     report.notes.extend(ctx.notes)
-    report.verdict = decide(report)
+    report.verdict = decide(report)  # on every finding, before the listing is cut
+    report.cut_listing(MAX_FINDINGS_PER_RULE)
     return report
-
-
-def decide(report: Report) -> Verdict:
-    if report.failing_findings:
-        return Verdict.FAIL
-    if report.errors or any(r.outcome is Outcome.ERROR for r in report.rules):
-        return Verdict.INCONCLUSIVE
-    return Verdict.PASS
 
 
 def _skip_reason(rule: Rule, config: Config, scopes: tuple[Scope, ...]) -> str | None:

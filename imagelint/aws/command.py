@@ -33,11 +33,12 @@ from imagelint.aws import ssm as ssm_ops
 from imagelint.aws.clients import Clients, default_region
 from imagelint.aws.errors import AwsError, call
 from imagelint.aws.inputs import Inputs
-from imagelint.aws.merge import merge, report_from_dict, worst
+from imagelint.aws.merge import merge, report_from_dict
 from imagelint.aws.progress import Progress
 from imagelint.aws.volume import ATTACH_DEVICE, Ec2VolumeHost, VolumeHost
 from imagelint.errors import ExitCode, ImageLintError, UsageError
 from imagelint.report import Report, Verdict
+from imagelint.report.verdict import decide
 from imagelint.session import RunOptions, prepare, publish
 
 
@@ -160,7 +161,6 @@ def run_ami(
         for region, ami in pairs:
             region_clients = clients.setdefault(region, Clients(region))
             checked.append(_check_one(region_clients, region, ami, options, guard, progress, volume_host))
-        verdict = worst([c.report.verdict for c in checked])
         report = (
             checked[0].report
             if len(checked) == 1
@@ -169,7 +169,7 @@ def run_ami(
                 {"kind": "ami", "path": ",".join(f"{c.region}:{c.image.image_id}" for c in checked)},
             )
         )
-        report.verdict = verdict
+        report.verdict = decide(report)
         body = json.dumps(report.to_dict(), indent=2, sort_keys=True).encode()
         digest = hashlib.sha256(body).hexdigest()
         for c in checked:

@@ -5,8 +5,9 @@ nothing. Each instance runs the same script as in ``imagelint ami`` (:mod:`image
 uploads its reports to ``s3://BUCKET/PREFIX<run id>/<instance id>/``. When the command is done, the
 CLI lists its invocations, reads every instance's reports and prints one report: findings of all
 instances (subjects prefixed with the instance id), ``facts.instances`` with a row per instance,
-and the worst verdict. An instance that sent no usable report (its command failed, was cancelled at
-the deadline, or SSM stopped it at ``MaxErrors``) gets a row with verdict ``inconclusive``, its
+and one verdict, decided by :func:`imagelint.report.verdict.decide` on every instance's findings.
+An instance that sent no usable report (its command failed, was cancelled at the deadline, or SSM
+stopped it at ``MaxErrors``) gets a row with verdict ``inconclusive``, its
 command status and the reason as an error; the fleet's verdict is then ``inconclusive`` (exit 3)
 unless another instance fails (exit 1: a fail is never hidden by an unreadable part). The local
 config and rule packs are shipped to every instance as in ``imagelint ami``
@@ -169,14 +170,15 @@ def _combine(
         except ssm_ops.NoReportError as exc:
             one = empty_report({"kind": "host", "path": iid}, str(exc))
         parts.append((iid, one))
+        counts = one.counts()  # true totals, listed or not
         rows.append(
             {
                 "instance_id": iid,
                 "status": invocation.get("Status"),
                 "verdict": one.verdict.value,
-                "failing": len(one.failing_findings),
-                "findings": len(one.active_findings),
-                "errors": len(one.errors),
+                "failing": counts["failing"],
+                "findings": counts["findings"],
+                "errors": counts["errors"],
             }
         )
     report = merge(parts, target)

@@ -10,19 +10,23 @@ read back into :class:`~imagelint.report.Report` objects and combined:
 - findings, errors, warnings and notes: concatenated; each finding gets ``evidence.scope`` (which
   remote command found it) and, in fleet mode, ``evidence.instance_id``, and its subject is
   prefixed with the instance id;
-- verdict: the worst, read as a gate would: any failing finding → fail; else any inconclusive
-  part → inconclusive; else pass. Same rule as a cut-short soak: a fail is never hidden by an
-  unreadable part, and a pass needs every part to pass.
+- rule results: the ``omitted*`` counts of the same rule in several reports add up, so the merged
+  counts stay true;
+- verdict: :func:`imagelint.report.verdict.decide` on the merged report (the one decision): any
+  failing finding → fail; else any error (an unreadable or missing part) → inconclusive; else pass.
+  Part verdicts are not trusted: a report an instance sent is re-decided on its findings.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from imagelint import __version__
 from imagelint.report import Finding, Report, ReportError, RuleResult, Verdict
 from imagelint.report.model import Outcome
+from imagelint.report.verdict import decide
 from imagelint.rulepacks.model import Severity
 
 _OUTCOME_RANK = {
@@ -75,14 +79,6 @@ def report_from_dict(data: dict[str, Any]) -> Report:
     )
 
 
-def worst(verdicts: list[Verdict]) -> Verdict:
-    if Verdict.FAIL in verdicts:
-        return Verdict.FAIL
-    if Verdict.INCONCLUSIVE in verdicts or not verdicts:
-        return Verdict.INCONCLUSIVE
-    return Verdict.PASS
-
-
 def merge(
     parts: list[tuple[str, Report]], target: dict[str, Any], *, instance_id: str | None = None
 ) -> Report:
@@ -102,8 +98,17 @@ def merge(
                 scopes.append(scope)
         for result in report.rules:
             kept = rules.get(result.rule_id)
-            if kept is None or _OUTCOME_RANK[result.outcome] > _OUTCOME_RANK[kept.outcome]:
-                rules[result.rule_id] = result
+            if kept is None:
+                rules[result.rule_id] = replace(result)  # a copy: the parts' own counts stay as they are
+                continue
+            omitted = (
+                kept.omitted + result.omitted,
+                kept.omitted_failing + result.omitted_failing,
+                kept.omitted_waived + result.omitted_waived,
+            )
+            if _OUTCOME_RANK[result.outcome] > _OUTCOME_RANK[kept.outcome]:
+                rules[result.rule_id] = kept = replace(result)
+            kept.omitted, kept.omitted_failing, kept.omitted_waived = omitted
         for finding in report.findings:
             finding.evidence = {**finding.evidence, "scope": label}
             if instance_id:
@@ -127,14 +132,14 @@ def merge(
             **report.facts,
         }
     first = parts[0][1]
-    return Report(
+    merged = Report(
         tool_version=__version__,
         target=target,
         scopes=scopes,
         started_at=min(r.started_at for _, r in parts),
         duration_s=sum(r.duration_s for _, r in parts),
         fail_on=first.fail_on,
-        verdict=worst([r.verdict for _, r in parts]),
+        verdict=Verdict.INCONCLUSIVE,  # decided below, on the merged findings
         rule_packs=first.rule_packs,
         config=first.config,
         rules=list(rules.values()),
@@ -144,6 +149,8 @@ def merge(
         notes=notes,
         facts=facts,
     )
+    merged.verdict = decide(merged)
+    return merged
 
 
 def empty_report(target: dict[str, Any], reason: str) -> Report:

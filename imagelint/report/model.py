@@ -67,7 +67,9 @@ class RuleResult:
     pack: str
     reason: str = ""  # why not applicable / skipped / error; which condition held
     findings: int = 0
-    omitted: int = 0  # findings beyond the per-rule cap, counted but not listed
+    omitted: int = 0  # findings beyond the per-rule listing cap: counted and decided on, not listed
+    omitted_failing: int = 0  # of those, how many fail the gate (the verdict counts them)
+    omitted_waived: int = 0  # of those, how many are waived
     duration_ms: float = 0.0
     # The rule's documentation, carried so that formats (SARIF rule descriptors) need no rule objects.
     description: str = ""
@@ -107,27 +109,59 @@ class Report:
 
     @property
     def active_findings(self) -> list[Finding]:
+        """The listed findings that are not waived."""
         return [f for f in self.findings if f.waiver is None]
 
     @property
     def failing_findings(self) -> list[Finding]:
+        """The listed findings that fail the gate (see ``omitted_failing`` for the unlisted ones)."""
         return [f for f in self.findings if f.failing]
 
     def counts(self) -> dict[str, Any]:
+        """True totals: the listed findings plus those a listing cap left out."""
         by_severity = {s.value: 0 for s in Severity}
         for finding in self.active_findings:
             by_severity[finding.severity.value] += 1
+        for result in self.rules:
+            by_severity[result.severity.value] += result.omitted - result.omitted_waived
         by_outcome = {o.value: 0 for o in Outcome}
         for result in self.rules:
             by_outcome[result.outcome.value] += 1
+        omitted = sum(r.omitted for r in self.rules)
+        omitted_waived = sum(r.omitted_waived for r in self.rules)
+        active = len(self.active_findings) + omitted - omitted_waived
         return {
-            "findings": len(self.active_findings),
-            "failing": len(self.failing_findings),
-            "waived": len(self.findings) - len(self.active_findings),
+            "findings": active,
+            "failing": len(self.failing_findings) + sum(r.omitted_failing for r in self.rules),
+            "waived": len(self.findings) - len(self.active_findings) + omitted_waived,
             "errors": len(self.errors),
             "by_severity": by_severity,
             "rules": by_outcome,
         }
+
+    def cut_listing(self, per_rule: int) -> None:
+        """Keep at most ``per_rule`` findings of each rule in the listing, failing ones first.
+
+        Only the listing shrinks: what is cut is counted in the rule's ``omitted*`` fields, so
+        :meth:`counts` and :func:`imagelint.report.verdict.decide` still see every finding.
+        """
+        by_rule: dict[str, list[Finding]] = {}
+        for finding in self.findings:
+            by_rule.setdefault(finding.rule_id, []).append(finding)
+        results = {r.rule_id: r for r in self.rules}
+        kept: set[int] = set()
+        for rule_id, group in by_rule.items():
+            result = results.get(rule_id)
+            if len(group) <= per_rule or result is None:
+                kept.update(id(f) for f in group)
+                continue
+            ranked = sorted(group, key=lambda f: (not f.failing, f.waiver is not None))
+            listed, cut = ranked[:per_rule], ranked[per_rule:]
+            kept.update(id(f) for f in listed)
+            result.omitted += len(cut)
+            result.omitted_failing += sum(1 for f in cut if f.failing)
+            result.omitted_waived += sum(1 for f in cut if f.waiver is not None)
+        self.findings = [f for f in self.findings if id(f) in kept]
 
     def to_dict(self) -> dict[str, Any]:
         return {

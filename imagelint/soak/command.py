@@ -19,6 +19,7 @@ from imagelint.engine import RunSettings, audit
 from imagelint.errors import UsageError
 from imagelint.facts.cgroups import CgroupSampler, Sample, probe_memory_stat
 from imagelint.report import ReportError, Verdict
+from imagelint.report.verdict import decide
 from imagelint.rulepacks import Scope
 from imagelint.session import RunOptions, prepare, publish
 from imagelint.soak.facts import SoakFacts
@@ -59,7 +60,7 @@ def run_soak_command(duration: float, interval: float, options: RunOptions, *, i
         measured = f"{result.elapsed:.0f} s of {duration:.0f} s"
         note = f"cut short after {measured}; the report covers what was measured"
         report.errors.append(ReportError(note, where="soak"))
-        report.verdict = Verdict.FAIL if report.failing_findings else Verdict.INCONCLUSIVE
+        report.verdict = decide(report)
     return publish(report, options)
 
 
