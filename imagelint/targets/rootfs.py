@@ -14,6 +14,7 @@ reads use ``O_NOATIME`` where the kernel allows it so the image's access times s
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
 import stat
@@ -27,6 +28,9 @@ from imagelint.errors import ImageReadError, TargetError
 
 MAX_SYMLINKS = 40  # the kernel's limit for one path lookup
 DEFAULT_READ_LIMIT = 16 * 1024 * 1024
+MAX_CACHED_PREFIXES = 65536  # resolved directory prefixes kept (the cache is cleared when full)
+MAX_WALK_ENTRIES = 2_000_000  # entries one glob or walk may visit before the run is inconclusive
+MAX_WALK_DEPTH = 2048  # directory levels below the start (PATH_MAX allows ~2048 one-letter levels)
 
 
 class FileKind(StrEnum):
@@ -95,6 +99,15 @@ def decode_text(data: bytes) -> TextContent:
         return TextContent(data.decode("utf-8", errors="surrogateescape"), exc.start)
 
 
+@dataclass(frozen=True)
+class _Resolution:
+    """Where resolving a path prefix got to: canonical components, whether one was missing, links used."""
+
+    parts: tuple[str, ...]
+    missing: bool
+    links: int
+
+
 def _split(path: str) -> list[str]:
     return [p for p in path.split("/") if p not in ("", ".")]
 
@@ -122,7 +135,7 @@ class RootfsTarget:
             raise TargetError("image root is not readable by this user", where=str(root))
         self.root = path.resolve()
         self.read_limit = read_limit
-        self._resolved: dict[tuple[str, bool], str | ImageReadError] = {}
+        self._prefixes: dict[str, _Resolution] = {}  # resolved directory prefixes, by image path
 
     def __repr__(self) -> str:
         return f"RootfsTarget({str(self.root)!r})"
@@ -143,24 +156,34 @@ class RootfsTarget:
         Components that do not exist are kept as written; callers find out by ``lstat``.
         Raises ImageReadError on a symlink loop.
         """
-        key = (image_path, follow_last)
-        cached = self._resolved.get(key)
-        if cached is None:
-            try:
-                cached = self._resolve_uncached(image_path, follow_last)
-            except ImageReadError as exc:
-                cached = exc
-            self._resolved[key] = cached
-        if isinstance(cached, ImageReadError):
-            raise cached
-        return cached
+        parts = _split(image_path)
+        last = len(parts) if follow_last else len(parts) - 1
+        # Start from the longest directory prefix already resolved: a walk or glob that descends
+        # one level at a time then costs one step per level, not a lookup from the root.
+        state = _Resolution((), missing=False, links=0)
+        done = 0
+        for i in range(last, 0, -1):
+            hit = self._prefixes.get("/".join(parts[:i]))
+            if hit is not None:
+                state, done = hit, i
+                break
+        for i in range(done, len(parts)):
+            follow = i < last
+            state = self._step(image_path, state, parts[i], follow=follow)
+            if follow and i + 1 < len(parts):
+                self._remember("/".join(parts[: i + 1]), state)
+        return "/" + "/".join(state.parts)
 
-    def _resolve_uncached(self, image_path: str, follow_last: bool) -> str:
-        pending = _split(image_path)
-        pending.reverse()  # a stack: the next component is at the end
-        resolved: list[str] = []
-        links = 0
-        missing = False
+    def _remember(self, prefix: str, state: _Resolution) -> None:
+        if len(self._prefixes) >= MAX_CACHED_PREFIXES:
+            self._prefixes.clear()
+        self._prefixes[prefix] = state
+
+    def _step(self, image_path: str, state: _Resolution, name: str, *, follow: bool) -> _Resolution:
+        """Resolve one more component (and the links it leads through) after an already-resolved prefix."""
+        resolved = list(state.parts)
+        missing, links = state.missing, state.links
+        pending = [name]
         while pending:
             name = pending.pop()
             if name == "..":
@@ -169,17 +192,13 @@ class RootfsTarget:
                 continue
             if name == ".":
                 continue
-            if missing or (not pending and not follow_last):
+            if missing or (not pending and not follow):
                 resolved.append(name)
                 continue
             host = self.root.joinpath(*resolved, name)
             try:
                 st = os.lstat(host)
-            except FileNotFoundError:
-                missing = True
-                resolved.append(name)
-                continue
-            except NotADirectoryError:
+            except (FileNotFoundError, NotADirectoryError):
                 missing = True
                 resolved.append(name)
                 continue
@@ -201,7 +220,7 @@ class RootfsTarget:
             if target.startswith("/"):
                 resolved = []
             pending.extend(reversed(_split(target) if target.strip("/") else []))
-        return "/" + "/".join(resolved)
+        return _Resolution(tuple(resolved), missing=missing, links=links)
 
     # -- metadata ----------------------------------------------------------------------------
 
@@ -236,11 +255,43 @@ class RootfsTarget:
     def listdir(self, image_path: str) -> list[str]:
         """Sorted entry names of a directory; [] when the path is missing or not a directory."""
         resolved = self.resolve(image_path)
-        try:
-            return sorted(os.listdir(self.host_path(resolved)))
-        except (FileNotFoundError, NotADirectoryError):
+        fd = self._open_dir(image_path, self.host_path(resolved))
+        if fd is None:
             return []
+        try:
+            return sorted(os.listdir(fd))
         except OSError as exc:
+            raise ImageReadError(image_path, f"cannot list directory: {exc.strerror}") from None
+        finally:
+            os.close(fd)
+
+    def _scan(self, image_dir: str, host_dir: Path) -> list[tuple[str, os.stat_result]]:
+        """(name, lstat) of each entry of a resolved directory, sorted by name; [] when it is gone."""
+        fd = self._open_dir(image_dir, host_dir)
+        if fd is None:
+            return []
+        try:
+            with os.scandir(fd) as it:
+                return sorted(((e.name, e.stat(follow_symlinks=False)) for e in it), key=lambda p: p[0])
+        except OSError as exc:
+            raise ImageReadError(image_dir, f"cannot list directory: {exc.strerror}") from None
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _open_dir(image_path: str, host: Path) -> int | None:
+        """A descriptor on a directory, opened without touching its access time where allowed."""
+        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            try:
+                return os.open(host, flags | os.O_NOATIME)
+            except PermissionError:  # O_NOATIME needs ownership or CAP_FOWNER
+                return os.open(host, flags)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:  # the last component is a link: not a directory of its own
+                return None
             raise ImageReadError(image_path, f"cannot list directory: {exc.strerror}") from None
 
     # -- content -----------------------------------------------------------------------------
@@ -322,54 +373,82 @@ class RootfsTarget:
         """Image paths matching a shell-style pattern (``*``, ``?``, ``[..]``, and ``**`` for any depth).
 
         As in the shell, a wildcard matches a leading dot only when the pattern component starts
-        with one. ``**`` does not descend through symlinked directories. Results are sorted.
+        with one. ``**`` does not descend through symlinked directories. Results are sorted. A
+        match that would visit more than ``MAX_WALK_ENTRIES`` entries or ``MAX_WALK_DEPTH`` levels
+        raises ImageReadError (the run is then inconclusive, never a pass).
         """
         matches: set[str] = set()
-        self._glob_into(matches, [], _split(pattern))
+        budget = _Budget(pattern)
+        # (matched components so far, the pattern components still to match, depth below a **)
+        stack: list[tuple[tuple[str, ...], tuple[str, ...], int]] = [((), tuple(_split(pattern)), 0)]
+        while stack:
+            prefix, parts, depth = stack.pop()
+            if not parts:
+                path = "/" + "/".join(prefix)
+                if self.lstat(path) is not None:
+                    matches.add(path)
+                continue
+            head, rest = parts[0], parts[1:]
+            if head == "**":
+                stack.append((prefix, rest, depth))
+                budget.descend(depth + 1, "/" + "/".join(prefix))
+                for name, st in self._entries(prefix, budget):
+                    if stat.S_ISDIR(st.st_mode):
+                        stack.append(((*prefix, name), parts, depth + 1))
+            elif not _has_magic(head):
+                stack.append(((*prefix, head), rest, depth))
+            else:
+                for name, _st in self._entries(prefix, budget):
+                    if name.startswith(".") and not head.startswith("."):
+                        continue
+                    if fnmatch.fnmatchcase(name, head):
+                        stack.append(((*prefix, name), rest, depth))
         return sorted(matches)
 
-    def _glob_into(self, out: set[str], prefix: list[str], parts: list[str]) -> None:
-        if not parts:
-            path = "/" + "/".join(prefix)
-            if self.lstat(path) is not None:
-                out.add(path)
-            return
-        head, rest = parts[0], parts[1:]
-        base = "/" + "/".join(prefix)
-        if head == "**":
-            self._glob_into(out, prefix, rest)
-            for name in self.listdir(base):
-                child = [*prefix, name]
-                st = self.lstat("/" + "/".join(child))
-                if st is not None and st.kind is FileKind.DIR:
-                    self._glob_into(out, child, parts)
-            return
-        if not _has_magic(head):
-            self._glob_into(out, [*prefix, head], rest)
-            return
-        for name in self.listdir(base):
-            if name.startswith(".") and not head.startswith("."):
-                continue
-            if fnmatch.fnmatchcase(name, head):
-                self._glob_into(out, [*prefix, name], rest)
+    def _entries(self, prefix: tuple[str, ...], budget: _Budget) -> list[tuple[str, os.stat_result]]:
+        image_dir = "/" + "/".join(prefix)
+        entries = self._scan(image_dir, self.host_path(self.resolve(image_dir)))
+        budget.spend(len(entries))
+        return entries
 
     def walk(self, top: str) -> Iterator[ImageStat]:
-        """Every entry below ``top`` (not ``top`` itself), depth first, never following links."""
+        """Every entry below ``top`` (not ``top`` itself), depth first, never following links.
+
+        Bounded like :meth:`glob`: past ``MAX_WALK_ENTRIES`` entries or ``MAX_WALK_DEPTH`` levels
+        it raises ImageReadError.
+        """
         resolved = self.resolve(top)
-        stack = [(top.rstrip("/") or "/", self.host_path(resolved))]
+        budget = _Budget(top)
+        stack = [(top.rstrip("/") or "/", self.host_path(resolved), 0)]
         while stack:
-            image_dir, host_dir = stack.pop()
-            try:
-                entries = sorted(os.scandir(host_dir), key=lambda e: e.name)
-            except (FileNotFoundError, NotADirectoryError):
-                continue
-            except OSError as exc:
-                raise ImageReadError(image_dir, f"cannot list directory: {exc.strerror}") from None
+            image_dir, host_dir, depth = stack.pop()
+            budget.descend(depth, image_dir)
+            entries = self._scan(image_dir, host_dir)
+            budget.spend(len(entries))
             subdirs = []
-            for entry in entries:
-                path = f"{image_dir.rstrip('/')}/{entry.name}"
-                st = ImageStat.from_os(path, entry.stat(follow_symlinks=False))
+            for name, os_stat in entries:
+                path = f"{image_dir.rstrip('/')}/{name}"
+                st = ImageStat.from_os(path, os_stat)
                 yield st
                 if st.kind is FileKind.DIR:
-                    subdirs.append((path, Path(entry.path)))
+                    subdirs.append((path, host_dir / name, depth + 1))
             stack.extend(reversed(subdirs))
+
+
+class _Budget:
+    """How much one glob or walk may visit; exceeding it is an ImageReadError naming the start."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.entries = 0
+
+    def spend(self, n: int) -> None:
+        self.entries += n
+        if self.entries > MAX_WALK_ENTRIES:
+            raise ImageReadError(
+                self.where, f"more than {MAX_WALK_ENTRIES:,} entries to visit; not read in full"
+            )
+
+    def descend(self, depth: int, where: str) -> None:
+        if depth > MAX_WALK_DEPTH:
+            raise ImageReadError(where, f"more than {MAX_WALK_DEPTH} directory levels deep; not read in full")
