@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
 # Build (once) a real Debian bookworm root filesystem for imagelint's tests and benchmarks.
 #
-# Usage: scripts/build-test-rootfs.sh [DEST]
-# DEST defaults to ${IMAGELINT_TEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/imagelint-tests}/bookworm.
+# Usage: scripts/build-test-rootfs.sh [--flavour minimal|cloud] [DEST]
+#   minimal  debootstrap minbase with systemd, dbus, openssh-server and cron (the default)
+#   cloud    the minimal tree plus what cloud and Kubernetes node images carry (cloud-init,
+#            docker.io, containerd, collectd, nfs-common, chrony, rsyslog, lvm2, ...), installed
+#            the way an image build does it: `apt-get install` inside the tree, services kept from
+#            starting by policy-rc.d, so enabled units, presets and postinst side effects are the
+#            packages' own
+# DEST defaults to ${IMAGELINT_TEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/imagelint-tests}/bookworm
+# (bookworm-cloud for the cloud flavour).
 # The tree is built in a temporary sibling and renamed into place only when debootstrap succeeded,
 # so an interrupted build never leaves a half-made image that later runs would trust. Builders take
 # an exclusive lock (flock on DEST.lock) and look again once they hold it, so two test runs on one
@@ -10,8 +17,24 @@
 # Prints the path of the finished tree on stdout.
 set -euo pipefail
 
+flavour=minimal
+if [ "${1:-}" = "--flavour" ]; then
+    flavour="${2:?--flavour needs minimal or cloud}"
+    shift 2
+fi
+name=bookworm
+extra=()
+case "$flavour" in
+    minimal) ;;
+    cloud)
+        extra=(cloud-init docker.io containerd collectd-core nfs-common chrony rsyslog lvm2
+               sudo curl ca-certificates iproute2 ifupdown logrotate unattended-upgrades)
+        name=bookworm-cloud
+        ;;
+    *) echo "build-test-rootfs: unknown flavour $flavour (minimal or cloud)" >&2; exit 2 ;;
+esac
 cache="${IMAGELINT_TEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/imagelint-tests}"
-dest="${1:-$cache/bookworm}"
+dest="${1:-$cache/$name}"
 
 if [ -f "$dest/.imagelint-rootfs-complete" ]; then
     echo "$dest"
@@ -37,10 +60,29 @@ if [ -f "$dest/.imagelint-rootfs-complete" ]; then  # another run built it while
 fi
 tmp="$dest.partial.$$"
 rm -rf "$tmp"
-trap 'rm -rf "$tmp"' EXIT
-debootstrap --variant=minbase \
-    --include=systemd,systemd-sysv,dbus,openssh-server,cron \
-    bookworm "$tmp" "$mirror" >&2
+cleanup() {
+    mountpoint -q "$tmp/proc" 2>/dev/null && umount "$tmp/proc"
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+if [ "${#extra[@]}" -eq 0 ]; then
+    debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,openssh-server,cron \
+        bookworm "$tmp" "$mirror" >&2
+else
+    base=$(bash "$0" --flavour minimal)  # built (or found) under its own lock
+    cp -a "$base" "$tmp"
+    rm -f "$tmp/.imagelint-rootfs-complete"
+    printf '#!/bin/sh\nexit 101\n' > "$tmp/usr/sbin/policy-rc.d"  # no service starts during the build
+    chmod 755 "$tmp/usr/sbin/policy-rc.d"
+    cp /etc/resolv.conf "$tmp/etc/resolv.conf"
+    mount -t proc proc "$tmp/proc"
+    chroot "$tmp" apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive chroot "$tmp" apt-get install -y -qq --no-install-recommends \
+        "${extra[@]}" >&2
+    umount "$tmp/proc"
+    rm -f "$tmp/usr/sbin/policy-rc.d" "$tmp/etc/resolv.conf"
+    rm -rf "$tmp"/var/lib/apt/lists/*
+fi
 # Drop the downloaded .debs: they are build cache, not part of the image under test.
 rm -f "$tmp"/var/cache/apt/archives/*.deb
 touch "$tmp/.imagelint-rootfs-complete"

@@ -75,21 +75,34 @@ def test_non_leaking_restarts_leave_nothing_dying(lab: MemcgLab) -> None:
     assert after.num_cgroups - before <= 1 + NOISE  # +1: the lab's parent cgroup
 
 
+def _soak(sampler: CgroupSampler, duration: float, interval: float, seen: list[int] | None = None):
+    return run_soak(
+        sampler,
+        duration=duration,
+        interval=interval,
+        on_sample=(lambda s: seen.append(s.dying)) if seen is not None else None,
+        restarts=_no_systemctl,
+    )
+
+
 @pytest.mark.parametrize("leak", [True, False], ids=["leaking", "clean"])
 def test_short_soak_flags_a_leaking_restarter_and_not_a_clean_one(lab: MemcgLab, leak: bool) -> None:
-    """A restart every 2 s beside a 36 s soak at 3 s: a leak of ~1800/h is flagged; clean restarts are not."""
+    """A restart every 2 s beside a 36 s soak at 3 s: a leak of ~1800/h is flagged; clean restarts are not.
+
+    The dying count is host-wide (cgroup v1 cannot attribute it to a subtree), so whatever else runs
+    on the machine moves it too. The clean case is therefore judged against the background rate
+    measured in a window just before, with the same sampler: it fails only when the soak's own
+    figure grows faster than the machine already did, by a margin tied to the restarts made.
+    """
     period, duration, interval = 2.0, 36.0, 3.0
     sampler = CgroupSampler()
+    background = None
+    if not leak:
+        background = _soak(sampler, duration=15.0, interval=interval).trend("dying")
     seen: list[int] = []
     lab.start(period, leak=leak)
     try:
-        result = run_soak(
-            sampler,
-            duration=duration,
-            interval=interval,
-            on_sample=lambda s: seen.append(s.dying),
-            restarts=_no_systemctl,
-        )
+        result = _soak(sampler, duration, interval, seen)
     finally:
         lab.stop()
     assert not lab.errors, lab.errors
@@ -109,8 +122,14 @@ def test_short_soak_flags_a_leaking_restarter_and_not_a_clean_one(lab: MemcgLab,
         assert result.ratio() is not None and result.ratio() > 0
     else:
         # clean restarts churn through as many cgroups but leave none dying; judge the slope
+        # against what the machine did on its own just before
         assert lab.restarts >= duration / period - 2
-        assert not (trend.growing and trend.slope_per_hour > made_per_hour / 4), trend.to_dict()
+        base = max(background.slope_per_hour, 0.0) if background is not None else 0.0
+        allowed = base + made_per_hour / 4
+        assert not (trend.growing and trend.slope_per_hour > allowed), (
+            trend.to_dict(),
+            background.to_dict() if background else None,
+        )
 
 
 def test_symptom_probe_reads_every_live_memcg(lab: MemcgLab) -> None:
