@@ -138,17 +138,22 @@ def _selectors(option: str, given: list[str], rules: list[Rule]) -> list[str]:
 
 
 def write_outputs(report: Report, outputs: list[OutputSpec], options: RenderOptions) -> None:
+    """Render every output first, then write them: a format that fails leaves no output half written,
+    and each file is replaced atomically (``imagelint.formats.write_file``)."""
+    from imagelint.formats import write_file
+
+    rendered: list[tuple[OutputSpec, str]] = []
     for spec in outputs:
         formatter = get_formatter(spec.format)
+        color = spec.path is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+        rendered.append((spec, formatter.render(report, replace(options, color=color))))
+    for spec, text in rendered:
         if spec.path is None:
-            color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
-            sys.stdout.write(formatter.render(report, replace(options, color=color)))
+            sys.stdout.write(text)
             sys.stdout.flush()
             continue
-        text = formatter.render(report, replace(options, color=False))
         try:
-            spec.path.parent.mkdir(parents=True, exist_ok=True)
-            spec.path.write_text(text, encoding="utf-8")
+            write_file(spec.path, text)
         except OSError as exc:
             raise UsageError(
                 f"cannot write {spec.format} report: {exc.strerror}", where=str(spec.path)

@@ -5,14 +5,18 @@ Annotations: ``::error`` for findings at or above ``fail-on`` and for data that 
 findings; waived findings are not annotated (the summary lists them). Most severe first. GitHub shows
 at most 10 errors and 10 warnings (and 10 notices) per step, so no more than that are written, and
 one notice says how many were left out. Escaping follows the Actions toolkit: in data ``%``, CR and
-LF; in properties also ``:`` and ``,``.
+LF; in properties also ``:`` and ``,``. Before that, every string from the report goes through
+``imagelint.report.escape.for_log``: control, bidi and invisible characters become visible escapes,
+so a file name can neither end the command line nor drive the log viewer, and it can neither start a
+command (``::``) nor hold a legacy one (``##[``, which the runner reads anywhere in a line).
 
 ``publish(report, environ)`` runs when imagelint is in GitHub Actions mode (``GITHUB_ACTIONS=true``
 or ``--github``, unless ``--no-github``): it appends ``render_markdown`` to ``$GITHUB_STEP_SUMMARY``
 (the file kept under GitHub's 1 MiB limit) and appends the outputs ``verdict``, ``failed`` (findings
 at or above ``fail-on``), ``findings``, ``exit-code`` and ``report-sha256`` (the SHA-256 of the
 JSON report, byte for byte what ``--format json:PATH`` writes) to ``$GITHUB_OUTPUT``, each in the
-multi-line-safe ``name<<DELIMITER`` form.
+multi-line-safe ``name<<DELIMITER`` form (a fresh random delimiter that does not occur in the value).
+Each file gets one append of text encoded in full beforehand, so a failure leaves no partial entry.
 """
 
 from __future__ import annotations
@@ -21,14 +25,15 @@ import hashlib
 import os
 import sys
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from imagelint.formats.interface import RenderOptions
 from imagelint.formats.markdown import render_markdown
-from imagelint.formats.sarif import finding_level, location_text
+from imagelint.formats.presentation import finding_level, location_text
 from imagelint.report import Report
+from imagelint.report.escape import for_log, visible, workflow_data, workflow_property
 
 LIMIT_PER_KIND = 10  # annotations GitHub displays per step, for each of error / warning / notice
 SUMMARY_LIMIT = 1024 * 1024  # GitHub refuses a step summary of 1 MiB or more
@@ -37,11 +42,19 @@ _ORDER = {"error": 0, "warning": 1, "notice": 2}
 
 
 def escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """Command data, as the Actions toolkit escapes it (``%``, CR, LF)."""
+    return workflow_data(text)
 
 
 def escape_property(text: str) -> str:
-    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+    """A command property, as the Actions toolkit escapes it (also ``:`` and ``,``)."""
+    return workflow_property(text)
+
+
+def _safe(text: str) -> str:
+    """Unsafe characters made visible whatever the caller passed (the report's strings are already
+    ``for_log``-escaped: this is the second line of defence); our own newlines are kept."""
+    return visible(text, keep_newlines=True)
 
 
 @dataclass(frozen=True)
@@ -56,18 +69,18 @@ class Annotation:
     def command(self) -> str:
         props = []
         if self.file:
-            props.append(f"file={escape_property(self.file)}")
+            props.append(f"file={escape_property(_safe(self.file))}")
             if self.line:
-                props.append(f"line={self.line}")
+                props.append(f"line={int(self.line)}")
         if self.title:
-            props.append(f"title={escape_property(self.title)}")
+            props.append(f"title={escape_property(_safe(self.title))}")
         joined = " " + ",".join(props) if props else ""
-        return f"::{self.kind}{joined}::{escape_data(self.message)}"
+        return f"::{self.kind}{joined}::{escape_data(_safe(self.message))}"
 
 
-def annotations(report: Report, options: RenderOptions) -> list[Annotation]:
+def collect_annotations(report: Report, options: RenderOptions) -> list[Annotation]:
     """Every annotation this report calls for, most severe first (before the display limit)."""
-    from imagelint.formats.sarif import anchor_uri
+    from imagelint.formats.presentation import anchor_uri
 
     anchor = anchor_uri(options.sarif_anchor, report) if options.sarif_anchor else None
     if anchor and anchor.startswith("file:"):
@@ -75,26 +88,26 @@ def annotations(report: Report, options: RenderOptions) -> list[Annotation]:
     found: list[Annotation] = []
     for finding in report.active_findings:
         where = location_text(finding)
-        lines = [finding.message]
+        lines = [for_log(finding.message)]
         if where not in finding.message:
-            lines.append(f"In the image: {where}")
+            lines.append(f"In the image: {for_log(where)}")
         if finding.remediation:
-            lines.append(f"Remediation: {finding.remediation}")
+            lines.append(f"Remediation: {for_log(finding.remediation)}")
         found.append(
             Annotation(
                 _KIND[finding_level(finding, report.fail_on)],
                 "\n".join(lines),
-                title=f"{finding.rule_id} {finding.rule_name} ({finding.severity.value})",
-                file=anchor,
+                title=for_log(f"{finding.rule_id} {finding.rule_name} ({finding.severity.value})"),
+                file=for_log(anchor) if anchor else None,
                 line=1 if anchor else None,
                 rank=finding.severity.rank,
             )
         )
     for error in report.errors:
         title = "imagelint: could not read (inconclusive)"
-        found.append(Annotation("error", str(error), title=title, rank=99))
+        found.append(Annotation("error", for_log(str(error)), title=title, rank=99))
     for warning in report.warnings:
-        found.append(Annotation("warning", str(warning), title="imagelint: warning", rank=-1))
+        found.append(Annotation("warning", for_log(str(warning)), title="imagelint: warning", rank=-1))
     return sorted(found, key=lambda a: (_ORDER[a.kind], -a.rank, a.title))
 
 
@@ -102,7 +115,7 @@ class GithubFormatter:
     name = "github"
 
     def render(self, report: Report, options: RenderOptions) -> str:
-        every = annotations(report, options)
+        every = collect_annotations(report, options)
         shown: list[Annotation] = []
         left_out: dict[str, int] = {}
         overflow = any(sum(a.kind == kind for a in every) > LIMIT_PER_KIND for kind in _ORDER)
@@ -146,12 +159,21 @@ def write_outputs(path: Path, values: Mapping[str, str]) -> None:
     """Append outputs in the ``name<<DELIMITER`` form, safe for any value (multi-line too)."""
     chunks = []
     for name, value in values.items():
+        if not name or any(c in name for c in "\r\n=<"):
+            raise ValueError(f"not a GitHub output name: {name!r}")
+        value = value.replace("\r\n", "\n").replace("\r", "\n")  # the runner splits lines on LF only
         delimiter = f"ghadelimiter_{uuid.uuid4()}"
         while delimiter in value:  # pragma: no cover - a uuid inside a value
             delimiter = f"ghadelimiter_{uuid.uuid4()}"
         chunks.append(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
-    with path.open("a", encoding="utf-8") as f:
-        f.write("".join(chunks))
+    _append(path, "".join(chunks))
+
+
+def _append(path: Path, text: str) -> None:
+    """One append of bytes encoded in full first: an encoding error cannot leave half an entry."""
+    data = text.encode("utf-8")
+    with path.open("ab") as f:
+        f.write(data)
 
 
 def write_step_summary(report: Report, path: Path) -> None:
@@ -162,17 +184,24 @@ def write_step_summary(report: Report, path: Path) -> None:
         return
     text = render_markdown(report, max_bytes=budget)
     if text:
-        with path.open("a", encoding="utf-8") as f:
-            f.write(("\n" if existing else "") + text)
+        _append(path, ("\n" if existing else "") + text)
 
 
 def publish(report: Report, environ: Mapping[str, str] | None = None) -> None:
     """Write the step summary and the outputs where GitHub Actions says (if it says)."""
     env = os.environ if environ is None else environ
-    for variable, write in (
-        ("GITHUB_STEP_SUMMARY", lambda p: write_step_summary(report, p)),
-        ("GITHUB_OUTPUT", lambda p: write_outputs(p, output_values(report))),
-    ):
+
+    def summary(path: Path) -> None:
+        write_step_summary(report, path)
+
+    def outputs(path: Path) -> None:
+        write_outputs(path, output_values(report))
+
+    writers: tuple[tuple[str, Callable[[Path], None]], ...] = (
+        ("GITHUB_STEP_SUMMARY", summary),
+        ("GITHUB_OUTPUT", outputs),
+    )
+    for variable, write in writers:
         target = env.get(variable)
         if not target:
             continue

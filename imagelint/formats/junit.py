@@ -10,38 +10,40 @@ One ``<testsuite>`` per target, one ``<testcase>`` per rule (``classname`` ``ima
 - otherwise it passes; findings below ``fail-on`` are listed in ``<system-out>``.
 
 Errors not tied to a rule become one extra ``imagelint.run`` test case with an ``<error>``.
+
+Every string is passed through ``imagelint.report.escape.for_xml`` (control and invisible characters
+as visible escapes, nothing XML 1.0 cannot carry), and no ``##[`` or line-leading ``::`` is left for
+a CI log to read as a workflow command when the XML is printed.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import platform
-import re
 import xml.etree.ElementTree as ET
 
 from imagelint.formats.interface import RenderOptions
-from imagelint.formats.sarif import location_text
+from imagelint.formats.presentation import location_text
 from imagelint.report import Finding, Outcome, Report, RuleResult
-
-# characters XML 1.0 cannot carry at all (ElementTree would write them and break the document)
-_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+from imagelint.report.escape import for_xml, neutralise_commands
 
 
-def _x(text: str) -> str:
-    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+def _x(text: object) -> str:
+    """One string for the document: ElementTree escapes markup, this the characters (one line)."""
+    return for_xml(str(text))
 
 
 def _finding_line(finding: Finding) -> str:
-    line = f"[{finding.severity.value}] {location_text(finding)}: {finding.message}"
+    line = f"[{finding.severity.value}] {_x(location_text(finding))}: {_x(finding.message)}"
     if finding.waiver:
-        line += f" (waived: {finding.waiver.get('reason', '')})"
-    return _x(line)
+        line += f" (waived: {_x(finding.waiver.get('reason', ''))})"
+    return line
 
 
 def _testcase(result: RuleResult, findings: list[Finding], report: Report) -> ET.Element:
     case = ET.Element(
         "testcase",
-        classname=f"imagelint.{result.pack or 'rules'}",
+        classname=_x(f"imagelint.{result.pack or 'rules'}"),
         name=_x(f"{result.rule_id} {result.name}"),
         time=f"{result.duration_ms / 1000:.6f}",
     )
@@ -57,7 +59,7 @@ def _testcase(result: RuleResult, findings: list[Finding], report: Report) -> ET
             case,
             "failure",
             message=_x(f"{len(failing)} finding(s) at or above fail-on={report.fail_on.value}: {first}"),
-            type=max(failing, key=lambda f: f.severity.rank).severity.value,
+            type=_x(max(failing, key=lambda f: f.severity.rank).severity.value),
         )
         lines = [_finding_line(f) for f in failing]
         if result.omitted:
@@ -66,7 +68,7 @@ def _testcase(result: RuleResult, findings: list[Finding], report: Report) -> ET
             lines += ["", _x(f"Remediation: {result.remediation}")]
         failure.text = "\n".join(lines)
     elif result.outcome is Outcome.WAIVED:
-        reasons = sorted({str(f.waiver.get("reason", "")) for f in findings if f.waiver})
+        reasons = sorted({_x(f.waiver.get("reason", "")) for f in findings if f.waiver})
         ET.SubElement(case, "skipped", message=_x("waived: " + "; ".join(reasons)))
     elif result.outcome is Outcome.NOT_APPLICABLE:
         ET.SubElement(case, "skipped", message=_x(f"not applicable: {result.reason}"))
@@ -89,7 +91,7 @@ class JunitFormatter:
         if loose:
             case = ET.Element("testcase", classname="imagelint.run", name="read the target", time="0")
             error = ET.SubElement(case, "error", message=_x(str(loose[0])), type="inconclusive")
-            error.text = _x("\n".join(str(e) for e in loose))
+            error.text = "\n".join(_x(e) for e in loose)
             cases.append(case)
         tally = {
             "tests": len(cases),
@@ -101,11 +103,13 @@ class JunitFormatter:
         timestamp = dt.datetime.fromisoformat(report.started_at).astimezone(dt.UTC).replace(tzinfo=None)
         suite = ET.Element(
             "testsuite",
-            name=_x(name),
-            hostname=platform.node() or "localhost",
-            timestamp=timestamp.isoformat(timespec="seconds"),
-            time=f"{report.duration_s:.3f}",
-            **{k: str(v) for k, v in tally.items()},
+            {
+                "name": _x(name),
+                "hostname": _x(platform.node() or "localhost"),
+                "timestamp": timestamp.isoformat(timespec="seconds"),
+                "time": f"{report.duration_s:.3f}",
+                **{k: str(v) for k, v in tally.items()},
+            },
         )
         properties = ET.SubElement(suite, "properties")
         for key, value in (
@@ -121,7 +125,8 @@ class JunitFormatter:
         root.attrib.update({k: str(v) for k, v in tally.items()})
         root.append(suite)
         ET.indent(root)
-        return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+        xml = '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+        return neutralise_commands(xml, colon="&#58;", bracket="&#91;")
 
 
 FORMATTER = JunitFormatter()

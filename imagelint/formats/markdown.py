@@ -5,16 +5,17 @@ and ``imagelint.formats.github.write_step_summary`` renders it within the room l
 1 MiB step-summary limit. When the budget is short, findings are dropped from the end of the table
 (the least severe go first) and a line says how many are not shown; the JSON report has them all.
 
-Table cells are HTML-escaped, with ``|`` and newlines made safe, so an image path or message can
-never break the table or inject markup.
+Every string from the report goes through ``imagelint.report.escape.for_markdown``: Markdown and
+HTML metacharacters become numeric character references, control and invisible characters (newlines
+too) visible escapes, so an image path or message can never break the table, open a link, an
+image, raw HTML, emphasis or a code span, or start a list, heading or fence in a list item.
 """
 
 from __future__ import annotations
 
-import html
-
 from imagelint.formats.interface import RenderOptions
 from imagelint.report import Finding, Outcome, Report, Verdict
+from imagelint.report.escape import for_markdown, neutralise_commands
 
 _VERDICT = {Verdict.PASS: "✅ PASS", Verdict.FAIL: "❌ FAIL", Verdict.INCONCLUSIVE: "⚠️ INCONCLUSIVE"}
 _RULE6 = "|---|---|---|---|---|---|"
@@ -22,9 +23,8 @@ _SEVERITY_ICON = {"critical": "🟥", "high": "🔴", "medium": "🟠", "low": "
 
 
 def cell(text: object) -> str:
-    """Text made safe for a Markdown table cell (GitHub renders HTML inside tables)."""
-    escaped = html.escape(str(text).strip(), quote=False).replace("|", "&#124;")
-    return escaped.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "<br>")
+    """Text made safe for a Markdown table cell or list item (GitHub renders HTML inside tables)."""
+    return for_markdown(str(text).strip())
 
 
 def code(text: object) -> str:
@@ -50,7 +50,7 @@ def render_markdown(report: Report, max_bytes: int | None = None) -> str:
         f"## imagelint: {_VERDICT[report.verdict]}",
         "",
         f"{code(report.target.get('kind', ''))} {code(report.target.get('path', ''))} · "
-        f"imagelint {cell(report.tool_version)} · fail-on **{report.fail_on.value}**",
+        f"imagelint {cell(report.tool_version)} · fail-on **{cell(report.fail_on.value)}**",
         "",
         "| failing | findings | waived | errors | rules passed | failed | not applicable | skipped |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -84,7 +84,8 @@ def render_markdown(report: Report, max_bytes: int | None = None) -> str:
     rules_block = ["", f"<details><summary>Rules evaluated ({len(ran)})</summary>", ""]
     rules_block += ["| rule | severity | outcome | reason |", "|---|---|---|---|"]
     rules_block += [
-        f"| {code(r.rule_id)} {cell(r.name)} | {r.severity.value} | {r.outcome.value} | {cell(r.reason)} |"
+        f"| {code(r.rule_id)} {cell(r.name)} | {cell(r.severity.value)} | {cell(r.outcome.value)} "
+        f"| {cell(r.reason)} |"
         for r in ran
     ]
     rules_block += ["", "</details>"]
@@ -135,7 +136,8 @@ class MarkdownFormatter:
     name = "markdown"
 
     def render(self, report: Report, options: RenderOptions) -> str:
-        return render_markdown(report)
+        # every string is escaped already; this guards the log if the Markdown is printed in CI
+        return neutralise_commands(render_markdown(report), colon="&#58;", bracket="&#91;")
 
 
 FORMATTER = MarkdownFormatter()

@@ -22,18 +22,27 @@ What goes where:
   (its unit or in-image path), so the same fault on the next image is the same alert.
 - ``invocations[0]``: the exit code, ``executionSuccessful`` (false when the run was inconclusive:
   data could not be read), errors and warnings as ``toolExecutionNotifications``.
+
+Strings from the image are in the report's representation (``imagelint.report.escape``: undecodable
+bytes as ``\\xHH``, the exact bytes in ``properties.evidence.*_b64``), so the file is valid UTF-8 JSON.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import os
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Any
 
 from imagelint.formats.interface import RenderOptions
+from imagelint.formats.presentation import (
+    anchor_uri,
+    finding_level,
+    location_text,
+    severity_level,
+    source_root,
+)
 from imagelint.report import Finding, Outcome, Report, RuleResult, Verdict
+from imagelint.report.escape import json_text, raw_bytes
 from imagelint.rulepacks import Severity
 
 SARIF_VERSION = "2.1.0"
@@ -49,66 +58,20 @@ SECURITY_SEVERITY = {
     Severity.LOW: "3.0",
     Severity.INFO: "1.0",
 }
-ALWAYS_FAIL_TAG = "always-fail"  # the engine's tag for rules that fail whatever fail-on says
-
-
-def severity_level(severity: Severity, fail_on: Severity, tags: list[str] | tuple[str, ...] = ()) -> str:
-    """``error`` at or above fail-on (it fails the gate), ``warning`` below, ``note`` for info."""
-    if severity.at_least(fail_on) or ALWAYS_FAIL_TAG in tags:
-        return "error"
-    return "note" if severity is Severity.INFO else "warning"
-
-
-def finding_level(finding: Finding, fail_on: Severity) -> str:
-    """The level of one finding; a waived finding keeps the level it would have had."""
-    if finding.failing:
-        return "error"
-    if finding.waiver is None:
-        return "note" if finding.severity is Severity.INFO else "warning"
-    return severity_level(finding.severity, fail_on)
 
 
 def fingerprint(finding: Finding) -> str:
     """Stable across images and runs: the rule and what the finding is about (unit or in-image path)."""
     subject = finding.unit or finding.subject or finding.path or ""
-    digest = hashlib.sha256(f"imagelint\0{finding.rule_id}\0{subject}".encode()).hexdigest()
+    digest = hashlib.sha256(raw_bytes(f"imagelint\0{finding.rule_id}\0{subject}")).hexdigest()
     return f"{digest[:32]}:1"
-
-
-def location_text(finding: Finding) -> str:
-    """Where in the image, for humans: ``unit X (/path:line)`` or ``/path:line``."""
-    where = finding.location
-    if finding.unit and finding.unit not in where:
-        return f"unit {finding.unit} ({where})" if where else f"unit {finding.unit}"
-    return where
-
-
-def source_root() -> Path:
-    return Path(os.environ.get("GITHUB_WORKSPACE") or os.getcwd()).resolve()
-
-
-def anchor_uri(anchor: str | None, report: Report) -> str | None:
-    """The repository-relative URI results are anchored to, or None (see the module docstring)."""
-    root = source_root()
-    if anchor:
-        path = Path(os.path.abspath(anchor))  # a relative anchor is relative to the working directory
-        return _relative(path, root) or path.as_uri()
-    config = (report.config or {}).get("path")
-    return _relative(Path(config), root) if config else None
-
-
-def _relative(path: Path, root: Path) -> str | None:
-    try:
-        return PurePosixPath(path.resolve().relative_to(root)).as_posix()
-    except ValueError:
-        return None
 
 
 class SarifFormatter:
     name = "sarif"
 
     def render(self, report: Report, options: RenderOptions) -> str:
-        return json.dumps(self.document(report, options), indent=2, ensure_ascii=False) + "\n"
+        return json_text(self.document(report, options), indent=2) + "\n"
 
     def document(self, report: Report, options: RenderOptions) -> dict[str, Any]:
         evaluated = [r for r in report.rules if r.outcome is not Outcome.SKIPPED]

@@ -1,6 +1,12 @@
 """Human output: findings grouped by severity in a table, then a one-line summary.
 
 Colour only when writing to a terminal, and never when NO_COLOR is set (rich honours it).
+
+Every string from the report is escaped for the terminal and the CI log (``imagelint.report.escape.
+for_log``: control, bidi and invisible characters as visible escapes, no raw newline inside a finding,
+no line that a GitHub runner would read as a workflow command) and for rich's markup. Lines other
+than the table are not wrapped, so an image string never starts a line; the whole output is checked
+once more for command lines at the end.
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ import os
 
 from imagelint.formats.interface import RenderOptions
 from imagelint.report import Outcome, Report, Verdict
+from imagelint.report.escape import for_log, neutralise_commands
 from imagelint.rulepacks import Severity
 
 _STYLE = {
@@ -34,7 +41,8 @@ class TextFormatter:
         console = Console(
             file=buffer, force_terminal=use_color, no_color=not use_color, width=_width(), highlight=False
         )
-        console.print(f"imagelint {report.tool_version} · {report.target['kind']} {report.target['path']}")
+        target = f"{report.target.get('kind', '')} {report.target.get('path', '')}"
+        console.print(f"imagelint {_escape(report.tool_version)} · {_escape(target)}", soft_wrap=True)
         shown = [f for f in report.findings if options.show_waived or f.waiver is None]
         shown.sort(key=lambda f: (-f.severity.rank, f.rule_id, f.location))
         if shown:
@@ -45,22 +53,25 @@ class TextFormatter:
             table.add_column("finding", overflow="fold")
             for finding in shown:
                 severity = f"[{_STYLE[finding.severity]}]{finding.severity.value}[/]"
-                message = finding.message + (
-                    f"\n[dim]waived: {finding.waiver['reason']}[/]" if finding.waiver else ""
+                message = _escape(finding.message) + (
+                    f"\n[dim]waived: {_escape(finding.waiver.get('reason', ''))}[/]" if finding.waiver else ""
                 )
-                table.add_row(severity, finding.rule_id, _escape(finding.location), message)
+                table.add_row(severity, _escape(finding.rule_id), _escape(finding.location), message)
             console.print(table)
         for line in _merged_errors(report):
-            console.print(f"[bold yellow]error[/] {_escape(line)}")
+            console.print(f"[bold yellow]error[/] {_escape(line)}", soft_wrap=True)
         for warning in report.warnings:
-            console.print(f"[yellow]warning[/] {_escape(str(warning))}")
+            console.print(f"[yellow]warning[/] {_escape(str(warning))}", soft_wrap=True)
         for result in report.rules:
             if result.omitted:
-                console.print(f"[dim]{result.rule_id}: {result.omitted} more findings not listed[/]")
+                console.print(
+                    f"[dim]{_escape(result.rule_id)}: {result.omitted} more findings not listed[/]",
+                    soft_wrap=True,
+                )
         for note in report.notes:
-            console.print(f"[dim]{_escape(note)}[/]")
+            console.print(f"[dim]{_escape(note)}[/]", soft_wrap=True)
         console.print(_summary(report), style=_VERDICT_STYLE[report.verdict])
-        return buffer.getvalue()
+        return neutralise_commands(buffer.getvalue())
 
 
 def _merged_errors(report: Report) -> list[str]:
@@ -89,10 +100,11 @@ def _summary(report: Report) -> str:
     return f"{report.verdict.value.upper()}: " + " · ".join(parts)
 
 
-def _escape(text: str) -> str:
+def _escape(text: object) -> str:
+    """A string from the report, for the terminal and the log, then for rich's markup."""
     from rich.markup import escape
 
-    return escape(text)
+    return escape(for_log(str(text)))
 
 
 def _width() -> int:

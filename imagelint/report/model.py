@@ -50,6 +50,12 @@ class Finding:
     waiver: dict[str, Any] | None = None  # the waiver that covers it, if any
     failing: bool = False  # counts towards a failing verdict
 
+    def __post_init__(self) -> None:
+        # strings from the image may hold undecodable bytes: see imagelint/report/escape.py
+        from imagelint.report.escape import normalise_finding
+
+        normalise_finding(self)
+
     @property
     def location(self) -> str:
         if self.path and self.line:
@@ -83,6 +89,11 @@ class ReportError:
     message: str
     rule_id: str | None = None
     where: str | None = None
+
+    def __post_init__(self) -> None:
+        from imagelint.report.escape import normalise_error
+
+        normalise_error(self)
 
     def __str__(self) -> str:
         prefix = f"{self.rule_id}: " if self.rule_id else ""

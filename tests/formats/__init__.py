@@ -1,0 +1,1 @@
+"""Output formats under hostile input: the lossless representation, channel escaping, fuzzing."""
