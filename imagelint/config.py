@@ -15,7 +15,7 @@ from typing import Any
 
 from imagelint.errors import ConfigError
 from imagelint.rulepacks.model import Rule, RulePack, Severity
-from imagelint.yamlsource import YamlDocument, first_schema_error, load_yaml
+from imagelint.yamlsource import YamlDocument, first_schema_error, load_yaml, shown
 
 CONFIG_NAMES = (".imagelint.yaml", ".imagelint.yml")
 DEFAULT_FAIL_ON = Severity.MEDIUM
@@ -138,21 +138,21 @@ class Config:
             for i, sel in enumerate(selectors):
                 if not known(sel):
                     raise ConfigError(
-                        f"{key} names {sel!r}, which matches no loaded rule", where=self._at([key, i])
+                        f"{key} names {shown(sel)}, which matches no loaded rule", where=self._at([key, i])
                     )
         for name in self.severity:
             if not any(r.id == name or r.name == name for r in rules):
                 raise ConfigError(
-                    f"severity override for unknown rule {name!r}", where=self._at(["severity", name])
+                    f"severity override for unknown rule {shown(name)}", where=self._at(["severity", name])
                 )
         for name in self.parameters:
             if not any(r.id == name or r.name == name for r in rules):
                 where = self._at(["parameters", name])
-                raise ConfigError(f"parameters for unknown rule {name!r}", where=where)
+                raise ConfigError(f"parameters for unknown rule {shown(name)}", where=where)
         for i, waiver in enumerate(self.waivers):
             if not any(r.id == waiver.rule or r.name == waiver.rule for r in rules):
                 raise ConfigError(
-                    f"waiver for unknown rule {waiver.rule!r}", where=self._at(["waivers", i, "rule"])
+                    f"waiver for unknown rule {shown(waiver.rule)}", where=self._at(["waivers", i, "rule"])
                 )
 
     def apply_parameters(self, packs: list[RulePack]) -> None:
@@ -170,6 +170,31 @@ class Config:
         return self.document.locate(json_path) if self.document else (self.path or "config")
 
 
+def _pack_problem(pack: Path) -> str | None:
+    """Why a ``rules:`` entry cannot be loaded as rule packs, said at the config's line; else None."""
+    try:
+        if pack.is_dir():
+            if not any(pack.glob("*.yaml")) and not any(pack.glob("*.yml")):
+                return "is a directory without *.yaml rule packs"
+            return None
+        if not pack.exists():
+            return "does not exist"
+        if not pack.is_file():
+            return "is neither a file nor a directory"
+    except (OSError, ValueError):  # a name too long, a NUL byte in it...
+        return "cannot be opened"
+    return None
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError as exc:
+        raise ConfigError(f"cannot be read: {exc.strerror}", where=str(path)) from None
+
+
 def find_config(explicit: Path | None, cwd: Path) -> Path | None:
     if explicit is not None:
         return explicit
@@ -182,8 +207,6 @@ def find_config(explicit: Path | None, cwd: Path) -> Path | None:
 def load_config(path: Path | None) -> Config:
     if path is None:
         return Config()
-    import hashlib
-
     document = load_yaml(path, error=ConfigError)
     data = document.data if document.data is not None else {}
     if not isinstance(data, dict):
@@ -198,7 +221,7 @@ def load_config(path: Path | None) -> Config:
                 expires = dt.date.fromisoformat(raw["expires"])
             except ValueError:
                 where = document.locate(["waivers", i, "expires"])
-                raise ConfigError(f"not a date: {raw['expires']!r}", where=where) from None
+                raise ConfigError(f"not a date: {shown(raw['expires'])}", where=where) from None
         waivers.append(
             Waiver(
                 rule=raw["rule"],
@@ -210,10 +233,17 @@ def load_config(path: Path | None) -> Config:
                 expires=expires,
             )
         )
+    packs = []
+    for i, entry in enumerate(data.get("rules", [])):
+        pack = base / entry
+        problem = _pack_problem(pack)
+        if problem:
+            raise ConfigError(f"rules: {shown(entry)} {problem}", where=document.locate(["rules", i]))
+        packs.append(pack)
     return Config(
         path=str(path),
-        sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
-        rule_packs=[base / p for p in data.get("rules", [])],
+        sha256=_sha256(path),
+        rule_packs=packs,
         builtin_rules=data.get("builtin-rules", True),
         select=list(data.get("select", [])),
         ignore=list(data.get("ignore", [])),

@@ -7,9 +7,9 @@ so links resolve inside the image and special files are never opened.
 from __future__ import annotations
 
 import fnmatch
-import re
 from typing import Any
 
+from imagelint import textmatch
 from imagelint.checks import register
 from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation, ParamError
 from imagelint.errors import ImageReadError
@@ -35,7 +35,11 @@ _TYPES = {
 }
 _OCTAL = {"type": "string", "pattern": "^0?[0-7]{1,4}$"}
 _REGEX = {
-    "pattern": {"type": "string", "description": "Python regular expression, matched per line (multiline)"},
+    "pattern": {
+        "type": "string",
+        "description": "Python regular expression, matched per line (multiline); linear-time RE2 runs it "
+        "when it can, else Python's re under a time budget",
+    },
     "ignore_case": {"type": "boolean", "default": False},
 }
 EXCERPT_MAX = 160
@@ -62,16 +66,16 @@ def _typed(ctx: CheckContext, params: dict[str, Any], default: tuple[str, ...] =
     return found
 
 
-def _compile(params: dict[str, Any]) -> re.Pattern[str]:
-    flags = re.MULTILINE | (re.IGNORECASE if params.get("ignore_case") else 0)
-    return re.compile(params["pattern"], flags)
+def _compile(params: dict[str, Any]) -> textmatch.Pattern:
+    """The rule's pattern, matched with a bounded engine (the image's files are adversarial input)."""
+    return textmatch.compile(params["pattern"], multiline=True, ignore_case=bool(params.get("ignore_case")))
 
 
 def _validate_regex(params: dict[str, Any]) -> None:
     try:
         _compile(params)
-    except re.error as exc:
-        raise ParamError(["pattern"], f"regular expression does not compile: {exc}") from None
+    except textmatch.PatternError as exc:
+        raise ParamError(["pattern"], exc.message) from None
 
 
 def _account_id(ctx: CheckContext, name: str | int, table_path: str) -> int:
@@ -85,10 +89,14 @@ def _account_id(ctx: CheckContext, name: str | int, table_path: str) -> int:
 
 def redact(line: str) -> str:
     """Keep what names a secret (``aws_secret_access_key =``), never the secret itself."""
-    match = re.match(r"\s*([^=:\s]+)\s*([=:]?)", line)
-    if not match:
+    rest = line.lstrip()
+    end = 0
+    while end < len(rest) and rest[end] not in "=:" and not rest[end].isspace():
+        end += 1
+    if end == 0:
         return "<redacted>"
-    key, separator = match.groups()
+    key, after = rest[:end], rest[end:].lstrip()
+    separator = after[:1] if after[:1] in ("=", ":") else ""
     return f"{key} {separator} <redacted>" if separator else f"{key} <redacted>"
 
 
@@ -181,14 +189,10 @@ class FileContains(CheckKind):
         limit = params.get("max_per_file", 1)
         found = []
         for path in _existing_files(ctx, params):
-            text = ctx.read_text(path)
-            for match in list(regex.finditer(text))[:limit]:
-                start = text.rfind("\n", 0, match.start()) + 1
-                end = text.find("\n", match.start())
-                line_text = text[start : end if end >= 0 else len(text)].strip()
+            for match in regex.match_lines(ctx.read_text(path), where=path, limit=limit):
+                line_text = match.line.strip()
                 excerpt = redact(line_text) if params.get("redact") else line_text[:EXCERPT_MAX]
-                line = text.count("\n", 0, match.start()) + 1
-                found.append(Observation(path, path=path, line=line, evidence={"excerpt": excerpt}))
+                found.append(Observation(path, path=path, line=match.number, evidence={"excerpt": excerpt}))
         return found
 
 
@@ -208,7 +212,7 @@ class FileLacks(CheckKind):
         return [
             Observation(path, path=path)
             for path in _existing_files(ctx, params)
-            if not regex.search(ctx.read_text(path))
+            if regex.search(ctx.read_text(path), where=path) is None
         ]
 
 
@@ -310,7 +314,8 @@ class FilePermissions(CheckKind):
         walked: set[str] = set()
         entries = list(tops)
         for top in tops:
-            if ctx.target.stat(top.path) is None or ctx.target.stat(top.path).kind is not FileKind.DIR:
+            top_st = ctx.target.stat(top.path)
+            if top_st is None or top_st.kind is not FileKind.DIR:
                 continue
             real = ctx.target.resolve(top.path)
             if any(real == w or real.startswith(w.rstrip("/") + "/") for w in walked):

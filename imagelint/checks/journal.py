@@ -204,8 +204,7 @@ class JournalSignal(CheckKind):
     }
 
     def validate(self, params: dict[str, Any]) -> None:
-        import re
-
+        from imagelint import textmatch
         from imagelint.checks.base import ParamError
         from imagelint.facts.journal import SIGNALS
 
@@ -215,9 +214,9 @@ class JournalSignal(CheckKind):
             raise ParamError(["signal"], f"unknown signal {params['signal']!r} (known: {', '.join(SIGNALS)})")
         if "pattern" in params:
             try:
-                re.compile(params["pattern"])
-            except re.error as exc:
-                raise ParamError(["pattern"], f"regular expression does not compile: {exc}") from None
+                textmatch.compile(params["pattern"])
+            except textmatch.PatternError as exc:
+                raise ParamError(["pattern"], exc.message) from None
 
     def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
         from imagelint.facts.journal import SIGNALS, SignalSpec, count_signal

@@ -3,6 +3,10 @@
 sshd takes the *first* value it obtains for a keyword; ``Include`` pulls in files (globs, relative to
 /etc/ssh, in lexical order) at the point where it appears; options inside ``Match`` blocks apply
 only to matching connections, so they are not global settings and are left out here.
+
+The image is adversarial input: ``Include`` may name the same files many times at every level, so
+besides OpenSSH's depth limit the whole read is capped at ``MAX_INCLUDED_FILES`` file reads (an
+include bomb is an error that makes the run inconclusive, not a hang).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from imagelint.targets import RootfsTarget
 
 SSHD_CONFIG = "/etc/ssh/sshd_config"
 MAX_INCLUDE_DEPTH = 16  # OpenSSH's own READCONF_MAX_DEPTH
+MAX_INCLUDED_FILES = 256  # file reads per configuration, counting repeats
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,10 @@ def _read_file(target: RootfsTarget, path: str, config: SshdConfig, *, depth: in
     if depth > MAX_INCLUDE_DEPTH:
         raise ImageReadError(
             path, f"Include nested deeper than {MAX_INCLUDE_DEPTH} levels (an include loop?)"
+        )
+    if len(config.files) >= MAX_INCLUDED_FILES:
+        raise ImageReadError(
+            path, f"Include reads more than {MAX_INCLUDED_FILES} files in all (an include bomb?)"
         )
     config.files.append(path)
     content = target.read_text(path)

@@ -8,6 +8,7 @@ that use a variable the kind does not provide, and duplicate rule ids across all
 from __future__ import annotations
 
 import hashlib
+import re
 import string
 from collections.abc import Iterable
 from dataclasses import replace
@@ -19,9 +20,10 @@ from imagelint.errors import ConfigError, RulePackError
 from imagelint.rulepacks import validated
 from imagelint.rulepacks.model import CheckSpec, Rule, RulePack, Scope, Severity
 from imagelint.rulepacks.schema import rules_schema
-from imagelint.yamlsource import YamlDocument, first_schema_error, load_yaml
+from imagelint.yamlsource import YamlDocument, first_schema_error, load_yaml, one_line, shown
 
 COMMON_VARIABLES = {"id", "name", "subject", "path", "line", "unit"}
+_SAFE_SPEC = re.compile(r"(?:.?[<>^])?[0-9]{0,3}")  # fill and alignment, width: nothing type-specific
 
 
 def builtin_rules_dir() -> Path:
@@ -54,18 +56,21 @@ def load_packs(paths: Iterable[Path], *, builtin: Iterable[Path] = ()) -> list[R
 
 
 def _expand(path: Path) -> list[Path]:
-    if path.is_dir():
-        found = sorted([*path.glob("*.yaml"), *path.glob("*.yml")])
-        if not found:
-            raise RulePackError("directory holds no *.yaml rule packs", where=str(path))
-        return found
+    try:
+        if path.is_dir():
+            found = sorted([*path.glob("*.yaml"), *path.glob("*.yml")])
+            if not found:
+                raise RulePackError("directory holds no *.yaml rule packs", where=str(path))
+            return found
+    except (OSError, ValueError) as exc:  # a name too long, a NUL byte in it...
+        raise RulePackError(f"cannot be opened: {one_line(str(exc))}", where=one_line(str(path))) from None
     return [path]
 
 
 def load_pack(path: Path, *, builtin: bool = False) -> RulePack:
     document = load_yaml(path, error=RulePackError)
     if document.data is None:
-        raise RulePackError("is empty; a rule pack needs a 'rules:' list", where=str(path))
+        raise RulePackError("is empty; a rule pack needs a 'rules:' list", where=document.locate([]))
     pack_bytes = path.read_bytes()
     if not validated.already_valid(pack_bytes):
         first_schema_error(document, rules_schema(), RulePackError)
@@ -112,7 +117,7 @@ def _check(document: YamlDocument, at: list[str | int], raw: dict[str, Any]) -> 
     try:
         kind.validate(params)
     except ParamError as exc:
-        raise RulePackError(exc.message, where=document.locate([*at, *exc.path])) from None
+        raise RulePackError(one_line(exc.message), where=document.locate([*at, *exc.path])) from None
     return CheckSpec(
         kind=raw["kind"],
         params=params,
@@ -140,24 +145,37 @@ def override_params(rule: Rule, override: dict[str, Any], where: str) -> Rule:
         jsonschema.Draft202012Validator(schema).iter_errors({"kind": kind.name, **params})
     )
     if error is not None:
-        raise ConfigError(f"parameters for {rule.id}: {error.message}", where=where)
+        raise ConfigError(one_line(f"parameters for {rule.id}: {error.message}"), where=where)
     try:
         kind.validate(params)
     except ParamError as exc:
-        raise ConfigError(f"parameters for {rule.id}: {exc.message}", where=where) from None
+        raise ConfigError(one_line(f"parameters for {rule.id}: {exc.message}"), where=where) from None
     return replace(rule, check=replace(rule.check, params=params))
 
 
 def _check_template(document: YamlDocument, at: list[str | int], template: str, allowed: set[str]) -> None:
+    """Only plain ``{variable}`` fields, optionally with ``!r``/``!s`` and a width: the template is
+    rendered with image data, so attribute access, indexing and nested fields are refused."""
     try:
-        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+        fields = [(f, conv, spec) for _, f, spec, conv in string.Formatter().parse(template) if f is not None]
     except ValueError as exc:
-        raise RulePackError(f"message template: {exc}", where=document.locate(at)) from None
-    for field in fields:
-        base = field.split(".")[0].split("[")[0]
-        if base not in allowed:
+        raise RulePackError(f"message template: {one_line(str(exc))}", where=document.locate(at)) from None
+    for field, conversion, spec in fields:
+        if not field.isidentifier():
+            raise RulePackError(
+                f"message field {shown('{' + field + '}')} must be a plain variable name",
+                where=document.locate(at),
+            )
+        if field not in allowed:
             known = ", ".join(sorted(allowed))
             raise RulePackError(
-                f"message uses {{{field}}}, which this check kind does not provide (known: {known})",
+                one_line(
+                    f"message uses {{{field}}}, which this check kind does not provide (known: {known})"
+                ),
+                where=document.locate(at),
+            )
+        if conversion not in (None, "r", "s") or not _SAFE_SPEC.fullmatch(spec or ""):
+            raise RulePackError(
+                f"message field {{{field}}}: only !r, !s and a width up to 999 are allowed after the name",
                 where=document.locate(at),
             )

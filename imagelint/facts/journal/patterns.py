@@ -7,12 +7,20 @@ the entries it is tried on (PID 1's own entries), so no pattern ever forces a fu
 
 Kernel and symptom signals (ENA resets, watchdogs, lockups, OOM kills) are data for the generic
 signal matcher in ``signals``.
+
+Journal messages are data from the image, so every pattern here (and a rule's own ``pattern``) is a
+``textmatch.Pattern``: linear-time RE2 where it can run the pattern, else Python's ``re`` under a time
+budget. Built-in patterns compile on first use, so importing this table costs nothing, and are
+written so that RE2 runs them on any text: ``\\s*\\Z`` rather than ``\\s*$`` (the same answers), and
+``(?:^|\\W)ena[^\\w\\n]`` rather than ``\\bena\\b`` (RE2's ``\\b`` is ASCII-only, so non-ASCII text
+would go to the worker).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
+
+from imagelint.textmatch import Pattern
 
 # --- MESSAGE_IDs (systemd's catalog; verified in systemd 252's systemd.catalog) ---------------
 RESTART_SCHEDULED = "5eb03494b6584870a536b337290809b3"  # UNIT, N_RESTARTS (since 236)
@@ -31,7 +39,7 @@ class TextPattern:
     """A PID-1 message recognised by its text, for generations that log no structured record."""
 
     key: str  # what it means, e.g. "start-limit-hit"
-    regex: re.Pattern[str]
+    regex: Pattern
     generations: str  # which systemd versions need it
     index: dict[str, str] = field(default_factory=lambda: {"_PID": "1"})  # narrows the candidates
 
@@ -42,15 +50,16 @@ class TextPattern:
 # UNIT_RESULT=start-limit-hit; the analysis counts such a pair once.
 START_LIMIT_TEXT = TextPattern(
     key="start-limit-hit",
-    regex=re.compile(r"(?:^|: )Start request repeated too quickly\.?\s*$"),
+    regex=Pattern(r"(?:^|: )Start request repeated too quickly\.?\s*\Z", where="journal MESSAGE"),
     generations="all (the only record of the start limit on systemd <= 252 during auto-restart)",
 )
 
 # Before systemd 236 a scheduled restart had no MESSAGE_ID and no N_RESTARTS.
 LEGACY_RESTART_TEXT = TextPattern(
     key="restart-scheduled",
-    regex=re.compile(
-        r"(?:^|: )Service (?:hold-off time over|has no hold-off time), scheduling restart\.?\s*$"
+    regex=Pattern(
+        r"(?:^|: )Service (?:hold-off time over|has no hold-off time), scheduling restart\.?\s*\Z",
+        where="journal MESSAGE",
     ),
     generations="systemd < 236 (no MESSAGE_ID 5eb0… yet)",
 )
@@ -67,11 +76,14 @@ class SignalSpec:
     message: str | None = None
     description: str = ""
 
-    def compiled(self) -> re.Pattern[str] | None:
-        return re.compile(self.message) if self.message else None
+    def compiled(self) -> Pattern | None:
+        """The MESSAGE pattern, bounded (see ``imagelint.textmatch``); None when there is none."""
+        if not self.message:
+            return None
+        return Pattern(self.message, where=f"journal MESSAGE (signal {self.name})")
 
 
-KERNEL = {"_TRANSPORT": "kernel"}
+KERNEL: dict[str, str | tuple[str, ...]] = {"_TRANSPORT": "kernel"}
 
 SIGNALS: dict[str, SignalSpec] = {
     s.name: s
@@ -79,16 +91,19 @@ SIGNALS: dict[str, SignalSpec] = {
         SignalSpec(
             "ena-tx-timeout",
             KERNEL,
-            r"\bena\b.*Found a Tx that wasn't completed on time",
+            r"(?:^|\W)ena[^\w\n].*Found a Tx that wasn't completed on time",
             "ENA: a transmit was not completed in time (NAPI starved or device stuck)",
         ),
         SignalSpec(
-            "ena-reset", KERNEL, r"\bena\b.*Trigger reset is on", "ENA: the driver is resetting the device"
+            "ena-reset",
+            KERNEL,
+            r"(?:^|\W)ena[^\w\n].*Trigger reset is on",
+            "ENA: the driver is resetting the device",
         ),
         SignalSpec(
             "ena-tx-paused",
             KERNEL,
-            r"\bena\b.*TX q \d+ is paused for too long",
+            r"(?:^|\W)ena[^\w\n].*TX q \d+ is paused for too long",
             "ENA: a transmit queue stayed paused past the threshold",
         ),
         SignalSpec(
