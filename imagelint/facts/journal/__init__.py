@@ -10,6 +10,11 @@ Public API (what the rule layer calls):
 * analyses: ``analyze_restarts(journal) -> RestartReport`` and ``count_signal(journal, spec) ->
   SignalReport``, with the specs and message ids in ``patterns``.
 
+Every file is structure-checked before its first read (a torn or damaged one is *read in part*), and
+every size a file claims is bounded (values over 16 MiB uncompressed, decompression bombs, absurd
+counts and offsets are problems on the entry or file, never allocations); problems are recorded in
+the scan, and no reading method raises for a damaged file.
+
 Entry dicts map field names to ``str`` (valid UTF-8) or ``bytes`` (anything else), or to a list of
 those, in entry order, when a field repeats. Metadata keys: ``__REALTIME_TIMESTAMP``,
 ``__MONOTONIC_TIMESTAMP``, ``__SEQNUM`` (ints, microseconds / sequence number), ``_BOOT_ID``,

@@ -9,6 +9,13 @@ entry beyond it, and the smallest of those comes next. The common case, one writ
 (cleanly closed, one seqnum id, disjoint seqnum ranges), is read file after file with no merging.
 
 Problems in one file are recorded in its ``FileReport`` and the other files go on being read.
+
+Before a file is first read (by any of the reading methods), its structure is checked
+(``JournalFile.check_structure``: header, tail object, the global entry-array chain and the last
+entries' headers). Indexed lookups visit only the entries they match, so a torn file (a snapshot of
+a running system whose last entries were never completed, or overwritten) would otherwise read as
+complete: a file failing the check is recorded as read in part, which makes the rules relying on it
+inconclusive, while what can be read still is.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from dataclasses import dataclass, field
 
 from imagelint.facts.journal.errors import CorruptJournal
 from imagelint.facts.journal.reader import Entry, EntryKey, JournalFile, Value
-from imagelint.facts.journal.scan import FileReport, JournalScan
+from imagelint.facts.journal.scan import FileReport, FileStatus, JournalScan
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # ``typing`` costs milliseconds to import and is needed for annotations only
@@ -29,6 +36,15 @@ if TYPE_CHECKING:  # ``typing`` costs milliseconds to import and is needed for a
 
 Matches = Mapping[str, Value | Sequence[Value]]
 _MESSAGE = frozenset({"MESSAGE"})
+
+
+SAMPLE_MAX = 4096
+"""Characters of a message kept as a sample (a field can hold megabytes; a sample is evidence)."""
+
+
+def sample_text(message: str) -> str:
+    """``message`` as a sample: cut to ``SAMPLE_MAX`` characters, with an ellipsis when cut."""
+    return message if len(message) <= SAMPLE_MAX else message[: SAMPLE_MAX - 1] + "…"
 
 
 def compare_keys(a: EntryKey, b: EntryKey) -> int:
@@ -78,6 +94,23 @@ class Journal:
     def __init__(self, files: list[tuple[FileReport, JournalFile]], scan: JournalScan) -> None:
         self._files = files
         self.scan = scan
+        self._checked = False
+
+    def check(self) -> None:
+        """Check every file's structure once, recording a torn or damaged one as read in part.
+
+        Every reading method calls this first; the analyses therefore never count a file as read in
+        full when its index could hide the damage.
+        """
+        if self._checked:
+            return
+        self._checked = True
+        for report, jf in self._files:
+            if report.status is not FileStatus.READ:
+                continue  # already known to be incomplete (truncated)
+            reason = jf.check_structure()
+            if reason is not None:
+                report.problem(f"torn or damaged: {reason}")
 
     def __enter__(self) -> Journal:
         return self
@@ -174,6 +207,7 @@ class Journal:
         fields: Collection[str] | None,
         decode: Callable[[JournalFile, int], Any] | None = None,
     ) -> Iterator[Any]:
+        self.check()
         chain = self._chain_order()
         if chain is not None:
             for report, jf in chain:
@@ -234,11 +268,12 @@ class Journal:
         head: _Head, fields: Collection[str] | None, decode: Callable[[JournalFile, int], Any] | None
     ) -> Iterator[Any]:
         jf, report = head.jf, head.report
+        entry: Callable[[int, Collection[str] | None], Any]
         if decode is None:
             entry = jf.entry
         else:
 
-            def entry(off: int, _fields: object) -> Any:
+            def entry(off: int, _fields: Collection[str] | None) -> Any:
                 return decode(jf, off)
 
         off = head.off
@@ -271,6 +306,7 @@ class Journal:
         Walks each file's matches backwards reading only entry headers, and decodes at most
         ``max_decodes`` entries per boot, so a chatty unit costs little.
         """
+        self.check()
         want = {bytes.fromhex(b): b for b in boots}
         found: dict[str, list[tuple[int, str]]] = {b: [] for b in boots}
         chain = self._chain_order()
@@ -299,7 +335,7 @@ class Journal:
                     if isinstance(msg, bytes):
                         msg = msg.decode("utf-8", "replace")
                     if isinstance(msg, str):
-                        found[boot].append((t, msg))
+                        found[boot].append((t, sample_text(msg)))
                     if all(n >= max_decodes for n in decodes.values()):
                         break
             except CorruptJournal as exc:

@@ -18,18 +18,30 @@ which DATA objects hold the wanted fields from each FIELD object's list of its D
 a little at a time, in proportion to the work it saves), and until that list is complete it reads
 just the name in front of the ``=`` of an item it does not know yet. A DATA object that is neither
 wanted nor needed is then never read, so damage confined to it goes unnoticed by such a read.
+
+Everything a hostile file can claim is bounded: a DATA payload is read up to ``MAX_VALUE`` bytes
+(compressed ones are decoded under the same cap, see ``compression``), one entry's newly decoded
+values up to ``ENTRY_BUDGET``, its items up to ``MAX_ITEMS``; entry arrays are unpacked a chunk at a
+time, the caches of decoded values and names are capped in bytes and in count, and an entry's
+realtime stamp must be one systemd could have written. Past a bound the entry or lookup is a
+problem (``CorruptJournal``), never an allocation the file asked for.
+
+``check_structure`` is the cheap integrity check ``Journal`` runs before a file's first read (see
+there): header, tail object, the global entry-array chain and the last entries, so that a torn file
+is not taken as complete when only its index is read.
 """
 
 from __future__ import annotations
 
 import itertools
 import mmap
+import operator
 import os
 import struct
 import weakref
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 
-from imagelint.facts.journal.compression import decompress
+from imagelint.facts.journal.compression import MAX_DECOMPRESSED, decompress, decompress_prefix
 from imagelint.facts.journal.errors import CorruptJournal
 from imagelint.facts.journal.format import (
     DATA_OBJECT,
@@ -45,15 +57,17 @@ from imagelint.facts.journal.format import (
     FIELD_PAYLOAD_OFFSET,
     HASH_ITEM,
     OBJECT_HEADER,
+    OBJECT_HEADER_SIZE,
     JournalHeader,
     ObjectType,
+    State,
     parse_header,
 )
 from imagelint.facts.journal.hashing import journal_hash
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # ``typing`` costs milliseconds to import and is needed for annotations only
-    from typing import BinaryIO
+    from typing import Any, BinaryIO
 
 Value = str | bytes
 """A field value: ``str`` when the bytes are valid UTF-8, else the raw ``bytes``."""
@@ -75,12 +89,38 @@ EntryKey = tuple[bytes, int, bytes, int, int, int]
 
 _CACHE_LIMIT = 200_000  # decoded shared DATA objects kept per file
 _CACHE_VALUE_LIMIT = 65_536  # larger values are decoded every time rather than kept
+_CACHE_BYTES = 16 * 1024 * 1024  # ... and the values kept add up to at most this much (then it starts over)
 _MAX_CHAIN = 1_000_000  # hash-chain steps before we call it a loop
+MAX_VALUE = MAX_DECOMPRESSED
+"""The largest DATA payload (``FIELD=value``, uncompressed) read; a larger one is a problem on its entry."""
+ENTRY_BUDGET = 2 * MAX_DECOMPRESSED
+"""Bytes of values newly decoded for one entry; past it the entry is a problem (a hostile entry can
+list one large object thousands of times)."""
+MAX_ITEMS = 65_536
+"""Items (fields) one entry may have; journald writes at most 1024 user fields plus its own."""
+_PROBE_WHOLE = 4096  # compressed payloads up to this size are decoded whole when probed for their name
+_NAME_MAX = 256  # field names are at most 64 bytes in journald; longer "names" are not wanted by anyone
+_ARRAY_CHUNK = 65_536  # entry-array items unpacked at a time (a hostile array can claim the whole file)
+_IDS_KEPT = 65_536  # boot ids and field names remembered per file before the memo starts over
+REALTIME_MAX = 1 << 55
+"""An entry's realtime stamp must lie in (0, REALTIME_MAX) µs (about the year 3111), as systemd's
+VALID_REALTIME demands of every entry it writes; any other stamp is damage (and no date to show)."""
+_TAIL_CHECKED = 64  # the last entries whose headers the structure check reads (where a file tears)
+_OBJECT_MINIMUM = {  # the smallest valid size of each object type (the compact DATA header is larger)
+    int(ObjectType.DATA): DATA_PAYLOAD_OFFSET_REGULAR,
+    int(ObjectType.FIELD): FIELD_PAYLOAD_OFFSET,
+    int(ObjectType.ENTRY): ENTRY_ITEMS_OFFSET,
+    int(ObjectType.DATA_HASH_TABLE): OBJECT_HEADER_SIZE,
+    int(ObjectType.FIELD_HASH_TABLE): OBJECT_HEADER_SIZE,
+    int(ObjectType.ENTRY_ARRAY): ENTRY_ARRAY_ITEMS_OFFSET,
+    int(ObjectType.TAG): OBJECT_HEADER_SIZE,
+}
 _WALK_FIRST = 64  # FIELD data-list steps a field selection may take before any item is probed
 _WALK_CAP = 16_384  # ... and at most, per field selection and file: past it, probing goes on alone
 _DATA = int(ObjectType.DATA)
 _ENTRY = int(ObjectType.ENTRY)
 _U64_AT = struct.Struct("<Q")
+_U32_AT = struct.Struct("<I")
 _DATA_N_ENTRIES = 56  # DataObject.n_entries
 _DATA_NEXT_FIELD = 32  # DataObject.next_field_offset
 # struct layouts by item count, made when first needed (up to _STRUCTS_KEPT items they are kept)
@@ -199,7 +239,18 @@ class _Selection:
     not can be skipped unread.
     """
 
-    __slots__ = ("closed", "cursor", "has_large", "known", "probes", "walk", "walked", "wanted", "wanted_raw")
+    __slots__ = (
+        "closed",
+        "cursor",
+        "has_large",
+        "known",
+        "probes",
+        "size",
+        "walk",
+        "walked",
+        "wanted",
+        "wanted_raw",
+    )
 
     def __init__(self, wanted: frozenset[str], walk: bool) -> None:
         self.wanted = wanted
@@ -211,6 +262,7 @@ class _Selection:
         self.cursor: int | None = None
         self.probes = 0
         self.walked = 0
+        self.size = 0  # bytes of the values in ``known``
 
     def give_up_walking(self) -> None:
         self.walk = []
@@ -239,6 +291,9 @@ class JournalFile:
         self._data_payload = DATA_PAYLOAD_OFFSET_COMPACT if self.compact else DATA_PAYLOAD_OFFSET_REGULAR
         self._seqnum_id_hex = h.seqnum_id.hex()
         self._cache = _DataCache(self._load_data)
+        self._cache_bytes = 0  # bytes of values in ``_cache``
+        self._spent = 0  # bytes of values decoded for the entry being read (see ``ENTRY_BUDGET``)
+        self._checked: str | None = None  # the outcome of ``check_structure``, once run
         self._boot_hex: dict[bytes, str] = {}
         self._names: dict[bytes, str] = {}
         self._selections: dict[frozenset[str], _Selection] = {}
@@ -316,50 +371,103 @@ class JournalFile:
                 return flags, size
         return self._object(off, ObjectType.DATA, po)
 
+    def _payload(self, off: int, flags: int, size: int) -> bytes:
+        """The uncompressed payload of the DATA object at ``off`` (header already validated)."""
+        start = off + self._data_payload
+        if size - self._data_payload > MAX_VALUE:
+            raise CorruptJournal(
+                f"DATA object of {size} bytes is larger than the {MAX_VALUE}-byte limit", offset=off
+            )
+        payload = self._buf[start : off + size]
+        if flags:
+            try:
+                payload = decompress(flags, payload, MAX_VALUE)
+            except CorruptJournal as exc:
+                raise CorruptJournal(exc.reason, offset=off) from None
+        return payload
+
     def _data_object(self, off: int) -> tuple[bytes, int, int, int, int, int]:
         """Read the DATA object at ``off``: (payload, hash, next_hash, entry, entry_array, n_entries)."""
-        po = self._data_payload
-        flags, size = self._object(off, ObjectType.DATA, po)
+        flags, size = self._object(off, ObjectType.DATA, self._data_payload)
         (_, _, _, h, next_hash, _nf, entry_off, array_off, n_entries) = DATA_OBJECT.unpack_from(
             self._buf, off
         )
-        payload = self._buf[off + po : off + size]
-        if flags:
-            try:
-                payload = decompress(flags, payload)
-            except CorruptJournal as exc:
-                raise CorruptJournal(exc.reason, offset=off) from None
-        return payload, h, next_hash, entry_off, array_off, n_entries
+        return self._payload(off, flags, size), h, next_hash, entry_off, array_off, n_entries
+
+    def _data_links(self, off: int) -> tuple[int, int, int, int, int]:
+        """(hash, next_hash, entry, entry_array, n_entries) of the DATA object at ``off``, payload unread."""
+        self._object(off, ObjectType.DATA, self._data_payload)
+        (_, _, _, h, next_hash, _nf, entry_off, array_off, n_entries) = DATA_OBJECT.unpack_from(
+            self._buf, off
+        )
+        return h, next_hash, entry_off, array_off, n_entries
+
+    def _payload_head(self, off: int, flags: int, size: int) -> bytes:
+        """At least the first ``_NAME_MAX + 1`` bytes of a compressed DATA payload (all if shorter)."""
+        if size - self._data_payload > MAX_VALUE:
+            raise CorruptJournal(
+                f"DATA object of {size} bytes is larger than the {MAX_VALUE}-byte limit", offset=off
+            )
+        try:
+            return decompress_prefix(flags, self._buf[off + self._data_payload : off + size], _NAME_MAX + 1)
+        except CorruptJournal as exc:
+            raise CorruptJournal(exc.reason, offset=off) from None
+
+    def _name(self, raw_name: bytes) -> str:
+        names = self._names
+        name = names.get(raw_name)
+        if name is None:
+            name = raw_name.decode("utf-8", "surrogateescape")
+            if len(raw_name) <= _NAME_MAX:
+                if len(names) >= _IDS_KEPT:
+                    names.clear()
+                names[raw_name] = name
+        return name
 
     def _load_data(self, off: int) -> tuple[str, Value]:
         """Decode the DATA object at ``off`` to (field, value), keeping it if entries share it."""
         buf = self._buf
         flags, size = self._data_header(off)
-        payload = buf[off + self._data_payload : off + size]
-        if flags:
-            try:
-                payload = decompress(flags, payload)
-            except CorruptJournal as exc:
-                raise CorruptJournal(exc.reason, offset=off) from None
+        payload = self._payload(off, flags, size)
         eq = payload.find(b"=")
         if eq <= 0:
             raise CorruptJournal("DATA object payload is not FIELD=value", offset=off)
+        n = len(payload) - eq - 1
+        spent = self._spent + n
+        if spent > ENTRY_BUDGET:
+            self._spent = 0
+            raise CorruptJournal(
+                f"an entry's values add up to more than the {ENTRY_BUDGET}-byte limit", offset=off
+            )
+        self._spent = spent
         raw_name = payload[:eq]
         name = self._names.get(raw_name)
         if name is None:
-            name = self._names[raw_name] = raw_name.decode("utf-8", "surrogateescape")
-        raw = payload[eq + 1 :]
+            name = self._name(raw_name)
+        value: Value
+        if n <= _CACHE_VALUE_LIMIT:
+            raw = payload[eq + 1 :]
+            try:
+                value = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                value = raw
+            kv = (name, value)
+            if _U64_AT.unpack_from(buf, off + _DATA_N_ENTRIES)[0] > 1:
+                cache = self._cache
+                self._cache_bytes += n
+                if len(cache) >= _CACHE_LIMIT or self._cache_bytes > _CACHE_BYTES:
+                    cache.clear()
+                    self._cache_bytes = n
+                cache[off] = kv
+            return kv
+        # a large value: decoded from a view, so that no second copy of the payload is made
+        view = memoryview(payload)[eq + 1 :]
         try:
-            value: Value = raw.decode("utf-8")
+            value = str(view, "utf-8")
         except UnicodeDecodeError:
-            value = raw
-        kv = (name, value)
-        if len(raw) <= _CACHE_VALUE_LIMIT and _U64_AT.unpack_from(buf, off + _DATA_N_ENTRIES)[0] > 1:
-            cache = self._cache
-            if len(cache) >= _CACHE_LIMIT:
-                cache.clear()
-            cache[off] = kv
-        return kv
+            value = bytes(view)
+        view.release()
+        return name, value
 
     def _field_value(self, off: int) -> tuple[str, Value]:
         """Decode the DATA object at ``off`` to (field, value), caching objects shared by entries."""
@@ -381,6 +489,7 @@ class JournalFile:
             return
         buf = self._buf
         known = sel.known
+        spent = self._spent  # what the walk decodes is not kept for an entry: not the entry's budget
         try:
             while sel.walk and steps > 0:
                 name = sel.walk[-1]
@@ -394,15 +503,18 @@ class JournalFile:
                         raise CorruptJournal(f"the data list of field {name} holds another field", offset=off)
                     if len(kv[1]) <= _CACHE_VALUE_LIMIT:
                         known[off] = kv
+                        sel.size += len(kv[1])
                     else:
                         known[off] = True
                         sel.has_large = True
                     self._touch(off)
-                    off = _U64_AT.unpack_from(buf, off + _DATA_NEXT_FIELD)[0]
+                    nxt = _U64_AT.unpack_from(buf, off + _DATA_NEXT_FIELD)[0]
                     steps -= 1
                     sel.walked += 1
-                    if sel.walked > self._chain_limit:
+                    # writers put each new DATA object at the head of its field's list: offsets fall
+                    if nxt >= off or sel.walked > self._chain_limit:
                         raise CorruptJournal(f"the data list of field {name} loops", offset=off)
+                    off = nxt
                 if off:
                     sel.cursor = off
                 else:
@@ -410,10 +522,12 @@ class JournalFile:
                     sel.cursor = None
             if not sel.walk:
                 sel.closed = True
-            elif sel.walked >= _WALK_CAP or len(known) >= _CACHE_LIMIT:
+            elif sel.walked >= _WALK_CAP or len(known) >= _CACHE_LIMIT or sel.size > _CACHE_BYTES:
                 sel.give_up_walking()
         except CorruptJournal:
             sel.give_up_walking()
+        finally:
+            self._spent = spent
 
     def _probe(self, off: int, sel: _Selection) -> tuple[str, Value] | bool:
         """Whether the DATA object at ``off`` holds a wanted field: its (field, value) if so, else False.
@@ -424,9 +538,9 @@ class JournalFile:
         sel.probes += 1
         if sel.walk and sel.walked < _WALK_FIRST + 2 * sel.probes:
             self._walk(sel, 32)
-            kv = sel.known.get(off)
-            if kv is not None:
-                return self._cache[off] if kv is True else kv
+            got = sel.known.get(off)
+            if got is not None:
+                return self._cache[off] if got is True else got
             if sel.closed:
                 return False
         buf = self._buf
@@ -434,32 +548,45 @@ class JournalFile:
         hit = self._cache.get(off)
         if hit is not None:
             wanted = hit[0] in sel.wanted
-        elif flags:
-            hit = self._cache[off]
+        elif flags and size - self._data_payload <= _PROBE_WHOLE:
+            hit = self._cache[off]  # small: decoded whole (and kept if shared), as a wanted one would be
             wanted = hit[0] in sel.wanted
+        elif flags:
+            # the name only: a large compressed value of an unwanted field is never decoded whole
+            head = self._payload_head(off, flags, size)
+            eq = head.find(b"=")
+            if eq == 0 or (eq < 0 and len(head) <= _NAME_MAX):
+                raise CorruptJournal("DATA object payload is not FIELD=value", offset=off)
+            wanted = eq > 0 and head[:eq] in sel.wanted_raw
         else:
             start = off + self._data_payload
-            eq = buf.find(b"=", start, off + size)
-            if eq <= start:
+            eq = buf.find(b"=", start, min(off + size, start + _NAME_MAX + 1))
+            if eq == start or (eq < 0 and off + size <= start + _NAME_MAX):
                 raise CorruptJournal("DATA object payload is not FIELD=value", offset=off)
-            wanted = buf[start:eq] in sel.wanted_raw
+            # no "=" in the first _NAME_MAX bytes: a name longer than any wanted one
+            wanted = eq > 0 and buf[start:eq] in sel.wanted_raw
         kv: tuple[str, Value] | bool = self._cache[off] if wanted else False
         if _U64_AT.unpack_from(buf, off + _DATA_N_ENTRIES)[0] > 1:
             known = sel.known
-            if len(known) >= _CACHE_LIMIT:
+            if len(known) >= _CACHE_LIMIT or sel.size > _CACHE_BYTES:
                 known.clear()
+                sel.size = 0
                 sel.give_up_walking()
-            if kv is False or len(kv[1]) <= _CACHE_VALUE_LIMIT:  # type: ignore[index]
+            if kv is False:
                 known[off] = kv
+            elif isinstance(kv, tuple) and len(kv[1]) <= _CACHE_VALUE_LIMIT:
+                known[off] = kv
+                sel.size += len(kv[1])
         return kv
 
     def _select(self, items: Sequence[int], fields: Collection[str]) -> list[tuple[str, Value]]:
         """The (field, value) pairs of ``items`` whose field is in ``fields``, in item order."""
         sel = self._selection(fields)
         known = sel.known
-        if sel.closed and not sel.has_large:
-            return list(filter(None, map(known.get, items)))  # type: ignore[misc]
-        pairs = []
+        if sel.closed and not sel.has_large:  # no True in ``known``: False and None filtered out
+            found: list[Any] = list(filter(None, map(known.get, items)))
+            return found
+        pairs: list[tuple[str, Value]] = []
         for item in items:
             kv = known.get(item)
             if kv is None:
@@ -470,15 +597,14 @@ class JournalFile:
                     continue
             elif kv is False:
                 continue
-            if kv is True:
-                kv = self._cache[item]
-            pairs.append(kv)
-        return pairs  # type: ignore[return-value]
+            pairs.append(self._cache[item] if kv is True else kv)
+        return pairs
 
     # -- entry arrays ----------------------------------------------------------------------------
 
     def _array_chain(self, first: int, limit: int | None) -> Iterator[tuple[int, ...]]:
-        """Yield the item tuples of the entry arrays chained from ``first``, zero items dropped.
+        """Yield the items of the entry arrays chained from ``first`` (in tuples of at most
+        ``_ARRAY_CHUNK``), stopping at the first zero item (the unused tail of the last array).
 
         ``limit`` caps the total number of items (a DATA object says how many it has). Entry offsets
         must increase strictly across the whole chain, and each array must lie after the previous.
@@ -486,6 +612,7 @@ class JournalFile:
         buf = self._buf
         compact = self.compact
         width = 4 if compact else 8
+        unpack = _unpack_u32 if compact else _unpack_u64
         remaining = limit
         last_entry = 0
         off = first
@@ -495,28 +622,27 @@ class JournalFile:
             n = (size - ENTRY_ARRAY_ITEMS_OFFSET) // width
             if remaining is not None and n > remaining:
                 n = remaining
-            if compact:
-                items = _unpack_u32(buf, off + ENTRY_ARRAY_ITEMS_OFFSET, n)
-            else:
-                items = _unpack_u64(buf, off + ENTRY_ARRAY_ITEMS_OFFSET, n)
-            if items and items[-1] == 0:  # unused tail of the last array
-                cut = items.index(0)
-                items = items[:cut]
-                nxt_ok = False
-            else:
-                nxt_ok = True
-            if items:
-                if items[0] <= last_entry or any(a >= b for a, b in itertools.pairwise(items)):
-                    raise CorruptJournal(
-                        "entry array is not strictly ascending (corrupt or a loop)", offset=off
-                    )
-                last_entry = items[-1]
-                yield items
-            if remaining is not None:
-                remaining -= len(items)
-                if remaining <= 0:
+            pos = off + ENTRY_ARRAY_ITEMS_OFFSET
+            while n > 0:
+                k = n if n <= _ARRAY_CHUNK else _ARRAY_CHUNK
+                items = unpack(buf, pos, k)
+                pos += k * width
+                n -= k
+                end_of_chain = items[-1] == 0
+                if end_of_chain:  # unused tail of the last array
+                    items = items[: items.index(0)]
+                if items:
+                    if items[0] <= last_entry or any(map(operator.ge, items, items[1:])):
+                        raise CorruptJournal(
+                            "entry array is not strictly ascending (corrupt or a loop)", offset=off
+                        )
+                    last_entry = items[-1]
+                    yield items
+                    if remaining is not None:
+                        remaining -= len(items)
+                if end_of_chain:
                     return
-            if not nxt_ok:
+            if remaining is not None and remaining <= 0:
                 return
             if nxt and nxt <= off:
                 raise CorruptJournal("entry array chain points backwards (a loop)", offset=off)
@@ -528,7 +654,7 @@ class JournalFile:
             yield from items
 
     def _data_entry_offsets(self, data_off: int) -> list[int]:
-        _payload, _h, _nh, entry_off, array_off, n_entries = self._data_object(data_off)
+        _h, _nh, entry_off, array_off, n_entries = self._data_links(data_off)
         if n_entries == 0 or entry_off == 0:
             return []
         out = [entry_off]
@@ -550,11 +676,11 @@ class JournalFile:
         h64 = self._hash(payload)
         n_buckets = h.data_hash_table_size // HASH_ITEM.size
         bucket_off = h.data_hash_table_offset + (h64 % n_buckets) * HASH_ITEM.size
-        off, _tail = HASH_ITEM.unpack_from(self._buf, bucket_off)
+        off: int = HASH_ITEM.unpack_from(self._buf, bucket_off)[0]
         steps = 0
         while off:
-            data, stored, nxt, _e, _a, _n = self._data_object(off)
-            if stored == h64 and data == payload:
+            stored, nxt, _e, _a, _n = self._data_links(off)
+            if stored == h64 and self._data_object(off)[0] == payload:
                 return off
             steps += 1
             if (nxt and nxt <= off) or steps > _MAX_CHAIN:
@@ -568,7 +694,7 @@ class JournalFile:
         payload = name.encode()
         h64 = self._hash(payload)
         n_buckets = h.field_hash_table_size // HASH_ITEM.size
-        off, _tail = HASH_ITEM.unpack_from(self._buf, h.field_hash_table_offset + (h64 % n_buckets) * 16)
+        off: int = HASH_ITEM.unpack_from(self._buf, h.field_hash_table_offset + (h64 % n_buckets) * 16)[0]
         steps = 0
         while off:
             _flags, size = self._object(off, ObjectType.FIELD, FIELD_PAYLOAD_OFFSET)
@@ -587,15 +713,13 @@ class JournalFile:
         if field_off is None:
             return
         _, _, _, _h, _nh, off = FIELD_OBJECT.unpack_from(self._buf, field_off)
-        seen: set[int] = set()
         while off:
-            if off in seen or len(seen) > _MAX_CHAIN:
-                raise CorruptJournal("field's data chain loops", offset=off)
-            seen.add(off)
             payload, _h, _nh, _e, _a, _n = self._data_object(off)
             yield decode(payload[len(name) + 1 :])
-            (next_field,) = struct.unpack_from("<Q", self._buf, off + 32)
-            off = next_field
+            nxt = _U64_AT.unpack_from(self._buf, off + _DATA_NEXT_FIELD)[0]
+            if nxt >= off:  # the list runs towards the start of the file (see ``_walk``)
+                raise CorruptJournal("field's data chain loops", offset=off)
+            off = nxt
 
     def field_entry_offsets(self, name: str) -> set[int]:
         """Offsets of every entry that has field ``name`` at all (any value), via the FIELD object."""
@@ -604,12 +728,10 @@ class JournalFile:
         if field_off is None:
             return out
         _, _, _, _h, _nh, off = FIELD_OBJECT.unpack_from(self._buf, field_off)
-        steps = 0
         while off:
             out.update(self._data_entry_offsets(off))
-            (nxt,) = struct.unpack_from("<Q", self._buf, off + 32)
-            steps += 1
-            if nxt == off or steps > _MAX_CHAIN:
+            nxt = _U64_AT.unpack_from(self._buf, off + _DATA_NEXT_FIELD)[0]
+            if nxt >= off:  # the list runs towards the start of the file (see ``_walk``)
                 raise CorruptJournal("field's data chain loops", offset=off)
             off = nxt
         return out
@@ -642,6 +764,151 @@ class JournalFile:
                 result -= self.field_entry_offsets(name)
         return sorted(result) if result else []
 
+    # -- structure check -------------------------------------------------------------------------
+
+    def check_structure(self) -> str | None:
+        """Why this file is torn or damaged where an indexed read would not notice, or None.
+
+        Run once per file (the outcome is kept); see ``_check_structure`` for what is checked.
+        """
+        if self._checked is None:
+            try:
+                self._check_structure()
+                self._checked = ""
+            except CorruptJournal as exc:
+                self._checked = str(exc)
+        return self._checked or None
+
+    def _check_structure(self) -> None:
+        """Check what a torn or damaged file breaks, reading only the header, the tail object, the
+        global entry-array chain and the first and last entries' headers (no DATA object at all).
+
+        * the header's tail object lies inside the file and has a valid object header;
+        * the entry-array chain from the header is made of ENTRY_ARRAY objects inside the file, each
+          after the previous (so no loop) and no later than the tail object; writers fill each array
+          before they link the next, so every array but the last is full (its first and last items
+          are read: aligned, in ascending order across the chain, inside the file's objects) and the
+          last one's used part is found by bisection (items, then zeros to its end);
+        * the chain holds as many entries as the header counts (in a file still online, a writer may
+          have linked more since: only the header's count is read, and it must be there in full);
+        * the last ``_TAIL_CHECKED`` items are aligned, strictly ascending and inside the objects,
+          and they and the first are valid ENTRY objects with plausible realtime stamps, strictly
+          increasing sequence numbers and, within one boot, non-decreasing monotonic times; in a
+          file closed cleanly the first and last match the header's head and tail sequence numbers
+          and realtime stamps (as ``journalctl --verify`` requires).
+
+        The cost grows with the number of entry arrays (a few dozen), not with the entries.
+        Raises ``CorruptJournal`` with the first inconsistency met.
+        """
+        h = self.header
+        buf = self._buf
+        online = h.state == State.ONLINE
+        tail = h.tail_object_offset
+        if h.n_objects or tail:
+            if tail & 7 or tail < self._first or tail + OBJECT_HEADER_SIZE > self._end:
+                raise CorruptJournal("the header's tail object lies outside the file", offset=tail)
+            otype, _flags, size = OBJECT_HEADER.unpack_from(buf, tail)
+            minimum = _OBJECT_MINIMUM.get(otype)
+            if minimum is None or size < minimum or tail + size > self._end:
+                raise CorruptJournal(
+                    f"the header's tail object is not a valid object (type {otype}, size {size})", offset=tail
+                )
+        elif h.n_entries or h.entry_array_offset:
+            raise CorruptJournal("the header counts entries but no objects")
+        width = 4 if self.compact else 8
+        item = _U32_AT if self.compact else _U64_AT
+        want = h.n_entries
+        found = 0
+        last_entry = 0
+        spans: list[tuple[int, int]] = []  # (position of the first item, used items) per array
+        prev = 0
+        off = h.entry_array_offset
+        while off and not (online and found >= want):
+            if off <= prev:
+                raise CorruptJournal("the entry array chain points backwards (a loop)", offset=off)
+            if off > tail:
+                raise CorruptJournal("an entry array lies beyond the header's tail object", offset=off)
+            _flags, size = self._object(off, ObjectType.ENTRY_ARRAY, ENTRY_ARRAY_ITEMS_OFFSET)
+            nxt = ENTRY_ARRAY_OBJECT.unpack_from(buf, off)[3]
+            pos = off + ENTRY_ARRAY_ITEMS_OFFSET
+            n = (size - ENTRY_ARRAY_ITEMS_OFFSET) // width
+            if n == 0:
+                raise CorruptJournal("an entry array has no room for items", offset=off)
+            used = n
+            if item.unpack_from(buf, pos + (n - 1) * width)[0] == 0:  # the unused end of the last array
+                lo, hi = 0, n - 1  # the first zero item lies in [lo, hi]
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    if item.unpack_from(buf, pos + mid * width)[0]:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                used = lo
+                if nxt:
+                    raise CorruptJournal("the entry array chain goes on after an unused item", offset=off)
+            if online and found + used > want:
+                used = want - found
+            if used:
+                first = item.unpack_from(buf, pos)[0]
+                last = item.unpack_from(buf, pos + (used - 1) * width)[0]
+                if first <= last_entry or last < first or (first | last) & 7:
+                    raise CorruptJournal("entry array items are not aligned and ascending", offset=off)
+                if first < self._first or last > tail:
+                    raise CorruptJournal("an entry array points outside the file's objects", offset=off)
+                last_entry = last
+                spans.append((pos, used))
+                found += used
+            prev = off
+            off = nxt if used == n else 0
+        if found != want:
+            raise CorruptJournal(f"the header counts {want} entries but its entry arrays hold {found}")
+        if not found:
+            return
+        recent: list[int] = []  # the last items, gathered backwards across the arrays
+        for pos, used in reversed(spans):
+            k = min(used, _TAIL_CHECKED - len(recent))
+            unpack = _unpack_u32 if self.compact else _unpack_u64
+            recent[:0] = unpack(buf, pos + (used - k) * width, k)
+            if len(recent) >= _TAIL_CHECKED:
+                break
+        first_entry = item.unpack_from(buf, spans[0][0])[0]
+        if any(a >= b for a, b in itertools.pairwise(recent)) or any(o & 7 for o in recent):
+            raise CorruptJournal("the last entry array items are not aligned and strictly ascending")
+        if recent[0] < self._first or recent[-1] > tail:
+            raise CorruptJournal("an entry array points outside the file's objects", offset=recent[0])
+        tail_heads = [self._entry_head(o) for o in recent]
+        heads = tail_heads if first_entry == recent[0] else [self._entry_head(first_entry), *tail_heads]
+        if any(a[0] >= b[0] for a, b in itertools.pairwise(heads)):
+            raise CorruptJournal("entry sequence numbers are not strictly increasing", offset=last_entry)
+        if any(a[3] == b[3] and a[2] > b[2] for a, b in itertools.pairwise(tail_heads)):
+            raise CorruptJournal("entry monotonic times run backwards within a boot", offset=last_entry)
+        if online:
+            if heads[-1][0] > h.tail_entry_seqnum:
+                raise CorruptJournal("the last entry is newer than the header's tail", offset=last_entry)
+            return
+        if (heads[0][0], heads[0][1]) != (h.head_entry_seqnum, h.head_entry_realtime):
+            raise CorruptJournal("the first entry does not match the header's head entry", offset=first_entry)
+        if (heads[-1][0], heads[-1][1]) != (h.tail_entry_seqnum, h.tail_entry_realtime):
+            raise CorruptJournal("the last entry does not match the header's tail entry", offset=last_entry)
+
+    def _entry_head(self, off: int) -> tuple[int, int, int, bytes]:
+        """(seqnum, realtime, monotonic, boot_id) of the ENTRY object at ``off``, its header validated."""
+        self._check(off, ENTRY_ITEMS_OFFSET, "entry")
+        otype, _flags, size, seqnum, realtime, monotonic, boot_id, _x = ENTRY_OBJECT.unpack_from(
+            self._buf, off
+        )
+        if (
+            otype != _ENTRY
+            or size < ENTRY_ITEMS_OFFSET
+            or off + size > self._end
+            or (size - ENTRY_ITEMS_OFFSET) % self._item_size
+            or (size - ENTRY_ITEMS_OFFSET) // self._item_size > MAX_ITEMS
+        ):
+            raise CorruptJournal(f"expected an ENTRY object, found type {otype} size {size}", offset=off)
+        if not 0 < realtime < REALTIME_MAX:
+            raise CorruptJournal(f"entry has an impossible realtime stamp {realtime}", offset=off)
+        return seqnum, realtime, monotonic, boot_id
+
     # -- entries ---------------------------------------------------------------------------------
 
     def entry_key(self, off: int) -> EntryKey:
@@ -649,6 +916,8 @@ class JournalFile:
         self._object(off, ObjectType.ENTRY, ENTRY_ITEMS_OFFSET)
         self._touch(off)
         _, _, _, seqnum, realtime, monotonic, boot_id, xor_hash = ENTRY_OBJECT.unpack_from(self._buf, off)
+        if not 0 < realtime < REALTIME_MAX:
+            raise CorruptJournal(f"entry has an impossible realtime stamp {realtime}", offset=off)
         return (self.header.seqnum_id, seqnum, boot_id, monotonic, realtime, xor_hash)
 
     def entry_boot_and_time(self, off: int) -> tuple[bytes, int]:
@@ -656,6 +925,8 @@ class JournalFile:
         self._object(off, ObjectType.ENTRY, ENTRY_ITEMS_OFFSET)
         self._touch(off)
         _, _, _, _s, realtime, _m, boot_id, _x = ENTRY_OBJECT.unpack_from(self._buf, off)
+        if not 0 < realtime < REALTIME_MAX:
+            raise CorruptJournal(f"entry has an impossible realtime stamp {realtime}", offset=off)
         return boot_id, realtime
 
     def _entry_items(self, off: int) -> tuple[tuple[int, int, int, bytes, int], Sequence[int]]:
@@ -668,11 +939,16 @@ class JournalFile:
         )
         if otype != _ENTRY or size < ENTRY_ITEMS_OFFSET or off + size > self._end:
             raise CorruptJournal(f"expected an ENTRY object, found type {otype} size {size}", offset=off)
+        if not 0 < realtime < REALTIME_MAX:
+            raise CorruptJournal(f"entry has an impossible realtime stamp {realtime}", offset=off)
         n = (size - ENTRY_ITEMS_OFFSET) // self._item_size
+        if n > MAX_ITEMS:
+            raise CorruptJournal(f"entry has {n} items, more than the limit of {MAX_ITEMS}", offset=off)
         if self.compact:
             items: Sequence[int] = _unpack_u32(buf, off + ENTRY_ITEMS_OFFSET, n)
         else:
             items = _regular_items(buf, off + ENTRY_ITEMS_OFFSET, n)
+        self._spent = 0
         global _ticks
         _ticks += 1 if 0 <= off - self._last < _NEAR else _JUMP
         self._last = off
@@ -682,17 +958,18 @@ class JournalFile:
         return (seqnum, realtime, monotonic, boot_id, xor_hash), items
 
     def _boot(self, boot_id: bytes) -> str:
-        boot_hex = self._boot_hex.get(boot_id)
+        memo = self._boot_hex
+        boot_hex = memo.get(boot_id)
         if boot_hex is None:
-            boot_hex = self._boot_hex[boot_id] = boot_id.hex()
+            if len(memo) >= _IDS_KEPT:
+                memo.clear()
+            boot_hex = memo[boot_id] = boot_id.hex()
         return boot_hex
 
     def entry(self, off: int, fields: Collection[str] | None = None) -> Entry:
         """Decode the entry at ``off``; with ``fields``, only those fields (metadata always)."""
         (seqnum, realtime, monotonic, boot_id, xor_hash), items = self._entry_items(off)
-        boot_hex = self._boot_hex.get(boot_id)
-        if boot_hex is None:
-            boot_hex = self._boot_hex[boot_id] = boot_id.hex()
+        boot_hex = self._boot_hex.get(boot_id) or self._boot(boot_id)
         pairs = list(map(self._cache.__getitem__, items)) if fields is None else self._select(items, fields)
         out: Entry = dict(pairs)
         if len(out) != len(pairs):  # a repeated field: collect its values in order
@@ -723,29 +1000,33 @@ class JournalFile:
         otype, _flags, size, _s, realtime, _m, boot_id, _x = ENTRY_OBJECT.unpack_from(buf, off)
         if otype != _ENTRY or size < ENTRY_ITEMS_OFFSET or off + size > self._end:
             raise CorruptJournal(f"expected an ENTRY object, found type {otype} size {size}", offset=off)
+        if not 0 < realtime < REALTIME_MAX:
+            raise CorruptJournal(f"entry has an impossible realtime stamp {realtime}", offset=off)
         n = (size - ENTRY_ITEMS_OFFSET) // self._item_size
+        if n > MAX_ITEMS:
+            raise CorruptJournal(f"entry has {n} items, more than the limit of {MAX_ITEMS}", offset=off)
         if self.compact:
             items: Sequence[int] = (_U32.get(n) or _layout(_U32, n, "I")).unpack_from(
                 buf, off + ENTRY_ITEMS_OFFSET
             )
         else:
             items = _regular_items(buf, off + ENTRY_ITEMS_OFFSET, n)
+        self._spent = 0
         _ticks += 1 if 0 <= off - self._last < _NEAR else _JUMP
         self._last = off
         if _ticks >= _GUARD_EVERY:
             _ticks = 0
             memory_guard()
+        pairs: list[Any]
         if sel.closed and not sel.has_large:
             pairs = list(filter(None, map(sel.known.get, items)))
         else:
             pairs = self._select(items, fields)
-        out = dict(pairs)
+        out: dict[str, Any] = dict(pairs)
         if len(out) != len(pairs):
-            out = _with_repeats(pairs, None)  # type: ignore[arg-type]
-        boot_hex = self._boot_hex.get(boot_id)
-        if boot_hex is None:
-            boot_hex = self._boot_hex[boot_id] = boot_id.hex()
-        return boot_hex, realtime, out  # type: ignore[return-value]
+            out = _with_repeats(pairs, None)
+        boot_hex = self._boot_hex.get(boot_id) or self._boot(boot_id)
+        return boot_hex, realtime, out
 
     def entries(self, fields: Collection[str] | None = None) -> Iterator[Entry]:
         """Every entry of this file alone, in file order."""

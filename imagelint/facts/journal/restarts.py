@@ -191,7 +191,8 @@ def analyze_restarts(journal: Journal, *, samples: int = 3) -> RestartReport:
         if mid == RESTART_SCHEDULED:
             rec.restart_times.append(t)
             n = _first(e.get("N_RESTARTS"))
-            if n is not None and n.isdigit():
+            # ASCII digits only: str.isdigit() accepts "²", which int() refuses
+            if n is not None and n.isascii() and n.isdigit() and len(n) <= 20:
                 rec.max_n_restarts = max(rec.max_n_restarts or 0, int(n))
         elif mid == UNIT_FAILED:
             result = _first(e.get("UNIT_RESULT")) or "unknown"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from imagelint.facts.journal.journal import Journal
+from imagelint.facts.journal.journal import Journal, sample_text
 from imagelint.facts.journal.patterns import SignalSpec
 from imagelint.facts.journal.restarts import max_in_window
 from imagelint.facts.journal.scan import JournalScan
@@ -68,11 +68,12 @@ def count_signal(
         t = int(e["__REALTIME_TIMESTAMP"])  # type: ignore[call-overload]
         if (since_usec is not None and t < since_usec) or (until_usec is not None and t > until_usec):
             continue
-        message = e.get("MESSAGE")
-        if isinstance(message, list):
-            message = message[0]
-        if isinstance(message, bytes):
-            message = message.decode("utf-8", "replace")
+        value = e.get("MESSAGE")
+        if isinstance(value, list):
+            value = value[0] if value else None
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", "replace")
+        message = value if isinstance(value, str) else None
         if regex is not None and (message is None or not regex.search(message)):
             continue
         boot = str(e["_BOOT_ID"])
@@ -81,7 +82,7 @@ def count_signal(
             rec = per[boot] = SignalBoot(boot)
         rec.times.append(t)
         if message is not None and len(rec.samples) < samples:
-            rec.samples.append(message)
+            rec.samples.append(sample_text(message))
     for rec in per.values():
         rec.times.sort()
     return SignalReport(spec, list(per.values()), journal.scan)
