@@ -9,11 +9,15 @@ Every string from the report goes through ``imagelint.report.escape.for_markdown
 HTML metacharacters become numeric character references, control and invisible characters (newlines
 too) visible escapes, so an image path or message can never break the table, open a link, an
 image, raw HTML, emphasis or a code span, or start a list, heading or fence in a list item.
+
+Rule states are named as in the text format (``imagelint.formats.wording``): "3 rules with findings
+below fail-on" rather than "3 failed", which a passing run made hard to read.
 """
 
 from __future__ import annotations
 
 from imagelint.formats.interface import RenderOptions
+from imagelint.formats.wording import failing_rules, rule_state_words, rule_states
 from imagelint.report import Finding, Outcome, Report, Verdict
 from imagelint.report.escape import for_markdown, neutralise_commands
 
@@ -45,18 +49,17 @@ def _finding_row(finding: Finding, waived: bool = False) -> str:
 def render_markdown(report: Report, max_bytes: int | None = None) -> str:
     """The report as Markdown; at most ``max_bytes`` UTF-8 bytes when given (rows are dropped to fit)."""
     counts = report.counts()
-    rules = counts["rules"]
+    failing = failing_rules(report)
     head = [
         f"## imagelint: {_VERDICT[report.verdict]}",
         "",
         f"{code(report.target.get('kind', ''))} {code(report.target.get('path', ''))} · "
         f"imagelint {cell(report.tool_version)} · fail-on **{cell(report.fail_on.value)}**",
         "",
-        "| failing | findings | waived | errors | rules passed | failed | not applicable | skipped |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| failing | findings | waived | errors | rules |",
+        "|---:|---:|---:|---:|---|",
         f"| {counts['failing']} | {counts['findings']} | {counts['waived']} | {counts['errors']} "
-        f"| {rules[Outcome.PASS]} | {rules[Outcome.FAIL]} | {rules[Outcome.NOT_APPLICABLE]} "
-        f"| {rules[Outcome.SKIPPED]} |",
+        f"| {', '.join(rule_states(report)) or 'none'} |",  # our words only
         "",
     ]
     active = sorted(report.active_findings, key=lambda f: (not f.failing, -f.severity.rank, f.rule_id))
@@ -82,9 +85,9 @@ def render_markdown(report: Report, max_bytes: int | None = None) -> str:
         tail += ["", "</details>"]
     ran = [r for r in report.rules if r.outcome is not Outcome.SKIPPED]
     rules_block = ["", f"<details><summary>Rules evaluated ({len(ran)})</summary>", ""]
-    rules_block += ["| rule | severity | outcome | reason |", "|---|---|---|---|"]
+    rules_block += ["| rule | severity | state | reason |", "|---|---|---|---|"]
     rules_block += [
-        f"| {code(r.rule_id)} {cell(r.name)} | {cell(r.severity.value)} | {cell(r.outcome.value)} "
+        f"| {code(r.rule_id)} {cell(r.name)} | {cell(r.severity.value)} | {rule_state_words(r, failing)} "
         f"| {cell(r.reason)} |"
         for r in ran
     ]

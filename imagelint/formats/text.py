@@ -1,21 +1,52 @@
-"""Human output: findings grouped by severity in a table, then a one-line summary.
+"""Human output: one line per finding for logs and pipes, a table on a terminal; one summary line last.
 
-Colour only when writing to a terminal, and never when NO_COLOR is set (rich honours it).
+Two layouts, chosen by ``RenderOptions.color`` (true only when stdout is a terminal and NO_COLOR is
+unset):
+
+**Lines** (pipes, files, CI logs). Nothing is wrapped or truncated, whatever the width, so grep and
+editors can use every line::
+
+    imagelint 0.1.0 · rootfs /mnt/image · fail-on medium
+
+    == unit ecs.service
+    HIGH IL201 /usr/lib/systemd/system/ecs.service:13: ecs.service is started at boot but ...
+      fix IL201: Install what the unit runs, or disable ...
+
+    == IL107 aws-credentials-file: AWS credentials stored in the image
+    CRITICAL IL107 /root/.aws/credentials:3: /root/.aws/credentials:3 stores an AWS secret ...
+      fix IL107: Remove the file, rotate the key, and use an instance profile.
+
+    FAIL: 12 finding(s) (1 critical, ...) · 11 failing (fail-on=medium) · 2 waived · 0 error(s) · ...
+
+A finding is ``SEVERITY RULE where: message``. Findings are grouped by unit (a ``== unit`` heading per
+unit), then the findings tied to no unit by rule (a ``== RULE`` heading per rule). A rule's remediation
+is shown once, after the first group it appears in. Then: waived findings (``--show-waived`` only), one
+line per rule whose findings the listing cap cut (``RULE: N more finding(s) not listed (K failing)``),
+what could not be checked (``ERROR ...``: each rule that could not run with its reason, and every
+report error), warnings, notes, and exactly one summary line (:func:`imagelint.formats.wording.
+summary_line`): the verdict, the true counts, the rule states in words that cannot be misread.
+
+**Table** (a terminal): the findings in a rich table at the terminal's width (``COLUMNS`` when set,
+as rich does; waived ones too with ``--show-waived``), then the same closing lines as above (cut
+listings, errors, warnings, notes) and the same summary, which rich does not wrap either.
 
 Every string from the report is escaped for the terminal and the CI log (``imagelint.report.escape.
 for_log``: control, bidi and invisible characters as visible escapes, no raw newline inside a finding,
-no line that a GitHub runner would read as a workflow command) and for rich's markup. Lines other
-than the table are not wrapped, so an image string never starts a line; the whole output is checked
-once more for command lines at the end.
+no line that a GitHub runner would read as a workflow command), and, in the table, for rich's markup.
+So an image string can neither break the one-line-per-finding layout nor start a line; the whole
+output is checked once more for command lines at the end.
 """
 
 from __future__ import annotations
 
 import io
 import os
+import shutil
+from collections.abc import Iterable
 
 from imagelint.formats.interface import RenderOptions
-from imagelint.report import Outcome, Report, Verdict
+from imagelint.formats.wording import plural, summary_line
+from imagelint.report import Finding, Outcome, Report, RuleResult, Verdict
 from imagelint.report.escape import for_log, neutralise_commands
 from imagelint.rulepacks import Severity
 
@@ -33,71 +64,177 @@ class TextFormatter:
     name = "text"
 
     def render(self, report: Report, options: RenderOptions) -> str:
-        from rich.console import Console
-        from rich.table import Table
-
-        buffer = io.StringIO()
-        use_color = options.color and "NO_COLOR" not in os.environ
-        console = Console(
-            file=buffer, force_terminal=use_color, no_color=not use_color, width=_width(), highlight=False
-        )
-        target = f"{report.target.get('kind', '')} {report.target.get('path', '')}"
-        console.print(f"imagelint {_escape(report.tool_version)} · {_escape(target)}", soft_wrap=True)
-        shown = [f for f in report.findings if options.show_waived or f.waiver is None]
-        shown.sort(key=lambda f: (-f.severity.rank, f.rule_id, f.location))
-        if shown:
-            table = Table(show_lines=False, expand=False, pad_edge=False)
-            table.add_column("severity", no_wrap=True)
-            table.add_column("rule", no_wrap=True)
-            table.add_column("where", overflow="fold")
-            table.add_column("finding", overflow="fold")
-            for finding in shown:
-                severity = f"[{_STYLE[finding.severity]}]{finding.severity.value}[/]"
-                message = _escape(finding.message) + (
-                    f"\n[dim]waived: {_escape(finding.waiver.get('reason', ''))}[/]" if finding.waiver else ""
-                )
-                table.add_row(severity, _escape(finding.rule_id), _escape(finding.location), message)
-            console.print(table)
-        for line in _merged_errors(report):
-            console.print(f"[bold yellow]error[/] {_escape(line)}", soft_wrap=True)
-        for warning in report.warnings:
-            console.print(f"[yellow]warning[/] {_escape(str(warning))}", soft_wrap=True)
-        for result in report.rules:
-            if result.omitted:
-                console.print(
-                    f"[dim]{_escape(result.rule_id)}: {result.omitted} more findings not listed[/]",
-                    soft_wrap=True,
-                )
-        for note in report.notes:
-            console.print(f"[dim]{_escape(note)}[/]", soft_wrap=True)
-        console.print(_summary(report), style=_VERDICT_STYLE[report.verdict])
-        return neutralise_commands(buffer.getvalue())
+        if options.color and "NO_COLOR" not in os.environ:
+            return neutralise_commands(_table(report, options))
+        return neutralise_commands("".join(line + "\n" for line in _lines(report, options)))
 
 
-def _merged_errors(report: Report) -> list[str]:
-    """One line per distinct problem; several rules meeting the same unreadable file share it."""
-    rules: dict[tuple[str | None, str], list[str]] = {}
+# -- the line layout ----------------------------------------------------------------------------------
+
+
+def _lines(report: Report, options: RenderOptions) -> list[str]:
+    out = [_header(report)]
+    active = [f for f in report.findings if f.waiver is None]
+    remedies = _remediations(report)
+    given: set[str] = set()
+    for heading, group in _groups(report, active):
+        out += ["", heading]
+        out += [finding_line(f) for f in group]
+        for rule_id in dict.fromkeys(f.rule_id for f in group):
+            if rule_id not in given and remedies.get(rule_id):
+                given.add(rule_id)
+                out.append(f"  fix {for_log(rule_id)}: {remedies[rule_id]}")
+    if not active:
+        out += ["", "no findings" if not report.findings else "no findings except waived ones"]
+    waived = [f for f in report.findings if f.waiver is not None]
+    if options.show_waived and waived:
+        out += ["", f"== waived: {plural(len(waived), 'finding')} (shown with --show-waived)"]
+        out += [waived_line(f) for f in _ordered(waived)]
+    tail = _tail(report)
+    if tail:
+        out += ["", *tail]
+    out += ["", summary_line(report)]
+    return out
+
+
+def finding_line(finding: Finding) -> str:
+    """``SEVERITY RULE where: message``, one line whatever the strings hold."""
+    where = for_log(finding.location) or "-"
+    return f"{finding.severity.value.upper()} {for_log(finding.rule_id)} {where}: {for_log(finding.message)}"
+
+
+def waived_line(finding: Finding) -> str:
+    reason = for_log(str((finding.waiver or {}).get("reason", "")))
+    return f"WAIVED {finding_line(finding)} (waiver: {reason})"
+
+
+def _header(report: Report) -> str:
+    target = f"{report.target.get('kind', '')} {report.target.get('path', '')}"
+    return f"imagelint {for_log(report.tool_version)} · {for_log(target)} · fail-on {report.fail_on.value}"
+
+
+def _ordered(findings: Iterable[Finding]) -> list[Finding]:
+    return sorted(findings, key=lambda f: (-f.severity.rank, f.rule_id, f.location))
+
+
+def _groups(report: Report, findings: list[Finding]) -> list[tuple[str, list[Finding]]]:
+    """(heading, findings): one group per unit, most severe first, then one per rule for the rest."""
+    by_unit: dict[str, list[Finding]] = {}
+    by_rule: dict[str, list[Finding]] = {}
+    for finding in findings:
+        if finding.unit:
+            by_unit.setdefault(finding.unit, []).append(finding)
+        else:
+            by_rule.setdefault(finding.rule_id, []).append(finding)
+    titles = {r.rule_id: r.title for r in report.rules}
+    groups: list[tuple[tuple[int, str], str, list[Finding]]] = []
+    for unit, group in by_unit.items():
+        rank = max(f.severity.rank for f in group)
+        groups.append(((-rank, unit), f"== unit {for_log(unit)}", _ordered(group)))
+    units = len(groups)
+    for rule_id, group in by_rule.items():
+        rank = max(f.severity.rank for f in group)
+        title = titles.get(rule_id) or ""
+        name = f"{for_log(rule_id)} {for_log(group[0].rule_name)}" + (f": {for_log(title)}" if title else "")
+        groups.append(((-rank, rule_id), f"== {name}", _ordered(group)))
+    ordered = sorted(groups[:units], key=lambda g: g[0]) + sorted(groups[units:], key=lambda g: g[0])
+    return [(heading, group) for _, heading, group in ordered]
+
+
+def _remediations(report: Report) -> dict[str, str]:
+    """Each rule's remediation on one line (the rule's text, its white space collapsed, escaped)."""
+    texts = {r.rule_id: r.remediation for r in report.rules if r.remediation}
+    for finding in report.findings:
+        texts.setdefault(finding.rule_id, finding.remediation)
+    return {rule_id: for_log(" ".join(text.split())) for rule_id, text in texts.items() if text.strip()}
+
+
+# -- what both layouts end with -----------------------------------------------------------------------
+
+
+def _tail(report: Report) -> list[str]:
+    """Cut listings, what could not be checked, warnings and notes: one line each."""
+    out = [omitted_line(r) for r in report.rules if r.omitted]
+    problems = problem_lines(report)
+    if problems:
+        if out:
+            out.append("")
+        out += ["== could not check everything: the run cannot pass", *problems]
+    if report.warnings or report.notes:
+        if out:
+            out.append("")
+        out += [f"warning: {for_log(str(w))}" for w in report.warnings]
+        out += [for_log(note) for note in report.notes]
+    return out
+
+
+def omitted_line(result: RuleResult) -> str:
+    """``RULE: N more finding(s) not listed (K failing)``: the listing cap cut them, the counts have them."""
+    extra = f", {result.omitted_waived} waived" if result.omitted_waived else ""
+    return (
+        f"{for_log(result.rule_id)}: {result.omitted} more finding(s) not listed "
+        f"({result.omitted_failing} failing{extra})"
+    )
+
+
+def problem_lines(report: Report) -> list[str]:
+    """One ``ERROR`` line per rule that could not run (with its reason) and per distinct report error.
+
+    A rule that could not run usually has a report error saying the same thing: that error is not
+    repeated for it. Several rules meeting the same unreadable file share one line.
+    """
+    out: list[str] = []
+    stated: set[tuple[str, str]] = set()
+    for result in report.rules:
+        if result.outcome is Outcome.ERROR:
+            reason = for_log(result.reason or "no reason given")
+            out.append(f"ERROR {for_log(result.rule_id)} could not run: {reason}")
+            stated.add((result.rule_id, result.reason))
+    merged: dict[tuple[str | None, str], list[str]] = {}
     for error in report.errors:
-        rules.setdefault((error.where, error.message), []).append(error.rule_id or "")
-    lines = []
-    for (where, message), ids in rules.items():
-        named = ", ".join(i for i in dict.fromkeys(ids) if i)
-        lines.append((f"{named}: " if named else "") + (f"{where}: {message}" if where else message))
-    return lines
+        text = f"{error.where}: {error.message}" if error.where else error.message
+        if error.rule_id and ((error.rule_id, text) in stated or (error.rule_id, error.message) in stated):
+            continue
+        merged.setdefault((error.where, error.message), []).append(error.rule_id or "")
+    for (where, message), ids in merged.items():
+        named = ",".join(for_log(i) for i in dict.fromkeys(ids) if i)
+        text = for_log(f"{where}: {message}" if where else message)
+        out.append(f"ERROR {named} {text}" if named else f"ERROR {text}")
+    return out
 
 
-def _summary(report: Report) -> str:
-    counts = report.counts()
-    rules = counts["rules"]
-    severities = ", ".join(f"{n} {s}" for s, n in reversed(counts["by_severity"].items()) if n)
-    parts = [
-        f"{counts['findings']} finding(s)" + (f" ({severities})" if severities else ""),
-        f"{counts['failing']} at or above fail-on={report.fail_on.value}",
-        f"{counts['waived']} waived",
-        f"rules: {rules[Outcome.PASS]} passed, {rules[Outcome.FAIL]} failed, "
-        f"{rules[Outcome.NOT_APPLICABLE]} not applicable, {rules[Outcome.ERROR]} errors",
-    ]
-    return f"{report.verdict.value.upper()}: " + " · ".join(parts)
+# -- the table layout ---------------------------------------------------------------------------------
+
+
+def _table(report: Report, options: RenderOptions) -> str:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=True, width=_width(), highlight=False)
+    console.print(escape(_header(report)), soft_wrap=True)
+    shown = _ordered(f for f in report.findings if options.show_waived or f.waiver is None)
+    if shown:
+        table = Table(show_lines=False, expand=False, pad_edge=False)
+        table.add_column("severity", no_wrap=True)
+        table.add_column("rule", no_wrap=True)
+        table.add_column("where", overflow="fold")
+        table.add_column("finding", overflow="fold")
+        for finding in shown:
+            severity = f"[{_STYLE[finding.severity]}]{finding.severity.value}[/]"
+            message = _escape(finding.message)
+            if finding.waiver:
+                message += f"\n[dim]waived: {_escape(finding.waiver.get('reason', ''))}[/]"
+            table.add_row(severity, _escape(finding.rule_id), _escape(finding.location), message)
+        console.print(table)
+    else:
+        console.print("no findings" if not report.findings else "no findings except waived ones")
+    for line in _tail(report):
+        style = "bold yellow" if line.startswith(("ERROR ", "== ")) else "dim"
+        console.print(f"[{style}]{escape(line)}[/]" if line else "", soft_wrap=True)
+    console.print(summary_line(report), style=_VERDICT_STYLE[report.verdict], soft_wrap=True)
+    return buffer.getvalue()
 
 
 def _escape(text: object) -> str:
@@ -108,10 +245,8 @@ def _escape(text: object) -> str:
 
 
 def _width() -> int:
-    try:
-        return max(80, os.get_terminal_size().columns)
-    except OSError:
-        return 120
+    """The terminal's width: ``COLUMNS`` when set, else the terminal's size (rich's rule too)."""
+    return shutil.get_terminal_size(fallback=(80, 24)).columns
 
 
 FORMATTER = TextFormatter()
