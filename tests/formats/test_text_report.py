@@ -43,6 +43,8 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 def _mask(text: str, image: Path) -> str:
     for path in sorted({str(image.resolve()), str(image)}, key=len, reverse=True):
         text = text.replace(path, "<IMAGE>")
+    for path in sorted({str(image.parent.resolve()), str(image.parent)}, key=len, reverse=True):
+        text = text.replace(path, "<WORK>")
     text = text.replace(str(REPO), "<REPO>")
     return text.replace(f"imagelint {imagelint.__version__} ", "imagelint <VERSION> ")
 
@@ -86,9 +88,10 @@ def sample_audit(
         cwd=REPO,
     )
     report = work / "report.json"
-    proc = run_cli(
-        "audit", str(image), "-c", str(SAMPLE_CONFIG), "-f", "text", "-f", f"json:{report}", cwd=work
-    )
+    # the snapshot must not change on the day the sample's waiver expires: pin its date far ahead
+    config = work / "sample.imagelint.yaml"
+    config.write_text(re.sub(r"expires: \S+", "expires: 2999-12-31", SAMPLE_CONFIG.read_text()))
+    proc = run_cli("audit", str(image), "-c", str(config), "-f", "text", "-f", f"json:{report}", cwd=work)
     assert proc.returncode == 1, proc.stderr  # the sample has failing findings
     return image, proc, report
 
