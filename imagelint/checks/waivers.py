@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from imagelint.checks import register
 from imagelint.checks.base import CheckContext, CheckKind, Observation
@@ -12,8 +12,13 @@ from imagelint.checks.base import CheckContext, CheckKind, Observation
 class WaiverExpired(CheckKind):
     name = "config.waiver_expired"
     summary = "Fires for each waiver in the configuration whose expiry date has passed."
-    parameters: dict[str, Any] = {}
-    variables = {"rule": "the waived rule", "expires": "expiry date", "owner": "owner", "source": "file:line"}
+    parameters: ClassVar[dict[str, Any]] = {}
+    variables: ClassVar[dict[str, str]] = {
+        "rule": "the waived rule",
+        "expires": "expiry date",
+        "owner": "owner",
+        "source": "file:line",
+    }
 
     def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
         return [
