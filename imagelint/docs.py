@@ -82,6 +82,8 @@ def _rule_section(rule: Rule) -> list[str]:
 
 def _type(schema: dict[str, object]) -> str:
     if "enum" in schema:
-        return "one of " + ", ".join(str(v) for v in schema["enum"])  # type: ignore[attr-defined]
+        values = schema["enum"]
+        listed = values if isinstance(values, (list, tuple)) else [values]
+        return "one of " + ", ".join(str(v) for v in listed)
     kind = schema.get("type", "any")
     return "/".join(kind) if isinstance(kind, list) else str(kind)

@@ -16,10 +16,14 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from imagelint.errors import UsageError
+
+if TYPE_CHECKING:
+    from imagelint.facts.systemd import UnitIndex
 
 FORMATS = ("text", "json")
 ARROW = " → "
@@ -99,24 +103,65 @@ UNITS_SCHEMA: dict[str, Any] = {
 }
 
 
-def units_document(root: Path) -> dict[str, Any]:
-    """The JSON document of ``imagelint units`` (see UNITS_SCHEMA)."""
+def build_index(root: Path) -> UnitIndex:
+    """The unit index of the image at ``root``; UsageError if it is not a directory."""
     from imagelint.facts.systemd import UnitIndex
     from imagelint.targets.rootfs import RootfsTarget
 
     if not root.is_dir():
         raise UsageError(f"{root}: not a directory (give the root of a mounted image)")
-    index = UnitIndex.build(RootfsTarget(root))
-    return {"root": str(root), **index.to_dict()}
+    return UnitIndex.build(RootfsTarget(root))
+
+
+def units_document(root: Path) -> dict[str, Any]:
+    """The JSON document of ``imagelint units`` (see UNITS_SCHEMA)."""
+    return {"root": str(root), **build_index(root).to_dict()}
+
+
+def write_units_json(root: Path, index: UnitIndex, out: TextIO) -> None:
+    """Write ``json.dumps(units_document(root), indent=1, ensure_ascii=False)`` and a newline, the
+    same text, one unit at a time: the whole document is never held in memory."""
+    head: dict[str, Any] = {
+        "root": str(root),
+        "search_path": list(index.search_path),
+        "default_target": index.default_target,
+    }
+    out.write("{")
+    for key, value in head.items():
+        out.write(f"\n {_dump(key)}: {_indented(_dump(value), 1)},")
+    out.write(f"\n {_dump('units')}: ")
+    _write_array(out, (index.units[name].to_dict() for name in sorted(index.units)))
+    out.write(f",\n {_dump('problems')}: ")
+    _write_array(out, (p.to_dict() for p in index.problems))
+    out.write("\n}\n")
+
+
+def _dump(value: object) -> str:
+    return json.dumps(value, indent=1, ensure_ascii=False)
+
+
+def _indented(text: str, level: int) -> str:
+    # JSON text has no raw newline inside a string: every newline is json's own indentation
+    return text.replace("\n", "\n" + " " * level)
+
+
+def _write_array(out: TextIO, items: Iterable[object]) -> None:
+    """An array at nesting level 1 of an ``indent=1`` document."""
+    first = True
+    for item in items:
+        out.write("[\n  " if first else ",\n  ")
+        out.write(_indented(_dump(item), 2))
+        first = False
+    out.write("[]" if first else "\n ]")
 
 
 def run_units(root: Path, output_format: str, *, color: bool | None = None) -> int:
     if output_format not in FORMATS:
         raise UsageError(f"--format {output_format!r}: use one of {', '.join(FORMATS)}")
-    document = units_document(root)
     if output_format == "json":
-        sys.stdout.write(json.dumps(document, indent=1, ensure_ascii=False) + "\n")
+        write_units_json(root, build_index(root), sys.stdout)
         return 0
+    document = units_document(root)
     if color is None:
         color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
     sys.stdout.write(render_text(document, color=color))

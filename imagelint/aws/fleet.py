@@ -16,6 +16,7 @@ config and rule packs are shipped to every instance as in ``imagelint ami``
 
 from __future__ import annotations
 
+import functools
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -161,7 +162,7 @@ def _combine(
         iid = str(invocation["InstanceId"])
         try:
             remote = ssm_ops.fetch_reports(
-                clients.s3, plan, iid, lambda i=invocation: _details(clients, command_id, dict(i))
+                clients.s3, plan, iid, functools.partial(_details, clients, command_id, dict(invocation))
             )
             labelled = [
                 ("soak" if "soak" in r.get("scopes", []) else "audit", report_from_dict(r)) for r in remote

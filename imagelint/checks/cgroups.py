@@ -6,16 +6,19 @@ host has no memory controller to count.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from imagelint.checks import register
 from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation
 
+if TYPE_CHECKING:
+    from imagelint.soak.facts import SoakFacts
+
 _SERIES = {"series": {"enum": ["dying", "live"], "default": "dying", "description": "which count"}}
 
 
-def _soak(ctx: CheckContext) -> Any:
-    soak = ctx.soak
+def _soak(ctx: CheckContext) -> SoakFacts:
+    soak: SoakFacts | None = ctx.soak
     if soak is None:
         raise NotApplicable("no soak measurements in this run (use `imagelint soak`)")
     if not soak.has_memory_counts:
@@ -23,7 +26,7 @@ def _soak(ctx: CheckContext) -> Any:
     return soak
 
 
-def _attribution(soak: Any, delta: float) -> str:
+def _attribution(soak: SoakFacts, delta: float) -> str:
     from imagelint.soak.restarts import attribution_text
 
     text = attribution_text(delta, soak.result.restart_deltas())

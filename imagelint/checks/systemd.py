@@ -16,12 +16,18 @@ from __future__ import annotations
 
 import fnmatch
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from imagelint.checks import register
 from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation
 from imagelint.errors import ImageReadError
+
+if TYPE_CHECKING:  # imported where used: rules that never touch units do not pay for them
+    from imagelint.facts.systemd import Assignment, Unit, UnitIndex
+    from imagelint.facts.systemd.manager import ManagerDefaults
+    from imagelint.live import LiveState, LiveUnit
 
 ARROW = " → "
 ENABLED_STATES = ("enabled", "enabled-runtime", "linked", "linked-runtime")
@@ -64,11 +70,11 @@ _AT_BOOT = {
 # -- shared facts ---------------------------------------------------------------------------------
 
 
-def unit_index(ctx: CheckContext) -> Any:
+def unit_index(ctx: CheckContext) -> UnitIndex:
     """The run's unit index, built once and accounted for in the report."""
     from imagelint.facts.systemd import UnitIndex
 
-    def build() -> Any:
+    def build() -> UnitIndex:
         index = UnitIndex.build(ctx.target)
         ctx.record(
             "systemd_units",
@@ -81,25 +87,26 @@ def unit_index(ctx: CheckContext) -> Any:
         )
         return index
 
-    index = ctx.fact("systemd.index", build)
+    index: UnitIndex = ctx.fact("systemd.index", build)
     if not index.units and not index.problems:
         raise NotApplicable("no systemd unit files in the image")
     return index
 
 
-def _manager_defaults(ctx: CheckContext) -> Any:
+def _manager_defaults(ctx: CheckContext) -> ManagerDefaults:
     from imagelint.facts.systemd.manager import ManagerDefaults
 
-    def build() -> Any:
+    def build() -> ManagerDefaults:
         defaults = ManagerDefaults.load(ctx.target)
         for p in defaults.problems:
             ctx.warn(p.path if p.line is None else f"{p.path}:{p.line}", p.message)
         return defaults
 
-    return ctx.fact("systemd.manager", build)
+    defaults: ManagerDefaults = ctx.fact("systemd.manager", build)
+    return defaults
 
 
-def _enabling_links(ctx: CheckContext, index: Any) -> dict[str, list[str]]:
+def _enabling_links(ctx: CheckContext, index: UnitIndex) -> dict[str, list[str]]:
     """unit name -> the ``X.wants/NAME`` (``.requires``, ``.upholds``) links that name it, by path."""
 
     def build() -> dict[str, list[str]]:
@@ -113,7 +120,8 @@ def _enabling_links(ctx: CheckContext, index: Any) -> dict[str, list[str]]:
                     found.setdefault(name, []).append(f"{sub}/{name}")
         return found
 
-    return ctx.fact("systemd.enabling_links", build)
+    links: dict[str, list[str]] = ctx.fact("systemd.enabling_links", build)
+    return links
 
 
 def _wanting_target(link: str) -> str:
@@ -121,7 +129,7 @@ def _wanting_target(link: str) -> str:
     return parent[: parent.rfind(".")]
 
 
-def boot_chain(ctx: CheckContext, index: Any, unit: Any) -> list[str] | None:
+def boot_chain(ctx: CheckContext, index: UnitIndex, unit: Unit) -> list[str] | None:
     """The chain that starts ``unit`` at boot, or None (see the module docstring for partial trees)."""
     if unit.boot_chain is not None:
         return list(unit.boot_chain)
@@ -134,7 +142,7 @@ def boot_chain(ctx: CheckContext, index: Any, unit: Any) -> list[str] | None:
     return None
 
 
-def _matches(unit: Any, globs: list[str] | tuple[str, ...]) -> bool:
+def _matches(unit: Unit, globs: Sequence[str]) -> bool:
     candidates = [unit.name, *(unit.aliases or ())]
     if unit.unit_id:
         candidates.append(unit.unit_id)
@@ -146,18 +154,18 @@ def _matches(unit: Any, globs: list[str] | tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatchcase(c, g) for c in candidates for g in globs)
 
 
-def _selected(unit: Any, params: dict[str, Any]) -> bool:
+def _selected(unit: Unit, params: dict[str, Any]) -> bool:
     include = params.get("units")
     if include and not _matches(unit, include):
         return False
     return not _matches(unit, params.get("exclude_units", ()))
 
 
-def _distinct(index: Any) -> list[Any]:
+def _distinct(index: UnitIndex) -> list[Unit]:
     """One entry per loaded unit (aliases folded into the unit they name), templates left out."""
     from imagelint.facts.systemd import names
 
-    seen: dict[str, Any] = {}
+    seen: dict[str, Unit] = {}
     for unit in index:
         if unit.state == "alias" or unit.loaded is None:
             continue
@@ -169,7 +177,7 @@ def _distinct(index: Any) -> list[Any]:
     return list(seen.values())
 
 
-def _base_evidence(ctx: CheckContext, index: Any, unit: Any) -> dict[str, Any]:
+def _base_evidence(ctx: CheckContext, index: UnitIndex, unit: Unit) -> dict[str, Any]:
     chain = boot_chain(ctx, index, unit)
     return {
         "state": unit.state,
@@ -258,7 +266,7 @@ class ExecMissing(CheckKind):
         include_ignored = params.get("include_ignored", False)
         found = []
         for unit in _distinct(index):
-            if not _selected(unit, params) or unit.loaded.status != "loaded":
+            if not _selected(unit, params) or unit.loaded is None or unit.loaded.status != "loaded":
                 continue
             chain = boot_chain(ctx, index, unit)
             if chain is None:
@@ -266,8 +274,8 @@ class ExecMissing(CheckKind):
             unit_id = unit.unit_id or unit.name
             if execs.skipped_by(execs.conditions(ctx.target, unit.assignments, unit_id)):
                 continue
-            problems: list[tuple[Any, str]] = []  # (assignment, text)
-            by_exe: dict[tuple[str, str], list[Any]] = {}
+            problems: list[tuple[Assignment, str]] = []  # (assignment, text)
+            by_exe: dict[tuple[str, str], list[Assignment]] = {}
             search = unit.get_value("Service", "ExecSearchPath")
             search_path = tuple(p for p in search.split(":") if p) if search else None
             for key in execs.EXEC_KEYS:
@@ -315,10 +323,10 @@ class _Value:
 
 
 def _unit_setting(
-    unit: Any, keys: tuple[tuple[str, str], ...], parse: Any
+    unit: Unit, keys: tuple[tuple[str, str], ...], parse: Callable[[str], float]
 ) -> tuple[_Value | None, str | None]:
     """The last assignment of any of ``keys`` (section, key) in file order; (None, error) if invalid."""
-    last = None
+    last: Assignment | None = None
     for a in unit.assignments:
         if (a.section, a.key) in keys:
             last = None if a.value == "" else a
@@ -358,7 +366,7 @@ class RestartUnbounded(CheckKind):
         for unit in _distinct(index):
             if names.unit_type(unit.name) != "service" or not _selected(unit, params):
                 continue
-            if unit.loaded.status != "loaded":
+            if unit.loaded is None or unit.loaded.status != "loaded":
                 continue
             restart = unit.get("Service", "Restart")
             if not restart or restart[-1].value == "no":
@@ -510,7 +518,7 @@ class UnitUnexpected(CheckKind):
         return found
 
     @staticmethod
-    def _packaged(ctx: CheckContext, unit: Any) -> bool:
+    def _packaged(ctx: CheckContext, unit: Unit) -> bool:
         for name in (unit.name, *unit.aliases):
             if ctx.target.lstat(f"{DSH_STATE}/{name}.dsh-also") is not None:
                 return True
@@ -547,7 +555,11 @@ class UnitBroken(CheckKind):
         index = unit_index(ctx)
         found: list[Observation] = []
         for unit in _distinct(index):
-            if not _selected(unit, params) or unit.loaded.status not in ("loaded", "error"):
+            if (
+                not _selected(unit, params)
+                or unit.loaded is None
+                or unit.loaded.status not in ("loaded", "error")
+            ):
                 continue
             chain = boot_chain(ctx, index, unit)
             if params.get("at_boot") and chain is None:
@@ -569,21 +581,21 @@ class UnitBroken(CheckKind):
 
             for p in index.problems:
                 base = p.path.rsplit("/", 1)[-1]
-                unit = base if names.is_valid(base) else None
+                unit_name = base if names.is_valid(base) else None
                 where = p.path if p.line is None else f"{p.path}:{p.line}"
                 found.append(
                     Observation(
                         where,
                         path=p.path,
                         line=p.line,
-                        unit=unit,
+                        unit=unit_name,
                         evidence={"where": where, "problem": p.message, "chain": ""},
                     )
                 )
         return found
 
     @staticmethod
-    def _problems(index: Any, unit: Any, unit_id: str) -> list[tuple[str | None, int | None, str]]:
+    def _problems(index: UnitIndex, unit: Unit, unit_id: str) -> list[tuple[str | None, int | None, str]]:
         from imagelint.facts.systemd import names, split_words
         from imagelint.facts.systemd.specifiers import SpecifierError, expand
 
@@ -634,8 +646,8 @@ class UnitBroken(CheckKind):
 # -- live kinds (scope host) ---------------------------------------------------------------------
 
 
-def _live(ctx: CheckContext) -> Any:
-    live = getattr(ctx, "live", None)
+def _live(ctx: CheckContext) -> LiveState:
+    live: LiveState | None = getattr(ctx, "live", None)
     if live is None:
         raise NotApplicable("not a live run (use `imagelint audit --live` on the running host)")
     ctx.record("systemd_live", live.to_dict)
@@ -646,7 +658,7 @@ def _live(ctx: CheckContext) -> Any:
     return live
 
 
-def _live_evidence(u: Any) -> dict[str, Any]:
+def _live_evidence(u: LiveUnit) -> dict[str, Any]:
     return {
         "active_state": u.active_state,
         "sub_state": u.sub_state,

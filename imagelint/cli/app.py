@@ -11,14 +11,15 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, ParamSpec, TypeVar
 
 import typer
 
 from imagelint import __version__
 from imagelint.errors import ExitCode, ImageLintError, UsageError
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 pass · 1 findings at or above --fail-on · 2 bad usage, rule pack or config · "
@@ -46,11 +47,11 @@ def fail(message: str, code: ExitCode) -> typer.Exit:
     return typer.Exit(int(code))
 
 
-def friendly(func: F) -> F:
+def friendly(func: Callable[P, R]) -> Callable[P, R]:
     """Turn ImageLintError into one line on stderr and its exit code."""
 
     @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return func(*args, **kwargs)
         except ImageLintError as exc:
@@ -58,7 +59,7 @@ def friendly(func: F) -> F:
         except KeyboardInterrupt:
             raise fail("interrupted", ExitCode.INCONCLUSIVE) from None
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper
 
 
 def _version(value: bool) -> None:

@@ -13,7 +13,7 @@ and every unit reached at boot.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +26,7 @@ from imagelint.facts.systemd.namemap import NameMap
 from imagelint.facts.systemd.parser import WordSyntaxError, split_words
 from imagelint.facts.systemd.paths import LookupPaths
 from imagelint.facts.systemd.presets import Presets
-from imagelint.facts.systemd.sources import ImageTree, join
+from imagelint.facts.systemd.sources import DirectoryTooLargeError, ImageTree, join
 from imagelint.facts.systemd.specifiers import SpecifierError, expand
 from imagelint.targets.rootfs import FileKind, RootfsTarget
 
@@ -34,19 +34,44 @@ PULL_KEYS = ("Wants", "Requires", "BindsTo", "Upholds")
 TRIGGER_KEYS = {"socket": ("Socket", "Service"), "timer": ("Timer", "Unit"), "path": ("Path", "Unit")}
 
 
-@dataclass
+@dataclass(slots=True)
 class LoadedUnit:
-    """One unit as the service manager would load it: fragment, drop-ins, merged assignments."""
+    """One unit as the service manager would load it: fragment, drop-ins, merged assignments.
+
+    The assignments are read from the files again when first asked for, then kept: an index of
+    many units holds only those of the units walked at boot and of those a rule looked at.
+    """
 
     unit_id: str
-    names: list[str]
+    names: tuple[str, ...]
     fragment: str | None
     # "loaded"; "masked" (empty or /dev/null); "not-found" (a link to a missing file); "error"
     # (systemd refuses the file: bad section header, unclean UTF-8, over-long line; what came
     # before is kept); "unread" (imagelint could not read it: over the read cap, a loop...)
     status: str = "loaded"
-    dropins: list[str] = field(default_factory=list)
-    assignments: list[Assignment] = field(default_factory=list)
+    dropins: tuple[str, ...] = ()  # those that add assignments, in order
+    source: ImageTree | None = field(default=None, repr=False, compare=False)
+    _assignments: list[Assignment] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def assignments(self) -> list[Assignment]:
+        """The fragment's assignments (when it was read), then each drop-in's, in file order."""
+        if self._assignments is None:
+            self._assignments = self._read_assignments()
+        return self._assignments
+
+    def _read_assignments(self) -> list[Assignment]:
+        if self.source is None:
+            return []
+        files = list(self.dropins)
+        if self.fragment is not None and self.status in ("loaded", "error"):
+            files.insert(0, self.fragment)
+        found: list[Assignment] = []
+        for path in files:
+            parsed = self.source.parse(path)
+            if isinstance(parsed, ParsedFile):
+                found.extend(parsed.assignments)
+        return found
 
     @property
     def masked(self) -> bool:
@@ -58,7 +83,7 @@ class LoadedUnit:
         return self.status not in ("masked", "not-found")
 
 
-@dataclass
+@dataclass(slots=True)
 class Unit:
     """One unit name of the image, in the vocabulary of ``systemctl list-unit-files``."""
 
@@ -181,6 +206,8 @@ class _Builder:
         self.namemap = NameMap.build(self.tree, self.lookup)
         self.problems.extend(self.namemap.problems)
         self.groups, alias_errors = self.namemap.names_by_unit()
+        for unit_id in [u for u, group in self.groups.items() if group == [u]]:
+            del self.groups[unit_id]  # a unit known by its own name only (most of them): implied
         for name, exc in alias_errors.items():
             self.problems.append(
                 exc.problem(name) if exc.path else Problem(self.namemap.entry_paths[name], None, exc.message)
@@ -190,7 +217,9 @@ class _Builder:
         for directory in self.lookup.search_path:
             for name, kind in sorted((self.tree.entries(directory) or {}).items()):
                 if name not in listed and names.is_valid(name) and kind in (FileKind.FILE, FileKind.SYMLINK):
-                    listed[name] = join(directory, name)
+                    path = join(directory, name)
+                    same = self.namemap.entry_paths.get(name)
+                    listed[name] = same if same == path else path  # one string for both, if equal
         wanted = self._link_dir_names()
 
         units: dict[str, Unit] = {}
@@ -268,13 +297,13 @@ class _Builder:
             path=path,
             unit_id=unit_id,
             fragment=loaded.fragment if loaded else None,
-            dropins=tuple(loaded.dropins) if loaded else (),
+            dropins=loaded.dropins if loaded else (),
             aliases=aliases,
             masked=loaded.masked if loaded else lookup.state in ("masked", "masked-runtime"),
             loaded=loaded,
         )
 
-    def _unit_names(self, unit_id: str) -> list[str]:
+    def _unit_names(self, unit_id: str) -> tuple[str, ...]:
         found = set(self.groups.get(unit_id, ()))
         found.add(unit_id)
         if names.name_kind(unit_id) is names.NameKind.INSTANCE:
@@ -284,7 +313,7 @@ class _Builder:
             for alias in self.groups.get(template, ()):
                 if names.name_kind(alias) is names.NameKind.TEMPLATE:
                     found.add(names.replace_instance(alias, instance))
-        return sorted(found, key=lambda n: (n != unit_id, n))
+        return tuple(sorted(found, key=lambda n: (n != unit_id, n)))
 
     # -- loading --------------------------------------------------------------------------------
 
@@ -292,7 +321,7 @@ class _Builder:
         if unit_id in self.loaded:
             return self.loaded[unit_id]
         unit_names = self._unit_names(unit_id)
-        loaded = LoadedUnit(unit_id, unit_names, fragment)
+        loaded = LoadedUnit(unit_id, unit_names, fragment, source=self.tree)
         status = self._merge(loaded, fragment, main=True)
         if status == "masked":
             loaded.status = "masked"
@@ -313,6 +342,8 @@ class _Builder:
             return "masked"
         try:
             kind = self.tree.kind_follow(path)
+        except DirectoryTooLargeError:
+            raise
         except ImageReadError as exc:
             self.problems.append(Problem(path, None, f"not read: {exc.reason}"))
             kind = FileKind.OTHER
@@ -333,11 +364,10 @@ class _Builder:
         if parsed.size == 0:
             return "masked"
         if not main:
-            loaded.dropins.append(path)
+            loaded.dropins = (*loaded.dropins, path)
         self._record_parse(parsed)
         if parsed.fatal is not None:
             loaded.status = "error"
-        loaded.assignments.extend(parsed.assignments)
         return "ok"
 
     def _record_parse(self, parsed: ParsedFile) -> None:
@@ -374,7 +404,7 @@ class _Builder:
             return False
         return st is not None and st.kind is FileKind.DIR
 
-    def _find_files(self, unit_names: list[str], dir_suffix: str, file_suffix: str | None) -> list[str]:
+    def _find_files(self, unit_names: Sequence[str], dir_suffix: str, file_suffix: str | None) -> list[str]:
         dirs: list[str] = []
         for directory in self.lookup.search_path:
             for name in unit_names:

@@ -29,7 +29,7 @@ from imagelint.facts.systemd import names
 from imagelint.facts.systemd.model import ParsedFile, Problem
 from imagelint.facts.systemd.parser import WordSyntaxError, split_words
 from imagelint.facts.systemd.paths import PERSISTENT_CONFIG, LookupPaths, basename, parent_of, path_startswith
-from imagelint.facts.systemd.sources import ImageTree, join
+from imagelint.facts.systemd.sources import DirectoryTooLargeError, ImageTree, join
 from imagelint.facts.systemd.specifiers import SpecifierError, expand
 from imagelint.targets.rootfs import FileKind
 
@@ -56,7 +56,7 @@ class InstallError(Exception):
         return Problem(self.path, self.line, self.message)
 
 
-@dataclass
+@dataclass(slots=True)
 class InstallInfo:
     name: str
     path: str | None = None
@@ -73,7 +73,7 @@ class InstallInfo:
         return bool(self.aliases or self.wanted_by or self.required_by)
 
 
-@dataclass
+@dataclass(slots=True)
 class _DirLinks:
     """The symlinks of one search directory, indexed for find_symlinks_in_directory()."""
 
@@ -83,7 +83,7 @@ class _DirLinks:
     top_by_dest: dict[str, list[str]] = field(default_factory=dict)  # target basename -> link names
 
 
-@dataclass
+@dataclass(slots=True)
 class Lookup:
     """The outcome of one state lookup."""
 
@@ -207,6 +207,8 @@ class InstallResolver:
         else:
             try:
                 kind = self.tree.kind_follow(path)
+            except DirectoryTooLargeError:
+                raise
             except ImageReadError as exc:
                 raise InstallError("ELOOP", exc.reason, path) from None
             if kind is None:
@@ -315,10 +317,11 @@ class InstallResolver:
         """
         return target == "/dev/null"
 
-    def _load_or_readlink(self, ctx: dict[str, InstallInfo], info: InstallInfo, path: str) -> None:
+    def _load_or_readlink(self, ctx: dict[str, InstallInfo], info: InstallInfo, path: str) -> str | None:
+        """Load ``path`` as the unit's file, or read it as a link; returns the mode it gave ``info``."""
         try:
             self._load(ctx, info, path, dropin=False)
-            return
+            return info.mode
         except InstallError as exc:
             if exc.code != "ELOOP" or self.tree.kind(path) is not FileKind.SYMLINK:
                 raise
@@ -330,6 +333,7 @@ class InstallResolver:
             info.mode = LINKED
         else:
             info.mode = ALIAS
+        return info.mode
 
     def _search(self, ctx: dict[str, InstallInfo], info: InstallInfo) -> None:
         if info.mode is not None:
@@ -341,11 +345,12 @@ class InstallResolver:
             names.template_of(info.name) if names.name_kind(info.name) is names.NameKind.INSTANCE else None
         )
         found = False
+        mode: str | None = None
         for candidate in [info.name] + ([template] if template else []):
             for directory in self.lookup.search_path:
                 path = join(directory, candidate)
                 try:
-                    self._load_or_readlink(ctx, info, path)
+                    mode = self._load_or_readlink(ctx, info, path)
                 except InstallError as exc:
                     if exc.code == "ENOENT":
                         continue
@@ -358,7 +363,7 @@ class InstallResolver:
         if not found:
             also = f" or {template}" if template else ""
             raise InstallError("ENOENT", f"cannot find unit {info.name}{also}")
-        if info.mode == MASKED:
+        if mode == MASKED:
             return
         dirs = [join(d, info.name + ".d") for d in self.lookup.search_path]
         if template:
@@ -441,6 +446,8 @@ class InstallResolver:
         start = ctx.setdefault(name, InstallInfo(name))
         try:
             return self.traverse(ctx, start)
+        except DirectoryTooLargeError:
+            raise
         except ImageReadError as exc:
             raise InstallError("EIO", exc.reason, exc.path) from None
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Problem:
     """Something in the image that could not be read or understood, with where it is."""
 
@@ -22,7 +22,7 @@ class Problem:
         return f"{where}: {self.message}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Assignment:
     """One ``Key=value`` line of a unit file or drop-in (``line`` is where the logical line starts)."""
 
@@ -42,7 +42,7 @@ class Assignment:
         }
 
 
-@dataclass
+@dataclass(slots=True)
 class ParsedFile:
     """A unit file or drop-in after systemd's syntax rules, before any merging.
 

@@ -1,12 +1,16 @@
 """The unit-file syntax, as systemd's ``config_parse()`` reads it.
 
-Lines end at ``\\n``, ``\\r\\n``, ``\\r`` or a NUL byte. Lines whose first non-blank character is
+Lines end at ``\\n``, ``\\r`` or a NUL byte, or a run of them without repeats (``\\r\\n``, ``\\n\\r``,
+``\\r\\0``: one end of line, as ``read_line()`` reads them). Lines whose first non-blank character is
 ``#`` or ``;`` are comments, even in the middle of a continuation. A line ending in an unescaped
 backslash continues on the next line (the backslash becomes a space). ``[Section]`` headers must
-close on the same line or the whole file is refused; ``Key=value`` is split at the first ``=`` and
-both sides are stripped of blanks. A line longer than 1 MiB, or a non-comment line that is not clean
-UTF-8, is also fatal. Nothing else is: lines without ``=`` and assignments before any section are
-recorded as warnings and skipped, the way systemd logs and goes on.
+close on the same line and hold no control character, quote or backslash, or the whole file is
+refused; ``Key=value`` is split at the first ``=`` and both sides are stripped of blanks. A physical
+line of 1 MiB (``LONG_LINE_MAX`` bytes) or more, a continued line over 1 MiB, or a non-comment line
+that is not clean UTF-8 is also fatal. Nothing else is: lines without ``=`` and assignments before
+any section are recorded as warnings and skipped, the way systemd logs and goes on. The first UTF-8
+byte order mark is dropped from the start of whichever line has it, after the comment test (so a
+comment behind it is not a comment) and after the length test (its three bytes count).
 
 Words inside values (dependency lists, ``Alias=``) are split by :func:`split_words`, which follows
 ``extract_first_word()``: blanks separate words, single and double quotes group, and a backslash
@@ -16,13 +20,18 @@ escapes the next character.
 from __future__ import annotations
 
 import re
+import sys
 
 from imagelint.facts.systemd.model import Assignment, ParsedFile, Problem
 
 LONG_LINE_MAX = 1024 * 1024
 WHITESPACE = " \t\n\r"
-_EOL = re.compile(rb"\r\n|[\r\n\0]")
+_BLANKS = WHITESPACE.encode()
+# read_line(): one end of line is a run of CR, LF and NUL in which no byte repeats and nothing
+# follows a NUL ("\r\n", "\n\r", "\r\0", "\n\r\0"... are one; "\n\n" and "\0\n" are two)
+_EOL = re.compile(rb"\r\n\0?|\n\r\0?|[\r\n]\0?|\0")
 _BOM = b"\xef\xbb\xbf"
+_UNSAFE = re.compile("[\x01-\x1f\x7f\"'\\\\]")
 MAX_WARNINGS = 5  # per file; the rest are counted in one summary warning
 # What systemd's utf8_is_valid() refuses beyond malformed bytes (kept as surrogate escapes here):
 # UTF-16 surrogates, U+FDD0..U+FDEF, and the last two code points of every plane.
@@ -41,42 +50,52 @@ def _split_lines(data: bytes) -> list[bytes]:
 
 
 def parse_unit_bytes(data: bytes, path: str) -> ParsedFile:
-    """Parse the raw content of a unit file or drop-in found at image path ``path``."""
+    """Parse the raw content of a unit file or drop-in found at image path ``path``.
+
+    Never raises on any content: what systemd refuses is ``fatal``, what it logs is in ``warnings``.
+    """
     parsed = ParsedFile(path, len(data))
-    if data.startswith(_BOM):
-        data = data[len(_BOM) :]
     section: str | None = None
-    continuation: str | None = None
+    parts: list[str] = []  # the pieces of a continued line so far (each backslash made a space)
+    continued = 0  # their length in bytes, as systemd counts it
     start_line = 0
-    extra_warnings = 0
+    bom_seen = False
     for number, raw in enumerate(_split_lines(data), start=1):
-        if len(raw) > LONG_LINE_MAX:
-            parsed.fatal = Problem(path, number, "line longer than 1 MiB; systemd refuses the file")
+        # read_line() refuses a line of LONG_LINE_MAX bytes or more (the byte order mark included)
+        if len(raw) >= LONG_LINE_MAX:
+            parsed.fatal = Problem(path, number, "line of 1 MiB or more; systemd refuses the file")
             return parsed
-        text = raw.decode("utf-8", errors="surrogateescape")
-        head = text.lstrip(WHITESPACE)
-        if head and head[0] in "#;":
+        if raw.lstrip(_BLANKS)[:1] in (b"#", b";"):
             continue
-        if continuation is not None:
-            if len(continuation) + len(text) > LONG_LINE_MAX:
+        # the first byte order mark is dropped from whichever line has it (after the comment test)
+        if not bom_seen and raw.startswith(_BOM):
+            raw = raw[len(_BOM) :]
+            bom_seen = True
+        if parts:
+            if continued + len(raw) > LONG_LINE_MAX:
                 parsed.fatal = Problem(
                     path, number, "continued line longer than 1 MiB; systemd refuses the file"
                 )
                 return parsed
-            logical = continuation + text
+            continued += len(raw)
         else:
-            logical = text
+            continued = len(raw)
             start_line = number
-        if _ends_escaped(logical):
-            continuation = logical[:-1] + " "
+        text = raw.decode("utf-8", errors="surrogateescape")
+        # A continued piece ends in a space, so whether the logical line ends escaped depends on
+        # this piece alone: scanning only it keeps long continuation chains linear.
+        if _ends_escaped(text):
+            parts.append(text[:-1] + " ")
             continue
-        continuation = None
+        parts.append(text)
+        logical = "".join(parts)
+        parts.clear()
         section = _parse_line(parsed, logical, start_line, section)
         if parsed.fatal is not None:
             break
     else:
-        if continuation is not None:
-            _parse_line(parsed, continuation, start_line, section)
+        if parts:
+            _parse_line(parsed, "".join(parts), start_line, section)
     if len(parsed.warnings) > MAX_WARNINGS:
         extra_warnings = len(parsed.warnings) - MAX_WARNINGS
         del parsed.warnings[MAX_WARNINGS:]
@@ -85,10 +104,8 @@ def parse_unit_bytes(data: bytes, path: str) -> ParsedFile:
 
 
 def _ends_escaped(text: str) -> bool:
-    escaped = False
-    for c in text:
-        escaped = False if escaped else c == "\\"
-    return escaped
+    """Whether ``text`` ends in an unescaped backslash (an odd run of trailing backslashes)."""
+    return (len(text) - len(text.rstrip("\\"))) % 2 == 1
 
 
 def _parse_line(parsed: ParsedFile, line: str, number: int, section: str | None) -> str | None:
@@ -104,7 +121,14 @@ def _parse_line(parsed: ParsedFile, line: str, number: int, section: str | None)
                 parsed.path, number, f"invalid section header {text[:80]!r}; systemd refuses the file"
             )
             return section
-        name = text[1:-1]
+        name = sys.intern(text[1:-1])  # a few names, shared by every file
+        if _UNSAFE.search(name):  # string_is_safe(): no control characters, quotes or backslashes
+            parsed.fatal = Problem(
+                parsed.path,
+                number,
+                f"bad characters in section header {text[:80]!r}; systemd refuses the file",
+            )
+            return section
         parsed.sections.append((name, number))
         return name
     if section is None:
@@ -117,7 +141,7 @@ def _parse_line(parsed: ParsedFile, line: str, number: int, section: str | None)
     if eq == 0:
         parsed.warnings.append(Problem(parsed.path, number, "missing key name before '=', line ignored"))
         return section
-    key = text[:eq].strip(WHITESPACE)
+    key = sys.intern(text[:eq].strip(WHITESPACE))
     value = text[eq + 1 :].strip(WHITESPACE)
     parsed.assignments.append(Assignment(section, key, value, parsed.path, number))
     return section

@@ -1,18 +1,29 @@
 """Reading the image for the systemd fact layer: directory listings with file kinds, and files read once.
 
-Everything goes through :class:`RootfsTarget`, so links resolve inside the image. Listings and
-parsed files are cached for the lifetime of one index build; read failures become problems.
+Everything goes through :class:`RootfsTarget`, so links resolve inside the image. Listings are
+cached for the lifetime of one index build, parsed files only for a short while (the enablement
+lookup and the unit load of one name read the same files back to back); read failures become
+problems. A directory of more than ``MAX_DIR_ENTRIES`` entries is not indexed at all: listing it
+raises :class:`DirectoryTooLargeError` (an ImageReadError: the run is inconclusive) instead of
+growing without bound.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections import OrderedDict
 
 from imagelint.errors import ImageReadError
 from imagelint.facts.systemd.model import ParsedFile, Problem
 from imagelint.facts.systemd.parser import parse_unit_bytes
 from imagelint.targets.rootfs import FileKind, ImageStat, RootfsTarget
+
+MAX_DIR_ENTRIES = 500_000  # per directory; 100x a large real image's unit directory
+PARSE_CACHE_SIZE = 256  # parsed files kept (most recently used); any older one is parsed again
+
+
+class DirectoryTooLargeError(ImageReadError):
+    """A unit directory with more entries than imagelint indexes (an image cannot be judged then)."""
 
 
 def join(directory: str, name: str) -> str:
@@ -27,34 +38,45 @@ class ImageTree:
     followed). File contents are only ever read through ``RootfsTarget.read_bytes``.
     """
 
-    def __init__(self, target: RootfsTarget) -> None:
+    def __init__(self, target: RootfsTarget, *, max_entries: int | None = None) -> None:
         self.target = target
+        self.max_entries = MAX_DIR_ENTRIES if max_entries is None else max_entries
         self._listings: dict[str, dict[str, FileKind] | None] = {}
         self._host_dirs: dict[str, str] = {}
-        self._parsed: dict[str, ParsedFile | Problem] = {}
+        self._parsed: OrderedDict[str, ParsedFile | Problem] = OrderedDict()
         self.problems: list[Problem] = []
 
     def entries(self, directory: str) -> dict[str, FileKind] | None:
-        """Entries of a directory (the directory itself may be reached through links); None if absent."""
+        """Entries of a directory (the directory itself may be reached through links); None if absent.
+
+        Raises DirectoryTooLargeError for a directory of more than ``max_entries`` entries.
+        """
         if directory in self._listings:
             return self._listings[directory]
         head, _, name = directory.rpartition("/")
         head = head or "/"
         host: str | None = None
-        parent = self._listings.get(head, _MISSING) if name else _MISSING
-        if parent is not _MISSING:
+        if name and head in self._listings:
+            parent = self._listings[head]
             kind = None if parent is None else parent.get(name)
             if kind is None or kind not in (FileKind.DIR, FileKind.SYMLINK):
-                self._listings[directory] = None
+                # Answered by the parent's listing: not cached, as most names asked about (NAME.d,
+                # NAME.wants... of every unit) do not exist and would fill the cache.
                 return None
             if kind is FileKind.DIR:
                 host = os.path.join(self._host_dirs[head], name)
         listing: dict[str, FileKind] | None = None
+        too_many = False
         try:
             if host is None:
                 host = str(self.target.host_path(self.target.resolve(directory)))
             with os.scandir(host) as it:
-                listing = {e.name: _entry_kind(e) for e in it}
+                listing = {}
+                for e in it:
+                    if len(listing) >= self.max_entries:
+                        too_many = True
+                        break
+                    listing[e.name] = _entry_kind(e)
             self._host_dirs[directory] = host
         except (FileNotFoundError, NotADirectoryError):
             listing = None
@@ -62,6 +84,10 @@ class ImageTree:
             self.problems.append(Problem(directory, None, f"directory not read: {exc.reason}"))
         except OSError as exc:
             self.problems.append(Problem(directory, None, f"directory not read: {exc.strerror}"))
+        if too_many:
+            raise DirectoryTooLargeError(
+                directory, f"more than {self.max_entries:,} entries: too large to index; not judged"
+            )
         self._listings[directory] = listing
         return listing
 
@@ -82,9 +108,13 @@ class ImageTree:
         return kind
 
     def parse(self, path: str) -> ParsedFile | Problem:
-        """Read and parse one unit file or drop-in (links followed inside the image), once per build."""
+        """Read and parse one unit file or drop-in (links followed inside the image).
+
+        The last ``PARSE_CACHE_SIZE`` results are kept, so the same file asked for again soon is
+        read once; the raw bytes are never kept."""
         cached = self._parsed.get(path)
         if cached is not None:
+            self._parsed.move_to_end(path)
             return cached
         result: ParsedFile | Problem
         try:
@@ -92,10 +122,9 @@ class ImageTree:
         except ImageReadError as exc:
             result = Problem(path, None, f"not read: {exc.reason}")
         self._parsed[path] = result
+        if len(self._parsed) > PARSE_CACHE_SIZE:
+            self._parsed.popitem(last=False)
         return result
-
-
-_MISSING: Any = object()
 
 
 def _entry_kind(entry: os.DirEntry[str]) -> FileKind:
