@@ -17,23 +17,38 @@ import pytest
 from tests.support import REPO, is_root, need
 
 
+def _test_image(flavour: str, name: str) -> Path:
+    """A tree built by scripts/build-test-rootfs.sh once per machine (under its lock) and cached."""
+    script = REPO / "scripts" / "build-test-rootfs.sh"
+    xdg_cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    cache = Path(os.environ.get("IMAGELINT_TEST_CACHE", xdg_cache / "imagelint-tests"))
+    ready = (cache / name / ".imagelint-rootfs-complete").exists()
+    if not ready:
+        need(is_root(), "building the Debian test image with debootstrap needs root")
+        need(shutil.which("debootstrap") is not None, "debootstrap is not installed")
+    proc = subprocess.run(
+        ["bash", str(script), "--flavour", flavour], capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0:
+        pytest.fail(f"building the Debian test image ({flavour}) failed:\n{proc.stderr[-4000:]}")
+    return Path(proc.stdout.strip().splitlines()[-1])
+
+
 @pytest.fixture(scope="session")
 def debian_rootfs() -> Path:
     """A real debootstrapped Debian bookworm tree, built once per machine and cached outside the repo.
 
     Shared by many tests: treat it as read-only (copy it with ``copy_rootfs`` to change anything).
     """
-    script = REPO / "scripts" / "build-test-rootfs.sh"
-    xdg_cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    cache = Path(os.environ.get("IMAGELINT_TEST_CACHE", xdg_cache / "imagelint-tests"))
-    ready = (cache / "bookworm" / ".imagelint-rootfs-complete").exists()
-    if not ready:
-        need(is_root(), "building the Debian test image with debootstrap needs root")
-        need(shutil.which("debootstrap") is not None, "debootstrap is not installed")
-    proc = subprocess.run(["bash", str(script)], capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        pytest.fail(f"building the Debian test image failed:\n{proc.stderr[-4000:]}")
-    return Path(proc.stdout.strip().splitlines()[-1])
+    return _test_image("minimal", "bookworm")
+
+
+@pytest.fixture(scope="session")
+def cloud_rootfs() -> Path:
+    """The minimal tree plus a cloud/Kubernetes-node package set installed with apt (cloud-init,
+    docker.io, containerd, collectd, nfs-common, chrony, rsyslog, lvm2, ...), as an image build
+    leaves it before its clean-up step. Read-only, like ``debian_rootfs``."""
+    return _test_image("cloud", "bookworm-cloud")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
