@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from imagelint import textmatch
 from imagelint.errors import ImageReadError
 from imagelint.facts.systemd import names
 from imagelint.facts.systemd.model import Problem
@@ -36,7 +37,18 @@ class PresetRule:
 
 
 @lru_cache(maxsize=1024)
-def _pattern_regex(pattern: str) -> re.Pattern[str]:
+def _pattern_matcher(pattern: str) -> textmatch.Pattern | None:
+    """The preset glob as a linear-time matcher (RE2): a hostile ``*a*a*a…b`` cannot backtrack.
+
+    None for a glob no engine accepts (a reversed range): like fnmatch(3), it matches nothing.
+    """
+    try:
+        return textmatch.compile("(?s)\\A" + _pattern_regex(pattern) + "\\Z")
+    except textmatch.PatternError:
+        return None
+
+
+def _pattern_regex(pattern: str) -> str:
     """fnmatch(3) with FNM_NOESCAPE: ``*``, ``?``, bracket sets with ``!`` or ``^``; ``\\`` is literal."""
     out: list[str] = []
     i, n = 0, len(pattern)
@@ -67,11 +79,12 @@ def _pattern_regex(pattern: str) -> re.Pattern[str]:
             out.append(f"[{'^' if negate else ''}{body}]")
         else:
             out.append(re.escape(c))
-    return re.compile("".join(out) + r"\Z", re.DOTALL)
+    return "".join(out)
 
 
 def fnmatch(pattern: str, name: str) -> bool:
-    return _pattern_regex(pattern).match(name) is not None
+    matcher = _pattern_matcher(pattern)
+    return matcher is not None and matcher.search(name) is not None
 
 
 def _first_word(line: str, word: str) -> str | None:
