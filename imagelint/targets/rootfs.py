@@ -255,7 +255,7 @@ class RootfsTarget:
     def listdir(self, image_path: str) -> list[str]:
         """Sorted entry names of a directory; [] when the path is missing or not a directory."""
         resolved = self.resolve(image_path)
-        fd = self._open_dir(image_path, self.host_path(resolved))
+        fd = self.open_dir(image_path, self.host_path(resolved))
         if fd is None:
             return []
         try:
@@ -267,7 +267,7 @@ class RootfsTarget:
 
     def _scan(self, image_dir: str, host_dir: Path) -> list[tuple[str, os.stat_result]]:
         """(name, lstat) of each entry of a resolved directory, sorted by name; [] when it is gone."""
-        fd = self._open_dir(image_dir, host_dir)
+        fd = self.open_dir(image_dir, host_dir)
         if fd is None:
             return []
         try:
@@ -279,8 +279,11 @@ class RootfsTarget:
             os.close(fd)
 
     @staticmethod
-    def _open_dir(image_path: str, host: Path) -> int | None:
-        """A descriptor on a directory, opened without touching its access time where allowed."""
+    def open_dir(image_path: str, host: str | Path) -> int | None:
+        """A descriptor on a resolved directory, opened without touching its access time where allowed.
+
+        None when it is missing or not a directory; the caller closes it (``os.scandir(fd)`` lists it).
+        """
         flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
             try:

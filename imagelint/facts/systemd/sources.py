@@ -33,7 +33,8 @@ def join(directory: str, name: str) -> str:
 class ImageTree:
     """Cached directory listings (name -> kind) and parsed unit files of one image.
 
-    Listings come from ``os.scandir`` on a directory the target has resolved inside the image;
+    Listings come from ``os.scandir`` on a directory the target has resolved inside the image and
+    opened (``RootfsTarget.open_dir``, without touching access times);
     entry kinds come from the directory entry itself (a link is reported as a link, never
     followed). File contents are only ever read through ``RootfsTarget.read_bytes``.
     """
@@ -70,14 +71,19 @@ class ImageTree:
         try:
             if host is None:
                 host = str(self.target.host_path(self.target.resolve(directory)))
-            with os.scandir(host) as it:
-                listing = {}
-                for e in it:
-                    if len(listing) >= self.max_entries:
-                        too_many = True
-                        break
-                    listing[e.name] = _entry_kind(e)
-            self._host_dirs[directory] = host
+            fd = self.target.open_dir(directory, host)  # O_NOATIME: the image's times stay as they were
+            if fd is not None:
+                try:
+                    with os.scandir(fd) as it:
+                        listing = {}
+                        for e in it:
+                            if len(listing) >= self.max_entries:
+                                too_many = True
+                                break
+                            listing[e.name] = _entry_kind(e)
+                finally:
+                    os.close(fd)
+                self._host_dirs[directory] = host
         except (FileNotFoundError, NotADirectoryError):
             listing = None
         except ImageReadError as exc:
