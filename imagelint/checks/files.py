@@ -2,11 +2,21 @@
 
 All paths are image paths with shell globs (``**`` for any depth); they are read through the target,
 so links resolve inside the image and special files are never opened.
+
+Grouping (``group_by: directory``, taken by every kind that reports matched paths): when many files in one
+directory are one problem (1,650 downloaded packages in /var/cache/apt/archives), the kind returns one
+observation per directory instead of one per file. Its subject and path are the directory; its
+evidence keeps what the members have in common and adds ``count``, ``bytes`` (regular files; a matched
+directory counts with the files below it), the first names (``examples``) and the sorted names
+(``files``, at most ``GROUP_FILES_LISTED``, the rest counted in ``files_omitted``). A waiver covers a
+group when its ``path`` glob matches the directory (``/var/cache/apt/archives``, ``/var/cache/*``); a
+glob written for the member files (``/var/cache/apt/archives/*.deb``) does not match it.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import posixpath
 from typing import Any
 
 from imagelint import textmatch
@@ -15,6 +25,7 @@ from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observ
 from imagelint.errors import ImageReadError
 from imagelint.facts.accounts import read_ids
 from imagelint.targets import FileKind, ImageStat
+from imagelint.targets.rootfs import human_size
 
 _GLOBS = {"type": "array", "items": {"type": "string", "pattern": "^/"}, "minItems": 1}
 _PATHS = {"paths": {**_GLOBS, "description": "absolute image paths; shell globs, ** for any depth"}}
@@ -43,6 +54,25 @@ _REGEX = {
     "ignore_case": {"type": "boolean", "default": False},
 }
 EXCERPT_MAX = 160
+GROUP_EXAMPLES = 3  # names shown in a grouped finding's message
+GROUP_FILES_LISTED = 1000  # names kept in a grouped finding's evidence; the rest are counted
+_GROUP = {
+    "group_by": {
+        "enum": ["directory"],
+        "description": "directory: one finding per directory of matches, not one per match, with the "
+        "count, total size, examples and names as evidence; its path is the directory, so a waiver "
+        "covers it when the waiver's path glob matches the directory",
+    }
+}
+_GROUP_VARIABLES = {
+    "count": "with group_by: matches in the directory",
+    "count_text": "with group_by: the count with thousands separators",
+    "bytes": "with group_by: their total size in bytes (a matched directory with the files below it)",
+    "bytes_text": "with group_by: the total size, human readable",
+    "examples_text": f"with group_by: the first {GROUP_EXAMPLES} names, sorted",
+}
+_PER_MEMBER = frozenset({"size"})  # evidence that describes one member, never kept for a group
+_MISSING = object()
 
 
 def _expand(ctx: CheckContext, params: dict[str, Any]) -> list[str]:
@@ -112,6 +142,52 @@ def _existing_files(ctx: CheckContext, params: dict[str, Any]) -> list[str]:
     return files
 
 
+def _bytes_below(ctx: CheckContext, path: str) -> int:
+    """Size of a regular file, or of every regular file below a directory (links not followed)."""
+    st = ctx.target.lstat(path)
+    if st is None:
+        return 0
+    if st.kind is FileKind.FILE:
+        return st.size
+    if st.kind is FileKind.DIR:
+        return sum(e.size for e in ctx.target.walk(path) if e.kind is FileKind.FILE)
+    return 0
+
+
+def _grouped(ctx: CheckContext, params: dict[str, Any], found: list[Observation]) -> list[Observation]:
+    """``found`` as it is, or with ``group_by: directory`` one observation per directory (see the module)."""
+    if params.get("group_by") != "directory":
+        return found
+    members: dict[str, dict[str, Observation]] = {}  # directory -> path -> its first observation
+    for obs in found:
+        if obs.path is not None:
+            members.setdefault(posixpath.dirname(obs.path), {}).setdefault(obs.path, obs)
+    groups = []
+    for directory, by_path in members.items():
+        observations = list(by_path.values())
+        common = {
+            key: value
+            for key, value in observations[0].evidence.items()
+            if key not in _PER_MEMBER and all(o.evidence.get(key, _MISSING) == value for o in observations)
+        }
+        names = sorted(posixpath.basename(path) for path in by_path)
+        total = sum(_bytes_below(ctx, path) for path in by_path)
+        listed = names[:GROUP_FILES_LISTED]
+        evidence = {
+            **common,
+            "count": len(names),
+            "count_text": f"{len(names):,}",
+            "bytes": total,
+            "bytes_text": human_size(total),
+            "examples": names[:GROUP_EXAMPLES],
+            "examples_text": ", ".join(names[:GROUP_EXAMPLES]),
+            "files": listed,
+            "files_omitted": len(names) - len(listed),
+        }
+        groups.append(Observation(directory, path=directory, evidence=evidence))
+    return groups
+
+
 @register
 class FilePresent(CheckKind):
     name = "file.present"
@@ -122,6 +198,7 @@ class FilePresent(CheckKind):
         **_PATHS,
         **_EXCLUDE,
         **_TYPES,
+        **_GROUP,
         "min_size": {
             "type": "integer",
             "minimum": 0,
@@ -129,15 +206,21 @@ class FilePresent(CheckKind):
         },
     }
     required = ("paths",)
-    variables = {"path": "the matching image path", "type": "file type", "size": "size in bytes"}
+    variables = {
+        "path": "the matching image path (with group_by: the directory)",
+        "type": "file type (with group_by: when all are of one type)",
+        "size": "size in bytes (not with group_by: see bytes)",
+        **_GROUP_VARIABLES,
+    }
 
     def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
         min_size = params.get("min_size", 0)
-        return [
+        found = [
             Observation(st.path, path=st.path, evidence={"type": st.kind.value, "size": st.size})
             for st in _typed(ctx, params)
             if st.size >= min_size or st.kind is not FileKind.FILE
         ]
+        return _grouped(ctx, params, found)
 
 
 @register
@@ -166,6 +249,7 @@ class FileContains(CheckKind):
         **_PATHS,
         **_EXCLUDE,
         **_REGEX,
+        **_GROUP,
         "redact": {"type": "boolean", "default": False, "description": "never show the matched text's value"},
         "max_per_file": {
             "type": "integer",
@@ -176,9 +260,10 @@ class FileContains(CheckKind):
     }
     required = ("paths", "pattern")
     variables = {
-        "path": "the file",
-        "line": "line number of the match",
-        "excerpt": "the line (redacted if asked)",
+        "path": "the file (with group_by: the directory)",
+        "line": "line number of the match (none with group_by)",
+        "excerpt": "the line (redacted if asked; with group_by: when all are the same)",
+        **_GROUP_VARIABLES,
     }
 
     def validate(self, params: dict[str, Any]) -> None:
@@ -193,27 +278,28 @@ class FileContains(CheckKind):
                 line_text = match.line.strip()
                 excerpt = redact(line_text) if params.get("redact") else line_text[:EXCERPT_MAX]
                 found.append(Observation(path, path=path, line=match.number, evidence={"excerpt": excerpt}))
-        return found
+        return _grouped(ctx, params, found)
 
 
 @register
 class FileLacks(CheckKind):
     name = "file.lacks"
     summary = "Fires for each existing matching file where the regex matches nowhere; n/a if none exists."
-    parameters = {**_PATHS, **_EXCLUDE, **_REGEX}
+    parameters = {**_PATHS, **_EXCLUDE, **_REGEX, **_GROUP}
     required = ("paths", "pattern")
-    variables = {"path": "the file"}
+    variables = {"path": "the file (with group_by: the directory)", **_GROUP_VARIABLES}
 
     def validate(self, params: dict[str, Any]) -> None:
         _validate_regex(params)
 
     def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
         regex = _compile(params)
-        return [
+        found = [
             Observation(path, path=path)
             for path in _existing_files(ctx, params)
             if regex.search(ctx.read_text(path), where=path) is None
         ]
+        return _grouped(ctx, params, found)
 
 
 @register
@@ -223,10 +309,15 @@ class FileEmpty(CheckKind):
     parameters = {
         **_PATHS,
         **_EXCLUDE,
+        **_GROUP,
         "whitespace_is_empty": {"type": "boolean", "default": False},
     }
     required = ("paths",)
-    variables = {"path": "the file", "size": "size in bytes"}
+    variables = {
+        "path": "the file (with group_by: the directory)",
+        "size": "size in bytes",
+        **_GROUP_VARIABLES,
+    }
 
     def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
         found = []
@@ -234,7 +325,7 @@ class FileEmpty(CheckKind):
             data = ctx.target.read_bytes(path)
             if not data or (params.get("whitespace_is_empty") and not data.strip()):
                 found.append(Observation(path, path=path, evidence={"size": len(data)}))
-        return found
+        return _grouped(ctx, params, found)
 
 
 @register
@@ -245,6 +336,7 @@ class FilePermissions(CheckKind):
         **_PATHS,
         **_EXCLUDE,
         **_TYPES,
+        **_GROUP,
         "recursive": {
             "type": "boolean",
             "default": False,
@@ -267,11 +359,12 @@ class FilePermissions(CheckKind):
     }
     required = ("paths",)
     variables = {
-        "path": "the entry",
+        "path": "the entry (with group_by: the directory)",
         "mode": "its mode, octal",
         "uid": "owner uid",
         "gid": "group gid",
-        "problem": "what is wrong",
+        "problem": "what is wrong (with group_by: when it is the same for all)",
+        **_GROUP_VARIABLES,
     }
 
     def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
@@ -302,7 +395,7 @@ class FilePermissions(CheckKind):
                     "problem": "; ".join(problems),
                 }
                 found.append(Observation(st.path, path=st.path, evidence=evidence))
-        return found
+        return _grouped(ctx, params, found)
 
     @staticmethod
     def _entries(ctx: CheckContext, params: dict[str, Any]) -> list[ImageStat]:

@@ -34,8 +34,14 @@ def _journal(ctx: CheckContext) -> Any:
 
     def build() -> Any:
         journal = open_path(ctx.journal_path) if ctx.journal_path else open_image(ctx.target)
-        ctx.record("journal", journal.scan.to_dict)
-        ctx.notes.append("journal: " + journal.scan.summary().splitlines()[0])
+
+        def account() -> dict[str, object]:
+            # Called once, when the report is made (the engine renders the recorded facts before it
+            # takes the notes): only then has every analysis run, so the note counts what they read.
+            ctx.notes.append("journal: " + journal.scan.note())
+            return journal.scan.to_dict()
+
+        ctx.record("journal", account)
         return journal
 
     journal = ctx.fact("journal", build)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from imagelint.engine import RunSettings, audit
 from imagelint.report import Outcome
 from imagelint.rulepacks import builtin_pack_paths, load_packs
 from imagelint.targets import RootfsTarget
-from tests.support import build_tree
+from tests.support import build_tree, run_cli
 
 PACKS = load_packs([], builtin=builtin_pack_paths())
 RULES = [r for p in PACKS for r in p.rules]
@@ -129,3 +130,92 @@ def test_world_writable_respects_sticky_and_usr_merge(tmp_path: Path) -> None:
     )
     _, findings = _run(root, ["IL109"])
     assert [f.path for f in findings] == ["/usr/lib/x/bad"]  # once, not again through /lib
+
+
+def _apt_cache(root: Path, n: int = 1650) -> int:
+    """``n`` sparse .deb files of different sizes in /var/cache/apt/archives; returns their total size."""
+    archives = root / "var/cache/apt/archives"
+    (archives / "partial").mkdir(parents=True)
+    total = 0
+    for i in range(n):
+        size = 200_000 + 997 * i
+        with open(archives / f"pkg{i:04d}_1.0-{i % 7}_amd64.deb", "wb") as f:
+            f.truncate(size)
+        total += size
+    (archives / "lock").write_bytes(b"")
+    return total
+
+
+def test_a_full_apt_cache_is_one_finding_with_the_true_count_and_size(tmp_path: Path) -> None:
+    root = build_tree(tmp_path / "image", {"/etc/hostname": "x\n"})
+    total = _apt_cache(root)
+    out = tmp_path / "report.json"
+    proc = run_cli("audit", str(root), "--select", "IL113", "-f", f"json:{out}")
+    assert proc.returncode == 0, proc.stderr  # low severity: below the default fail-on
+    report = json.loads(out.read_text())
+    (finding,) = report["findings"]
+    (result,) = [r for r in report["rules"] if r["rule_id"] == "IL113"]
+    assert report["counts"]["findings"] == result["findings"] == 1 and result["omitted"] == 0
+    ev = finding["evidence"]
+    assert finding["path"] == finding["subject"] == "/var/cache/apt/archives"
+    assert ev["count"] == 1650 and ev["bytes"] == total == sum(
+        p.stat().st_size for p in (root / "var/cache/apt/archives").glob("*.deb")
+    )
+    assert ev["examples"] == ["pkg0000_1.0-0_amd64.deb", "pkg0001_1.0-1_amd64.deb", "pkg0002_1.0-2_amd64.deb"]
+    assert len(ev["files"]) == 1000 and ev["files_omitted"] == 650
+    assert finding["message"] == (
+        f"1,650 package cache file(s), {ev['bytes_text']}, in /var/cache/apt/archives, "
+        "e.g. pkg0000_1.0-0_amd64.deb, pkg0001_1.0-1_amd64.deb, pkg0002_1.0-2_amd64.deb"
+    )
+    assert ev["bytes_text"] == "1.6 GiB"
+    text = run_cli("audit", str(root), "--select", "IL113").stdout
+    assert text.count("LOW IL113") == 1 and "more" not in text
+
+
+@pytest.mark.parametrize(
+    ("glob", "covered"),
+    [("/var/cache/apt/archives", True), ("/var/cache/*", True), ("/var/cache/apt/archives/*.deb", False)],
+)
+def test_a_waiver_covers_a_group_when_its_glob_matches_the_directory(
+    tmp_path: Path, glob: str, covered: bool
+) -> None:
+    root = build_tree(tmp_path / "image", {"/etc/hostname": "x\n"})
+    _apt_cache(root, 5)
+    waiver = Waiver("IL113", "cache kept on purpose", "cfg:1", path=glob)
+    outcomes, findings = _run(root, ["IL113"], waivers=[waiver])
+    assert len(findings) == 1 and (findings[0].waiver is not None) is covered
+    assert outcomes["IL113"] is (Outcome.WAIVED if covered else Outcome.FAIL)
+
+
+def test_rotated_journal_files_of_one_directory_are_one_finding(tmp_path: Path) -> None:
+    mid = "0123456789abcdef0123456789abcdef"
+    names = ["system.journal", "system@0001-0002.journal", "user-1000.journal", "system@0003.journal~"]
+    root = build_tree(tmp_path / "image", {f"/var/log/journal/{mid}/{n}": "LPKSHHRH" for n in names})
+    _, findings = _run(root, ["IL112"])
+    (finding,) = findings
+    assert finding.path == f"/var/log/journal/{mid}" and finding.evidence["count"] == 4
+    assert finding.evidence["bytes"] == 32 and finding.message.startswith(
+        "4 journal file(s) from the build, 32 B"
+    )
+
+
+def test_host_keys_and_histories_stay_one_finding_each(tmp_path: Path) -> None:
+    """Each host key is its own secret and each history its own user's: they are not grouped."""
+    root = build_tree(
+        tmp_path / "image",
+        {
+            "/etc/ssh/ssh_host_rsa_key": "k\n",
+            "/etc/ssh/ssh_host_ecdsa_key": "k\n",
+            "/etc/ssh/ssh_host_ed25519_key": "k\n",
+            "/root/.bash_history": "ls\n",
+            "/root/.python_history": "1\n",
+        },
+    )
+    _, findings = _run(root, ["IL101", "IL106"])
+    assert sorted(f.path for f in findings) == [
+        "/etc/ssh/ssh_host_ecdsa_key",
+        "/etc/ssh/ssh_host_ed25519_key",
+        "/etc/ssh/ssh_host_rsa_key",
+        "/root/.bash_history",
+        "/root/.python_history",
+    ]

@@ -8,7 +8,9 @@ works as sd-journal does rather than with a heap: after each entry every file sk
 entry beyond it, and the smallest of those comes next. The common case, one writer's rotated files
 (cleanly closed, one seqnum id, disjoint seqnum ranges), is read file after file with no merging.
 
-Problems in one file are recorded in its ``FileReport`` and the other files go on being read.
+Problems in one file are recorded in its ``FileReport`` and the other files go on being read, and
+every entry a reading method decodes is accounted for there (``FileReport.examined``), as read by
+index (``match``, ``match_any``, ``tail_messages``) or by scan (``entries``).
 
 Before a file is first read (by any of the reading methods), its structure is checked
 (``JournalFile.check_structure``: header, tail object, the global entry-array chain and the last
@@ -129,11 +131,11 @@ class Journal:
 
     def entries(self, fields: Collection[str] | None = None) -> Iterator[Entry]:
         """Every entry of every readable file, interleaved in journalctl's order."""
-        return self._stream(lambda jf: jf.entry_offsets(), fields)
+        return self._stream(lambda jf: jf.entry_offsets(), fields, by_scan=True)
 
     def match(self, matches: Matches, fields: Collection[str] | None = None) -> Iterator[Entry]:
         """Entries matching ``matches`` (same field: OR; different fields: AND), via each file's index."""
-        return self._stream(lambda jf: iter(jf.match_offsets(matches)), fields)
+        return self._stream(lambda jf: iter(jf.match_offsets(matches)), fields, by_scan=False)
 
     def match_any(
         self,
@@ -146,7 +148,7 @@ class Journal:
         named in ``without`` (also decided through the index).
         """
 
-        return self._stream(self._alternatives(alternatives), fields)
+        return self._stream(self._alternatives(alternatives), fields, by_scan=False)
 
     @staticmethod
     def _alternatives(
@@ -199,12 +201,14 @@ class Journal:
         entry which fields to read. ``decode`` may raise ``CorruptJournal``, which is accounted for
         against the file as for any unreadable entry.
         """
-        return self._stream(self._alternatives(alternatives), None, decode)
+        return self._stream(self._alternatives(alternatives), None, by_scan=False, decode=decode)
 
     def _stream(
         self,
         offsets_of: Callable[[JournalFile], Iterable[int]],
         fields: Collection[str] | None,
+        *,
+        by_scan: bool,
         decode: Callable[[JournalFile, int], Any] | None = None,
     ) -> Iterator[Any]:
         self.check()
@@ -218,7 +222,7 @@ class Journal:
                     report.problem(f"index lookup failed: {exc}")
                     continue
                 if first is not None:
-                    yield from self._drain(_Head(jf, report, offsets, first), fields, decode)
+                    yield from self._drain(_Head(jf, report, offsets, first), fields, by_scan, decode)
             return
         heads: list[_Head] = []
         for report, jf in self._files:
@@ -231,7 +235,7 @@ class Journal:
             if head.advance():
                 heads.append(head)
         if len(heads) == 1:
-            yield from self._drain(heads[0], fields, decode)
+            yield from self._drain(heads[0], fields, by_scan, decode)
             return
         last: EntryKey | None = None
         while heads:
@@ -246,7 +250,7 @@ class Journal:
             if not heads:
                 return
             if len(heads) == 1:
-                yield from self._drain(heads[0], fields, decode)
+                yield from self._drain(heads[0], fields, by_scan, decode)
                 return
             best = heads[0]
             for h in heads[1:]:
@@ -257,7 +261,7 @@ class Journal:
             except CorruptJournal as exc:
                 best.report.problem(f"unreadable entry: {exc}")
             else:
-                best.report.entries_examined += 1
+                best.report.examined(best.off, by_scan=by_scan)
                 yield entry
             last = best.key
             if not best.advance():
@@ -265,9 +269,13 @@ class Journal:
 
     @staticmethod
     def _drain(
-        head: _Head, fields: Collection[str] | None, decode: Callable[[JournalFile, int], Any] | None
+        head: _Head,
+        fields: Collection[str] | None,
+        by_scan: bool,
+        decode: Callable[[JournalFile, int], Any] | None,
     ) -> Iterator[Any]:
         jf, report = head.jf, head.report
+        examined = report.examined
         entry: Callable[[int, Collection[str] | None], Any]
         if decode is None:
             entry = jf.entry
@@ -278,25 +286,21 @@ class Journal:
 
         off = head.off
         offsets = head.offsets
-        n = 0
-        try:
-            while True:
-                try:
-                    e = entry(off, fields)
-                except CorruptJournal as exc:
-                    report.problem(f"unreadable entry: {exc}")
-                else:
-                    n += 1
-                    yield e
-                try:
-                    off = next(offsets)
-                except StopIteration:
-                    return
-                except CorruptJournal as exc:
-                    report.problem(f"entry list cut short: {exc}")
-                    return
-        finally:
-            report.entries_examined += n
+        while True:
+            try:
+                e = entry(off, fields)
+            except CorruptJournal as exc:
+                report.problem(f"unreadable entry: {exc}")
+            else:
+                examined(off, by_scan=by_scan)  # before the yield: a reader may stop at any entry
+                yield e
+            try:
+                off = next(offsets)
+            except StopIteration:
+                return
+            except CorruptJournal as exc:
+                report.problem(f"entry list cut short: {exc}")
+                return
 
     def tail_messages(
         self, matches: Matches, boots: Collection[str], k: int, *, max_decodes: int = 40
@@ -328,7 +332,7 @@ class Journal:
                         continue
                     decodes[boot] += 1
                     _b, _t, fields = jf.fields_at(off, _MESSAGE)
-                    report.entries_examined += 1
+                    report.examined(off, by_scan=False)
                     msg = fields.get("MESSAGE")
                     if isinstance(msg, list):
                         msg = msg[0]

@@ -1,0 +1,1 @@
+"""Tests of check kinds on real image trees."""
