@@ -11,32 +11,55 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, ParamSpec, TypeVar
+from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 
 import typer
 
 from imagelint import __version__
-from imagelint.errors import ExitCode, ImageLintError, UsageError
+from imagelint.cli.helptext import (
+    DEFAULT_FAIL_ON_TOKEN,
+    FORMATS_TOKEN,
+    SEVERITIES_TOKEN,
+    SUCCESS,
+    command,
+    exit_codes_block,
+)
+from imagelint.errors import ExitCode, ImageLintError, TargetError, UsageError
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
-EXIT_CODES_HELP = (
-    "Exit codes: 0 pass · 1 findings at or above --fail-on · 2 bad usage, rule pack or config · "
-    "3 inconclusive (the target or data in it could not be read)."
-)
+# typer's rich help, the default of the pinned typer: hard line breaks are kept, so help text is
+# reflowed by imagelint.cli.helptext (prose joined, indented blocks kept line for line).
+MARKUP: Literal["rich"] = "rich"
+USAGE_ONLY = (ExitCode.PASS, ExitCode.USAGE)
+DOCS_CODES = (ExitCode.PASS, ExitCode.FAIL, ExitCode.USAGE)
+DOCS_MEANINGS = {ExitCode.PASS: "written, or up to date", ExitCode.FAIL: "--check: OUTPUT is out of date"}
 
 app = typer.Typer(
     name="imagelint",
-    help="Stop bad machine images (AMIs, VM base images) before they ship.\n\n" + EXIT_CODES_HELP,
+    help="Stop bad machine images (AMIs, VM base images) before they ship.\n\n" + exit_codes_block(),
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=MARKUP,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-rules_app = typer.Typer(help="List, show and validate rules.", no_args_is_help=True)
-schema_app = typer.Typer(help="Print the JSON Schemas of rule packs, the config file and the JSON report.")
-docs_app = typer.Typer(help="Generate documentation from the rule packs.", no_args_is_help=True)
+rules_app = typer.Typer(
+    help="List, show and validate rules.\n\n" + exit_codes_block(USAGE_ONLY, SUCCESS),
+    no_args_is_help=True,
+    rich_markup_mode=MARKUP,
+)
+schema_app = typer.Typer(
+    help="Print the JSON Schemas of rule packs, the config file, the units listing and the JSON report."
+    "\n\n" + exit_codes_block(USAGE_ONLY, SUCCESS),
+    rich_markup_mode=MARKUP,
+)
+docs_app = typer.Typer(
+    help="Generate documentation from the rule packs.\n\n" + exit_codes_block(DOCS_CODES, DOCS_MEANINGS),
+    no_args_is_help=True,
+    rich_markup_mode=MARKUP,
+)
 app.add_typer(rules_app, name="rules")
 app.add_typer(schema_app, name="schema")
 app.add_typer(docs_app, name="docs")
@@ -96,12 +119,18 @@ FormatsOpt = Annotated[
     typer.Option(
         "--format",
         "-f",
-        help="FORMAT or FORMAT:PATH (text, json, sarif, junit, github, markdown); repeatable. "
+        help=f"FORMAT or FORMAT:PATH, FORMAT one of: {FORMATS_TOKEN}; repeatable. "
         "Default: text to stdout (in GitHub Actions: text and github annotations).",
     ),
 ]
 FailOnOpt = Annotated[
-    str | None, typer.Option("--fail-on", help="Lowest severity that fails: info|low|medium|high|critical.")
+    str | None,
+    typer.Option(
+        "--fail-on",
+        metavar="SEVERITY",
+        help=f"Lowest severity that fails, one of: {SEVERITIES_TOKEN}. "
+        f"Default: fail-on in the config, else {DEFAULT_FAIL_ON_TOKEN}.",
+    ),
 ]
 SelectOpt = Annotated[
     list[str] | None,
@@ -128,7 +157,7 @@ GithubOpt = Annotated[
 ]
 
 
-@app.command()
+@command(app)
 @friendly
 def audit(
     root: Annotated[Path, typer.Argument(help="Root directory of the mounted image.")] = Path("/"),
@@ -181,7 +210,14 @@ def audit(
     raise typer.Exit(int(verdict.exit_code))
 
 
-@app.command()
+@command(
+    app,
+    codes=(ExitCode.PASS, ExitCode.USAGE, ExitCode.INCONCLUSIVE),
+    meanings={
+        ExitCode.PASS: "listed (problems found in the image are listed too)",
+        ExitCode.INCONCLUSIVE: "inconclusive: the image root does not exist or is not a directory",
+    },
+)
 @friendly
 def units(
     root: Annotated[Path, typer.Argument(help="Root directory of the mounted image.")] = Path("/"),
@@ -200,10 +236,21 @@ def units(
     """
     from imagelint.units_command import run_units
 
+    _readable_root(root)
     raise typer.Exit(run_units(root, output_format))
 
 
-@app.command()
+def _readable_root(root: Path) -> None:
+    """As ``audit``: an image root that does not exist or is not a directory is inconclusive (3)."""
+    if not root.exists():
+        raise TargetError("image root does not exist", where=str(root))
+    if not root.is_dir():
+        raise TargetError("image root is not a directory", where=str(root))
+
+
+@command(
+    app, meanings={ExitCode.INCONCLUSIVE: "inconclusive: cut short, or data on the host could not be read"}
+)
 @friendly
 def soak(
     duration: Annotated[
@@ -242,7 +289,9 @@ def soak(
     raise typer.Exit(int(verdict.exit_code))
 
 
-@app.command()
+@command(
+    app, meanings={ExitCode.INCONCLUSIVE: "inconclusive: the instance never reported, or an AWS call failed"}
+)
 @friendly
 def ami(
     images: Annotated[
@@ -318,8 +367,7 @@ def ami(
 
     Launch mode (the default) needs --report-bucket: the instance writes its reports there, with
     the config and rule packs shipped the same way. --on-fail deregister also deletes the AMI's
-    snapshots (unless another image uses them). Exit codes: 0 pass, 1 fail, 2 bad usage,
-    3 inconclusive (the instance never reported, or an AWS call failed).
+    snapshots (unless another image uses them).
 
     Every instance and volume is tagged imagelint:run=<uuid> and removed in every outcome. Examples:
 
@@ -370,7 +418,14 @@ def ami(
     raise typer.Exit(int(run_ami(options).exit_code))
 
 
-@app.command()
+@command(
+    app,
+    meanings={
+        ExitCode.PASS: "pass: every instance passed",
+        ExitCode.FAIL: "fail: an instance failed",
+        ExitCode.INCONCLUSIVE: "inconclusive: an instance never reported (and none failed)",
+    },
+)
 @friendly
 def fleet(
     target: Annotated[str, typer.Option("--target", help="tag:KEY=VALUE[,VALUE…]: the instances to check.")],
@@ -392,10 +447,10 @@ def fleet(
     """Audit running instances through SSM Run Command; one report with a row per instance.
 
     SSM does the fan-out (tag targets, --max-concurrency, --max-errors). The config and rule
-    packs are shipped to the instances through the report bucket. Exit codes: 0 every instance
-    passed, 1 any failed, 2 bad usage, 3 an instance never reported (and none failed). Example:
+    packs are shipped to the instances through the report bucket. Example:
 
-      imagelint fleet --target tag:Role=gpu-node --report-bucket my-bucket --soak 5m -f json:fleet.json
+      imagelint fleet --target tag:Role=gpu-node --report-bucket my-bucket \\
+          --soak 5m -f json:fleet.json
     """
     from imagelint.aws.fleet import FleetOptions, run_fleet
     from imagelint.soak.command import parse_duration
@@ -453,7 +508,7 @@ def _run_options(
     )
 
 
-@rules_app.command("list")
+@command(rules_app, "list", codes=USAGE_ONLY, meanings=SUCCESS)
 @friendly
 def rules_list(
     config: ConfigOpt = None,
@@ -461,7 +516,7 @@ def rules_list(
     no_builtin_rules: NoBuiltinOpt = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
-    """List every loaded rule: id, severity, scope, name and title.
+    """List every loaded rule, ordered by id: id, severity, scope, name and title.
 
     Example: imagelint rules list --rules my-pack.yaml
     """
@@ -480,14 +535,32 @@ def rules_list(
         for p in packs
         for r in p.rules
     ]
+    entries.sort(key=lambda e: _id_key(str(e["id"])))
     if as_json:
         typer.echo(json.dumps(entries, indent=2))
         return
+    typer.echo(_rule_row("ID", "SEVERITY", "SCOPE", "NAME", "TITLE"))
     for e in entries:
-        typer.echo(f"{e['id']:<7} {e['severity']:<8} {','.join(e['scope']):<10} {e['name']:<40} {e['title']}")
+        typer.echo(
+            _rule_row(str(e["id"]), str(e["severity"]), ",".join(e["scope"]), str(e["name"]), str(e["title"]))
+        )
 
 
-@rules_app.command("show")
+def _id_key(rule_id: str) -> tuple[str, int, str]:
+    """IL2 before IL10: the letters, then the number, then the whole id (a tie-break)."""
+    import re
+
+    match = re.fullmatch(r"(\D*)(\d+)(.*)", rule_id)
+    if match is None:
+        return rule_id, -1, rule_id
+    return match.group(1), int(match.group(2)), rule_id
+
+
+def _rule_row(rule_id: str, severity: str, scope: str, name: str, title: str) -> str:
+    return f"{rule_id:<7} {severity:<8} {scope:<10} {name:<40} {title}".rstrip()
+
+
+@command(rules_app, "show", codes=USAGE_ONLY, meanings=SUCCESS)
 @friendly
 def rules_show(
     rule_id: Annotated[str, typer.Argument(help="Rule id or name, e.g. IL101.")],
@@ -509,12 +582,17 @@ def rules_show(
     raise UsageError(f"no rule {rule_id!r} is loaded (see `imagelint rules list`)")
 
 
-@rules_app.command("validate")
+@command(
+    rules_app,
+    "validate",
+    codes=USAGE_ONLY,
+    meanings={ExitCode.PASS: "valid", ExitCode.USAGE: "invalid (file:line:column) or bad usage"},
+)
 @friendly
 def rules_validate(
     files: Annotated[list[Path], typer.Argument(help="Rule pack files or directories.")],
 ) -> None:
-    """Validate rule packs without running them (exit 0 valid, 2 invalid, with file:line:column).
+    """Validate rule packs without running them; errors name file:line:column.
 
     Example: imagelint rules validate rules/my-pack.yaml
     """
@@ -528,7 +606,7 @@ def rules_validate(
     typer.echo(f"{sum(len(p.rules) for p in mine)} rule(s) in {len(mine)} pack(s): valid")
 
 
-@schema_app.command("rules")
+@command(schema_app, "rules", codes=(ExitCode.PASS,), meanings=SUCCESS)
 def schema_rules() -> None:
     """Print the JSON Schema of a rule pack (composed from every check kind's parameters)."""
     from imagelint.rulepacks.schema import rules_schema
@@ -536,7 +614,7 @@ def schema_rules() -> None:
     typer.echo(json.dumps(rules_schema(), indent=2))
 
 
-@schema_app.command("config")
+@command(schema_app, "config", codes=(ExitCode.PASS,), meanings=SUCCESS)
 def schema_config() -> None:
     """Print the JSON Schema of the configuration file (.imagelint.yaml)."""
     from imagelint.config import config_schema
@@ -544,7 +622,7 @@ def schema_config() -> None:
     typer.echo(json.dumps(config_schema(), indent=2))
 
 
-@schema_app.command("units")
+@command(schema_app, "units", codes=(ExitCode.PASS,), meanings=SUCCESS)
 def schema_units() -> None:
     """Print the JSON Schema of `imagelint units --format json`."""
     from imagelint.units_command import UNITS_SCHEMA
@@ -552,7 +630,7 @@ def schema_units() -> None:
     typer.echo(json.dumps(UNITS_SCHEMA, indent=2))
 
 
-@schema_app.command("report")
+@command(schema_app, "report", codes=(ExitCode.PASS,), meanings=SUCCESS)
 def schema_report() -> None:
     """Print the JSON Schema of the JSON report (--format json)."""
     from imagelint.report.schema import report_schema
@@ -560,7 +638,12 @@ def schema_report() -> None:
     typer.echo(json.dumps(report_schema(), indent=2))
 
 
-@docs_app.command("rules")
+@command(
+    docs_app,
+    "rules",
+    codes=DOCS_CODES,
+    meanings=DOCS_MEANINGS,
+)
 @friendly
 def docs_rules(
     output: Annotated[

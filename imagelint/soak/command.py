@@ -56,6 +56,7 @@ def run_soak_command(duration: float, interval: float, options: RunOptions, *, i
     )
     report = audit(HostTarget(), packs, config, RunSettings(scopes=(Scope.SOAK,), soak=facts))
     report.facts["soak"] = facts.to_dict()
+    report.notes.extend(facts.summary_lines())
     if result.cut_short:
         measured = f"{result.elapsed:.0f} s of {duration:.0f} s"
         note = f"cut short after {measured}; the report covers what was measured"

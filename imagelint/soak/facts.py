@@ -7,6 +7,7 @@ from typing import Any
 
 from imagelint.facts.cgroups import CgroupLayout, ProbeResult, SubtreeCount
 from imagelint.soak.runner import SoakResult
+from imagelint.soak.stats import Trend
 
 
 @dataclass
@@ -38,6 +39,60 @@ class SoakFacts:
         grown = [(path, n - first.get(path, 0)) for path, n in last.items() if n > first.get(path, 0)]
         return sorted(grown, key=lambda item: -item[1])[:limit]
 
+    def summary_lines(self) -> list[str]:
+        """What the soak measured, one line each, for the report's notes (printed even on a pass)."""
+        result = self.result
+        lines = [
+            f"soak: measured {result.elapsed:.0f} s of {result.duration:.0f} s, "
+            f"{len(result.samples)} sample(s) every {result.interval:g} s"
+        ]
+        if self.has_memory_counts:
+            for name in ("dying", "live"):
+                lines.append(f"soak: {name} memcgs {self._series_line(name)}")
+            ratio = result.ratio()
+            if ratio is not None:
+                lines.append(f"soak: dying:live ratio at the end {ratio:.2f}")
+        else:
+            lines.append(
+                f"soak: no memory cgroup counts on this host ({self.layout.note or 'unknown reason'})"
+            )
+        lines.append(
+            f"soak: memory.stat walk {_walk(self.walk_start)} at start, {_walk(self.walk_end)} at end"
+        )
+        lines.append(f"soak: restarts {self._restarts_line()}")
+        return lines
+
+    def _series_line(self, name: str) -> str:
+        _, values = self.result.series(name)
+        if not values:
+            return "not counted"
+        text = f"{values[0]:,.0f} → {values[-1]:,.0f} at start → end"
+        trend: Trend | None = self.result.trend(name)
+        if trend is None:
+            return text + ", no trend (fewer than 3 samples)"
+        return (
+            f"{text}, slope {trend.slope_per_hour:+,.0f}/h "
+            f"({trend.ci_low_per_hour:+,.0f} to {trend.ci_high_per_hour:+,.0f}), "
+            f"p-value {trend.p_value:.3g}" + (" (significant)" if trend.significant else "")
+        )
+
+    def _restarts_line(self) -> str:
+        start = self.result.restarts_start
+        if start is None or not start.available:
+            counters = f"counters not read ({start.reason if start else 'no snapshot'})"
+        else:
+            restarted = [d for d in self.result.restart_deltas() if d.restarts]
+            listed = ", ".join(f"{d.unit} +{d.restarts}" for d in restarted[:5])
+            more = f" and {len(restarted) - 5} more" if len(restarted) > 5 else ""
+            counters = f"{len(restarted)} of {len(start.units)} service(s) restarted" + (
+                f": {listed}{more}" if restarted else ""
+            )
+        if self.journal_restarts is None:
+            journal = f"journal: {self.journal_note or 'not read'}"
+        else:
+            journal = f"journal logged {sum(self.journal_restarts.values())} restart(s)"
+        return f"{counters}; {journal}"
+
     def to_dict(self) -> dict[str, Any]:
         return {
             **self.result.to_dict(),
@@ -50,3 +105,10 @@ class SoakFacts:
             "journal_restarts": self.journal_restarts,
             "journal_note": self.journal_note,
         }
+
+
+def _walk(probe: ProbeResult | None) -> str:
+    if probe is None:
+        return "not timed"
+    errors = f", {probe.errors} error(s)" if probe.errors else ""
+    return f"{probe.cgroups:,} cgroup(s) in {probe.seconds * 1000:.1f} ms{errors}"

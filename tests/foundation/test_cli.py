@@ -167,3 +167,27 @@ def test_every_command_has_standalone_help() -> None:
 def test_rule_reference_is_up_to_date() -> None:
     proc = run_cli("docs", "rules", "--check", "-o", str(REPO / "docs" / "rules.md"))
     assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("kind", ["missing", "file"])
+def test_bad_root_gives_the_same_exit_code_in_audit_and_units(tmp_path: Path, kind: str) -> None:
+    root = tmp_path / "nope"
+    if kind == "file":
+        root.write_text("")
+    reason = "does not exist" if kind == "missing" else "is not a directory"
+    for command in ("audit", "units"):
+        proc = run_cli(command, str(root))
+        assert (proc.returncode, proc.stderr) == (3, f"imagelint: error: {root}: image root {reason}\n"), (
+            command
+        )
+
+
+def test_rules_list_has_a_header_and_is_ordered_by_id() -> None:
+    proc = run_cli("rules", "list")
+    assert proc.returncode == 0, proc.stderr
+    header, *rows = proc.stdout.splitlines()
+    assert header.split() == ["ID", "SEVERITY", "SCOPE", "NAME", "TITLE"]
+    ids = [row.split()[0] for row in rows]
+    assert len(ids) > 10 and ids == sorted(ids, key=lambda i: (i[:2], int(i[2:])))
+    as_json = json.loads(run_cli("rules", "list", "--json").stdout)
+    assert [e["id"] for e in as_json] == ids

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -98,3 +99,17 @@ def test_bad_duration_is_a_usage_error() -> None:
         proc.stderr
         == "imagelint: error: --duration 'ten minutes': give a positive duration such as 90s, 10m or 1h\n"
     )
+
+
+def test_a_passing_soak_still_prints_what_it_measured(tmp_path: Path) -> None:
+    proc = run_cli("soak", "--duration", "4s", "--interval", "1s", "-f", "text", timeout=60)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    out = proc.stdout
+    assert re.search(r"^soak: measured \d+ s of 4 s, \d+ sample\(s\) every 1 s$", out, re.M), out
+    if "no memory cgroup counts" not in out:
+        for name in ("dying", "live"):
+            line = re.search(rf"^soak: {name} memcgs [\d,]+ → [\d,]+ at start → end, (.*)$", out, re.M)
+            assert line and re.search(r"slope [+-][\d,]+/h .* p-value [\d.e+-]+", line.group(1)), out
+    walk = r"[\d,]+ cgroup\(s\) in [\d.]+ ms"
+    assert re.search(rf"^soak: memory\.stat walk {walk}.* at start, {walk}.* at end$", out, re.M), out
+    assert re.search(r"^soak: restarts .*; (journal: |journal logged \d+ restart)", out, re.M), out

@@ -1,0 +1,1 @@
+"""Tests of the command line: help, exit codes, listings."""

@@ -1,0 +1,77 @@
+"""Every command's ``--help`` stands alone: exit codes, full --fail-on choices, derived lists."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from imagelint.errors import ExitCode
+from imagelint.formats import FORMATS
+from imagelint.rulepacks import Severity
+from tests.support import run_cli
+
+COMMANDS = [
+    ("audit", True),
+    ("units", False),
+    ("soak", True),
+    ("ami", True),
+    ("ami cleanup", True),
+    ("fleet", True),
+    ("rules", False),
+    ("rules list", False),
+    ("rules show", False),
+    ("rules validate", False),
+    ("schema", False),
+    ("schema rules", False),
+    ("docs", False),
+    ("docs rules", False),
+]
+CHOICES = "|".join(s.value for s in Severity)
+
+
+def _help(command: str) -> str:
+    proc = run_cli(*command.split(), "--help", env={"COLUMNS": "100", "TERMINAL_WIDTH": "100"})
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    return proc.stdout
+
+
+@pytest.mark.parametrize(("command", "has_fail_on"), COMMANDS)
+def test_help_lists_exit_codes_and_fail_on_choices_whole(command: str, has_fail_on: bool) -> None:
+    text = _help(command)
+    assert "Exit codes:" in text
+    assert re.search(r"^\s*0  \S", text, re.M), text
+    assert bool(re.search(r"--fail-on\s+SEVERITY", text)) == has_fail_on
+    if has_fail_on:
+        assert CHOICES in text  # on one line: not cut by the wrapper
+        for severity in Severity:
+            assert severity.value in text
+    assert "\b" not in text and "{SEVERITIES}" not in text and "{FORMATS}" not in text
+    assert all(len(line) <= 100 for line in text.splitlines())
+
+
+@pytest.mark.parametrize("command", ["audit", "soak", "ami", "fleet"])
+def test_every_exit_code_is_explained(command: str) -> None:
+    text = _help(command)
+    for code in ExitCode:
+        assert re.search(rf"^\W*{int(code)}  \w", text, re.M), (code, text)
+
+
+def test_formats_in_help_come_from_the_registry() -> None:
+    text = " ".join(_help("audit").replace("│", " ").split())
+    assert ", ".join(FORMATS) in text
+
+
+def test_examples_keep_their_lines_and_prose_is_reflowed() -> None:
+    text = "\n".join(line.rstrip() for line in _help("soak").splitlines())
+    assert "  imagelint soak -d 5m -f text -f json:soak.json --fail-on high\n" in text
+    # the docstring breaks after "a robust slope with a": rewrapped at 100 columns, the line goes on
+    assert "growth by a robust slope with a significance" in text
+
+
+def test_reflow_joins_prose_and_keeps_indented_blocks() -> None:
+    from imagelint.cli.helptext import reflow
+
+    doc = "Title line.\n\n    One sentence\n    over two lines.\n\n      cmd --a\n      cmd --b\n    "
+    assert reflow(doc) == "Title line.\n\nOne sentence over two lines.\n\n  cmd --a\n  cmd --b"
