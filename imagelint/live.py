@@ -9,8 +9,9 @@ counters, :mod:`imagelint.soak.restarts`)::
 ``prefix`` runs systemctl through another command (``nsenter -t PID -m -p ...``) to ask a
 manager in other namespaces, as the tests do with a container booted by systemd-nspawn.
 Where no systemd runs as PID 1 (``/run/systemd/system`` absent, as ``sd_booted()`` decides) the
-state is *not booted*: the live rules are not applicable. A systemd that is there but does not
-answer makes the live rules inconclusive.
+state is *not booted*; that, like a systemd that is there but does not answer, makes the live rules
+inconclusive (an error outcome, with the reason on one line): the user asked for a live check that
+could not run, which is not the same as one that does not apply.
 """
 
 from __future__ import annotations

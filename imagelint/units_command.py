@@ -34,12 +34,16 @@ UNITS_SCHEMA: dict[str, Any] = {
     "$id": "https://imagelint.dev/schemas/units.json",
     "title": "imagelint units --format json",
     "type": "object",
-    "required": ["root", "search_path", "default_target", "units", "problems"],
+    "required": ["root", "search_path", "default_target", "default_target_assumed", "units", "problems"],
     "additionalProperties": False,
     "properties": {
         "root": {"type": "string", "description": "the image root on the host"},
         "search_path": {"type": "array", "items": {"type": "string"}, "description": "unit search path"},
         "default_target": {**_NULLABLE_STR, "description": "the unit default.target loads, if any"},
+        "default_target_assumed": {
+            "type": "boolean",
+            "description": "the tree has no default.target (a partial tree): multi-user.target is assumed",
+        },
         "units": {
             "type": "array",
             "items": {
@@ -64,7 +68,10 @@ UNITS_SCHEMA: dict[str, Any] = {
                         "type": "string",
                         "description": "as systemctl is-enabled: enabled, static, disabled, alias, masked...",
                     },
-                    "preset": {"enum": ["enabled", "disabled"]},
+                    "preset": {
+                        "enum": ["enabled", "disabled", "-"],
+                        "description": "as systemctl list-unit-files: '-' for static units and aliases",
+                    },
                     "path": {**_NULLABLE_STR, "description": "the search-path entry of this name"},
                     "unit": {
                         **_NULLABLE_STR,
@@ -125,6 +132,7 @@ def write_units_json(root: Path, index: UnitIndex, out: TextIO) -> None:
         "root": str(root),
         "search_path": list(index.search_path),
         "default_target": index.default_target,
+        "default_target_assumed": index.default_target_assumed,
     }
     out.write("{")
     for key, value in head.items():
@@ -191,9 +199,10 @@ def render_text(document: dict[str, Any], *, color: bool) -> str:
     console = Console(file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False)
     units = document["units"]
     boot = sum(1 for u in units if u["boot_chain"])
+    assumed = ", assumed: the image has no default.target" if document.get("default_target_assumed") else ""
     console.print(
         f"{escape(document['root'])}: {len(units)} units, {boot} started at boot "
-        f"(default.target → {escape(document['default_target'] or 'none')})"
+        f"(default.target → {escape(document['default_target'] or 'none')}{assumed})"
     )
     table = Table(show_lines=False, expand=False, pad_edge=False, box=None, header_style="bold")
     for column in ("unit", "state", "preset", "file", "drop-ins", "boot chain"):

@@ -5,11 +5,13 @@ The unit index (:mod:`imagelint.facts.systemd`) is built once per run and shared
 Every observation carries ``unit=`` (so waivers with ``unit:`` globs apply) and points at the unit
 file line that matters.
 
-"Started at boot" is the index's boot chain from ``default.target``. A partial tree without any
-``default.target`` (an application layer, a rule example) cannot be walked from the top; there a
-unit counts as started at boot when it is enabled into a target's ``.wants/``/``.requires/``
-directory, and the chain says so (``multi-user.target → ecs.service (no default.target in the
-image)``).
+"Started at boot" is the index's boot chain from ``default.target``, computed once in
+:mod:`imagelint.facts.systemd.boot` for the rules and for ``imagelint units`` alike (a partial tree
+without any ``default.target`` is walked as if on a stock base: see that module).
+
+Severity follows evidence: a risk on its own (an unbounded restart policy, a broken unit nothing
+starts) is reported low or info; ``systemd.boot_failure_loop`` combines the facts (started at boot,
+will fail, restarts forever) into the one critical finding.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from imagelint.checks import register
-from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation
+from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation, ParamError
 from imagelint.errors import ImageReadError
 
 if TYPE_CHECKING:  # imported where used: rules that never touch units do not pay for them
@@ -130,16 +132,8 @@ def _wanting_target(link: str) -> str:
 
 
 def boot_chain(ctx: CheckContext, index: UnitIndex, unit: Unit) -> list[str] | None:
-    """The chain that starts ``unit`` at boot, or None (see the module docstring for partial trees)."""
-    if unit.boot_chain is not None:
-        return list(unit.boot_chain)
-    if index.default_target is not None or unit.state not in ENABLED_STATES:
-        return None
-    for name in (unit.name, *unit.aliases):
-        links = _enabling_links(ctx, index).get(name)
-        if links:
-            return [_wanting_target(links[0]), f"{unit.name} (no default.target in the image)"]
-    return None
+    """The chain that starts ``unit`` at boot, or None: the index's, as ``imagelint units`` shows it."""
+    return None if unit.boot_chain is None else list(unit.boot_chain)
 
 
 def _matches(unit: Unit, globs: Sequence[str]) -> bool:
@@ -274,39 +268,52 @@ class ExecMissing(CheckKind):
             unit_id = unit.unit_id or unit.name
             if execs.skipped_by(execs.conditions(ctx.target, unit.assignments, unit_id)):
                 continue
-            problems: list[tuple[Assignment, str]] = []  # (assignment, text)
-            by_exe: dict[tuple[str, str], list[Assignment]] = {}
-            search = unit.get_value("Service", "ExecSearchPath")
-            search_path = tuple(p for p in search.split(":") if p) if search else None
-            for key in execs.EXEC_KEYS:
-                for section in execs.EXEC_SECTIONS:
-                    for a in unit.get(section, key):
-                        for cmd in execs.commands(a, unit_id):
-                            if cmd.executable is None or (cmd.ignore_failure and not include_ignored):
-                                continue
-                            res = execs.resolve_executable(ctx.target, cmd.executable, search_path)
-                            if res.problem is not None:
-                                ignored = " (failure ignored: '-')" if cmd.ignore_failure else ""
-                                by_exe.setdefault((cmd.executable, res.problem + ignored), []).append(a)
-            for (exe, problem), where in by_exe.items():
-                settings = ", ".join(f"{a.key}= line {a.line}" for a in where)
-                problems.append((where[0], f"{exe} is {problem} ({settings})"))
-            for a in unit.get("Service", "EnvironmentFile"):
-                optional = a.value.startswith("-")
-                path = a.value[1:].strip() if optional else a.value.strip()
-                if optional or not path.startswith("/") or _runtime_path(path):
-                    continue
-                if ctx.target.stat(path) is None:
-                    problems.append((a, f"EnvironmentFile={path} is missing (line {a.line})"))
-            if not problems:
+            problems, primary = _missing_files(ctx, unit, include_ignored)
+            if primary is None:
                 continue
-            primary = next((a for w in by_exe.values() for a in w if a.key == "ExecStart"), problems[0][0])
             evidence = _base_evidence(ctx, index, unit)
-            evidence["missing"] = "; ".join(text for _, text in problems)
+            evidence["missing"] = "; ".join(problems)
             found.append(
                 Observation(unit_id, path=primary.path, line=primary.line, unit=unit_id, evidence=evidence)
             )
         return found
+
+
+def _missing_files(
+    ctx: CheckContext, unit: Unit, include_ignored: bool = False
+) -> tuple[list[str], Assignment | None]:
+    """What the unit would run or read that is not in the image: (texts, the line to point at)."""
+    from imagelint.facts.systemd import execs
+
+    unit_id = unit.unit_id or unit.name
+    problems: list[tuple[Assignment, str]] = []  # (assignment, text)
+    by_exe: dict[tuple[str, str], list[Assignment]] = {}
+    search = unit.get_value("Service", "ExecSearchPath")
+    search_path = tuple(p for p in search.split(":") if p) if search else None
+    for key in execs.EXEC_KEYS:
+        for section in execs.EXEC_SECTIONS:
+            for a in unit.get(section, key):
+                for cmd in execs.commands(a, unit_id):
+                    if cmd.executable is None or (cmd.ignore_failure and not include_ignored):
+                        continue
+                    res = execs.resolve_executable(ctx.target, cmd.executable, search_path)
+                    if res.problem is not None:
+                        ignored = " (failure ignored: '-')" if cmd.ignore_failure else ""
+                        by_exe.setdefault((cmd.executable, res.problem + ignored), []).append(a)
+    for (exe, problem), where in by_exe.items():
+        settings = ", ".join(f"{a.key}= line {a.line}" for a in where)
+        problems.append((where[0], f"{exe} is {problem} ({settings})"))
+    for a in unit.get("Service", "EnvironmentFile"):
+        optional = a.value.startswith("-")
+        path = a.value[1:].strip() if optional else a.value.strip()
+        if optional or not path.startswith("/") or _runtime_path(path):
+            continue
+        if ctx.target.stat(path) is None:
+            problems.append((a, f"EnvironmentFile={path} is missing (line {a.line})"))
+    if not problems:
+        return [], None
+    primary = next((a for w in by_exe.values() for a in w if a.key == "ExecStart"), problems[0][0])
+    return [text for _, text in problems], primary
 
 
 def _runtime_path(path: str) -> bool:
@@ -357,75 +364,78 @@ class RestartUnbounded(CheckKind):
     }
 
     def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
-        from imagelint.facts.systemd import names
-        from imagelint.facts.systemd.timespan import format_seconds, parse_timespan
-
         index = unit_index(ctx)
-        defaults = _manager_defaults(ctx)
         found = []
         for unit in _distinct(index):
-            if names.unit_type(unit.name) != "service" or not _selected(unit, params):
-                continue
-            if unit.loaded is None or unit.loaded.status != "loaded":
-                continue
-            restart = unit.get("Service", "Restart")
-            if not restart or restart[-1].value == "no":
+            if not _selected(unit, params):
                 continue
             if params.get("at_boot", True) and boot_chain(ctx, index, unit) is None:
                 continue
-            sec, err1 = _unit_setting(unit, (("Service", "RestartSec"),), parse_timespan)
-            interval, err2 = _unit_setting(
-                unit,
-                (
-                    ("Unit", "StartLimitIntervalSec"),
-                    ("Unit", "StartLimitInterval"),
-                    ("Service", "StartLimitInterval"),
-                ),
-                parse_timespan,
-            )
-            burst, err3 = _unit_setting(
-                unit, (("Unit", "StartLimitBurst"), ("Service", "StartLimitBurst")), int
-            )
-            for err in (err1, err2, err3):
-                if err:
-                    ctx.warn(unit.unit_id or unit.name, err)
-            sec = sec or _Value(
-                defaults.restart_sec.value, defaults.restart_sec.text, defaults.restart_sec.source
-            )
-            interval = interval or _Value(
-                defaults.start_limit_interval.value,
-                defaults.start_limit_interval.text,
-                defaults.start_limit_interval.source,
-            )
-            burst = burst or _Value(
-                defaults.start_limit_burst.value,
-                defaults.start_limit_burst.text,
-                defaults.start_limit_burst.source,
-            )
-            if math.isinf(sec.value):
-                continue  # never restarts
-            why = _never_trips(sec.value, interval.value, int(burst.value))
-            if why is None:
+            loop = _restart_loop(ctx, unit)
+            if loop is None:
                 continue
-            per_day = f"{86400 / sec.value:,.0f}" if sec.value > 0 else "unbounded (no delay)"
-            a = restart[-1]
+            a, restart_evidence = loop
             evidence = _base_evidence(ctx, index, unit)
-            limit_source = (
-                burst.source if burst.source == interval.source else f"{burst.source}; {interval.source}"
-            )
-            evidence.update(
-                {
-                    "restart": a.value,
-                    "restart_sec": f"{format_seconds(sec.value)} ({sec.source})",
-                    "start_limit": f"{int(burst.value)} starts in {format_seconds(interval.value)} "
-                    f"({limit_source})",
-                    "restarts_per_day": per_day,
-                    "why": why,
-                }
-            )
+            evidence.update(restart_evidence)
             unit_id = unit.unit_id or unit.name
             found.append(Observation(unit_id, path=a.path, line=a.line, unit=unit_id, evidence=evidence))
         return found
+
+
+def _restart_loop(ctx: CheckContext, unit: Unit) -> tuple[Assignment, dict[str, Any]] | None:
+    """(the Restart= line, evidence) if the loaded service restarts forever; None otherwise."""
+    from imagelint.facts.systemd import names
+    from imagelint.facts.systemd.timespan import format_seconds, parse_timespan
+
+    if names.unit_type(unit.unit_id or unit.name) != "service":
+        return None
+    if unit.loaded is None or unit.loaded.status != "loaded":
+        return None
+    restart = unit.get("Service", "Restart")
+    if not restart or restart[-1].value == "no":
+        return None
+    defaults = _manager_defaults(ctx)
+    sec, err1 = _unit_setting(unit, (("Service", "RestartSec"),), parse_timespan)
+    interval, err2 = _unit_setting(
+        unit,
+        (
+            ("Unit", "StartLimitIntervalSec"),
+            ("Unit", "StartLimitInterval"),
+            ("Service", "StartLimitInterval"),
+        ),
+        parse_timespan,
+    )
+    burst, err3 = _unit_setting(unit, (("Unit", "StartLimitBurst"), ("Service", "StartLimitBurst")), int)
+    for err in (err1, err2, err3):
+        if err:
+            ctx.warn(unit.unit_id or unit.name, err)
+    sec = sec or _Value(defaults.restart_sec.value, defaults.restart_sec.text, defaults.restart_sec.source)
+    interval = interval or _Value(
+        defaults.start_limit_interval.value,
+        defaults.start_limit_interval.text,
+        defaults.start_limit_interval.source,
+    )
+    burst = burst or _Value(
+        defaults.start_limit_burst.value,
+        defaults.start_limit_burst.text,
+        defaults.start_limit_burst.source,
+    )
+    if math.isinf(sec.value):
+        return None  # never restarts
+    why = _never_trips(sec.value, interval.value, int(burst.value))
+    if why is None:
+        return None
+    per_day = f"{86400 / sec.value:,.0f}" if sec.value > 0 else "unbounded (no delay)"
+    a = restart[-1]
+    limit_source = burst.source if burst.source == interval.source else f"{burst.source}; {interval.source}"
+    return a, {
+        "restart": a.value,
+        "restart_sec": f"{format_seconds(sec.value)} ({sec.source})",
+        "start_limit": f"{int(burst.value)} starts in {format_seconds(interval.value)} ({limit_source})",
+        "restarts_per_day": per_day,
+        "why": why,
+        "restart_summary": f"Restart={a.value}, RestartSec={sec.text}: up to {per_day} restarts a day",
+    }
 
 
 def _never_trips(restart_sec: float, interval: float, burst: int) -> str | None:
@@ -485,19 +495,12 @@ class UnitUnexpected(CheckKind):
         links = _enabling_links(ctx, index)
         found = []
         for unit in _distinct(index):
-            if unit.state not in ENABLED_STATES or not _selected(unit, params):
-                continue
-            chain = boot_chain(ctx, index, unit)
-            if chain is None or (expected and _matches(unit, expected)):
+            if not _selected(unit, params) or not _unexpected(ctx, index, unit, params):
                 continue
             template = names.template_of(unit.name)
             rule = index.presets.rule_for(unit.name) or (
                 index.presets.rule_for(template) if template else None
             )
-            if rule is not None and rule.enable:
-                continue
-            if params.get("package_records", True) and self._packaged(ctx, unit):
-                continue
             enabled_by = [p for n in (unit.name, *unit.aliases) for p in links.get(n, [])]
             evidence = _base_evidence(ctx, index, unit)
             evidence.update(
@@ -517,14 +520,30 @@ class UnitUnexpected(CheckKind):
             found.append(Observation(unit_id, path=path, unit=unit_id, evidence=evidence))
         return found
 
-    @staticmethod
-    def _packaged(ctx: CheckContext, unit: Unit) -> bool:
-        for name in (unit.name, *unit.aliases):
-            if ctx.target.lstat(f"{DSH_STATE}/{name}.dsh-also") is not None:
-                return True
-            if ctx.target.glob(f"{DSH_STATE}/*/{name}"):
-                return True
+
+def _unexpected(ctx: CheckContext, index: UnitIndex, unit: Unit, params: dict[str, Any]) -> bool:
+    """Enabled, started at boot, and declared by nobody (config, preset, package manager)."""
+    from imagelint.facts.systemd import names
+
+    if unit.state not in ENABLED_STATES or boot_chain(ctx, index, unit) is None:
         return False
+    expected = ctx.expected_units
+    if expected and _matches(unit, expected):
+        return False
+    template = names.template_of(unit.name)
+    rule = index.presets.rule_for(unit.name) or (index.presets.rule_for(template) if template else None)
+    if rule is not None and rule.enable:
+        return False
+    return not (params.get("package_records", True) and _packaged(ctx, unit))
+
+
+def _packaged(ctx: CheckContext, unit: Unit) -> bool:
+    for name in (unit.name, *unit.aliases):
+        if ctx.target.lstat(f"{DSH_STATE}/{name}.dsh-also") is not None:
+            return True
+        if ctx.target.glob(f"{DSH_STATE}/*/{name}"):
+            return True
+    return False
 
 
 @register
@@ -537,7 +556,16 @@ class UnitBroken(CheckKind):
     )
     parameters = {
         **_UNITS,
-        "at_boot": {"type": "boolean", "default": False, "description": "only units started at boot"},
+        "at_boot": {
+            "type": "boolean",
+            "default": False,
+            "description": "only units started at boot or enabled",
+        },
+        "not_at_boot": {
+            "type": "boolean",
+            "default": False,
+            "description": "only units neither started at boot nor enabled (the complement of at_boot)",
+        },
         "problems": {
             "type": "boolean",
             "default": True,
@@ -562,14 +590,15 @@ class UnitBroken(CheckKind):
             ):
                 continue
             chain = boot_chain(ctx, index, unit)
-            if params.get("at_boot") and chain is None:
+            live = chain is not None or unit.state in ENABLED_STATES
+            if (params.get("at_boot") and not live) or (params.get("not_at_boot") and live):
                 continue
             unit_id = unit.unit_id or unit.name
             for path, line, problem in self._problems(index, unit, unit_id):
                 evidence = {
                     "where": unit_id,
                     "problem": problem,
-                    "chain": ARROW.join(chain) if chain else "not started at boot",
+                    "chain": ARROW.join(chain) if chain else f"{unit.state}, not started at boot",
                 }
                 found.append(
                     Observation(
@@ -643,6 +672,191 @@ class UnitBroken(CheckKind):
         return out
 
 
+@register
+class EnabledNeverStarted(CheckKind):
+    name = "systemd.enabled_not_started"
+    summary = (
+        "Fires for each unit enabled (linked into a .wants/, .requires/ or .upholds/ directory) only "
+        "into targets that nothing pulls in at boot, so it is enabled yet never started."
+    )
+    parameters = {
+        **_UNITS,
+        "exclude_targets": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "globs of targets started on demand (by udev, logind, shutdown...), not at boot",
+        },
+    }
+    variables = {
+        "unit": "the unit",
+        "targets": "the units it is enabled into, none of them started at boot",
+        "enabled_by": "the symlinks that enable it",
+        "state": "enablement state",
+    }
+
+    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
+        index = unit_index(ctx)
+        links = _enabling_links(ctx, index)
+        skip = params.get("exclude_targets", ())
+        found = []
+        for unit in _distinct(index):
+            if unit.state not in ENABLED_STATES or unit.boot_chain is not None or not _selected(unit, params):
+                continue
+            enabled_by = [p for n in (unit.name, *unit.aliases) for p in links.get(n, [])]
+            wanting = list(dict.fromkeys(_wanting_target(link) for link in enabled_by))
+            if not wanting or any(fnmatch.fnmatchcase(t, g) for t in wanting for g in skip):
+                continue
+            unit_id = unit.unit_id or unit.name
+            evidence = _base_evidence(ctx, index, unit)
+            evidence.update({"targets": ", ".join(wanting), "enabled_by": ", ".join(enabled_by)})
+            found.append(Observation(unit_id, path=enabled_by[0], unit=unit_id, evidence=evidence))
+        return found
+
+
+_CONDITION = {"type": "object", "required": ["kind"], "description": "a check spec: {kind: ..., params}"}
+
+
+@register
+class BootFailureLoop(CheckKind):
+    name = "systemd.boot_failure_loop"
+    summary = (
+        "Fires for each service that is started at boot, will fail (evidence: an executable or "
+        "required file missing, a vendor configuration missing, enabled without being expected, "
+        "failures or restart loops in the journal or on the live host) and restarts forever; "
+        "one observation names every piece of evidence."
+    )
+    parameters = {
+        **_UNITS,
+        "unexpected": {
+            "type": "boolean",
+            "default": True,
+            "description": "count 'enabled but not expected' (as systemd.unit_unexpected) as evidence",
+        },
+        "vendor_config": {
+            "type": "array",
+            "description": "configuration a unit needs: where `unless` (a check spec, e.g. file.contains) "
+            "finds nothing, `reason` is evidence that the unit fails",
+            "items": {
+                "type": "object",
+                "required": ["units", "unless", "reason"],
+                "additionalProperties": False,
+                "properties": {
+                    "units": {"type": "array", "items": {"type": "string"}},
+                    "unless": _CONDITION,
+                    "reason": {"type": "string"},
+                },
+            },
+        },
+        "observed": {
+            "type": "array",
+            "description": "check specs whose observations of a unit (journal, live) are evidence; "
+            "`reason` is formatted with the observation's variables",
+            "items": {
+                "type": "object",
+                "required": ["check", "reason"],
+                "additionalProperties": False,
+                "properties": {"check": _CONDITION, "reason": {"type": "string"}},
+            },
+        },
+    }
+    variables = {
+        "unit": "the unit",
+        "chain": "how it is started at boot",
+        "failure": "every piece of evidence that it will fail, '; '-separated",
+        "restart_summary": "Restart=, RestartSec= and the restarts a day they allow",
+        "restart": "the Restart= value",
+        "restart_sec": "delay between restarts, and where it is set",
+        "start_limit": "the start limit, and where it is set",
+        "why": "why the start limit can never trip",
+    }
+
+    def validate(self, params: dict[str, Any]) -> None:
+        from imagelint.checks import registry
+
+        specs: list[tuple[list[str | int], dict[str, Any]]] = [
+            (["vendor_config", i, "unless"], v["unless"])
+            for i, v in enumerate(params.get("vendor_config", ()))
+        ]
+        specs += [(["observed", i, "check"], o["check"]) for i, o in enumerate(params.get("observed", ()))]
+        for at, spec in specs:
+            kind = registry().get(spec["kind"])
+            if kind is None or kind.name == self.name:
+                raise ParamError(at, f"unknown check kind {spec['kind']!r}")
+            kind.validate(_spec_params(spec))
+
+    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
+        from imagelint.facts.systemd import execs
+
+        index = unit_index(ctx)
+        observed = self._observed(ctx, params)
+        found = []
+        for unit in _distinct(index):
+            chain = boot_chain(ctx, index, unit)
+            if chain is None or not _selected(unit, params):
+                continue
+            loop = _restart_loop(ctx, unit)
+            if loop is None:
+                continue
+            unit_id = unit.unit_id or unit.name
+            if execs.skipped_by(execs.conditions(ctx.target, unit.assignments, unit_id)):
+                continue  # a condition evaluable offline skips it: it does not start, so does not fail
+            missing, _primary = _missing_files(ctx, unit)
+            failure = list(missing)
+            for entry in params.get("vendor_config", ()):
+                if _matches(unit, entry["units"]) and not _run(ctx, entry["unless"]):
+                    failure.append(entry["reason"])
+            if params.get("unexpected", True) and _unexpected(ctx, index, unit, {}):
+                failure.append("enabled but not expected")
+            for name in (unit_id, *unit.aliases):
+                failure.extend(observed.get(name, ()))
+            if not failure:
+                continue
+            a, restart_evidence = loop
+            evidence = _base_evidence(ctx, index, unit)
+            evidence.update(restart_evidence)
+            evidence["failure"] = "; ".join(dict.fromkeys(failure))
+            found.append(Observation(unit_id, path=a.path, line=a.line, unit=unit_id, evidence=evidence))
+        return found
+
+    @staticmethod
+    def _observed(ctx: CheckContext, params: dict[str, Any]) -> dict[str, list[str]]:
+        """unit -> reasons, from the observations of the `observed` checks (absent data: none)."""
+        out: dict[str, list[str]] = {}
+        for entry in params.get("observed", ()):
+            for obs in _run(ctx, entry["check"], optional=True):
+                if obs.unit:
+                    out.setdefault(obs.unit, []).append(entry["reason"].format_map(_Dashed(obs.variables())))
+        return out
+
+
+class _Dashed(dict[str, Any]):
+    """Template variables; one the observation lacks renders as '-' (as in rule messages)."""
+
+    def __missing__(self, key: str) -> str:
+        return "-"
+
+
+def _spec_params(spec: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in spec.items() if k != "kind"}
+
+
+def _run(ctx: CheckContext, spec: dict[str, Any], *, optional: bool = False) -> list[Observation]:
+    """The observations of a check spec (the same kinds rule conditions use); none if n/a. With
+    ``optional``, data that cannot be had (no journal, no live systemd) is no evidence either: the
+    rules that read it report that themselves."""
+    from imagelint.checks import registry
+    from imagelint.errors import ImageLintError
+
+    try:
+        return registry()[spec["kind"]].evaluate(ctx, _spec_params(spec))
+    except NotApplicable:
+        return []
+    except ImageLintError:
+        if optional:
+            return []
+        raise
+
+
 # -- live kinds (scope host) ---------------------------------------------------------------------
 
 
@@ -652,9 +866,10 @@ def _live(ctx: CheckContext) -> LiveState:
         raise NotApplicable("not a live run (use `imagelint audit --live` on the running host)")
     ctx.record("systemd_live", live.to_dict)
     if not live.available:
-        if not live.booted:
-            raise NotApplicable(f"no running systemd to ask: {live.reason}")
-        raise ImageReadError("systemctl show", live.reason or "no answer")
+        # the user asked for a live check that could not run: inconclusive, never "not applicable"
+        reason = " ".join((live.reason or "no answer").split())
+        where = "systemctl show" if live.booted else "/run/systemd/system"
+        raise ImageReadError(where, reason)
     return live
 
 

@@ -18,7 +18,7 @@ from imagelint.facts.systemd import UnitIndex
 from imagelint.targets.rootfs import RootfsTarget
 from tests.support import copy_rootfs, need
 from tests.systemd import crafted
-from tests.systemd.oracle import SYSTEMCTL, compare, list_unit_files, systemctl_available
+from tests.systemd.oracle import NO_PRESET_STATES, SYSTEMCTL, compare, list_unit_files, systemctl_available
 
 
 @pytest.fixture(autouse=True)
@@ -95,7 +95,8 @@ def test_split_usr_image(tmp_path: Path) -> None:
 
 def test_presets(tmp_path: Path) -> None:
     index = _check(crafted.preset_tree(tmp_path / "root"))
-    assert {u.preset for u in index} == {"enabled", "disabled"}
+    assert {u.preset for u in index} == {"enabled", "disabled", "-"}
+    assert all(u.state in NO_PRESET_STATES for u in index if u.preset == "-")  # as systemctl prints
 
 
 def test_bad_input(tmp_path: Path) -> None:

@@ -248,7 +248,8 @@ def test_broken_units(image: Path) -> None:
         "[Service]\nExecStart=/usr/bin/true\n",
     )
     write(image, f"{VENDOR}/xsec.service", "[Service]\nExecStart=/usr/bin/true\n[X-Vendor]\nFoo=bar\n")
-    _, findings = run(image, ["IL204"])
+    _, findings = run(image, ["IL204", "IL207"])
+    assert {f.rule_id for f in findings} == {"IL207"}  # none is started at boot: info, not medium
     got = sorted((f.unit, f.line or 0, f.evidence["problem"]) for f in findings)
     assert got == [
         ("deps.service", 2, "Requires=nothere.service, but no unit file defines nothere.service"),
@@ -280,7 +281,7 @@ def test_broken_units_agree_with_systemd_analyze_verify(image: Path) -> None:
     bad = verify("nostart.service")
     assert bad.returncode != 0 and "ExecStart=" in bad.stderr
     assert "ExecStart" not in verify("fine.service").stderr
-    _, findings = run(image, ["IL204"])
+    _, findings = run(image, ["IL204", "IL207"])
     assert {f.unit for f in findings} == {"nostart.service"}
 
 

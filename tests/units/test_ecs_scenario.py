@@ -1,4 +1,5 @@
-"""The incident, offline: the sample image's ECS agent is caught by five rules, each saying why."""
+"""The incident, offline: the sample image's ECS agent is caught by six rules, each saying why;
+the combination (IL206) is critical."""
 
 from __future__ import annotations
 
@@ -13,14 +14,26 @@ from imagelint.targets import RootfsTarget
 from tests.support import REPO, build_tree
 
 
-def test_ecs_scenario_fires_five_rules_with_reasons(tmp_path: Path) -> None:
+def test_ecs_scenario_fires_six_rules_with_reasons(tmp_path: Path) -> None:
     entries = yaml.safe_load((REPO / "examples/sample-image.yaml").read_text())["files"]
     root = build_tree(tmp_path / "sample", entries)
     config = load_config(REPO / "examples/sample.imagelint.yaml")
     report = audit(RootfsTarget(root), load_packs([], builtin=builtin_pack_paths()), config, RunSettings())
     ecs = {f.rule_id: f for f in report.findings if f.unit == "ecs.service"}
-    assert set(ecs) == {"IL201", "IL202", "IL203", "IL204", "IL501"}
-    assert all(f.failing for f in ecs.values())
+    assert set(ecs) == {"IL201", "IL202", "IL203", "IL204", "IL206", "IL501"}
+    # the unbounded restart policy alone is a low risk; with the evidence it will fail, critical
+    assert not ecs["IL202"].failing and ecs["IL202"].severity.value == "low"
+    assert all(f.failing for rule, f in ecs.items() if rule != "IL202")
+    il206 = ecs["IL206"]
+    assert il206.severity.value == "critical"
+    for evidence in (
+        "started at boot (default.target → multi-user.target → ecs.service)",
+        "/usr/libexec/amazon-ecs-init is missing",
+        "/etc/ecs/ecs.config has no ECS_CLUSTER",
+        "enabled but not expected",
+        "RestartSec=10s: up to 8,640 restarts a day",
+    ):
+        assert evidence in il206.message, il206.message
     # IL501: enabled, and the config names no cluster
     assert "/etc/ecs/ecs.config sets no ECS_CLUSTER" in ecs["IL501"].message
     # IL201: the binary is not in the image, named with every setting that runs it

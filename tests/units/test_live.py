@@ -73,15 +73,17 @@ def test_parse_and_rules_on_recorded_output(tmp_path: Path) -> None:
     assert "activating/auto-restart with 212 automatic restarts" in msg
 
 
-def test_unreachable_systemctl_is_inconclusive_and_no_systemd_not_applicable(tmp_path: Path) -> None:
+def test_unreachable_systemctl_and_a_host_without_systemd_are_both_inconclusive(tmp_path: Path) -> None:
+    """`audit --live` asked for the manager's view: when it cannot be had, the run cannot pass."""
     root = build_tree(tmp_path / "r", {"/etc/hostname": "x\n"})
     broken = collect_live_state(systemctl="/nonexistent/systemctl", prefix=["env"])
     assert not broken.available and broken.booted and broken.reason
     outcomes, _findings, errors = _run(root, broken, ["IL211", "IL212"])
     assert outcomes["IL211"] is outcomes["IL212"] is Outcome.ERROR and errors
     absent = LiveState(0.0, False, False, "this host was not booted with systemd")
-    outcomes, _, _ = _run(root, absent, ["IL211", "IL212"])
-    assert outcomes["IL211"] is outcomes["IL212"] is Outcome.NOT_APPLICABLE
+    outcomes, _, errors = _run(root, absent, ["IL211", "IL212"])
+    assert outcomes["IL211"] is outcomes["IL212"] is Outcome.ERROR
+    assert any("not booted with systemd" in e.message for e in errors)
 
 
 def test_live_needs_the_host_root() -> None:

@@ -56,7 +56,7 @@ def test_units_reports_problems_and_bad_usage(tmp_path: Path) -> None:
     text = run_cli("units", str(tmp_path))
     assert "problem /usr/lib/systemd/system/garbage.service" in text.stdout
     bad = run_cli("units", str(tmp_path / "nope"))
-    assert bad.returncode == 2 and "not a directory" in bad.stderr and "Traceback" not in bad.stderr
+    assert bad.returncode == 3 and "does not exist" in bad.stderr and "Traceback" not in bad.stderr
     fmt = run_cli("units", str(tmp_path), "--format", "yaml")
     assert fmt.returncode == 2
     schema = run_cli("schema", "units")

@@ -19,7 +19,7 @@ from typing import Any
 
 from imagelint.errors import ImageReadError
 from imagelint.facts.systemd import names
-from imagelint.facts.systemd.boot import DEFAULT_TARGET, boot_chains
+from imagelint.facts.systemd.boot import ASSUMED_DEFAULT, DEFAULT_TARGET, STOCK_TARGET_DEPS, boot_chains
 from imagelint.facts.systemd.install import LINK_DIR_SUFFIXES, InstallError, InstallResolver
 from imagelint.facts.systemd.model import Assignment, ParsedFile, Problem
 from imagelint.facts.systemd.namemap import NameMap
@@ -31,6 +31,8 @@ from imagelint.facts.systemd.specifiers import SpecifierError, expand
 from imagelint.targets.rootfs import FileKind, RootfsTarget
 
 PULL_KEYS = ("Wants", "Requires", "BindsTo", "Upholds")
+# systemctl list-unit-files prints "-" as the preset of these states (no [Install] to apply a preset to)
+NO_PRESET_STATES = frozenset({"alias", "static", "generated", "transient"})
 TRIGGER_KEYS = {"socket": ("Socket", "Service"), "timer": ("Timer", "Unit"), "path": ("Path", "Unit")}
 
 
@@ -148,6 +150,8 @@ class UnitIndex:
     search_path: tuple[str, ...]
     default_target: str | None
     presets: Presets
+    # no default.target in the tree: default.target is taken to be multi-user.target (see .boot)
+    default_target_assumed: bool = False
     _builder: _Builder | None = field(default=None, repr=False, compare=False)
 
     def __getitem__(self, name: str) -> Unit:
@@ -182,6 +186,7 @@ class UnitIndex:
         return {
             "search_path": list(self.search_path),
             "default_target": self.default_target,
+            "default_target_assumed": self.default_target_assumed,
             "units": [self.units[n].to_dict() for n in sorted(self.units)],
             "problems": [p.to_dict() for p in self.problems],
         }
@@ -199,6 +204,8 @@ class _Builder:
         self.resolver = InstallResolver(self.tree, self.lookup)
         self.problems: list[Problem] = []
         self.loaded: dict[str, LoadedUnit | None] = {}
+        self.partial = False  # no default.target at all: walk as on a stock base (see .boot)
+        self.stubs: set[str] = set()  # targets of a partial tree that no unit file defines
 
     def build(self) -> UnitIndex:
         presets = Presets.load(self.target)
@@ -228,9 +235,12 @@ class _Builder:
             if unit is not None:
                 units[name] = unit
 
-        chains = boot_chains(self._resolve_loadable, self._deps)
+        self.partial = bool(listed or wanted) and self._no_default_target()
+        chains = boot_chains(
+            self._resolve_loadable, self._deps, assumed_default=ASSUMED_DEFAULT if self.partial else None
+        )
         for unit_id in chains:
-            if unit_id not in units:
+            if unit_id not in units and unit_id not in self.stubs:
                 unit = self._unit(unit_id, None, presets)
                 if unit is None:
                     continue
@@ -240,7 +250,22 @@ class _Builder:
                 unit.boot_chain = list(chains[unit.unit_id])
         self.problems.extend(self.tree.problems)
         default = self._resolve_loadable(DEFAULT_TARGET)
-        return UnitIndex(units, _dedupe(self.problems), self.lookup.search_path, default, presets, self)
+        assumed = default is None and self.partial
+        return UnitIndex(
+            units,
+            _dedupe(self.problems),
+            self.lookup.search_path,
+            ASSUMED_DEFAULT if assumed else default,
+            presets,
+            default_target_assumed=assumed,
+            _builder=self,
+        )
+
+    def _no_default_target(self) -> bool:
+        try:
+            return self.namemap.resolve(DEFAULT_TARGET) is None
+        except InstallError:
+            return False
 
     def unit_for(self, name: str, presets: Presets) -> Unit | None:
         if not names.is_valid(name):
@@ -293,7 +318,7 @@ class _Builder:
         return Unit(
             name=name,
             state=lookup.state,
-            preset=presets.verdict(name),
+            preset="-" if lookup.state in NO_PRESET_STATES else presets.verdict(name),
             path=path,
             unit_id=unit_id,
             fragment=loaded.fragment if loaded else None,
@@ -433,6 +458,9 @@ class _Builder:
         except InstallError:
             return None
         if resolved is None:
+            if self.partial and name != DEFAULT_TARGET and names.is_valid(name) and name.endswith(".target"):
+                self.stubs.add(name)
+                return name
             return None
         loaded = self._load(*resolved)
         if loaded is None or not loaded.starts:
@@ -440,6 +468,13 @@ class _Builder:
         return resolved[0]
 
     def _deps(self, unit_id: str) -> list[str]:
+        if unit_id in self.stubs:
+            linked = [
+                entry.rsplit("/", 1)[-1]
+                for suffix in LINK_DIR_SUFFIXES
+                for entry in self._find_files((unit_id,), suffix, None)
+            ]
+            return [*STOCK_TARGET_DEPS.get(unit_id, ()), *linked]
         loaded = self.loaded.get(unit_id)
         if loaded is None:
             return []
