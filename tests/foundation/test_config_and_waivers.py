@@ -68,7 +68,7 @@ def test_waiving_everything_passes_and_text_can_show_waived(image: Path, tmp_pat
     hidden = run_cli("audit", str(image), "-c", str(cfg))
     shown = run_cli("audit", str(image), "-c", str(cfg), "--show-waived")
     assert "accepted for the lab image" not in hidden.stdout
-    assert "waived: accepted for the lab image" in shown.stdout
+    assert "(waiver: accepted for the lab image)" in shown.stdout
 
 
 def test_expired_waiver_waives_nothing_and_fails(image: Path, tmp_path: Path) -> None:
