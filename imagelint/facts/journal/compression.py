@@ -25,6 +25,8 @@ object's entry (a partial read: inconclusive, never a pass).
 from __future__ import annotations
 
 import lzma
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from imagelint.facts.journal.errors import CorruptJournal
 from imagelint.facts.journal.format import ObjectFlag
@@ -131,38 +133,39 @@ def _xz_prefix(payload: bytes, n: int) -> bytes:
     return dec.decompress(payload, max_length=n)
 
 
-def decompress_prefix(flags: int, payload: bytes, n: int) -> bytes:
-    """At least the first ``n`` bytes of the uncompressed payload (all of it when shorter), decoding
-    little more than that where the format allows (ZSTD, XZ). No check that the rest is intact."""
+@contextmanager
+def _as_corrupt(flags: int) -> Iterator[None]:
+    """Any decoder failure (each library has its own error type) as a CorruptJournal on that object."""
     try:
-        if flags == ObjectFlag.COMPRESSED_ZSTD:
-            return _zstd_prefix(payload, n)
-        if flags == ObjectFlag.COMPRESSED_XZ:
-            return _xz_prefix(payload, n)
+        yield
     except CorruptJournal:
         raise
     except MemoryError:
         raise CorruptJournal(f"cannot decompress ({ObjectFlag(flags).name}): out of memory") from None
-    except Exception as exc:  # each library has its own error type
+    except Exception as exc:
         raise CorruptJournal(f"cannot decompress ({ObjectFlag(flags).name}): {exc}") from None
+
+
+def decompress_prefix(flags: int, payload: bytes, n: int) -> bytes:
+    """At least the first ``n`` bytes of the uncompressed payload (all of it when shorter), decoding
+    little more than that where the format allows (ZSTD, XZ). No check that the rest is intact."""
+    with _as_corrupt(flags):
+        if flags == ObjectFlag.COMPRESSED_ZSTD:
+            return _zstd_prefix(payload, n)
+        if flags == ObjectFlag.COMPRESSED_XZ:
+            return _xz_prefix(payload, n)
     return decompress(flags, payload)
 
 
 def decompress(flags: int, payload: bytes, limit: int = MAX_DECOMPRESSED) -> bytes:
     """The uncompressed payload of a DATA object with object ``flags``, at most ``limit`` bytes."""
-    try:
+    with _as_corrupt(flags):
         if flags == ObjectFlag.COMPRESSED_ZSTD:
             return _zstd(payload, limit)
         if flags == ObjectFlag.COMPRESSED_LZ4:
             return _lz4(payload, limit)
         if flags == ObjectFlag.COMPRESSED_XZ:
             return _xz(payload, limit)
-    except CorruptJournal:
-        raise
-    except MemoryError:
-        raise CorruptJournal(f"cannot decompress ({ObjectFlag(flags).name}): out of memory") from None
-    except Exception as exc:  # each library has its own error type
-        raise CorruptJournal(f"cannot decompress ({ObjectFlag(flags).name}): {exc}") from None
     raise CorruptJournal(f"unknown or more than one compression flag set on an object ({flags:#x})")
 
 
