@@ -33,11 +33,11 @@ from imagelint.aws import ssm as ssm_ops
 from imagelint.aws.clients import Clients, default_region
 from imagelint.aws.errors import AwsError, call
 from imagelint.aws.inputs import Inputs
-from imagelint.aws.merge import merge, report_from_dict
+from imagelint.aws.merge import merge
 from imagelint.aws.progress import Progress
 from imagelint.aws.volume import ATTACH_DEVICE, Ec2VolumeHost, VolumeHost
 from imagelint.errors import ExitCode, ImageLintError, UsageError
-from imagelint.report import Report, Verdict
+from imagelint.report import Report, Verdict, report_from_dict
 from imagelint.report.verdict import decide
 from imagelint.session import RunOptions, prepare, publish
 
@@ -241,7 +241,7 @@ def _launch(
         install_url=_install_url(clients, options, run_id),
         soak_seconds=options.soak_seconds,
         soak_interval=options.soak_interval,
-        audit_args=_remote_args(options.run),
+        audit_args=remote_args(options.run),
         inputs=urls,
         input_args=tuple(shipped.args()),
     )
@@ -348,7 +348,8 @@ def _volume(
                 progress.log(f"deleted {volume_id}")
 
 
-def _remote_args(run: RunOptions) -> tuple[str, ...]:
+def remote_args(run: RunOptions) -> tuple[str, ...]:
+    """The command-line options the instance's imagelint runs with (shared by `ami` and `fleet`)."""
     args: list[str] = []
     if run.fail_on:
         args += ["--fail-on", run.fail_on]

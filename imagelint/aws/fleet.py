@@ -25,10 +25,10 @@ from imagelint import __version__
 from imagelint.aws import ssm as ssm_ops
 from imagelint.aws.clients import Clients, default_region
 from imagelint.aws.errors import AwsError, call
-from imagelint.aws.merge import empty_report, merge, report_from_dict
+from imagelint.aws.merge import empty_report, merge
 from imagelint.aws.progress import Progress
 from imagelint.errors import UsageError
-from imagelint.report import Report, Verdict
+from imagelint.report import Report, Verdict, report_from_dict
 from imagelint.session import RunOptions, prepare, publish
 
 
@@ -63,7 +63,7 @@ def run_fleet(options: FleetOptions) -> Verdict:
     prepare(options.run)
     region = default_region(options.region)
     clients = Clients(region)
-    from imagelint.aws.command import _remote_args, ship_inputs
+    from imagelint.aws.command import remote_args, ship_inputs
 
     run_id = str(uuid.uuid4())
     shipped, urls = ship_inputs(
@@ -82,7 +82,7 @@ def run_fleet(options: FleetOptions) -> Verdict:
         version=options.version,
         soak_seconds=options.soak_seconds,
         soak_interval=options.soak_interval,
-        audit_args=_remote_args(options.run),
+        audit_args=remote_args(options.run),
         inputs=urls,
         input_args=tuple(shipped.args()),
     )

@@ -39,46 +39,6 @@ _OUTCOME_RANK = {
 }
 
 
-def report_from_dict(data: dict[str, Any]) -> Report:
-    """A JSON report (``Report.to_dict()``) back into the model."""
-    rules = [
-        RuleResult(
-            **{
-                **{k: v for k, v in r.items() if k in RuleResult.__dataclass_fields__},
-                "severity": Severity(r["severity"]),
-                "outcome": Outcome(r["outcome"]),
-            }
-        )
-        for r in data.get("rules", [])
-    ]
-    findings = [
-        Finding(
-            **{
-                **{k: v for k, v in f.items() if k in Finding.__dataclass_fields__},
-                "severity": Severity(f["severity"]),
-            }
-        )
-        for f in data.get("findings", [])
-    ]
-    return Report(
-        tool_version=str(data.get("tool", {}).get("version", "")),
-        target=dict(data.get("target", {})),
-        scopes=list(data.get("scopes", [])),
-        started_at=str(data.get("started_at", "")),
-        duration_s=float(data.get("duration_s", 0.0)),
-        fail_on=Severity(data.get("fail_on", "high")),
-        verdict=Verdict(data["verdict"]),
-        rule_packs=list(data.get("rule_packs", [])),
-        config=data.get("config"),
-        rules=rules,
-        findings=findings,
-        errors=[ReportError(**e) for e in data.get("errors", [])],
-        warnings=[ReportError(**w) for w in data.get("warnings", [])],
-        notes=list(data.get("notes", [])),
-        facts=dict(data.get("facts", {})),
-    )
-
-
 def merge(
     parts: list[tuple[str, Report]], target: dict[str, Any], *, instance_id: str | None = None
 ) -> Report:

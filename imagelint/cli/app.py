@@ -280,7 +280,8 @@ def soak(
 
       imagelint soak -d 5m -f text -f json:soak.json --fail-on high
     """
-    from imagelint.soak.command import parse_duration, run_soak_command
+    from imagelint.durations import parse_duration
+    from imagelint.soak.command import run_soak_command
 
     options = _run_options(config, rules, no_builtin_rules, formats, fail_on, select, ignore, False)
     _ci_mode(options, formats, sarif_anchor, github)
@@ -379,7 +380,7 @@ def ami(
 
       imagelint ami cleanup --older-than 2h
     """
-    from imagelint.soak.command import parse_duration
+    from imagelint.durations import parse_duration
 
     if images and images[0] == "cleanup":
         from imagelint.aws.cleanup import run_cleanup
@@ -453,7 +454,7 @@ def fleet(
           --soak 5m -f json:fleet.json
     """
     from imagelint.aws.fleet import FleetOptions, run_fleet
-    from imagelint.soak.command import parse_duration
+    from imagelint.durations import parse_duration
 
     options = FleetOptions(
         target=target,

@@ -8,7 +8,6 @@ so, and it cannot pass (a gate must not pass on a partial soak), though it can f
 
 from __future__ import annotations
 
-import re
 import sys
 import threading
 import time
@@ -26,18 +25,7 @@ from imagelint.soak.facts import SoakFacts
 from imagelint.soak.runner import run_soak, stop_on_signals
 from imagelint.targets import HostTarget, RootfsTarget
 
-_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600}
 PLAIN_PROGRESS_EVERY_S = 30
-
-
-def parse_duration(text: str, option: str, *, allow_zero: bool = False) -> float:
-    """'90', '90s', '10m', '1h' → seconds; with ``allow_zero``, '0', '0s' and 'none' → 0."""
-    if allow_zero and text.strip() in ("0", "0s", "none"):
-        return 0.0
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text)
-    if not match or float(match.group(1)) <= 0:
-        raise UsageError(f"{option} {text!r}: give a positive duration such as 90s, 10m or 1h")
-    return float(match.group(1)) * _UNITS[match.group(2)]
 
 
 def run_soak_command(duration: float, interval: float, options: RunOptions, *, interactive: bool) -> Verdict:

@@ -295,7 +295,7 @@ class InstallResolver:
         tail = self.lookup.in_search_path(simplified)
         if tail is None:
             return simplified, True
-        _validate_alias(path, simplified)
+        validate_alias(path, simplified)
         if simplified == path:
             raise InstallError("ELOOP", "links to itself (a symlink loop)", path)
         if basename(simplified) == basename(path):
@@ -480,7 +480,7 @@ class InstallResolver:
         return "static"
 
 
-def _validate_alias(source: str, dest: str) -> None:
+def validate_alias(source: str, dest: str) -> None:
     """unit_validate_alias_symlink_or_warn(): an alias link must keep type and name kind."""
     src, dst = basename(source), basename(dest)
     src_kind = names.name_kind(src)

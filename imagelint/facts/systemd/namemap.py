@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from imagelint.errors import ImageReadError
 from imagelint.facts.systemd import names
-from imagelint.facts.systemd.install import InstallError, _validate_alias
+from imagelint.facts.systemd.install import InstallError, validate_alias
 from imagelint.facts.systemd.model import Problem
 from imagelint.facts.systemd.paths import LookupPaths, basename, parent_of
 from imagelint.facts.systemd.sources import ImageTree, join
@@ -82,7 +82,7 @@ class NameMap:
                         )
                     if lookup.in_search_path(simplified) is not None:
                         try:
-                            _validate_alias(path, simplified)
+                            validate_alias(path, simplified)
                         except InstallError as exc:
                             nm.problems.append(
                                 Problem(path, None, f"alias link -> {raw} rejected: {exc.message}")
