@@ -25,6 +25,11 @@ def register(cls: type[CheckKind]) -> type[CheckKind]:
     return cls
 
 
+def unregister(name: str) -> None:
+    """Remove a kind registered by name (for kinds a test or plug-in registered for a while)."""
+    _REGISTRY.pop(name, None)
+
+
 def kind_modules() -> list[str]:
     """The modules of this package that define check kinds, by name."""
     return sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name not in _NOT_KINDS)
@@ -40,4 +45,13 @@ def registry() -> dict[str, CheckKind]:
     return _REGISTRY
 
 
-__all__ = ["CheckContext", "CheckKind", "NotApplicable", "Observation", "ParamError", "register", "registry"]
+__all__ = [
+    "CheckContext",
+    "CheckKind",
+    "NotApplicable",
+    "Observation",
+    "ParamError",
+    "register",
+    "registry",
+    "unregister",
+]
