@@ -20,7 +20,7 @@ from imagelint.config import Config
 from imagelint.errors import ImageLintError
 from imagelint.report import Finding, Outcome, Report, ReportError, RuleResult, Verdict
 from imagelint.report.verdict import decide, finding_fails
-from imagelint.rulepacks import CheckSpec, Rule, RulePack, Scope, Severity
+from imagelint.rulepacks import CheckSpec, Rule, RulePack, RuleStatus, Scope, Severity
 from imagelint.targets import RootfsTarget
 
 MAX_FINDINGS_PER_RULE = 100  # listed per rule; the rest are counted, and decided on all the same
@@ -67,6 +67,9 @@ def audit(target: RootfsTarget, packs: list[RulePack], config: Config, settings:
         results.append(result)
         if skip:
             continue
+        if rule.status is RuleStatus.DEPRECATED:
+            instead = f"; use {rule.replaced_by} instead" if rule.replaced_by else ""
+            log.warnings.append((rule.source or rule.id, f"{rule.id} ({rule.name}) is deprecated{instead}"))
         t0 = time.perf_counter()
         ctx = CheckContext(settings_for_checks, facts, log)  # a fresh collector for each rule
         result.outcome, result.reason, observations = _evaluate(ctx, rule, errors)
@@ -106,6 +109,11 @@ def audit(target: RootfsTarget, packs: list[RulePack], config: Config, settings:
 
 
 def _skip_reason(rule: Rule, config: Config, scopes: tuple[Scope, ...]) -> str | None:
+    if rule.status is RuleStatus.REMOVED:
+        instead = f"; use {rule.replaced_by}" if rule.replaced_by else ""
+        return f"removed since {rule.since or 'an earlier version'}{instead}"
+    if rule.status is RuleStatus.PREVIEW and not any(rule.named_by(s) for s in config.select):
+        return "preview rule: runs only when selected by its id or name"
     if not set(rule.scopes) & set(scopes):
         return f"scope {'/'.join(rule.scopes)} is not part of this run ({'/'.join(scopes)})"
     if config.select and not any(rule.matches(s) for s in config.select):

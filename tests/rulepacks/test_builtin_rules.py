@@ -49,6 +49,24 @@ def test_rule_fires_on_its_example(rule, tmp_path: Path) -> None:
     assert findings and all(f.rule_id == rule.id for f in findings)
 
 
+QUIET_RULES = [r for r in RULES if "image" in r.scopes and r.negative_example is not None]
+
+
+def test_every_rule_with_an_example_has_a_negative_example() -> None:
+    assert [r.id for r in IMAGE_RULES if r.negative_example is None] == []
+
+
+@pytest.mark.parametrize("rule", QUIET_RULES, ids=lambda r: f"{r.id}-{r.name}")
+def test_rule_stays_quiet_on_its_negative_example(rule, tmp_path: Path) -> None:
+    root = build_tree(tmp_path / "image", rule.negative_example)
+    outcomes, findings = _run(root, [rule.id])
+    assert findings == [] and outcomes[rule.id] is Outcome.PASS
+
+
+def test_every_builtin_rule_says_since_when_and_is_stable() -> None:
+    assert [r.id for r in RULES if not r.since or r.status.value != "stable"] == []
+
+
 def test_rules_stay_quiet_on_a_cleaned_real_image(clean_rootfs: Path) -> None:
     outcomes, findings = _run(clean_rootfs, [])
     assert [f"{f.rule_id} {f.location}" for f in findings] == []
