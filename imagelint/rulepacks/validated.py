@@ -24,8 +24,14 @@ def _cache_dir() -> Path:
     return Path(base) / "imagelint" / "validated"
 
 
-@cache
 def _schema_digest() -> str:
+    from imagelint.checks import registry
+
+    return _digest(tuple(sorted(registry())))
+
+
+@cache
+def _digest(kinds: tuple[str, ...]) -> str:
     from imagelint.rulepacks.schema import rules_schema
 
     return hashlib.sha256(json.dumps(rules_schema(), sort_keys=True).encode()).hexdigest()
