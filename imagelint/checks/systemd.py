@@ -17,9 +17,7 @@ will fail, restarts forever) into the one critical finding.
 from __future__ import annotations
 
 import fnmatch
-import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from imagelint.checks import register
@@ -95,7 +93,7 @@ def unit_index(ctx: CheckContext) -> UnitIndex:
     return index
 
 
-def _manager_defaults(ctx: CheckContext) -> ManagerDefaults:
+def manager_defaults(ctx: CheckContext) -> ManagerDefaults:
     from imagelint.facts.systemd.manager import ManagerDefaults
 
     def build() -> ManagerDefaults:
@@ -285,21 +283,14 @@ def _missing_files(
     """What the unit would run or read that is not in the image: (texts, the line to point at)."""
     from imagelint.facts.systemd import execs
 
-    unit_id = unit.unit_id or unit.name
     problems: list[tuple[Assignment, str]] = []  # (assignment, text)
     by_exe: dict[tuple[str, str], list[Assignment]] = {}
-    search = unit.get_value("Service", "ExecSearchPath")
-    search_path = tuple(p for p in search.split(":") if p) if search else None
-    for key in execs.EXEC_KEYS:
-        for section in execs.EXEC_SECTIONS:
-            for a in unit.get(section, key):
-                for cmd in execs.commands(a, unit_id):
-                    if cmd.executable is None or (cmd.ignore_failure and not include_ignored):
-                        continue
-                    res = execs.resolve_executable(ctx.target, cmd.executable, search_path)
-                    if res.problem is not None:
-                        ignored = " (failure ignored: '-')" if cmd.ignore_failure else ""
-                        by_exe.setdefault((cmd.executable, res.problem + ignored), []).append(a)
+    for cmd, res in execs.unit_commands(ctx.target, unit):
+        if cmd.executable is None or res is None or (cmd.ignore_failure and not include_ignored):
+            continue
+        if res.problem is not None:
+            ignored = " (failure ignored: '-')" if cmd.ignore_failure else ""
+            by_exe.setdefault((cmd.executable, res.problem + ignored), []).append(cmd.assignment)
     for (exe, problem), where in by_exe.items():
         settings = ", ".join(f"{a.key}= line {a.line}" for a in where)
         problems.append((where[0], f"{exe} is {problem} ({settings})"))
@@ -320,29 +311,6 @@ def _runtime_path(path: str) -> bool:
     from imagelint.facts.systemd.execs import RUNTIME_FS
 
     return any(path == fs or path.startswith(fs + "/") for fs in RUNTIME_FS)
-
-
-@dataclass(frozen=True)
-class _Value:
-    value: float
-    text: str
-    source: str
-
-
-def _unit_setting(
-    unit: Unit, keys: tuple[tuple[str, str], ...], parse: Callable[[str], float]
-) -> tuple[_Value | None, str | None]:
-    """The last assignment of any of ``keys`` (section, key) in file order; (None, error) if invalid."""
-    last: Assignment | None = None
-    for a in unit.assignments:
-        if (a.section, a.key) in keys:
-            last = None if a.value == "" else a
-    if last is None:
-        return None, None
-    try:
-        return _Value(parse(last.value), last.value, f"{last.path}:{last.line}"), None
-    except ValueError:
-        return None, f"{last.key}={last.value} at {last.path}:{last.line} is invalid; systemd ignores it"
 
 
 @register
@@ -385,48 +353,22 @@ class RestartUnbounded(CheckKind):
 def _restart_loop(ctx: CheckContext, unit: Unit) -> tuple[Assignment, dict[str, Any]] | None:
     """(the Restart= line, evidence) if the loaded service restarts forever; None otherwise."""
     from imagelint.facts.systemd import names
-    from imagelint.facts.systemd.timespan import format_seconds, parse_timespan
+    from imagelint.facts.systemd.restart import restart_policy
+    from imagelint.facts.systemd.timespan import format_seconds
 
     if names.unit_type(unit.unit_id or unit.name) != "service":
         return None
     if unit.loaded is None or unit.loaded.status != "loaded":
         return None
-    restart = unit.get("Service", "Restart")
-    if not restart or restart[-1].value == "no":
+    policy = restart_policy(unit, manager_defaults(ctx))
+    for err in policy.errors:
+        ctx.warn(unit.unit_id or unit.name, err)
+    why = policy.never_trips
+    if why is None or policy.restart is None:
         return None
-    defaults = _manager_defaults(ctx)
-    sec, err1 = _unit_setting(unit, (("Service", "RestartSec"),), parse_timespan)
-    interval, err2 = _unit_setting(
-        unit,
-        (
-            ("Unit", "StartLimitIntervalSec"),
-            ("Unit", "StartLimitInterval"),
-            ("Service", "StartLimitInterval"),
-        ),
-        parse_timespan,
-    )
-    burst, err3 = _unit_setting(unit, (("Unit", "StartLimitBurst"), ("Service", "StartLimitBurst")), int)
-    for err in (err1, err2, err3):
-        if err:
-            ctx.warn(unit.unit_id or unit.name, err)
-    sec = sec or _Value(defaults.restart_sec.value, defaults.restart_sec.text, defaults.restart_sec.source)
-    interval = interval or _Value(
-        defaults.start_limit_interval.value,
-        defaults.start_limit_interval.text,
-        defaults.start_limit_interval.source,
-    )
-    burst = burst or _Value(
-        defaults.start_limit_burst.value,
-        defaults.start_limit_burst.text,
-        defaults.start_limit_burst.source,
-    )
-    if math.isinf(sec.value):
-        return None  # never restarts
-    why = _never_trips(sec.value, interval.value, int(burst.value))
-    if why is None:
-        return None
+    sec, interval, burst = policy.restart_sec, policy.interval, policy.burst
     per_day = f"{86400 / sec.value:,.0f}" if sec.value > 0 else "unbounded (no delay)"
-    a = restart[-1]
+    a = policy.restart
     limit_source = burst.source if burst.source == interval.source else f"{burst.source}; {interval.source}"
     return a, {
         "restart": a.value,
@@ -436,30 +378,6 @@ def _restart_loop(ctx: CheckContext, unit: Unit) -> tuple[Assignment, dict[str, 
         "why": why,
         "restart_summary": f"Restart={a.value}, RestartSec={sec.text}: up to {per_day} restarts a day",
     }
-
-
-def _never_trips(restart_sec: float, interval: float, burst: int) -> str | None:
-    """Why the start limit can never stop an auto-restart loop, or None if it can.
-
-    systemd 252's ratelimit: the window opens at the first start; a start is refused when it is
-    start number burst+1 within ``interval`` of the window's opening, and the window reopens at the
-    first start after that. Restarts come RestartSec apart (plus the time the process runs, taken as
-    0: the best case for the limit), so start burst+1 comes at burst×RestartSec. If that is not
-    before the window closes, the limit never trips (any run time only pushes it further out).
-    """
-    from imagelint.facts.systemd.timespan import format_seconds
-
-    if interval <= 0:
-        return "StartLimitIntervalSec=0 disables the start limit"
-    if burst <= 0:
-        return "StartLimitBurst=0 disables the start limit"
-    span = burst * restart_sec
-    if span >= interval:
-        return (
-            f"{burst + 1} starts take at least {burst}×{format_seconds(restart_sec)} = "
-            f"{format_seconds(span)}, not less than the {format_seconds(interval)} interval"
-        )
-    return None
 
 
 @register

@@ -29,7 +29,6 @@ bytes as ``\\xHH``, the exact bytes in ``properties.evidence.*_b64``), so the fi
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -42,7 +41,8 @@ from imagelint.formats.presentation import (
     source_root,
 )
 from imagelint.report import Finding, Outcome, Report, RuleResult, Verdict
-from imagelint.report.escape import json_text, raw_bytes
+from imagelint.report.escape import json_text
+from imagelint.report.fingerprint import fingerprint
 from imagelint.rulepacks import Severity
 
 SARIF_VERSION = "2.1.0"
@@ -58,13 +58,6 @@ SECURITY_SEVERITY = {
     Severity.LOW: "3.0",
     Severity.INFO: "1.0",
 }
-
-
-def fingerprint(finding: Finding) -> str:
-    """Stable across images and runs: the rule and what the finding is about (unit or in-image path)."""
-    subject = finding.unit or finding.subject or finding.path or ""
-    digest = hashlib.sha256(raw_bytes(f"imagelint\0{finding.rule_id}\0{subject}")).hexdigest()
-    return f"{digest[:32]}:1"
 
 
 class SarifFormatter:

@@ -24,12 +24,16 @@ known suffice to skip it. An empty ``Condition…=`` resets the whole list, as i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from imagelint.errors import ImageReadError
 from imagelint.facts.systemd.model import Assignment
 from imagelint.facts.systemd.parser import WordSyntaxError, split_words
 from imagelint.facts.systemd.specifiers import SpecifierError, expand
 from imagelint.targets.rootfs import FileKind, RootfsTarget
+
+if TYPE_CHECKING:
+    from imagelint.facts.systemd.index import Unit
 
 EXEC_KEYS = (
     "ExecCondition",
@@ -144,6 +148,22 @@ def resolve_executable(target: RootfsTarget, exe: str, search_path: tuple[str, .
         if _is_executable(target, candidate) is None:
             return Resolution(candidate, None, tried)
     return Resolution(None, "missing", tried)
+
+
+def unit_commands(target: RootfsTarget, unit: Unit) -> list[tuple[Command, Resolution | None]]:
+    """Every command of the unit's effective ``Exec…=`` settings, each with where its executable is
+    found (None when the executable cannot be known offline)."""
+    unit_id = unit.unit_id or unit.name
+    search = unit.get_value("Service", "ExecSearchPath")
+    search_path = tuple(p for p in search.split(":") if p) if search else None
+    found: list[tuple[Command, Resolution | None]] = []
+    for key in EXEC_KEYS:
+        for section in EXEC_SECTIONS:
+            for a in unit.get(section, key):
+                for cmd in commands(a, unit_id):
+                    exe = cmd.executable
+                    found.append((cmd, None if exe is None else resolve_executable(target, exe, search_path)))
+    return found
 
 
 # -- conditions -------------------------------------------------------------------------------
