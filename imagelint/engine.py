@@ -34,6 +34,8 @@ class RunSettings:
     live: Any = None  # imagelint.live.LiveState, for rules of the host scope (audit --live)
     journal_path: str | None = None  # read this host journal (directory or file) instead of the image's
     require_journal: bool = False
+    baseline: Any = None  # imagelint.report.baseline.Baseline: mark findings new/unchanged/absent
+    fail_on_new: bool = False  # with a baseline: only findings it lacks can fail
 
 
 def audit(target: RootfsTarget, packs: list[RulePack], config: Config, settings: RunSettings) -> Report:
@@ -76,8 +78,15 @@ def audit(target: RootfsTarget, packs: list[RulePack], config: Config, settings:
         result.duration_ms = (time.perf_counter() - t0) * 1000
         rule_findings = [_finding(rule, severity, obs, config, settings.today) for obs in observations]
         for finding in rule_findings:
+            if settings.baseline is not None:
+                finding.baseline_state = settings.baseline.state(finding)
             finding.failing = finding_fails(
-                severity, config.fail_on, rule.tags, waived=finding.waiver is not None
+                severity,
+                config.fail_on,
+                rule.tags,
+                waived=finding.waiver is not None,
+                baseline_state=finding.baseline_state,
+                new_only=settings.fail_on_new,
             )
         findings += rule_findings
         result.findings = len(rule_findings)
@@ -101,11 +110,38 @@ def audit(target: RootfsTarget, packs: list[RulePack], config: Config, settings:
         errors=errors,
         warnings=[ReportError(message, where=where) for where, message in ctx.warnings],
     )
+    if Scope.IMAGE in settings.scopes:
+        _add_inventory(report, ctx, live=settings.live is not None)
+    if settings.baseline is not None:
+        _add_baseline(report, settings)
     report.facts.update({name: to_dict() for name, to_dict in ctx.recorded.items()})
     report.notes.extend(ctx.notes)
     report.verdict = decide(report)  # on every finding, before the listing is cut
     report.cut_listing(MAX_FINDINGS_PER_RULE)
     return report
+
+
+def _add_inventory(report: Report, ctx: CheckContext, *, live: bool) -> None:
+    from imagelint.checks.systemd import image_inventory
+
+    report.inventory = image_inventory(ctx, live=live)
+    if not report.inventory["complete"]:
+        report.warnings.append(
+            ReportError("inventory incomplete: " + "; ".join(report.inventory["problems"][:5]))
+        )
+
+
+def _add_baseline(report: Report, settings: RunSettings) -> None:
+    """Findings the baseline had and this run lacks, the counts by state, and a note for people."""
+    report.absent_findings = settings.baseline.absent()
+    report.baseline = settings.baseline.summary(
+        report.findings, report.absent_findings, fail_on_new=settings.fail_on_new
+    )
+    b = report.baseline
+    report.notes.append(
+        f"baseline {b['path']}: {b['new']} new, {b['unchanged']} unchanged, {b['absent']} absent"
+        + (" (only new findings can fail: --fail-on-new)" if settings.fail_on_new else "")
+    )
 
 
 def _skip_reason(rule: Rule, config: Config, scopes: tuple[Scope, ...]) -> str | None:

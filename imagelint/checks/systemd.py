@@ -93,6 +93,18 @@ def unit_index(ctx: CheckContext) -> UnitIndex:
     return index
 
 
+def image_inventory(ctx: CheckContext, *, live: bool = False) -> dict[str, Any]:
+    """The report's inventory (:mod:`imagelint.facts.inventory`) from this run's shared unit index
+    and manager defaults: built after the rules, it reads only what they did not."""
+    from imagelint.facts.inventory import build_inventory
+
+    try:
+        index: UnitIndex | None = unit_index(ctx)
+    except NotApplicable:
+        index = None
+    return build_inventory(ctx.target, index, manager_defaults(ctx) if index is not None else None, live=live)
+
+
 def manager_defaults(ctx: CheckContext) -> ManagerDefaults:
     from imagelint.facts.systemd.manager import ManagerDefaults
 

@@ -65,12 +65,17 @@ class RestartPolicy:
         why = self.never_trips
         return {
             "restart": self.restart.value if self.restart is not None else "no",
-            "restart_sec": self.restart_sec.value,
+            "restart_sec": _finite(self.restart_sec.value),
             "start_limit_burst": int(self.burst.value),
-            "start_limit_interval_sec": self.interval.value,
+            "start_limit_interval_sec": _finite(self.interval.value),
             "limit_can_trip": why is None,
             "why": why,
         }
+
+
+def _finite(seconds: float) -> float | None:
+    """Seconds for JSON: None for infinity (JSON has no such number)."""
+    return None if math.isinf(seconds) else seconds
 
 
 def _setting(default: Setting) -> Value:
