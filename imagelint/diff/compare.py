@@ -219,6 +219,10 @@ def _dropins(name: str, old: list[dict[str, Any]], new: list[dict[str, Any]]) ->
 
 
 def _packages(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
+    """Package changes; none when either database was not read in full (the diff is inconclusive
+    then: half a database would show every unread package as removed)."""
+    if not old.get("complete", True) or not new.get("complete", True):
+        return []
     a, b = old.get("items", {}), new.get("items", {})
     out = []
     for name in sorted(set(a) | set(b)):
