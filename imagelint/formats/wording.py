@@ -62,10 +62,13 @@ def baselined_rules(report: Report) -> set[str]:
     from the baseline (they would fail without it)."""
     if not (report.baseline and report.baseline.get("fail_on_new")):
         return set()
+    from imagelint.report.verdict import finding_fails
+
     found = {
         f.rule_id
         for f in report.findings
-        if f.baseline_state == "unchanged" and f.waiver is None and f.severity.at_least(report.fail_on)
+        if f.baseline_state == "unchanged"
+        and finding_fails(f.severity, report.fail_on, waived=f.waiver is not None)
     }
     return found - failing_rules(report)
 

@@ -68,7 +68,8 @@ def _schema() -> dict:
 
 def _dpkg(root: Path) -> dict[str, str]:
     proc = subprocess.run(
-        ["dpkg-query", f"--admindir={root}/var/lib/dpkg", "-W", "-f", "${db:Status-Abbrev} ${Package} ${Version}\n"],
+        ["dpkg-query", f"--admindir={root}/var/lib/dpkg", "-W",
+         "-f", "${db:Status-Abbrev} ${Package} ${Version}\n"],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     return {p[1]: p[2] for p in (line.split() for line in proc.stdout.splitlines()) if p[0].startswith("i")}

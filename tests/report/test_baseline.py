@@ -16,7 +16,10 @@ from imagelint.rulepacks import Severity
 from tests.ci_gate.helpers import SAMPLE_CONFIG, SARIF_SCHEMA, sample_image
 from tests.support import run_cli
 
-CREDENTIALS = "[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n"
+CREDENTIALS = (
+    "[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\n"
+    "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n"
+)
 
 
 def _schema() -> dict:
@@ -75,6 +78,7 @@ def test_a_fixed_fault_is_listed_absent_and_sarif_carries_baseline_state(
     code, report = _audit(
         image, tmp_path / "new.json", "--baseline", str(old), "--fail-on-new", "-f", f"sarif:{sarif_path}"
     )
+    assert code == 1  # the new credentials file
     absent = [(f["rule_id"], f["subject"], f["baseline_state"]) for f in report["absent_findings"]]
     assert absent == [("IL107", "/root/.aws/credentials", "absent")]
     sarif = json.loads(sarif_path.read_text())
@@ -108,7 +112,7 @@ def test_findings_are_matched_by_rule_and_subject_not_by_where_the_image_is(
 
 
 def test_bad_baselines_are_refused(baseline: tuple[Path, Path], tmp_path: Path) -> None:
-    image, old = baseline
+    image, _ = baseline
     proc = run_cli("audit", str(image), "--fail-on-new")
     assert proc.returncode == 2 and "--fail-on-new needs --baseline" in proc.stderr
     proc = run_cli("audit", str(image), "--baseline", str(tmp_path / "nope.json"))
