@@ -103,6 +103,31 @@ def _restart_text(restart: dict[str, Any] | None) -> str:
     return text + ("" if restart["limit_can_trip"] else " (the start limit can never trip)")
 
 
+RESTART_FIELDS = (
+    ("restart", "Restart="),
+    ("restart_sec", "RestartSec="),
+    ("start_limit_burst", "StartLimitBurst="),
+    ("start_limit_interval_sec", "StartLimitIntervalSec="),
+)
+
+
+def _restart_change(old: dict[str, Any] | None, new: dict[str, Any] | None) -> str:
+    """The settings that changed, then what it means for the start limit."""
+    if not old or not new:
+        return f"{_restart_text(old)} → {_restart_text(new)}"
+    shown = {"restart_sec": _seconds, "start_limit_interval_sec": _seconds}
+    parts = [
+        f"{label}{shown.get(key, str)(old[key])} → {shown.get(key, str)(new[key])}"
+        for key, label in RESTART_FIELDS
+        if old[key] != new[key]
+    ]
+    if old["limit_can_trip"] and not new["limit_can_trip"] and new["restart"] != "no":
+        parts.append(f"the start limit can no longer trip: {new['why']}")
+    elif not old["limit_can_trip"] and new["limit_can_trip"] and old["restart"] != "no":
+        parts.append("the start limit can trip again")
+    return "; ".join(parts) or "changed"
+
+
 def _summary(entry: dict[str, Any]) -> str:
     parts = [f"state {entry['state']}", f"preset {entry['preset']}"]
     restart = entry.get("restart")
@@ -176,7 +201,7 @@ def _unit(name: str, a: dict[str, Any], b: dict[str, Any]) -> list[Change]:
             )
         )
     if a.get("restart") != b.get("restart"):
-        detail = f"{_restart_text(a.get('restart'))} → {_restart_text(b.get('restart'))}"
+        detail = _restart_change(a.get("restart"), b.get("restart"))
         out.append(
             Change("restart-policy", name, "changed", detail, name, None, a.get("restart"), b.get("restart"))
         )
@@ -242,7 +267,7 @@ def _image(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
     a, b = old.get("os_release") or {}, new.get("os_release") or {}
     for key in sorted(set(a) | set(b)):
         if a.get(key) != b.get(key):
-            detail = f"{key}: {a.get(key)} → {b.get(key)}"
+            detail = f"{a.get(key)} → {b.get(key)}"
             out.append(
                 Change("image", f"os-release {key}", "changed", detail, old=a.get(key), new=b.get(key))
             )
@@ -250,7 +275,7 @@ def _image(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
     cb = {c["source"]: c["value"] for c in new.get("kernel_cmdline", [])}
     for source in sorted(set(ca) | set(cb)):
         if ca.get(source) != cb.get(source):
-            detail = f"kernel command line ({source}): {ca.get(source)!r} → {cb.get(source)!r}"
+            detail = f"kernel command line: {ca.get(source)!r} → {cb.get(source)!r}"
             out.append(Change("image", source, "changed", detail, old=ca.get(source), new=cb.get(source)))
     return out
 
