@@ -102,10 +102,12 @@ def run_audit(
     if live and root.resolve() != Path("/"):
         raise UsageError(f"--live audits the running host: give / as the root (or none), not {root}")
     packs, config = prepare(options)
-    settings = RunSettings(
-        journal_path=str(journal.path) if journal.path else None,
-        require_journal=journal.require or config.require_journal,
+    from imagelint.facts.journal import JournalRequest
+
+    request = JournalRequest(
+        str(journal.path) if journal.path else None, required=journal.require or config.require_journal
     )
+    settings = RunSettings(sources=(request,))
     if options.fail_on_new and options.baseline is None:
         raise UsageError("--fail-on-new needs --baseline OLD-report.json")
     if options.baseline is not None:
@@ -114,12 +116,12 @@ def run_audit(
         settings.baseline = load_baseline(options.baseline)
         settings.fail_on_new = options.fail_on_new
     if live:
-        from imagelint.live import collect_live_state
+        from imagelint.facts.systemd.live import collect_live_state
         from imagelint.rulepacks import Scope
         from imagelint.targets import HostTarget
 
         settings.scopes = (Scope.IMAGE, Scope.HOST)
-        settings.live = collect_live_state()
+        settings.sources = (request, collect_live_state())
         return publish(audit(HostTarget(), packs, config, settings), options)
     with open_target(root) as target:
         report = audit(target, packs, config, settings)

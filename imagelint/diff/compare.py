@@ -94,7 +94,7 @@ def _seconds(value: float | None) -> str:
 
 def _restart_text(restart: dict[str, Any] | None) -> str:
     if not restart:
-        return "no restart policy"
+        return "Restart=no"
     text = (
         f"Restart={restart['restart']} RestartSec={_seconds(restart['restart_sec'])} "
         f"StartLimitBurst={restart['start_limit_burst']} "

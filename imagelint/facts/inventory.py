@@ -11,8 +11,9 @@ Per unit (every unit name of the index except aliases, which are listed under th
 - ``boot_chain``: the chain from ``default.target`` that starts it, or null;
 - ``activated_by``: the socket, timer, path or automount units that activate it, each with its
   type and whether that trigger itself is started at boot;
-- ``restart`` (services): effective ``Restart=``, ``RestartSec=``, start limit, and whether the
-  limit can ever stop a restart loop (:mod:`imagelint.facts.systemd.restart`);
+- ``restart`` (services that restart at all; null for ``Restart=no`` and other units): effective
+  ``Restart=``, ``RestartSec=``, start limit, and whether the limit can ever stop a restart loop
+  (:mod:`imagelint.facts.systemd.restart`);
 - ``execs``: each ``Exec…=`` executable, with whether it exists in the image (null: not knowable
   offline, e.g. ``$VAR``);
 - ``dropins``: each drop-in's path and the SHA-256 of its content.
@@ -24,6 +25,7 @@ and ``packages`` (:mod:`imagelint.facts.packages`).
 from __future__ import annotations
 
 import hashlib
+import math
 from typing import TYPE_CHECKING, Any
 
 from imagelint.errors import ImageReadError
@@ -118,8 +120,16 @@ def _unit(
     }
     if not loaded or template:
         return entry
-    if names.unit_type(unit.name) == "service":
-        entry["restart"] = restart_policy(unit, defaults).to_dict()
+    policy = restart_policy(unit, defaults)
+    if policy is not None:
+        entry["restart"] = {
+            "restart": policy.restart.value,
+            "restart_sec": _finite(policy.restart_sec.value),
+            "start_limit_burst": int(policy.burst.value),
+            "start_limit_interval_sec": _finite(policy.interval.value),
+            "limit_can_trip": policy.never_trips is None,
+            "why": policy.never_trips,
+        }
     execs: dict[tuple[str, str], bool | None] = {}
     for cmd, res in unit_commands(target, unit):
         if cmd.executable is None or res is None:
@@ -128,6 +138,11 @@ def _unit(
         execs[(cmd.key, res.path or cmd.executable)] = res.problem is None
     entry["execs"] = [{"key": k, "path": p, "exists": e} for (k, p), e in execs.items()]
     return entry
+
+
+def _finite(seconds: float) -> float | None:
+    """Seconds for JSON, which has no infinity: None stands for it."""
+    return None if math.isinf(seconds) else seconds
 
 
 def _dropin(target: RootfsTarget, path: str, problems: list[str]) -> dict[str, Any]:

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.ci_gate.helpers import SAMPLE_CONFIG, sample_image
+from tests.formats.ci_helpers import SAMPLE_CONFIG, sample_image
 from tests.packer.helpers import CHROOT, env_names, labelled, load_hcl, variables
 from tests.support import run_cli
 

@@ -13,7 +13,7 @@ import pytest
 
 from imagelint.report.verdict import finding_fails
 from imagelint.rulepacks import Severity
-from tests.ci_gate.helpers import SAMPLE_CONFIG, SARIF_SCHEMA, sample_image
+from tests.formats.ci_helpers import SAMPLE_CONFIG, SARIF_SCHEMA, sample_image
 from tests.support import run_cli
 
 CREDENTIALS = (

@@ -166,6 +166,43 @@ def unit_commands(target: RootfsTarget, unit: Unit) -> list[tuple[Command, Resol
     return found
 
 
+def missing_files(
+    target: RootfsTarget, unit: Unit, include_ignored: bool = False
+) -> tuple[list[str], Assignment | None]:
+    """What the unit would run or read that is not in the image: (texts, the line to point at).
+
+    Executables of every ``Exec…=`` (those whose failure is ignored with ``-`` only with
+    ``include_ignored``), and required ``EnvironmentFile=`` paths outside the run-time file systems.
+    """
+    by_exe: dict[tuple[str, str], list[Assignment]] = {}
+    for cmd, res in unit_commands(target, unit):
+        if cmd.executable is None or res is None or (cmd.ignore_failure and not include_ignored):
+            continue
+        if res.problem is not None:
+            ignored = " (failure ignored: '-')" if cmd.ignore_failure else ""
+            by_exe.setdefault((cmd.executable, res.problem + ignored), []).append(cmd.assignment)
+    problems: list[tuple[Assignment, str]] = []
+    for (exe, problem), where in by_exe.items():
+        settings = ", ".join(f"{a.key}= line {a.line}" for a in where)
+        problems.append((where[0], f"{exe} is {problem} ({settings})"))
+    for a in unit.get("Service", "EnvironmentFile"):
+        optional = a.value.startswith("-")
+        path = a.value[1:].strip() if optional else a.value.strip()
+        if optional or not path.startswith("/") or is_runtime_path(path):
+            continue
+        if target.stat(path) is None:
+            problems.append((a, f"EnvironmentFile={path} is missing (line {a.line})"))
+    if not problems:
+        return [], None
+    primary = next((a for w in by_exe.values() for a in w if a.key == "ExecStart"), problems[0][0])
+    return [text for _, text in problems], primary
+
+
+def is_runtime_path(path: str) -> bool:
+    """Whether ``path`` lies on a file system that exists only at run time (/run, /proc, ...)."""
+    return any(path == fs or path.startswith(fs + "/") for fs in RUNTIME_FS)
+
+
 # -- conditions -------------------------------------------------------------------------------
 
 
@@ -182,7 +219,7 @@ class Condition:
 def _evaluate(target: RootfsTarget, kind: str, param: str) -> bool | None:
     if kind not in EVALUABLE or not param.startswith("/"):
         return None
-    if any(param == fs or param.startswith(fs + "/") for fs in RUNTIME_FS):
+    if is_runtime_path(param):
         return None
     try:
         if kind == "PathExistsGlob":
