@@ -41,7 +41,7 @@ def inventory_cost(root: Path, runs: int) -> tuple[float, float]:
         started = time.perf_counter()
         audit(RootfsTarget(root), packs, Config(), RunSettings())
         audits.append(time.perf_counter() - started)
-        ctx = CheckContext(RootfsTarget(root))
+        ctx = CheckContext.for_target(RootfsTarget(root))
         unit_index(ctx)
         started = time.perf_counter()
         image_inventory(ctx)
