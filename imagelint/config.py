@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from imagelint.diff.policy import DiffPolicy, diff_schema_section
 from imagelint.errors import ConfigError
 from imagelint.rulepacks.model import Rule, RulePack, Severity
 from imagelint.yamlsource import YamlDocument, first_schema_error, load_yaml, shown
@@ -65,6 +66,7 @@ def config_schema() -> dict[str, Any]:
                 "description": "units this image is meant to run at boot",
             },
             "waivers": {"type": "array", "items": {"$ref": "#/$defs/waiver"}},
+            "diff": diff_schema_section(),
         },
         "$defs": {
             "waiver": {
@@ -126,6 +128,7 @@ class Config:
     fail_on: Severity = DEFAULT_FAIL_ON
     expected_units: list[str] = field(default_factory=list)
     waivers: list[Waiver] = field(default_factory=list)
+    diff: DiffPolicy = field(default_factory=DiffPolicy)  # imagelint diff: what fails, what warns
     document: YamlDocument | None = None
 
     def check_references(self, rules: list[Rule]) -> None:
@@ -253,5 +256,6 @@ def load_config(path: Path | None) -> Config:
         fail_on=Severity(data.get("fail-on", DEFAULT_FAIL_ON.value)),
         expected_units=list(data.get("expected-units", [])),
         waivers=waivers,
+        diff=DiffPolicy.from_config(data.get("diff")),
         document=document,
     )

@@ -12,6 +12,7 @@ import datetime as dt
 import time
 import traceback
 from dataclasses import dataclass, field
+from typing import Any
 
 from imagelint import __version__
 from imagelint.checks import CheckContext, NotApplicable, Observation, registry
@@ -35,6 +36,8 @@ class RunSettings:
     scopes: tuple[Scope, ...] = (Scope.IMAGE,)
     today: dt.date = field(default_factory=lambda: dt.datetime.now(dt.UTC).date())
     sources: tuple[object, ...] = ()
+    baseline: Any = None  # imagelint.report.baseline.Baseline: mark findings new/unchanged/absent
+    fail_on_new: bool = False  # with a baseline: only findings it lacks can fail
 
 
 def audit(target: RootfsTarget, packs: list[RulePack], config: Config, settings: RunSettings) -> Report:
@@ -76,8 +79,15 @@ def audit(target: RootfsTarget, packs: list[RulePack], config: Config, settings:
         result.duration_ms = (time.perf_counter() - t0) * 1000
         rule_findings = [_finding(rule, severity, obs, config, settings.today) for obs in observations]
         for finding in rule_findings:
+            if settings.baseline is not None:
+                finding.baseline_state = settings.baseline.state(finding)
             finding.failing = finding_fails(
-                severity, config.fail_on, rule.tags, waived=finding.waiver is not None
+                severity,
+                config.fail_on,
+                rule.tags,
+                waived=finding.waiver is not None,
+                baseline_state=finding.baseline_state,
+                new_only=settings.fail_on_new,
             )
         findings += rule_findings
         result.findings = len(rule_findings)
@@ -101,11 +111,37 @@ def audit(target: RootfsTarget, packs: list[RulePack], config: Config, settings:
         errors=errors,
         warnings=[ReportError(message, where=where) for where, message in log.warnings],
     )
+    if Scope.IMAGE in settings.scopes:
+        _add_inventory(report, CheckContext(settings_for_checks, facts, log))
+    if settings.baseline is not None:
+        _add_baseline(report, settings)
     report.facts.update({name: to_dict() for name, to_dict in log.recorded.items()})
     report.notes.extend(log.notes)
     report.verdict = decide(report)  # on every finding, before the listing is cut
     report.cut_listing(MAX_FINDINGS_PER_RULE)
     return report
+
+
+def _add_inventory(report: Report, ctx: CheckContext) -> None:
+    from imagelint.checks.systemd import image_inventory
+
+    report.inventory = image_inventory(ctx)
+    if not report.inventory["complete"]:
+        problems = "; ".join(report.inventory["problems"][:5])
+        report.warnings.append(ReportError(f"inventory incomplete: {problems}"))
+
+
+def _add_baseline(report: Report, settings: RunSettings) -> None:
+    """Findings the baseline had and this run lacks, the counts by state, and a note for people."""
+    report.absent_findings = settings.baseline.absent()
+    report.baseline = settings.baseline.summary(
+        report.findings, report.absent_findings, fail_on_new=settings.fail_on_new
+    )
+    b = report.baseline
+    report.notes.append(
+        f"baseline {b['path']}: {b['new']} new, {b['unchanged']} unchanged, {b['absent']} absent"
+        + (" (only new findings can fail: --fail-on-new)" if settings.fail_on_new else "")
+    )
 
 
 def _skip_reason(rule: Rule, config: Config, scopes: tuple[Scope, ...]) -> str | None:

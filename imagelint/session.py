@@ -17,7 +17,7 @@ from imagelint.errors import UsageError
 from imagelint.formats import FORMATS, RenderOptions, get_formatter
 from imagelint.report import Report, Verdict
 from imagelint.rulepacks import Rule, RulePack, Severity, builtin_pack_paths, load_packs
-from imagelint.targets import RootfsTarget
+from imagelint.targets.opening import open_target
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,8 @@ class RunOptions:
     show_waived: bool = False
     sarif_anchor: str | None = None  # repository file SARIF results are anchored to
     github: bool = False  # GitHub Actions mode: also write the step summary and outputs
+    baseline: Path | None = None  # audit --baseline: the previous image's JSON report
+    fail_on_new: bool = False  # audit --fail-on-new: only findings the baseline lacks can fail
 
 
 @dataclass(frozen=True)
@@ -106,15 +108,23 @@ def run_audit(
         str(journal.path) if journal.path else None, required=journal.require or config.require_journal
     )
     settings = RunSettings(sources=(request,))
-    target = RootfsTarget(root)
+    if options.fail_on_new and options.baseline is None:
+        raise UsageError("--fail-on-new needs --baseline OLD-report.json")
+    if options.baseline is not None:
+        from imagelint.report.baseline import load_baseline
+
+        settings.baseline = load_baseline(options.baseline)
+        settings.fail_on_new = options.fail_on_new
     if live:
         from imagelint.facts.systemd.live import collect_live_state
         from imagelint.rulepacks import Scope
         from imagelint.targets import HostTarget
 
-        settings = RunSettings(scopes=(Scope.IMAGE, Scope.HOST), sources=(request, collect_live_state()))
-        target = HostTarget()
-    report = audit(target, packs, config, settings)
+        settings.scopes = (Scope.IMAGE, Scope.HOST)
+        settings.sources = (request, collect_live_state())
+        return publish(audit(HostTarget(), packs, config, settings), options)
+    with open_target(root) as target:
+        report = audit(target, packs, config, settings)
     return publish(report, options)
 
 

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Build (once) a real Debian bookworm root filesystem for imagelint's tests and benchmarks.
 #
-# Usage: scripts/build-test-rootfs.sh [--flavour minimal|cloud] [DEST]
+# Usage: scripts/build-test-rootfs.sh [--flavour minimal|twin|cloud|vendor] [DEST]
 #   minimal  debootstrap minbase with systemd, dbus, openssh-server and cron (the default)
+#   twin     a second, independent debootstrap of the same suite and package list (for the test
+#            that two builds of one recipe differ in no unit)
 #   cloud    the minimal tree plus what cloud and Kubernetes node images carry (cloud-init,
 #            docker.io, containerd, collectd, nfs-common, chrony, rsyslog, lvm2, ...), installed
 #            the way an image build does it: `apt-get install` inside the tree, services kept from
 #            starting by policy-rc.d, so enabled units, presets and postinst side effects are the
 #            packages' own
+#   vendor   the minimal tree after a "vendor update": prometheus-node-exporter installed with
+#            apt inside the tree (its postinst enables its service), nothing else
 # DEST defaults to ${IMAGELINT_TEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/imagelint-tests}/bookworm
-# (bookworm-cloud for the cloud flavour).
+# (bookworm-twin, bookworm-cloud, bookworm-vendor for the other flavours).
 # The tree is built in a temporary sibling and renamed into place only when debootstrap succeeded,
 # so an interrupted build never leaves a half-made image that later runs would trust. Builders take
 # an exclusive lock (flock on DEST.lock) and look again once they hold it, so two test runs on one
@@ -19,19 +23,24 @@ set -euo pipefail
 
 flavour=minimal
 if [ "${1:-}" = "--flavour" ]; then
-    flavour="${2:?--flavour needs minimal or cloud}"
+    flavour="${2:?--flavour needs minimal, twin, cloud or vendor}"
     shift 2
 fi
 name=bookworm
 extra=()
 case "$flavour" in
     minimal) ;;
+    twin) name=bookworm-twin ;;
     cloud)
         extra=(cloud-init docker.io containerd collectd-core nfs-common chrony rsyslog lvm2
                sudo curl ca-certificates iproute2 ifupdown logrotate unattended-upgrades)
         name=bookworm-cloud
         ;;
-    *) echo "build-test-rootfs: unknown flavour $flavour (minimal or cloud)" >&2; exit 2 ;;
+    vendor)
+        extra=(prometheus-node-exporter)
+        name=bookworm-vendor
+        ;;
+    *) echo "build-test-rootfs: unknown flavour $flavour (minimal, twin, cloud or vendor)" >&2; exit 2 ;;
 esac
 cache="${IMAGELINT_TEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/imagelint-tests}"
 dest="${1:-$cache/$name}"

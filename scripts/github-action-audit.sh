@@ -10,8 +10,14 @@
 #   IMAGELINT_SARIF         the SARIF file's path (empty: no SARIF)
 #   IMAGELINT_SARIF_ANCHOR  the repository file SARIF results point at (empty: the config file)
 #   IMAGELINT_PYTHON        the Python imagelint is installed in (default: python3)
+#   IMAGELINT_BASELINE      the previous release's JSON report (empty: no baseline)
+#   IMAGELINT_FAIL_ON_NEW   "true": with a baseline, only findings it lacks fail
+#   IMAGELINT_FAIL_ON_DIFF  "true": with a baseline, a failing diff fails the step too
+#   IMAGELINT_DIFF          the JSON diff's path (default imagelint-diff.json)
 # imagelint itself writes the annotations, the step summary and the outputs verdict, failed,
-# findings, exit-code and report-sha256; this script adds report-path and sarif-path.
+# findings, exit-code and report-sha256; this script adds report-path and sarif-path, and with a
+# baseline runs `imagelint diff BASELINE REPORT` (the new report: nothing is audited twice), adds
+# its Markdown to the step summary and sets diff-path and diff-verdict.
 # The exit code is imagelint's (0 pass, 1 fail, 2 bad usage, 3 inconclusive): it is the gate.
 set -uo pipefail
 
@@ -22,6 +28,9 @@ args=(audit "${IMAGELINT_TARGET:?the target input is required}" --github -f text
 [ -n "${IMAGELINT_FAIL_ON:-}" ] && args+=(--fail-on "$IMAGELINT_FAIL_ON")
 [ -n "$sarif" ] && args+=(-f "sarif:$sarif")
 [ -n "${IMAGELINT_SARIF_ANCHOR:-}" ] && args+=(--sarif-anchor "$IMAGELINT_SARIF_ANCHOR")
+baseline="${IMAGELINT_BASELINE:-}"
+[ -n "$baseline" ] && args+=(--baseline "$baseline")
+[ -n "$baseline" ] && [ "${IMAGELINT_FAIL_ON_NEW:-false}" = "true" ] && args+=(--fail-on-new)
 read -r -a extra <<<"${IMAGELINT_FORMATS:-}"
 for spec in "${extra[@]}"; do
     args+=(-f "$spec")
@@ -30,8 +39,35 @@ done
 "${IMAGELINT_PYTHON:-python3}" -m imagelint "${args[@]}"
 code=$?
 
+diff_path=""
+diff_verdict=""
+if [ -n "$baseline" ] && [ -f "$report" ]; then
+    diff_path="${IMAGELINT_DIFF:-imagelint-diff.json}"
+    diff_args=(diff "$baseline" "$report" -f text -f "json:$diff_path")
+    [ -n "${IMAGELINT_CONFIG:-}" ] && diff_args+=(--config "$IMAGELINT_CONFIG")
+    markdown=$(mktemp)
+    diff_args+=(-f "markdown:$markdown")
+    "${IMAGELINT_PYTHON:-python3}" -m imagelint "${diff_args[@]}"
+    diff_code=$?
+    case "$diff_code" in
+        0) diff_verdict=pass ;;
+        1) diff_verdict=fail ;;
+        3) diff_verdict=inconclusive ;;
+        *) diff_verdict=error ;;
+    esac
+    if [ -n "${GITHUB_STEP_SUMMARY:-}" ] && [ -s "$markdown" ]; then
+        cat "$markdown" >>"$GITHUB_STEP_SUMMARY"
+    fi
+    rm -f "$markdown"
+    if [ "$code" = 0 ] && [ "${IMAGELINT_FAIL_ON_DIFF:-false}" = "true" ]; then
+        code=$diff_code
+    fi
+fi
+
 if [ -n "${GITHUB_OUTPUT:-}" ]; then
-    for pair in "report-path=$report" "sarif-path=$sarif"; do
+    pairs=("report-path=$report" "sarif-path=$sarif")
+    [ -n "$baseline" ] && pairs+=("diff-path=$diff_path" "diff-verdict=$diff_verdict")
+    for pair in "${pairs[@]}"; do
         delimiter="ghadelimiter_$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
         printf '%s<<%s\n%s\n%s\n' "${pair%%=*}" "$delimiter" "${pair#*=}" "$delimiter" >>"$GITHUB_OUTPUT"
     done

@@ -3,7 +3,8 @@
 #
 #   scripts/install.sh          runtime only (enough for `make demo`)
 #   scripts/install.sh --test   also what the test suite needs: debootstrap, systemd-nspawn,
-#                               systemd-journal-remote, packer, and the Python test tools
+#                               systemd-journal-remote, packer, rpm (rpmbuild + an sqlite
+#                               rpmdb for the package inventory), and the Python test tools
 # Needs root (or sudo) only when a Debian package is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +20,7 @@ if [ "$want_test" = 1 ]; then
     [ -x /lib/systemd/systemd-journal-remote ] || packages+=(systemd-journal-remote)
     command -v packer >/dev/null || packages+=(packer)
     command -v git >/dev/null || packages+=(git)
+    command -v rpmbuild >/dev/null || packages+=(rpm)
 fi
 if [ "${#packages[@]}" -gt 0 ]; then
     sudo=""

@@ -51,6 +51,19 @@ def cloud_rootfs() -> Path:
     return _test_image("cloud", "bookworm-cloud")
 
 
+@pytest.fixture(scope="session")
+def twin_rootfs() -> Path:
+    """A second, independent debootstrap of the same suite and package list as ``debian_rootfs``."""
+    return _test_image("twin", "bookworm-twin")
+
+
+@pytest.fixture(scope="session")
+def vendor_rootfs() -> Path:
+    """``debian_rootfs`` after a vendor update: prometheus-node-exporter installed with apt inside the
+    tree (its postinst enables its service). Read-only, like ``debian_rootfs``."""
+    return _test_image("vendor", "bookworm-vendor")
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if os.environ.get("IMAGELINT_NO_SKIP") != "1":
         return

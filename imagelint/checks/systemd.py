@@ -73,6 +73,20 @@ def unit_index(ctx: CheckContext) -> UnitIndex:
     return index
 
 
+def image_inventory(ctx: CheckContext) -> dict[str, Any]:
+    """The report's inventory (:mod:`imagelint.facts.inventory`) from this run's shared unit index
+    and manager defaults: built after the rules, it reads only what they did not. On a live host
+    (the target is the running system) the kernel command line of ``/proc/cmdline`` is included."""
+    from imagelint.facts.inventory import build_inventory
+
+    try:
+        index: UnitIndex | None = unit_index(ctx)
+    except NotApplicable:
+        index = None
+    defaults = _manager_defaults(ctx) if index is not None else None
+    return build_inventory(ctx.target, index, defaults, live=ctx.target.kind == "host")
+
+
 def _manager_defaults(ctx: CheckContext) -> ManagerDefaults:
     from imagelint.facts.systemd.manager import ManagerDefaults
 

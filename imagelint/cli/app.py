@@ -191,20 +191,39 @@ def audit(
             "manager's unit states (failed units, restart loops) from one `systemctl show`.",
         ),
     ] = False,
+    baseline: Annotated[
+        Path | None,
+        typer.Option(
+            "--baseline",
+            metavar="OLD-REPORT.json",
+            help="The previous image's JSON report: mark each finding new, unchanged or absent "
+            "(JSON baseline_state, SARIF baselineState), matched by rule id and subject.",
+        ),
+    ] = None,
+    fail_on_new: Annotated[
+        bool,
+        typer.Option("--fail-on-new", help="With --baseline: only findings the baseline lacks can fail."),
+    ] = False,
 ) -> None:
     """Audit a mounted image (a root filesystem directory) offline, or the running host with --live.
 
-    Reads the image and never writes to it. Examples:
+    Reads the image and never writes to it. With --baseline OLD-REPORT.json each finding is marked
+    new or unchanged and the baseline's findings this image lacks are listed as absent;
+    --fail-on-new then fails only on new findings (an expired waiver still fails), so an old
+    image's backlog does not block adoption. Examples:
 
       imagelint audit /mnt/image
 
       imagelint audit /mnt/image -f text -f json:report.json --fail-on high
 
       imagelint audit /mnt/image -c .imagelint.yaml -r my-rules/ --show-waived
+
+      imagelint audit /mnt/new --baseline last-release.json --fail-on-new -f sarif:new.sarif
     """
     from imagelint.session import JournalOptions, run_audit
 
     options = _run_options(config, rules, no_builtin_rules, formats, fail_on, select, ignore, show_waived)
+    options.baseline, options.fail_on_new = baseline, fail_on_new
     _ci_mode(options, formats, sarif_anchor, github)
     verdict = run_audit(root, options, JournalOptions(journal, require_journal), live=live)
     raise typer.Exit(int(verdict.exit_code))
@@ -668,6 +687,9 @@ def docs_rules(
             raise fail(f"{output} is out of date; run: imagelint docs rules -o {output}", ExitCode.FAIL)
         return
     output.write_text(text, encoding="utf-8")
+
+
+from imagelint.cli import diff as _diff_command  # noqa: E402, F401  (registers `imagelint diff`)
 
 
 def run() -> None:

@@ -20,6 +20,9 @@ What goes where:
   always kept as a logical location (kind ``resource``), in the message, and in ``properties``.
 - ``partialFingerprints.primaryLocationLineHash``: a hash of the rule id and the finding's subject
   (its unit or in-image path), so the same fault on the next image is the same alert.
+- ``baselineState`` (``audit --baseline``): ``new`` or ``unchanged`` on each result; the
+  baseline's findings this image lacks follow as results with ``baselineState: absent``,
+  ``kind: pass`` and ``level: none``.
 - ``invocations[0]``: the exit code, ``executionSuccessful`` (false when the run was inconclusive:
   data could not be read), errors and warnings as ``toolExecutionNotifications``.
 
@@ -29,7 +32,6 @@ bytes as ``\\xHH``, the exact bytes in ``properties.evidence.*_b64``), so the fi
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -42,7 +44,8 @@ from imagelint.formats.presentation import (
     source_root,
 )
 from imagelint.report import Finding, Outcome, Report, RuleResult, Verdict
-from imagelint.report.escape import json_text, raw_bytes
+from imagelint.report.escape import json_text
+from imagelint.report.fingerprint import fingerprint
 from imagelint.rulepacks import Severity
 
 SARIF_VERSION = "2.1.0"
@@ -58,13 +61,6 @@ SECURITY_SEVERITY = {
     Severity.LOW: "3.0",
     Severity.INFO: "1.0",
 }
-
-
-def fingerprint(finding: Finding) -> str:
-    """Stable across images and runs: the rule and what the finding is about (unit or in-image path)."""
-    subject = finding.unit or finding.subject or finding.path or ""
-    digest = hashlib.sha256(raw_bytes(f"imagelint\0{finding.rule_id}\0{subject}")).hexdigest()
-    return f"{digest[:32]}:1"
 
 
 class SarifFormatter:
@@ -88,7 +84,8 @@ class SarifFormatter:
                 }
             },
             "invocations": [_invocation(report)],
-            "results": [_result(f, report, index, uri) for f in _ordered(report.findings)],
+            "results": [_result(f, report, index, uri) for f in _ordered(report.findings)]
+            + [_absent(f, report, index, uri) for f in _ordered(report.absent_findings)],
             "columnKind": "unicodeCodePoints",
             "properties": {
                 "target": report.target,
@@ -169,6 +166,8 @@ def _result(finding: Finding, report: Report, index: dict[str, int], uri: str | 
     }
     if finding.rule_id in index:
         result["ruleIndex"] = index[finding.rule_id]
+    if finding.baseline_state is not None:
+        result["baselineState"] = finding.baseline_state
     if finding.waiver is not None:
         result["suppressions"] = [
             {
@@ -178,6 +177,15 @@ def _result(finding: Finding, report: Report, index: dict[str, int], uri: str | 
                 "properties": {k: v for k, v in finding.waiver.items() if k != "reason"},
             }
         ]
+    return result
+
+
+def _absent(finding: Finding, report: Report, index: dict[str, int], uri: str | None) -> dict[str, Any]:
+    """A baseline's finding this image no longer has: ``baselineState: absent``, kind ``pass``, level
+    ``none`` (resolved; it fails nothing)."""
+    result = _result(finding, report, index, uri)
+    result.update({"baselineState": "absent", "kind": "pass", "level": "none"})
+    result["properties"]["failing"] = False
     return result
 
 

@@ -6,6 +6,8 @@ the human formats name the state of each rule for what it means to the gate:
 
 - "with failing findings": outcome ``fail``, and a finding of it (listed or not) fails the gate;
 - "with findings below fail-on": outcome ``fail``, and none of its findings fails the gate;
+- "with findings the baseline already had": ``audit --baseline --fail-on-new``, and its findings at
+  or above ``fail-on`` are all in the baseline (so none fails);
 - "with only waived findings": outcome ``waived``;
 - "clean": outcome ``pass``;
 - "not applicable": outcome ``not-applicable`` (what the rule checks is absent);
@@ -26,6 +28,7 @@ from imagelint.report import Outcome, Report, RuleResult
 STATES: tuple[tuple[str, str], ...] = (
     ("error", "could not run"),
     ("failing", "with failing findings"),
+    ("baselined", "with findings the baseline already had"),
     ("below", "with findings below fail-on"),
     ("waived", "with only waived findings"),
     ("clean", "clean"),
@@ -54,10 +57,29 @@ def failing_rules(report: Report) -> set[str]:
     return ids
 
 
-def rule_state(result: RuleResult, failing: set[str]) -> str:
-    """The state key of one rule (see :data:`STATES`); ``failing`` is :func:`failing_rules`."""
+def baselined_rules(report: Report) -> set[str]:
+    """Under ``--fail-on-new``: ids of the rules whose findings at or above fail-on are all unchanged
+    from the baseline (they would fail without it)."""
+    if not (report.baseline and report.baseline.get("fail_on_new")):
+        return set()
+    from imagelint.report.verdict import finding_fails
+
+    found = {
+        f.rule_id
+        for f in report.findings
+        if f.baseline_state == "unchanged"
+        and finding_fails(f.severity, report.fail_on, waived=f.waiver is not None)
+    }
+    return found - failing_rules(report)
+
+
+def rule_state(result: RuleResult, failing: set[str], baselined: set[str] | None = None) -> str:
+    """The state key of one rule (see :data:`STATES`); ``failing`` is :func:`failing_rules`,
+    ``baselined`` :func:`baselined_rules`."""
     if result.outcome is Outcome.FAIL:
-        return "failing" if result.rule_id in failing else "below"
+        if result.rule_id in failing:
+            return "failing"
+        return "baselined" if result.rule_id in (baselined or set()) else "below"
     return _BY_OUTCOME[result.outcome]
 
 
@@ -69,10 +91,10 @@ def rule_state_words(result: RuleResult, failing: set[str]) -> str:
 def rule_states(report: Report) -> list[str]:
     """The rules counted by state, most urgent first, states with no rule left out:
     ``["11 rules with failing findings", "1 rule with findings below fail-on", "7 rules clean"]``."""
-    failing = failing_rules(report)
+    failing, baselined = failing_rules(report), baselined_rules(report)
     counts = dict.fromkeys(_WORDS, 0)
     for result in report.rules:
-        counts[rule_state(result, failing)] += 1
+        counts[rule_state(result, failing, baselined)] += 1
     return [f"{plural(counts[key], 'rule')} {words}" for key, words in STATES if counts[key]]
 
 

@@ -49,6 +49,7 @@ class Finding:
     evidence: dict[str, Any] = field(default_factory=dict)
     waiver: dict[str, Any] | None = None  # the waiver that covers it, if any
     failing: bool = False  # counts towards a failing verdict
+    baseline_state: str | None = None  # audit --baseline: new, unchanged or absent (SARIF's words)
 
     def __post_init__(self) -> None:
         # strings from the image may hold undecodable bytes: see imagelint/report/escape.py
@@ -117,6 +118,9 @@ class Report:
     warnings: list[ReportError] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     facts: dict[str, Any] = field(default_factory=dict)  # what was measured (e.g. the soak's samples)
+    inventory: dict[str, Any] | None = None  # units, packages, image facts (imagelint.facts.inventory)
+    baseline: dict[str, Any] | None = None  # audit --baseline: which report, and the counts by state
+    absent_findings: list[Finding] = field(default_factory=list)  # in the baseline, not in this run
 
     @property
     def active_findings(self) -> list[Finding]:
@@ -189,12 +193,21 @@ class Report:
             "rule_packs": self.rule_packs,
             "config": self.config,
             "rules": [{**asdict(r), "duration_ms": round(r.duration_ms, 2)} for r in self.rules],
-            "findings": [{**asdict(f), "location": f.location} for f in self.findings],
+            "findings": [_finding_dict(f) for f in self.findings],
             "errors": [asdict(e) for e in self.errors],
             "warnings": [asdict(w) for w in self.warnings],
             "notes": self.notes,
             "facts": self.facts,
+            "inventory": self.inventory,
+            "baseline": self.baseline,
+            "absent_findings": [_finding_dict(f) for f in self.absent_findings],
         }
+
+
+def _finding_dict(finding: Finding) -> dict[str, Any]:
+    from imagelint.report.fingerprint import fingerprint
+
+    return {**asdict(finding), "location": finding.location, "fingerprint": fingerprint(finding)}
 
 
 def report_from_dict(data: dict[str, Any]) -> Report:
@@ -209,15 +222,7 @@ def report_from_dict(data: dict[str, Any]) -> Report:
         )
         for r in data.get("rules", [])
     ]
-    findings = [
-        Finding(
-            **{
-                **{k: v for k, v in f.items() if k in Finding.__dataclass_fields__},
-                "severity": Severity(f["severity"]),
-            }
-        )
-        for f in data.get("findings", [])
-    ]
+    findings = [_finding_from(f) for f in data.get("findings", [])]
     return Report(
         tool_version=str(data.get("tool", {}).get("version", "")),
         target=dict(data.get("target", {})),
@@ -234,4 +239,12 @@ def report_from_dict(data: dict[str, Any]) -> Report:
         warnings=[ReportError(**w) for w in data.get("warnings", [])],
         notes=list(data.get("notes", [])),
         facts=dict(data.get("facts", {})),
+        inventory=data.get("inventory"),
+        baseline=data.get("baseline"),
+        absent_findings=[_finding_from(f) for f in data.get("absent_findings", [])],
     )
+
+
+def _finding_from(data: dict[str, Any]) -> Finding:
+    fields = {k: v for k, v in data.items() if k in Finding.__dataclass_fields__}
+    return Finding(**{**fields, "severity": Severity(data["severity"])})

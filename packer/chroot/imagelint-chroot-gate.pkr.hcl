@@ -59,6 +59,18 @@ variable "report_path" {
   description = "Where the JSON report is written on the Packer host."
 }
 
+variable "baseline_report" {
+  type        = string
+  default     = ""
+  description = "JSON report of the image this build starts from (empty: none): findings are marked new/unchanged/absent; see packer/README.md for finding it by the source AMI's imagelint:report-sha256 tag."
+}
+
+variable "fail_on_new" {
+  type        = bool
+  default     = false
+  description = "With baseline_report: fail only on findings the baseline lacks."
+}
+
 locals {
   build_stamp = formatdate("YYYYMMDDhhmmss", timestamp())
   # A mount path of our own choosing, so the shell-local provisioner knows where the image is.
@@ -86,11 +98,15 @@ build {
       "IMAGELINT_FAIL_ON=${var.fail_on}",
       "IMAGELINT_CONFIG=${var.imagelint_config}",
       "IMAGELINT_REPORT=${var.report_path}",
+      "IMAGELINT_BASELINE=${var.baseline_report}",
+      "IMAGELINT_FAIL_ON_NEW=${var.fail_on_new}",
     ]
     inline = [
       "set -eu",
       "set -- audit \"$IMAGELINT_ROOT\" --fail-on \"$IMAGELINT_FAIL_ON\" -f text -f \"json:$IMAGELINT_REPORT\"",
       "if [ -n \"$IMAGELINT_CONFIG\" ]; then set -- \"$@\" --config \"$IMAGELINT_CONFIG\"; fi",
+      "if [ -n \"$IMAGELINT_BASELINE\" ]; then set -- \"$@\" --baseline \"$IMAGELINT_BASELINE\"; fi",
+      "if [ -n \"$IMAGELINT_BASELINE\" ] && [ \"$IMAGELINT_FAIL_ON_NEW\" = true ]; then set -- \"$@\" --fail-on-new; fi",
       "echo \"imagelint gate: $IMAGELINT $*\"",
       "exec \"$IMAGELINT\" \"$@\"",
     ]

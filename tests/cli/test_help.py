@@ -26,6 +26,8 @@ COMMANDS = [
     ("schema rules", False),
     ("docs", False),
     ("docs rules", False),
+    ("diff", False),
+    ("schema diff", False),
 ]
 CHOICES = "|".join(s.value for s in Severity)
 
@@ -51,7 +53,7 @@ def test_help_lists_exit_codes_and_fail_on_choices_whole(command: str, has_fail_
     assert all(len(line) <= 100 for line in text.splitlines())
 
 
-@pytest.mark.parametrize("command", ["audit", "soak", "ami", "fleet"])
+@pytest.mark.parametrize("command", ["audit", "soak", "ami", "fleet", "diff"])
 def test_every_exit_code_is_explained(command: str) -> None:
     text = _help(command)
     for code in ExitCode:

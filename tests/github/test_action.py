@@ -271,3 +271,47 @@ def test_action_passes_inputs_through_env_never_into_shell() -> None:
     for workflow in WORKFLOWS:
         for job in yaml.safe_load(workflow.read_text())["jobs"].values():
             assert all("${{" not in step.get("run", "") for step in job["steps"]), workflow
+
+
+def test_action_with_a_baseline_fails_only_on_new_findings_and_summarises_the_diff(
+    tmp_path: Path, workspace: Path
+) -> None:
+    image = sample_image(tmp_path / "image")
+    first, _, _ = run_step(
+        "github-action-audit.sh", workspace, audit_inputs(image, IMAGELINT_CONFIG="imagelint.yaml")
+    )
+    assert first.returncode == 1
+    previous = workspace / "previous-report.json"
+    (workspace / "imagelint-report.json").rename(previous)
+    inputs = audit_inputs(
+        image,
+        IMAGELINT_CONFIG="imagelint.yaml",
+        IMAGELINT_BASELINE="previous-report.json",
+        IMAGELINT_FAIL_ON_NEW="true",
+        IMAGELINT_FAIL_ON_DIFF="true",
+        IMAGELINT_DIFF="out/diff.json",
+    )
+    proc, summary, outputs = run_step("github-action-audit.sh", workspace, inputs)
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # the backlog is the baseline's
+    values = parse_output_file(outputs)
+    assert values["verdict"] == "pass" and values["diff-verdict"] == "pass"
+    assert values["diff-path"] == "out/diff.json"
+    assert json.loads((workspace / "out/diff.json").read_text())["changes"] == []
+    assert "## imagelint diff: ✅ PASS" in summary.read_text()
+
+    # the next build enables a new vendor agent: a new finding and a new boot unit
+    (image / "usr/lib/systemd/system/vendor.service").write_text(
+        "[Service]\nExecStart=/opt/vendor/agent\nRestart=always\n[Install]\nWantedBy=multi-user.target\n"
+    )
+    (image / "etc/systemd/system/multi-user.target.wants/vendor.service").symlink_to(
+        "/usr/lib/systemd/system/vendor.service"
+    )
+    proc, summary, outputs = run_step("github-action-audit.sh", workspace, inputs)
+    assert proc.returncode == 1
+    values = parse_output_file(outputs)
+    assert values["verdict"] == "fail" and values["diff-verdict"] == "fail"
+    diff = json.loads((workspace / "out/diff.json").read_text())
+    assert ("new-boot-units", "vendor.service") in {(c["kind"], c["subject"]) for c in diff["changes"]}
+    report = json.loads((workspace / "imagelint-report.json").read_text())
+    assert {f["unit"] for f in report["findings"] if f["baseline_state"] == "new"} == {"vendor.service"}
+    assert "<code>vendor.service</code>" in summary.read_text()

@@ -150,6 +150,22 @@ def resolve_executable(target: RootfsTarget, exe: str, search_path: tuple[str, .
     return Resolution(None, "missing", tried)
 
 
+def unit_commands(target: RootfsTarget, unit: Unit) -> list[tuple[Command, Resolution | None]]:
+    """Every command of the unit's effective ``Exec…=`` settings, each with where its executable is
+    found (None when the executable cannot be known offline)."""
+    unit_id = unit.unit_id or unit.name
+    search = unit.get_value("Service", "ExecSearchPath")
+    search_path = tuple(p for p in search.split(":") if p) if search else None
+    found: list[tuple[Command, Resolution | None]] = []
+    for key in EXEC_KEYS:
+        for section in EXEC_SECTIONS:
+            for a in unit.get(section, key):
+                for cmd in commands(a, unit_id):
+                    exe = cmd.executable
+                    found.append((cmd, None if exe is None else resolve_executable(target, exe, search_path)))
+    return found
+
+
 def missing_files(
     target: RootfsTarget, unit: Unit, include_ignored: bool = False
 ) -> tuple[list[str], Assignment | None]:
@@ -158,20 +174,13 @@ def missing_files(
     Executables of every ``Exec…=`` (those whose failure is ignored with ``-`` only with
     ``include_ignored``), and required ``EnvironmentFile=`` paths outside the run-time file systems.
     """
-    unit_id = unit.unit_id or unit.name
     by_exe: dict[tuple[str, str], list[Assignment]] = {}
-    search = unit.get_value("Service", "ExecSearchPath")
-    search_path = tuple(p for p in search.split(":") if p) if search else None
-    for key in EXEC_KEYS:
-        for section in EXEC_SECTIONS:
-            for a in unit.get(section, key):
-                for cmd in commands(a, unit_id):
-                    if cmd.executable is None or (cmd.ignore_failure and not include_ignored):
-                        continue
-                    res = resolve_executable(target, cmd.executable, search_path)
-                    if res.problem is not None:
-                        ignored = " (failure ignored: '-')" if cmd.ignore_failure else ""
-                        by_exe.setdefault((cmd.executable, res.problem + ignored), []).append(a)
+    for cmd, res in unit_commands(target, unit):
+        if cmd.executable is None or res is None or (cmd.ignore_failure and not include_ignored):
+            continue
+        if res.problem is not None:
+            ignored = " (failure ignored: '-')" if cmd.ignore_failure else ""
+            by_exe.setdefault((cmd.executable, res.problem + ignored), []).append(cmd.assignment)
     problems: list[tuple[Assignment, str]] = []
     for (exe, problem), where in by_exe.items():
         settings = ", ".join(f"{a.key}= line {a.line}" for a in where)

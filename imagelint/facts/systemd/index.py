@@ -179,6 +179,13 @@ class UnitIndex:
             self.problems = _dedupe([*self.problems, *self._builder.problems])
         return unit
 
+    def triggers(self, unit: Unit) -> list[str]:
+        """The names ``unit`` activates when it is a socket, timer, path or automount unit (as the
+        boot walk follows them); [] otherwise or when it is not loaded."""
+        if self._builder is None or unit.loaded is None or unit.unit_id is None:
+            return []
+        return self._builder.triggered(unit.unit_id, unit)
+
     def boot_units(self) -> list[Unit]:
         return [u for u in self.units.values() if u.boot_chain is not None]
 
@@ -492,17 +499,23 @@ class _Builder:
                         continue
                     dep = names.replace_instance(dep, instance)
                 out.append(dep)
+        out.extend(self.triggered(unit_id, effective))
+        return out
+
+    def triggered(self, unit_id: str, effective: Unit) -> list[str]:
+        """What a socket, timer, path or automount unit activates (``Service=``/``Unit=``, else the
+        unit of the same name; nothing for an ``Accept=yes`` socket's template); [] for other types."""
         utype = names.unit_type(unit_id)
         trigger = TRIGGER_KEYS.get(utype)
         if trigger is not None:
             explicit = effective.get(*trigger)
             if explicit:
-                out.extend(self._dep_words(explicit[-1], unit_id))
-            elif not (utype == "socket" and _truthy(effective.get_value("Socket", "Accept"))):
-                out.append(unit_id[: unit_id.rfind(".")] + ".service")
+                return self._dep_words(explicit[-1], unit_id)
+            if not (utype == "socket" and _truthy(effective.get_value("Socket", "Accept"))):
+                return [unit_id[: unit_id.rfind(".")] + ".service"]
         elif utype == "automount":
-            out.append(unit_id[: unit_id.rfind(".")] + ".mount")
-        return out
+            return [unit_id[: unit_id.rfind(".")] + ".mount"]
+        return []
 
     def _dep_words(self, a: Assignment, unit_id: str) -> list[str]:
         try:

@@ -1,0 +1,106 @@
+"""``imagelint diff OLD NEW`` and ``imagelint schema diff``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from imagelint.cli.app import ConfigOpt, NoBuiltinOpt, RulesOpt, app, friendly, schema_app
+from imagelint.cli.helptext import SUCCESS, command
+from imagelint.errors import ExitCode, UsageError
+
+DIFF_MEANINGS = {
+    ExitCode.PASS: "no change the config's diff: section fails (warnings may be listed)",
+    ExitCode.FAIL: "NEW brings in a change the config fails (default: a new boot unit, a new failing "
+    "finding)",
+    ExitCode.USAGE: "bad usage or config (the message names file:line:column)",
+    ExitCode.INCONCLUSIVE: "inconclusive: a side could not be read (in full): no such image or report, "
+    "not a report, an audit that could not read its data",
+}
+SideArg = Annotated[
+    Path, typer.Argument(help="An image root directory (as audit takes) or a JSON report file.")
+]
+
+
+@command(app, "diff", meanings=DIFF_MEANINGS)
+@friendly
+def diff(
+    old: Annotated[Path, typer.Argument(help="The previous image: a root directory or its JSON report.")],
+    new: Annotated[Path, typer.Argument(help="The new image: a root directory or its JSON report.")],
+    config: ConfigOpt = None,
+    rules: RulesOpt = None,
+    no_builtin_rules: NoBuiltinOpt = False,
+    formats: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--format",
+            "-f",
+            help="FORMAT or FORMAT:PATH, FORMAT one of: text, json (schema: imagelint schema diff), "
+            "markdown (a PR comment, $GITHUB_STEP_SUMMARY); repeatable. Default: text to stdout.",
+        ),
+    ] = None,
+) -> None:
+    """What changed from OLD to NEW that matters at boot: units newly started at boot or no longer
+    (with the chain that starts them), enablement and preset changes, restart policies (a start
+    limit that can no longer trip), executables that appeared or vanished, drop-ins, the default
+    target, packages, os-release and kernel command line, and findings new or resolved.
+
+    OLD and NEW are image roots (audited now with the same rules and config) or JSON reports of
+    `imagelint audit -f json:…` (their inventory and findings). Which kinds of change fail or warn
+    is the config's diff: section (`imagelint schema config`); by default a new boot unit and a
+    new failing finding fail, everything else warns. Examples:
+
+      imagelint diff /mnt/last-release /mnt/candidate
+
+      imagelint diff last-release.json /mnt/candidate -f text -f markdown:diff.md
+
+      imagelint diff old.json new.json -f json:diff.json -c .imagelint.yaml
+    """
+    from imagelint.diff.render import FORMATS
+    from imagelint.diff.run import run_diff
+
+    outputs = [_output(spec, FORMATS) for spec in (formats or ["text"])]
+    if sum(1 for _, path in outputs if path is None) > 1:
+        raise UsageError("only one --format can go to stdout; give the others a path (FORMAT:PATH)")
+    result = run_diff(old, new, config, rules or [], builtin=not no_builtin_rules)
+    _write(result, outputs)
+    raise typer.Exit(int(result.verdict.exit_code))
+
+
+def _output(spec: str, known: tuple[str, ...]) -> tuple[str, Path | None]:
+    name, sep, path = spec.partition(":")
+    if name not in known:
+        raise UsageError(f"--format {spec!r}: unknown format {name!r} (known: {', '.join(known)})")
+    if sep and not path:
+        raise UsageError(f"--format {spec!r}: a path must follow the colon")
+    return name, Path(path) if path and path != "-" else None
+
+
+def _write(result: object, outputs: list[tuple[str, Path | None]]) -> None:
+    from imagelint.diff.render import render
+    from imagelint.diff.result import DiffResult
+    from imagelint.formats import write_file
+
+    assert isinstance(result, DiffResult)
+    rendered = [(path, render(result, name)) for name, path in outputs]
+    for path, text in rendered:
+        if path is None:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+            continue
+        try:
+            write_file(path, text)
+        except OSError as exc:
+            raise UsageError(f"cannot write the diff: {exc.strerror}", where=str(path)) from None
+
+
+@command(schema_app, "diff", codes=(ExitCode.PASS,), meanings=SUCCESS)
+def schema_diff() -> None:
+    """Print the JSON Schema of `imagelint diff --format json`."""
+    from imagelint.diff.schema import diff_schema
+
+    typer.echo(json.dumps(diff_schema(), indent=2))

@@ -1,0 +1,78 @@
+"""``imagelint diff`` output: text (one grep-able line per change), JSON and Markdown.
+
+Text: a header naming both sides, then one line per change, ``ACTION KIND SUBJECT: detail``, most
+severe first, then one summary line. Markdown: a heading with the verdict, a table of the changes
+(at most ``MAX_MARKDOWN_ROWS``; the JSON has them all), for a PR comment or the step summary. Every
+string from an image is escaped for its channel (:mod:`imagelint.report.escape`).
+"""
+
+from __future__ import annotations
+
+from imagelint.diff.result import DiffResult
+from imagelint.report.escape import for_log, json_text
+from imagelint.report.model import Verdict
+
+FORMATS = ("text", "json", "markdown")
+MAX_MARKDOWN_ROWS = 500
+_ICON = {"fail": "❌ fail", "warn": "⚠️ warn", "allowed": "✅ allowed"}
+_VERDICT = {Verdict.PASS: "✅ PASS", Verdict.FAIL: "❌ FAIL", Verdict.INCONCLUSIVE: "⚠️ INCONCLUSIVE"}
+
+
+def summary_line(result: DiffResult) -> str:
+    c = result.counts()
+    kinds = ", ".join(f"{k} {n}" for k, n in c["by_kind"].items()) or "no changes"
+    return (
+        f"result: {result.verdict.value}: {c['fail']} change(s) fail, {c['warn']} warn, "
+        f"{c['allowed']} allowed ({kinds})"
+    )
+
+
+def _side(label: str, result: DiffResult, which: str) -> str:
+    side = result.old if which == "old" else result.new
+    extra = "" if side.complete else " [incomplete: a change may be hidden]"
+    return f"{label}: {for_log(side.description)} ({side.source}, audit {side.verdict}){extra}"
+
+
+def render_text(result: DiffResult) -> str:
+    lines = ["imagelint diff", _side("old", result, "old"), _side("new", result, "new"), ""]
+    for c in result.changes:
+        lines.append(f"{c.action.upper():<7} {c.kind} {for_log(c.subject)}: {for_log(c.detail)}")
+    if not result.changes:
+        lines.append("no changes")
+    lines += ["", summary_line(result)]
+    return "\n".join(lines) + "\n"
+
+
+def render_json(result: DiffResult) -> str:
+    return json_text(result.to_dict(), indent=2) + "\n"
+
+
+def render_markdown(result: DiffResult) -> str:
+    from imagelint.formats.markdown import cell, code
+
+    c = result.counts()
+    lines = [
+        f"## imagelint diff: {_VERDICT[result.verdict]}",
+        "",
+        f"old {code(result.old.description)} ({cell(result.old.source)}) → "
+        f"new {code(result.new.description)} ({cell(result.new.source)})",
+        "",
+        f"**{c['fail']}** fail · **{c['warn']}** warn · **{c['allowed']}** allowed",
+        "",
+    ]
+    for side in (result.old, result.new):
+        if not side.complete:
+            lines += [f"⚠️ {code(side.description)} could not be read in full: a change may be hidden.", ""]
+    if not result.changes:
+        return "\n".join([*lines, "No changes."]) + "\n"
+    lines += ["| | change | subject | detail |", "|---|---|---|---|"]
+    for change in result.changes[:MAX_MARKDOWN_ROWS]:
+        subject, detail = code(change.subject), cell(change.detail)
+        lines.append(f"| {_ICON[change.action]} | {cell(change.kind)} | {subject} | {detail} |")
+    if len(result.changes) > MAX_MARKDOWN_ROWS:
+        lines += ["", f"…and {len(result.changes) - MAX_MARKDOWN_ROWS} more change(s): see the JSON output."]
+    return "\n".join(lines) + "\n"
+
+
+def render(result: DiffResult, fmt: str) -> str:
+    return {"text": render_text, "json": render_json, "markdown": render_markdown}[fmt](result)

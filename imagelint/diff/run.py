@@ -1,0 +1,28 @@
+"""Running a diff: rules and config loaded once, both sides read, changes judged by the policy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from imagelint.diff.compare import compare
+from imagelint.diff.result import ORDER, DiffResult
+from imagelint.diff.sides import load_side
+from imagelint.report.diff_verdict import IGNORE, change_action, decide_diff
+
+
+def run_diff(
+    old: Path, new: Path, config_path: Path | None, extra_rules: list[Path], *, builtin: bool = True
+) -> DiffResult:
+    from imagelint.engine import RunSettings
+    from imagelint.session import load_rules
+
+    packs, config = load_rules(config_path, extra_rules, builtin=builtin)
+    old_side = load_side(old, packs, config, RunSettings())
+    new_side = load_side(new, packs, config, RunSettings())
+    changes = compare(old_side, new_side)
+    for change in changes:
+        change.action = change_action(change.kind, config.diff, change.unit, failing=change.failing)
+    listed = [c for c in changes if c.action != IGNORE]
+    listed.sort(key=lambda c: ORDER.get(c.action, 9))  # stable: the comparison's order within an action
+    verdict = decide_diff([c.action for c in listed], complete=old_side.complete and new_side.complete)
+    return DiffResult(old_side, new_side, listed, verdict)

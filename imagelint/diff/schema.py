@@ -1,0 +1,98 @@
+"""The published JSON Schema of ``imagelint diff --format json`` (``imagelint schema diff``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from imagelint.diff.policy import KINDS
+
+_SIDE = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["description", "source", "sha256", "complete", "verdict", "units", "packages"],
+    "properties": {
+        "description": {"type": "string", "description": "the argument: an image root or a report file"},
+        "source": {"enum": ["image", "report"]},
+        "sha256": {"type": ["string", "null"], "description": "of the report file"},
+        "complete": {
+            "type": "boolean",
+            "description": "false: data could not be read; a change may be hidden",
+        },
+        "verdict": {"enum": ["pass", "fail", "inconclusive"], "description": "its own audit's verdict"},
+        "units": {"type": "integer", "minimum": 0},
+        "packages": {"type": "integer", "minimum": 0},
+    },
+}
+
+
+def diff_schema() -> dict[str, Any]:
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://imagelint.dev/schemas/diff-v1.json",
+        "title": "imagelint diff --format json",
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["schema_version", "tool", "old", "new", "verdict", "exit_code", "counts", "changes"],
+        "properties": {
+            "schema_version": {"const": 1},
+            "tool": {
+                "type": "object",
+                "required": ["name", "version"],
+                "properties": {"name": {"const": "imagelint"}, "version": {"type": "string"}},
+            },
+            "old": _SIDE,
+            "new": _SIDE,
+            "verdict": {"enum": ["pass", "fail", "inconclusive"]},
+            "exit_code": {"enum": [0, 1, 3]},
+            "counts": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["changes", "fail", "warn", "allowed", "by_kind"],
+                "properties": {
+                    "changes": {"type": "integer", "minimum": 0},
+                    "fail": {"type": "integer", "minimum": 0},
+                    "warn": {"type": "integer", "minimum": 0},
+                    "allowed": {"type": "integer", "minimum": 0},
+                    "by_kind": {
+                        "type": "object",
+                        "propertyNames": {"enum": list(KINDS)},
+                        "additionalProperties": {"type": "integer", "minimum": 1},
+                    },
+                },
+            },
+            "changes": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": [
+                        "kind",
+                        "action",
+                        "subject",
+                        "change",
+                        "detail",
+                        "unit",
+                        "chain",
+                        "old",
+                        "new",
+                    ],
+                    "properties": {
+                        "kind": {"enum": list(KINDS)},
+                        "action": {"enum": ["fail", "warn", "allowed"]},
+                        "subject": {"type": "string"},
+                        "change": {"enum": ["added", "removed", "changed"]},
+                        "detail": {"type": "string"},
+                        "unit": {"type": ["string", "null"]},
+                        "chain": {
+                            "type": ["array", "null"],
+                            "items": {"type": "string"},
+                            "description": "new-boot-units: default.target → … → the unit in NEW; "
+                            "removed-boot-units: in OLD",
+                        },
+                        "old": {"description": "the value in OLD (a unit's inventory entry, a version...)"},
+                        "new": {"description": "the value in NEW"},
+                    },
+                },
+            },
+        },
+    }
