@@ -173,11 +173,14 @@ def send(
     targets: list[dict[str, Any]] | None = None,
     max_concurrency: str = "50",
     max_errors: str = "0",
+    delivery_timeout: int = 600,
 ) -> str:
+    """``delivery_timeout`` (``TimeoutSeconds``): how long an invocation may wait to start; a fleet's
+    later waves wait for the earlier ones (:func:`imagelint.aws.fleet.timing`)."""
     params: dict[str, Any] = {
         "DocumentName": "AWS-RunShellScript",
         "Parameters": {"commands": remote_script(plan), "executionTimeout": [str(plan.execution_timeout)]},
-        "TimeoutSeconds": 600,
+        "TimeoutSeconds": delivery_timeout,
         "Comment": f"imagelint run {plan.run_id}"[:100],
         "OutputS3BucketName": plan.bucket,
         "OutputS3KeyPrefix": f"{plan.prefix}{plan.run_id}/ssm",
