@@ -37,7 +37,7 @@ from imagelint.aws.inputs import Inputs
 from imagelint.aws.merge import merge
 from imagelint.aws.progress import Progress
 from imagelint.aws.s3urls import run_expiry
-from imagelint.aws.volume import ATTACH_DEVICE, Ec2VolumeHost, VolumeHost
+from imagelint.aws.volume import Ec2VolumeHost, VolumeHost, device_slot
 from imagelint.errors import ExitCode, ImageLintError, UsageError
 from imagelint.report import Report, Verdict, report_from_dict
 from imagelint.report.verdict import decide
@@ -357,13 +357,15 @@ def _volume(
     if not image.root_snapshot:
         raise UsageError(f"{image.image_id}: its root device {image.root_device} has no EBS snapshot")
     instance_id, zone = host.identity()
+    ec2_ops.check_zone(clients.ec2, zone, image)
     volume_id: str | None = None
     try:
         progress.phase("creating volume", f"from {image.root_snapshot} in {zone}")
         volume_id = ec2_ops.create_volume(clients.ec2, image.root_snapshot, zone, run_id)
         progress.phase("attaching", f"{volume_id} to {instance_id}")
-        ec2_ops.attach_volume(clients.ec2, volume_id, instance_id, ATTACH_DEVICE, poll=options.timing.poll)
-        device = host.find_device(volume_id, timeout=options.timing.running_timeout)
+        with device_slot(clients.ec2, instance_id) as name:
+            ec2_ops.attach_volume(clients.ec2, volume_id, instance_id, name, poll=options.timing.poll)
+        device = host.find_device(volume_id, timeout=options.timing.running_timeout, device=name)
         progress.phase("auditing", f"{device} read-only")
         packs, config = prepare(options.run)
         with host.mounted(device) as root:

@@ -308,6 +308,16 @@ def console_output(ec2: Any, instance_id: str, limit: int = 2000) -> str:
     return for_log(text[-limit:])
 
 
+def check_zone(ec2: Any, zone: str, image: ImageInfo) -> None:
+    """Volume mode creates the volume in the runner's zone, which must be in the AMI's region."""
+    reply = call(ec2.describe_availability_zones, AllAvailabilityZones=True)
+    if zone not in {z.get("ZoneName") for z in reply.get("AvailabilityZones", [])}:
+        raise UsageError(
+            f"--mode volume: this runner is in {zone}, outside {image.image_id}'s region {image.region}; "
+            f"run it on a runner in {image.region} (or copy the AMI there, or use --mode launch)"
+        )
+
+
 def create_volume(ec2: Any, snapshot_id: str, zone: str, run_id: str) -> str:
     """A gp3 volume from the snapshot in ``zone`` (the runner's), tagged with the run."""
     reply = call(

@@ -28,7 +28,8 @@ class LocalTreeHost:
     def identity(self) -> tuple[str, str]:
         return self.instance_id, self.zone
 
-    def find_device(self, volume_id: str, timeout: float) -> Path:
+    def find_device(self, volume_id: str, timeout: float, device: str = "/dev/sdf") -> Path:
+        self.attached_at = device
         return Path(f"/dev/disk/by-id/nvme-Amazon_Elastic_Block_Store_{volume_id.replace('-', '')}")
 
     @contextlib.contextmanager
