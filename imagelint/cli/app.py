@@ -386,6 +386,10 @@ def ami(
       imagelint ami ami-0abc… --mode volume -f json:report.json
 
       imagelint ami cleanup --older-than 2h
+
+    IAM policies, as JSON to paste:
+
+      {AWS_POLICIES}
     """
     from imagelint.durations import parse_duration
 
