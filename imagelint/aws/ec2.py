@@ -21,7 +21,6 @@ What AWS does and moto does not model:
 
 from __future__ import annotations
 
-import base64
 import re
 import time
 from collections.abc import Callable
@@ -106,8 +105,8 @@ def deadman_user_data(deadline_seconds: float) -> str:
     return (
         "#!/bin/sh\n"
         "# imagelint dead-man switch: the run may take at most this long; then the instance terminates\n"
-        f"shutdown -P +{minutes} 'imagelint run deadline' 2>/dev/null"
-        f" || (sleep {minutes * 60} && poweroff -f) >/dev/null 2>&1 &\n"
+        f"shutdown -P +{minutes} 'imagelint run deadline' || {{ (sleep {minutes * 60}; poweroff -f) "
+        ">/dev/null 2>&1 & }\n"
     )
 
 
@@ -247,7 +246,7 @@ def wait_running(ec2: Any, instance_id: str, *, poll: float, timeout: float) -> 
             return
         if state in ("shutting-down", "terminated", "stopping", "stopped"):
             reason = instance.get("StateReason", {})
-            why = f" ({reason.get('Code', '')}: {reason.get('Message', '')})" if reason else ""
+            why = f" ({reason.get('Message') or reason.get('Code')})" if reason else ""
             raise AwsError(
                 "ec2",
                 "DescribeInstances",
@@ -292,20 +291,16 @@ def terminate_instances(ec2: Any, instance_ids: list[str], *, wait: bool = True,
 
 
 def console_output(ec2: Any, instance_id: str, limit: int = 2000) -> str:
-    """The tail of the instance's serial console (``GetConsoleOutput``: base64), escaped for a terminal;
-    empty when there is none yet or the call fails (it only adds to another error)."""
+    """The tail of the instance's serial console (``GetConsoleOutput``), escaped for a terminal or CI
+    log; empty when there is none yet or the call fails (it only adds to another error). AWS sends
+    it base64-encoded; botocore decodes it (``decode_console_output``, UTF-8 with replacement)."""
     from imagelint.report.escape import for_log
 
     try:
         reply = call(ec2.get_console_output, InstanceId=instance_id, Latest=True)
     except AwsError:
         return ""
-    raw = reply.get("Output") or ""
-    try:
-        text = base64.b64decode(raw).decode("utf-8", "replace")
-    except ValueError:
-        return ""
-    return for_log(text[-limit:])
+    return for_log(str(reply.get("Output") or "")[-limit:])
 
 
 def check_zone(ec2: Any, zone: str, image: ImageInfo) -> None:

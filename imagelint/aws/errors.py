@@ -105,6 +105,13 @@ def converted(service: str, api: str) -> Iterator[None]:
         ) from None
 
 
+def missing_object(exc: AwsError) -> bool:
+    """A GetObject of a key that is not there: 404 ``NoSuchKey``, or 403 ``AccessDenied`` when the
+    caller lacks ``s3:ListBucket`` (S3 then hides whether the key exists). For a report the
+    instance should have written, both mean the same thing: the instance did not upload it."""
+    return exc.service == "s3" and exc.code in ("NoSuchKey", "404", "AccessDenied", "403")
+
+
 def waiter_error(service: str, api: str, exc: Exception, what: str) -> AwsError:
     """A boto3 waiter gave up or hit a failure state."""
     return AwsError(service, api, "WaiterError", " ".join(str(exc).split())[:300], what)

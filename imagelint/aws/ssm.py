@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from imagelint.aws.errors import AwsError, call
+from imagelint.aws.errors import AwsError, call, missing_object
 from imagelint.errors import ExitCode, ImageLintError
 
 TERMINAL = {"Success", "Failed", "Cancelled", "TimedOut", "Undeliverable", "Terminated", "DeliveryTimedOut"}
@@ -252,8 +252,8 @@ def fetch_reports(
         try:
             body = call(s3.get_object, Bucket=plan.bucket, Key=key)["Body"].read()
         except AwsError as exc:
-            if exc.code in ("NoSuchKey", "404"):
-                problems.append(f"no {name}")
+            if missing_object(exc):  # 404, or 403 without s3:ListBucket: not uploaded
+                problems.append(f"the instance did not upload {name}")
                 continue
             raise
         try:
