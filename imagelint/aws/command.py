@@ -466,7 +466,7 @@ def _session(options: AmiOptions, pairs: list[tuple[str, str]], clients: dict[st
         return next(iter(clients.values())).session
     region = pairs[0][0]
     if options.role_arn:
-        session = credentials.role_session(options.role_arn, needed, region)
+        session = credentials.role_session(options.role_arn, needed + 300, region)  # + slack
     else:
         import boto3
 
