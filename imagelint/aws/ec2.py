@@ -419,17 +419,31 @@ def tag_image(ec2: Any, image: ImageInfo, tags: dict[str, str]) -> None:
     )
 
 
+def knows(client: Any, operation: str, parameter: str) -> bool:
+    """Whether the installed botocore's model of ``operation`` has ``parameter``."""
+    return parameter in client.meta.service_model.operation_model(operation).input_shape.members
+
+
 def act_on_failure(ec2: Any, image: ImageInfo, action: str) -> str:
     """--on-fail: deregister (and delete its snapshots) or deprecate now; returns what was done.
 
-    deregister: ``DeregisterImage`` with ``DeleteAssociatedSnapshots``, then each snapshot of the
-    image is deleted explicitly too (an endpoint may ignore that flag; one already gone is fine);
+    deregister: ``DeregisterImage`` with ``DeleteAssociatedSnapshots`` (when the installed botocore
+    knows it: >= 1.38.30), then each snapshot of the image is deleted explicitly too (an older
+    botocore, or an endpoint that ignores the flag; one already gone is fine);
     a snapshot another AMI still uses (``InvalidSnapshot.InUse``) is kept and named in the line.
     deprecate: ``EnableImageDeprecation`` two minutes from now. A failing call is an
     :class:`AwsError` (one line with the API and the error code, exit 3).
     """
     if action == "deregister":
-        call(ec2.deregister_image, ImageId=image.image_id, DeleteAssociatedSnapshots=True)
+        # DeleteAssociatedSnapshots exists in botocore >= 1.38.30 only; an older botocore refuses the
+        # parameter client-side. Rather than raise the boto3 floor (distributions ship older ones),
+        # send it when the installed model has it; the explicit deletion below covers both cases.
+        flag = (
+            {"DeleteAssociatedSnapshots": True}
+            if knows(ec2, "DeregisterImage", "DeleteAssociatedSnapshots")
+            else {}
+        )
+        call(ec2.deregister_image, ImageId=image.image_id, **flag)
         return f"deregistered {image.image_id}; {_delete_snapshots(ec2, image.snapshots)}"
     if action == "deprecate":
         from datetime import UTC, datetime, timedelta

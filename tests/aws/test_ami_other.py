@@ -109,7 +109,9 @@ def test_manifest_picks_packer_run_uuid_then_last_run(
         amis_from_manifest(bad)
 
 
-def test_manifest_picks_the_build_of_packer_build_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_manifest_picks_the_build_of_packer_build_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Two sources in one template: one run UUID, two builds; each gate checks its own build's AMI."""
     data = {
         "builds": [

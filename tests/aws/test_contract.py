@@ -327,3 +327,14 @@ def test_zone_outside_the_ami_region_is_refused(ec2):
     ec2.stub.add_response("describe_availability_zones", zones, {"AllAvailabilityZones": True})
     with pytest.raises(UsageError, match=r"runner is in us-east-1a, outside .* region eu-west-1"):
         ec2_ops.check_zone(ec2, "us-east-1a", _image())
+
+
+def test_deregister_without_the_flag_on_an_older_botocore(ec2, monkeypatch):
+    """botocore < 1.38.30 has no DeleteAssociatedSnapshots: the flag is left out, snapshots still go."""
+    assert ec2_ops.knows(ec2, "DeregisterImage", "DeleteAssociatedSnapshots")  # this botocore has it
+    assert not ec2_ops.knows(ec2, "DeregisterImage", "NoSuchParameter")
+    monkeypatch.setattr(ec2_ops, "knows", lambda client, op, param: False)
+    ec2.stub.add_response("deregister_image", {"Return": True}, {"ImageId": AMI})
+    ec2.stub.add_response("delete_snapshot", {}, {"SnapshotId": "snap-1"})
+    ec2.stub.add_response("delete_snapshot", {}, {"SnapshotId": "snap-2"})
+    assert "deleted snapshot(s) snap-1, snap-2" in ec2_ops.act_on_failure(ec2, _image(), "deregister")
