@@ -338,3 +338,63 @@ def test_deregister_without_the_flag_on_an_older_botocore(ec2, monkeypatch):
     ec2.stub.add_response("delete_snapshot", {}, {"SnapshotId": "snap-1"})
     ec2.stub.add_response("delete_snapshot", {}, {"SnapshotId": "snap-2"})
     assert "deleted snapshot(s) snap-1, snap-2" in ec2_ops.act_on_failure(ec2, _image(), "deregister")
+
+
+def test_fleet_waves_size_the_deadline(session):
+    from imagelint.aws import fleet, ssm
+
+    assert fleet.concurrency_of("10%", 25) == 3 and fleet.concurrency_of("7", 25) == 7
+    assert fleet.concurrency_of("1%", 5) == 1
+    with pytest.raises(UsageError, match="--max-concurrency"):
+        fleet.concurrency_of("lots", 5)
+    timing = fleet.FleetTiming(targets=25, waves=9, wave_seconds=600 + 900)
+    assert timing.total == 9 * 1500
+    client = session.client("ssm")
+    plan = ssm.RemotePlan(run_id="r", bucket="bkt", prefix="p/", bucket_region="eu-west-1", version="0")
+    with Stubber(client) as stub:
+        expected = {
+            "DocumentName": "AWS-RunShellScript",
+            "Parameters": ANY,
+            "TimeoutSeconds": timing.total,
+            "Comment": ANY,
+            "OutputS3BucketName": "bkt",
+            "OutputS3KeyPrefix": ANY,
+            "MaxConcurrency": "10%",
+            "MaxErrors": "0",
+            "Targets": [{"Key": "tag:Role", "Values": ["web"]}],
+        }
+        stub.add_response(
+            "send_command", {"Command": {"CommandId": "0b5d7a1c-1b2d-4c3e-9f4a-5b6c7d8e9f00"}}, expected
+        )
+        ssm.send(
+            client,
+            plan,
+            targets=[{"Key": "tag:Role", "Values": ["web"]}],
+            max_concurrency="10%",
+            delivery_timeout=timing.total,
+        )
+
+
+def test_credential_lifetime_rules():
+    from botocore.credentials import Credentials, RefreshableCredentials
+
+    from imagelint.aws import credentials
+
+    class Session:
+        def __init__(self, creds):
+            self.creds = creds
+
+        def get_credentials(self):
+            return self.creds
+
+    assert credentials.seconds_left(Session(Credentials("AK", "SK"))) is None  # long-term keys
+    assert credentials.seconds_left(Session(Credentials("AK", "SK", "token"))) == 3600.0
+    expiry = datetime.now(UTC).replace(microsecond=0)
+    from datetime import timedelta
+
+    refreshable = RefreshableCredentials("AK", "SK", "T", expiry + timedelta(hours=3), lambda: {}, "test")
+    left = credentials.seconds_left(Session(refreshable))
+    assert left is not None and 3 * 3600 - 60 < left <= 3 * 3600
+    credentials.check_lifetime(Session(refreshable), 7200, role=True)
+    with pytest.raises(UsageError, match="expire in"):
+        credentials.check_lifetime(Session(Credentials("AK", "SK", "token")), 7200, role=False)
