@@ -16,11 +16,13 @@ from pathlib import Path
 from tests.aws.moto_env import MotoEnv
 from tests.support import run_cli
 
-FAST = ("--poll", "0.2s", "--soak", "0")
+FAST = ("--poll", "0.2s")
 NOTHING = {"instances": [], "volumes": []}
 
 
-def ami(env: MotoEnv, *args: str, extra_env: dict[str, str] | None = None, timeout: float = 180):
+def ami(
+    env: MotoEnv, *args: str, soak: str = "0", extra_env: dict[str, str] | None = None, timeout: float = 180
+):
     return run_cli(
         "ami",
         env.image_id,
@@ -28,6 +30,8 @@ def ami(env: MotoEnv, *args: str, extra_env: dict[str, str] | None = None, timeo
         env.bucket,
         *args,
         *FAST,
+        "--soak",
+        soak,
         env={**env.env, **(extra_env or {})},
         timeout=timeout,
     )
@@ -89,18 +93,7 @@ def test_credentials_expiring_before_the_run_ends_are_refused_before_launch(moto
     assert "expire in" in proc.stderr and "--role-arn" in proc.stderr
     assert moto_env.launched() == []
     # a token of unknown expiry counts as one hour: a run of 1 h 40 min is refused too
-    proc = run_cli(
-        "ami",
-        moto_env.image_id,
-        "--report-bucket",
-        moto_env.bucket,
-        "--poll",
-        "0.2s",
-        "--soak",
-        "1h",
-        env={**moto_env.env, "AWS_SESSION_TOKEN": "token"},
-        timeout=60,
-    )
+    proc = ami(moto_env, soak="1h", extra_env={"AWS_SESSION_TOKEN": "token"}, timeout=60)
     assert proc.returncode == 2 and "(assumed: session token of unknown expiry)" in proc.stderr
     assert moto_env.launched() == []
 
@@ -140,7 +133,7 @@ def test_sigkill_of_the_runner_then_cleanup_leaves_nothing(moto_env: MotoEnv, sa
     exe = shutil.which("imagelint", path=str(Path(sys.executable).parent))
     assert exe
     proc = subprocess.Popen(
-        [exe, "ami", moto_env.image_id, "--report-bucket", moto_env.bucket, *FAST],
+        [exe, "ami", moto_env.image_id, "--report-bucket", moto_env.bucket, *FAST, "--soak", "0"],
         env={**os.environ, **moto_env.env},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.packer.helpers import AMI_GATE, AMI_GATE_DELETE, env_names, labelled, load_hcl
+from tests.packer.test_ami_moto import _values
 
 
 @pytest.fixture
@@ -99,21 +100,15 @@ def test_gate_and_delete_inconclusive_fails_unless_kept(aws, sample_image, tmp_p
         ],
     )["ImageId"]
     gate = _steps(AMI_GATE_DELETE)[0]
-    values = {
-        "IMAGELINT": str(Path(sys.executable).parent / "imagelint"),
-        "IMAGELINT_AWS": _cli(),
-        "IMAGELINT_REGION": "us-east-1",
-        "IMAGELINT_BUILD_ID": build_id,
-        "IMAGELINT_FAIL_ON": "medium",
-        "IMAGELINT_CONFIG": "",
-        "IMAGELINT_SOAK_DURATION": "0",
-        "IMAGELINT_VERSION": "",
-        "IMAGELINT_INSTALL_FROM": "",
-        "IMAGELINT_INSTANCE_PROFILE": "",
-        "IMAGELINT_REPORT_BUCKET": aws.bucket,
-        "IMAGELINT_EXTRA_ARGS": "--poll 0.2s --ssm-timeout 1s",
-        "IMAGELINT_KEEP_INCONCLUSIVE": keep,
-    }
+    values = _values(
+        aws,
+        tmp_path,
+        IMAGELINT_AWS=_cli(),
+        IMAGELINT_REGION="us-east-1",
+        IMAGELINT_BUILD_ID=build_id,
+        IMAGELINT_EXTRA_ARGS="--poll 0.2s --ssm-timeout 1s",
+        IMAGELINT_KEEP_INCONCLUSIVE=keep,
+    )
     proc = _run(gate, values, aws.env)
     assert proc.returncode == code, proc.stderr
     assert "never registered with SSM" in proc.stderr
