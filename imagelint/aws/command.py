@@ -1,5 +1,7 @@
 """`imagelint ami`: check an AMI before it ships, and record the verdict on it.
 
+Before anything launches: the credentials must last the run (``--role-arn`` gives refreshing
+ones, :mod:`imagelint.aws.credentials`) and the pre-flight checks (:func:`preflight`) pass.
 Launch mode (default), per AMI: describe and check the image → launch one throwaway instance
 (IMDSv2 required, terminates on shutdown, tagged ``imagelint:run=<run id>`` with its volumes) →
 wait until running and Online in SSM → send the imagelint script (:mod:`imagelint.aws.ssm`) → wait
