@@ -2,7 +2,8 @@
 
 A run removes its own instances and volumes in every outcome it lives through; this sweeper covers
 the ones it did not (the runner itself was killed with SIGKILL, lost its network, ran out of time).
-Only resources older than ``--older-than`` are touched, so runs in progress are left alone.
+Only resources older than ``--older-than`` are touched, so runs in progress are left alone. Both
+listings are paginated (an account with many leftovers answers in pages).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 from imagelint.aws import ec2 as ec2_ops
 from imagelint.aws.clients import Clients, default_region
-from imagelint.aws.errors import call
+from imagelint.aws.errors import paginate
 
 
 def run_cleanup(region: str | None, older_than: float, *, dry_run: bool, poll: float = 5.0) -> list[str]:
@@ -19,8 +20,10 @@ def run_cleanup(region: str | None, older_than: float, *, dry_run: bool, poll: f
     clients = Clients(default_region(region))
     cutoff = datetime.now(UTC) - timedelta(seconds=older_than)
     lines: list[str] = []
-    reply = call(
-        clients.ec2.describe_instances,
+    reservations = paginate(
+        clients.ec2,
+        "describe_instances",
+        "Reservations",
         Filters=[
             {"Name": "tag-key", "Values": [ec2_ops.RUN_TAG]},
             {"Name": "instance-state-name", "Values": ["pending", "running", "stopping", "stopped"]},
@@ -28,16 +31,17 @@ def run_cleanup(region: str | None, older_than: float, *, dry_run: bool, poll: f
     )
     instances = [
         (i["InstanceId"], _run(i.get("Tags", [])))
-        for r in reply["Reservations"]
-        for i in r["Instances"]
+        for i in ec2_ops.instances_of(reservations)
         if i["LaunchTime"] <= cutoff
     ]
     verb = "would terminate" if dry_run else "terminated"
     if instances and not dry_run:
         ec2_ops.terminate_instances(clients.ec2, [i for i, _ in instances], poll=poll)
     lines += [f"{verb} {iid} (run {run})" for iid, run in instances]
-    volumes = call(clients.ec2.describe_volumes, Filters=[{"Name": "tag-key", "Values": [ec2_ops.RUN_TAG]}])
-    for volume in volumes["Volumes"]:
+    volumes = paginate(
+        clients.ec2, "describe_volumes", "Volumes", Filters=[{"Name": "tag-key", "Values": [ec2_ops.RUN_TAG]}]
+    )
+    for volume in volumes:
         if volume["CreateTime"] > cutoff or volume["State"] in ("deleting", "deleted"):
             continue
         if not dry_run:

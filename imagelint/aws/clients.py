@@ -2,6 +2,9 @@
 
 No endpoint is hard-coded: ``AWS_ENDPOINT_URL`` / ``AWS_ENDPOINT_URL_<SERVICE>`` (and the usual
 credential chain) apply, which is also how the tests point the CLI at a local moto server.
+``session`` is a boto3 session; ``--role-arn`` gives one whose credentials refresh themselves
+(:mod:`imagelint.aws.credentials`), so a run outliving a one-hour session can still terminate what
+it launched. :meth:`Clients.presigner` signs the instance's S3 URLs (:mod:`imagelint.aws.s3urls`).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from imagelint.errors import UsageError
 @dataclass
 class Clients:
     region: str
+    session: Any = None
     _cache: dict[str, Any] = field(default_factory=dict)
 
     def get(self, service: str) -> Any:
@@ -25,8 +29,19 @@ class Clients:
             config = Config(
                 retries={"max_attempts": 4, "mode": "standard"}, connect_timeout=10, read_timeout=60
             )
-            self._cache[service] = boto3.client(service, region_name=self.region, config=config)
+            if self.session is None:
+                self.session = boto3.session.Session()
+            self._cache[service] = self.session.client(service, region_name=self.region, config=config)
         return self._cache[service]
+
+    def presigner(self, bucket: str) -> Any:
+        """The :class:`~imagelint.aws.s3urls.Presigner` of ``bucket`` (SigV4, the bucket's region)."""
+        key = f"presigner:{bucket}"
+        if key not in self._cache:
+            from imagelint.aws.s3urls import presigner
+
+            self._cache[key] = presigner(bucket, self.s3, self.session)  # self.s3 sets self.session
+        return self._cache[key]
 
     @property
     def ec2(self) -> Any:

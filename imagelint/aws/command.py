@@ -1,5 +1,7 @@
 """`imagelint ami`: check an AMI before it ships, and record the verdict on it.
 
+Before anything launches: the credentials must last the run (``--role-arn`` gives refreshing
+ones, :mod:`imagelint.aws.credentials`) and the pre-flight checks (:func:`preflight`) pass.
 Launch mode (default), per AMI: describe and check the image → launch one throwaway instance
 (IMDSv2 required, terminates on shutdown, tagged ``imagelint:run=<run id>`` with its volumes) →
 wait until running and Online in SSM → send the imagelint script (:mod:`imagelint.aws.ssm`) → wait
@@ -18,6 +20,7 @@ sweep by the run tag catches anything a lost reply would have hidden.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import signal
@@ -31,11 +34,12 @@ from imagelint import __version__
 from imagelint.aws import ec2 as ec2_ops
 from imagelint.aws import ssm as ssm_ops
 from imagelint.aws.clients import Clients, default_region
-from imagelint.aws.errors import AwsError, call
+from imagelint.aws.errors import AwsError, call, paginate
 from imagelint.aws.inputs import Inputs
 from imagelint.aws.merge import merge
 from imagelint.aws.progress import Progress
-from imagelint.aws.volume import ATTACH_DEVICE, Ec2VolumeHost, VolumeHost
+from imagelint.aws.s3urls import run_expiry
+from imagelint.aws.volume import Ec2VolumeHost, VolumeHost, device_slot
 from imagelint.errors import ExitCode, ImageLintError, UsageError
 from imagelint.report import Report, Verdict, report_from_dict
 from imagelint.report.verdict import decide
@@ -74,6 +78,12 @@ class AmiOptions:
     timing: Timing = field(default_factory=Timing)
     run: RunOptions = field(default_factory=RunOptions)
     interactive: bool = False
+    role_arn: str | None = None  # assume this role (refreshing credentials) for the whole run
+
+    def per_image_seconds(self) -> float:
+        """How long one image's launch may take: start, SSM, the soak and the command's margin."""
+        t = self.timing
+        return t.running_timeout + t.ssm_timeout + self.soak_seconds + t.command_margin
 
 
 @dataclass(frozen=True)
@@ -155,11 +165,12 @@ def run_ami(
     prepare(options.run)  # refuse bad -f/--fail-on/--select before anything is launched
     pairs = resolve_images(options)
     clients = clients if clients is not None else {}
+    session = _session(options, pairs, clients)
     checked: list[Checked] = []
     guard = SignalGuard()
     with guard.installed(), Progress(interactive=options.interactive) as progress:
         for region, ami in pairs:
-            region_clients = clients.setdefault(region, Clients(region))
+            region_clients = clients.setdefault(region, Clients(region, session))
             checked.append(_check_one(region_clients, region, ami, options, guard, progress, volume_host))
         report = (
             checked[0].report
@@ -173,8 +184,12 @@ def run_ami(
         body = json.dumps(report.to_dict(), indent=2, sort_keys=True).encode()
         digest = hashlib.sha256(body).hexdigest()
         for c in checked:
-            _record(clients[c.region], c, options, body, digest, progress)
+            _store(clients[c.region], c, options, body, progress)
         published = publish(report, options.run)
+        # tags after the outputs: a refused CreateTags is a warning and never changes the exit code
+        for c in checked:
+            if options.tag:
+                _tag(clients[c.region], c, digest, progress)
         # after the outputs are written: a failing --on-fail call (exit 3) does not lose the report
         for c in checked:
             if c.report.verdict is Verdict.FAIL and options.on_fail != "none":
@@ -228,9 +243,7 @@ def _launch(
         options.report_bucket,
         options.report_prefix,
         run_id,
-        expires=int(
-            options.soak_seconds + timing.command_margin + timing.ssm_timeout + timing.running_timeout
-        ),
+        expires=run_expiry(per_wave=options.per_image_seconds()),
     )
     plan = ssm_ops.RemotePlan(
         run_id=run_id,
@@ -245,16 +258,26 @@ def _launch(
         inputs=urls,
         input_args=tuple(shipped.args()),
     )
+    instance_type = preflight(clients, image, options, plan)
+    launch = dataclasses.replace(options.launch, instance_type=instance_type)
     instance_id: str | None = None
     command_id: str | None = None
     finished = False
     try:
-        progress.phase("launching", f"{image.image_id} as {options.launch.instance_type}, run {run_id}")
-        instance_id = ec2_ops.launch_instance(clients.ec2, image, options.launch, run_id)
+        progress.phase("launching", f"{image.image_id} as {instance_type}, run {run_id}")
+        instance_id = ec2_ops.launch_instance(
+            clients.ec2, image, launch, run_id, deadline=options.per_image_seconds()
+        )
         progress.log(f"launched {instance_id} (run {run_id})")
         ec2_ops.wait_running(clients.ec2, instance_id, poll=timing.poll, timeout=timing.running_timeout)
         progress.phase("waiting for SSM", instance_id)
-        ssm_ops.wait_online(clients.ssm, instance_id, timeout=timing.ssm_timeout, poll=timing.poll)
+        try:
+            ssm_ops.wait_online(clients.ssm, instance_id, timeout=timing.ssm_timeout, poll=timing.poll)
+        except ssm_ops.NoReportError as exc:
+            console = ec2_ops.console_output(clients.ec2, instance_id)
+            raise ssm_ops.NoReportError(
+                f"{exc}; console output: {console}" if console else f"{exc}; no console output yet"
+            ) from None
         progress.phase("auditing" if not plan.soak_seconds else "auditing and soaking", instance_id)
         command_id = ssm_ops.send(clients.ssm, plan, instance_ids=[instance_id])
         started = datetime.now(UTC)
@@ -294,22 +317,31 @@ def _launch(
 def _terminate_run(
     clients: Clients, run_id: str, known: list[str], timing: Timing, progress: Progress
 ) -> None:
-    """Terminate the run's instances: the ones we know, and any the run tag finds (a lost reply)."""
+    """Terminate the run's instances: the ones we know, and any the run tag finds (a lost reply);
+    then delete the run's volumes that outlived them (attached from elsewhere, or mapped without
+    DeleteOnTermination by a launch that lost its reply)."""
     ids = set(known)
+    run_filter = {"Name": f"tag:{ec2_ops.RUN_TAG}", "Values": [run_id]}
     try:
-        reply = call(
-            clients.ec2.describe_instances,
+        pages = paginate(
+            clients.ec2,
+            "describe_instances",
+            "Reservations",
             Filters=[
-                {"Name": f"tag:{ec2_ops.RUN_TAG}", "Values": [run_id]},
+                run_filter,
                 {"Name": "instance-state-name", "Values": ["pending", "running", "stopping", "stopped"]},
             ],
         )
-        ids |= {i["InstanceId"] for r in reply["Reservations"] for i in r["Instances"]}
+        ids |= {i["InstanceId"] for i in ec2_ops.instances_of(pages)}
     except AwsError as exc:
         progress.log(f"warning: could not list the run's instances: {exc}")
     if ids:
         ec2_ops.terminate_instances(clients.ec2, sorted(ids), poll=timing.poll)
         progress.log(f"terminated {', '.join(sorted(ids))}")
+    for volume in paginate(clients.ec2, "describe_volumes", "Volumes", Filters=[run_filter]):
+        if volume["State"] in ("available", "error"):
+            ec2_ops.remove_volume(clients.ec2, volume["VolumeId"], poll=timing.poll)
+            progress.log(f"deleted {volume['VolumeId']}")
 
 
 def _volume(
@@ -327,13 +359,15 @@ def _volume(
     if not image.root_snapshot:
         raise UsageError(f"{image.image_id}: its root device {image.root_device} has no EBS snapshot")
     instance_id, zone = host.identity()
+    ec2_ops.check_zone(clients.ec2, zone, image)
     volume_id: str | None = None
     try:
         progress.phase("creating volume", f"from {image.root_snapshot} in {zone}")
         volume_id = ec2_ops.create_volume(clients.ec2, image.root_snapshot, zone, run_id)
         progress.phase("attaching", f"{volume_id} to {instance_id}")
-        ec2_ops.attach_volume(clients.ec2, volume_id, instance_id, ATTACH_DEVICE, poll=options.timing.poll)
-        device = host.find_device(volume_id, timeout=options.timing.running_timeout)
+        with device_slot(clients.ec2, instance_id) as name:
+            ec2_ops.attach_volume(clients.ec2, volume_id, instance_id, name, poll=options.timing.poll)
+        device = host.find_device(volume_id, timeout=options.timing.running_timeout, device=name)
         progress.phase("auditing", f"{device} read-only")
         packs, config = prepare(options.run)
         with host.mounted(device) as root:
@@ -368,7 +402,8 @@ def ship_inputs(
     from imagelint.aws import inputs as inputs_ops
 
     shipped = inputs_ops.collect(run.config_path, run.extra_rules)
-    return shipped, inputs_ops.upload(clients.s3, shipped, bucket, prefix, run_id, expires=expires)
+    signer = clients.presigner(bucket) if shipped.files else None
+    return shipped, inputs_ops.upload(clients.s3, signer, shipped, bucket, prefix, run_id, expires=expires)
 
 
 def _install_url(clients: Clients, options: AmiOptions, run_id: str) -> str | None:
@@ -388,20 +423,11 @@ def _install_url(clients: Clients, options: AmiOptions, run_id: str) -> str | No
         assert options.report_bucket
         bucket, key = options.report_bucket, f"{options.report_prefix}{run_id}/{wheel.name}"
         call(clients.s3.put_object, Bucket=bucket, Key=key, Body=wheel.read_bytes())
-    return str(
-        call(
-            clients.s3.generate_presigned_url,
-            ClientMethod="get_object",
-            Params={"Bucket": bucket, "Key": key},
-            ExpiresIn=int(options.soak_seconds + options.timing.command_margin + options.timing.ssm_timeout),
-        )
-    )
+    return str(clients.presigner(bucket).get_url(key, run_expiry(per_wave=options.per_image_seconds())))
 
 
-def _record(
-    clients: Clients, checked: Checked, options: AmiOptions, body: bytes, digest: str, progress: Progress
-) -> None:
-    """Keep the report in S3 and tag the verdict on the AMI and its snapshots (``--on-fail`` acts later)."""
+def _store(clients: Clients, checked: Checked, options: AmiOptions, body: bytes, progress: Progress) -> None:
+    """Keep the combined report in S3 (``--report-bucket``)."""
     if options.report_bucket:
         key = f"{options.report_prefix}{checked.run_id}/report.json"
         call(
@@ -411,14 +437,65 @@ def _record(
             Body=body,
             ContentType="application/json",
         )
+        digest = hashlib.sha256(body).hexdigest()
         progress.log(f"report: s3://{options.report_bucket}/{key} (sha256 {digest[:12]}…)")
-    if options.tag:
-        tags = verdict_tags(checked.report.verdict, digest)
+
+
+def _tag(clients: Clients, checked: Checked, digest: str, progress: Progress) -> None:
+    """Tag the verdict on the AMI and its snapshots; any failure (the 50-tag limit, snapshots of a
+    shared AMI this account cannot see, a denied CreateTags) is a warning: the verdict stands."""
+    tags = verdict_tags(checked.report.verdict, digest)
+    try:
         ec2_ops.tag_image(clients.ec2, checked.image, tags)
+    except (AwsError, UsageError) as exc:
         progress.log(
-            f"tagged {checked.image.image_id} and {len(checked.image.snapshots)} snapshot(s): "
-            f"imagelint:verdict={tags['imagelint:verdict']}"
+            f"warning: could not tag {checked.image.image_id} (the verdict and exit code stand): {exc}"
         )
+        return
+    progress.log(
+        f"tagged {checked.image.image_id} and {len(checked.image.snapshots)} snapshot(s): "
+        f"imagelint:verdict={tags['imagelint:verdict']}"
+    )
+
+
+def _session(options: AmiOptions, pairs: list[tuple[str, str]], clients: dict[str, Clients]) -> object:
+    """The boto3 session of the run, checked to last it: ``--role-arn``'s refreshing one, or the
+    environment's (refused when it expires before the run can end). Tests pass ``clients``."""
+    from imagelint.aws import credentials
+
+    needed = len(pairs) * options.per_image_seconds() + 600  # + cleanup
+    if clients:
+        return next(iter(clients.values())).session
+    region = pairs[0][0]
+    if options.role_arn:
+        session = credentials.role_session(options.role_arn, needed + 300, region)  # + slack
+    else:
+        import boto3
+
+        session = boto3.session.Session()
+    if options.mode == "launch":
+        credentials.check_lifetime(session, needed, role=bool(options.role_arn))
+    return session
+
+
+def preflight(
+    clients: Clients, image: ec2_ops.ImageInfo, options: AmiOptions, plan: ssm_ops.RemotePlan
+) -> str:
+    """The launch-mode checks (:mod:`imagelint.aws.preflight`); returns the instance type to launch."""
+    from imagelint.aws import preflight as checks
+
+    assert options.report_bucket
+    checks.check_execution_timeout(plan.execution_timeout)
+    checks.check_bucket(
+        clients.s3,
+        options.report_bucket,
+        f"{options.report_prefix}{plan.run_id}/run.json",
+        {"run_id": plan.run_id, "image_id": image.image_id, "region": image.region, "version": __version__},
+    )
+    if options.launch.instance_profile:
+        checks.check_instance_profile(clients.get("iam"), options.launch.instance_profile)
+    checks.check_subnet(clients.ec2, options.launch.subnet)
+    return ec2_ops.instance_type_for(clients.ec2, image, options.launch)
 
 
 def verdict_tags(verdict: Verdict, digest: str) -> dict[str, str]:

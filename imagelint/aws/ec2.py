@@ -3,16 +3,31 @@
 Everything imagelint creates carries the tag ``imagelint:run=<run id>`` from the moment it exists
 (``TagSpecifications`` on the create call, never a later ``create_tags``), so an interrupted run
 leaves nothing that ``imagelint ami cleanup`` cannot find.
+
+What AWS does and moto does not model:
+
+- EC2 is eventually consistent: right after ``RunInstances`` / ``CreateVolume`` (and for an early
+  ``TerminateInstances``) the new id can answer ``*.NotFound`` for a few seconds. Those answers are
+  retried with bounded backoff (:func:`retry_not_found`), never turned into exit 3 or a leak.
+- An arm64 AMI does not boot on an x86_64 type: the default type follows the AMI's architecture
+  (:data:`DEFAULT_TYPES`) and an explicit one is checked against ``DescribeInstanceTypes`` first.
+- Every EBS mapping of the AMI is launched with ``DeleteOnTermination=true`` (an AMI may say false),
+  and the user data is a dead-man switch: it powers the instance off at the run's deadline, and
+  ``InstanceInitiatedShutdownBehavior=terminate`` turns that into a termination, so a runner killed
+  with SIGKILL still leaves nothing running for longer than the run was allowed to take.
+- ``StateReason`` of an instance that stopped on its way up (a KMS key it may not use, for one) is
+  kept in the error; and every Describe call that can page is paginated.
 """
 
 from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from imagelint.aws.errors import AwsError, call, waiter_error
+from imagelint.aws.errors import AwsError, call, paginate, waiter_error
 from imagelint.errors import UsageError
 
 RUN_TAG = "imagelint:run"
@@ -21,6 +36,10 @@ TAG_VALUE_MAX = 256
 # EC2 tag keys and values: letters (any language), digits, spaces and + - = . _ : / @
 _TAG_CHARS = re.compile(r"^[\w\s+\-=.:/@]*$", re.UNICODE)
 AMI_ID = re.compile(r"^ami-[0-9a-f]{8}([0-9a-f]{9})?$")
+MAX_TAGS = 50  # per resource, the ones already there included
+DEFAULT_TYPES = {"x86_64": "t3.medium", "arm64": "t4g.medium"}
+NOT_FOUND_TRIES = 8  # about a minute of backoff: 1, 2, 4, 8, 15, 15, 15 s
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -32,11 +51,85 @@ class ImageInfo:
     root_snapshot: str | None
     snapshots: list[str]
     architecture: str
+    mappings: tuple[dict[str, Any], ...] = ()  # the AMI's BlockDeviceMappings
+    tag_keys: frozenset[str] = frozenset()  # the AMI's tags now (for the 50-tag limit)
+
+
+def retry_not_found(
+    func: Callable[..., T], /, *, tries: int = NOT_FOUND_TRIES, delay: float = 1.0, **kwargs: Any
+) -> T:
+    """``call`` that retries ``*.NotFound`` answers (EC2's eventual consistency) with bounded backoff."""
+    for attempt in range(tries):
+        try:
+            return call(func, **kwargs)
+        except AwsError as exc:
+            if not exc.code.endswith(".NotFound") or attempt == tries - 1:
+                raise
+            time.sleep(min(delay * 2**attempt, 15 * delay))
+    raise AssertionError("unreachable")
+
+
+def instances_of(pages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [i for reservation in pages for i in reservation.get("Instances", [])]
+
+
+def instance_type_for(ec2: Any, image: ImageInfo, settings: LaunchSettings) -> str:
+    """The instance type to launch: the default for the AMI's architecture, or the one given, checked
+    against ``DescribeInstanceTypes`` so that an arm64 AMI on an x86_64 type fails before launch."""
+    if not settings.instance_type:
+        if image.architecture not in DEFAULT_TYPES:
+            raise UsageError(
+                f"{image.image_id} is {image.architecture}: no default instance type, give --instance-type"
+            )
+        return DEFAULT_TYPES[image.architecture]
+    types = paginate(ec2, "describe_instance_types", "InstanceTypes", InstanceTypes=[settings.instance_type])
+    if not types:
+        raise UsageError(f"--instance-type {settings.instance_type}: not offered in {image.region}")
+    supported = types[0].get("ProcessorInfo", {}).get("SupportedArchitectures", [])
+    if image.architecture not in supported:
+        raise UsageError(
+            f"--instance-type {settings.instance_type} runs {'/'.join(supported) or '?'}, "
+            f"but {image.image_id} is {image.architecture}: pick a {image.architecture} type "
+            f"(e.g. {DEFAULT_TYPES.get(image.architecture, '?')}) or leave --instance-type out"
+        )
+    return settings.instance_type
+
+
+def deadman_user_data(deadline_seconds: float) -> str:
+    """cloud-init / plain shell user data that powers the instance off at the run's deadline.
+
+    With ``InstanceInitiatedShutdownBehavior=terminate`` the power-off terminates the instance
+    (EBS volumes with ``DeleteOnTermination`` go with it). ``shutdown -P +M`` is systemd's and
+    sysvinit's; the ``sleep`` fallback covers an image without ``shutdown``."""
+    minutes = max(1, -(-int(deadline_seconds) // 60))
+    return (
+        "#!/bin/sh\n"
+        "# imagelint dead-man switch: the run may take at most this long; then the instance terminates\n"
+        f"shutdown -P +{minutes} 'imagelint run deadline' || {{ (sleep {minutes * 60}; poweroff -f) "
+        ">/dev/null 2>&1 & }\n"
+    )
+
+
+def launch_mappings(image: ImageInfo) -> list[dict[str, Any]]:
+    """Every EBS mapping of the AMI with ``DeleteOnTermination=true`` (an AMI's own false would leak).
+
+    The AMI's own snapshot, size and type are repeated (same values, so nothing changes on AWS; moto
+    refuses an override without them); the encryption settings are left to the AMI's."""
+    out: list[dict[str, Any]] = []
+    for mapping in image.mappings:
+        ebs = mapping.get("Ebs")
+        if ebs is None or "DeviceName" not in mapping:
+            continue
+        kept = {
+            k: ebs[k] for k in ("SnapshotId", "VolumeSize", "VolumeType", "Iops", "Throughput") if k in ebs
+        }
+        out.append({"DeviceName": mapping["DeviceName"], "Ebs": {**kept, "DeleteOnTermination": True}})
+    return out
 
 
 @dataclass(frozen=True)
 class LaunchSettings:
-    instance_type: str = "t3.medium"
+    instance_type: str | None = None  # None: DEFAULT_TYPES by the AMI's architecture
     subnet: str | None = None
     security_groups: tuple[str, ...] = ()
     instance_profile: str | None = None
@@ -95,14 +188,19 @@ def describe_image(ec2: Any, image_id: str, region: str) -> ImageInfo:
         root_snapshot=root_snap,
         snapshots=snapshots,
         architecture=image.get("Architecture", "x86_64"),
+        mappings=tuple(image.get("BlockDeviceMappings", [])),
+        tag_keys=frozenset(t["Key"] for t in image.get("Tags", [])),
     )
 
 
-def launch_instance(ec2: Any, image: ImageInfo, settings: LaunchSettings, run_id: str) -> str:
-    """One throwaway instance: IMDSv2 required, terminates itself on shutdown, tagged with the run."""
+def launch_instance(
+    ec2: Any, image: ImageInfo, settings: LaunchSettings, run_id: str, *, deadline: float = 0.0
+) -> str:
+    """One throwaway instance: IMDSv2 required, terminates itself on shutdown, tagged with the run,
+    every EBS volume deleted on termination, powered off by its user data after ``deadline`` s."""
     params: dict[str, Any] = {
         "ImageId": image.image_id,
-        "InstanceType": settings.instance_type,
+        "InstanceType": settings.instance_type or DEFAULT_TYPES.get(image.architecture, "t3.medium"),
         "MinCount": 1,
         "MaxCount": 1,
         "InstanceInitiatedShutdownBehavior": "terminate",
@@ -121,24 +219,40 @@ def launch_instance(ec2: Any, image: ImageInfo, settings: LaunchSettings, run_id
         params["IamInstanceProfile"] = {key: settings.instance_profile}
     if settings.key_name:
         params["KeyName"] = settings.key_name
+    mappings = launch_mappings(image)
+    if mappings:
+        params["BlockDeviceMappings"] = mappings
+    if deadline > 0:
+        params["UserData"] = deadman_user_data(deadline)  # boto3 base64-encodes it
     reply = call(ec2.run_instances, **params)
     return str(reply["Instances"][0]["InstanceId"])
+
+
+def describe_instance(ec2: Any, instance_id: str, *, delay: float = 1.0) -> dict[str, Any]:
+    """One instance, by id, retrying the NotFound a fresh id can answer."""
+    reply = retry_not_found(ec2.describe_instances, InstanceIds=[instance_id], delay=delay)
+    found = instances_of(reply.get("Reservations", []))
+    if not found:
+        raise AwsError("ec2", "DescribeInstances", "InvalidInstanceID.NotFound", f"{instance_id} not found")
+    return found[0]
 
 
 def wait_running(ec2: Any, instance_id: str, *, poll: float, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while True:
-        reply = call(ec2.describe_instances, InstanceIds=[instance_id])
-        state = reply["Reservations"][0]["Instances"][0]["State"]["Name"]
+        instance = describe_instance(ec2, instance_id, delay=min(1.0, poll))
+        state = instance["State"]["Name"]
         if state == "running":
             return
         if state in ("shutting-down", "terminated", "stopping", "stopped"):
+            reason = instance.get("StateReason", {})
+            why = f" ({reason.get('Message') or reason.get('Code')})" if reason else ""
             raise AwsError(
                 "ec2",
                 "DescribeInstances",
                 "InstanceNotRunning",
-                f"{instance_id} is {state}",
-                "the instance's state reason in the EC2 console (image boot failure, capacity)",
+                f"{instance_id} is {state}{why}",
+                "the state reason: a KMS key the instance may not use, an image that does not boot, capacity",
             )
         if time.monotonic() > deadline:
             raise AwsError(
@@ -155,17 +269,52 @@ def terminate_instances(ec2: Any, instance_ids: list[str], *, wait: bool = True,
     """Terminate and (optionally) wait until every instance is terminated."""
     if not instance_ids:
         return
-    call(ec2.terminate_instances, InstanceIds=instance_ids)
+    retry_not_found(ec2.terminate_instances, InstanceIds=instance_ids, delay=min(1.0, poll))
     if not wait:
         return
-    waiter = ec2.get_waiter("instance_terminated")
+    deadline = time.monotonic() + 120 * max(1.0, poll)
+    left = set(instance_ids)
+    while left:
+        pages = paginate(ec2, "describe_instances", "Reservations", InstanceIds=sorted(left))
+        left = {i["InstanceId"] for i in instances_of(pages) if i["State"]["Name"] != "terminated"}
+        if not left:
+            return
+        if time.monotonic() > deadline:
+            raise AwsError(
+                "ec2",
+                "DescribeInstances",
+                "Timeout",
+                f"{', '.join(sorted(left))} not terminated yet",
+                "the instances in the EC2 console; `imagelint ami cleanup` removes them later",
+            )
+        time.sleep(poll)
+
+
+def console_output(ec2: Any, instance_id: str, limit: int = 2000) -> str:
+    """The tail of the instance's serial console (``GetConsoleOutput``), escaped for a terminal or CI
+    log; empty when there is none yet or the call fails (it only adds to another error). AWS sends
+    it base64-encoded; botocore decodes it (``decode_console_output``, UTF-8 with replacement)."""
+    from imagelint.report.escape import for_log
+
     try:
-        waiter.wait(InstanceIds=instance_ids, WaiterConfig={"Delay": max(1, round(poll)), "MaxAttempts": 120})
-    except Exception as exc:  # botocore WaiterError
-        raise waiter_error("ec2", "DescribeInstances", exc, "the instances in the EC2 console") from None
+        reply = call(ec2.get_console_output, InstanceId=instance_id, Latest=True)
+    except AwsError:
+        return ""
+    return for_log(str(reply.get("Output") or "")[-limit:])
+
+
+def check_zone(ec2: Any, zone: str, image: ImageInfo) -> None:
+    """Volume mode creates the volume in the runner's zone, which must be in the AMI's region."""
+    reply = call(ec2.describe_availability_zones, AllAvailabilityZones=True)
+    if zone not in {z.get("ZoneName") for z in reply.get("AvailabilityZones", [])}:
+        raise UsageError(
+            f"--mode volume: this runner is in {zone}, outside {image.image_id}'s region {image.region}; "
+            f"run it on a runner in {image.region} (or copy the AMI there, or use --mode launch)"
+        )
 
 
 def create_volume(ec2: Any, snapshot_id: str, zone: str, run_id: str) -> str:
+    """A gp3 volume from the snapshot in ``zone`` (the runner's), tagged with the run."""
     reply = call(
         ec2.create_volume,
         SnapshotId=snapshot_id,
@@ -183,15 +332,50 @@ def _wait(ec2: Any, name: str, api: str, poll: float, **kwargs: Any) -> None:
         raise waiter_error("ec2", api, exc, "the volume in the EC2 console") from None
 
 
+def wait_volume(ec2: Any, volume_id: str, want: str, *, poll: float, attempts: int = 120) -> None:
+    """Poll until the volume is ``want``; its ``error`` state (and ``deleted``) fail at once, a fresh
+    id's NotFound is retried (botocore's ``volume_available`` waiter has neither)."""
+    for _ in range(attempts):
+        volumes = retry_not_found(ec2.describe_volumes, VolumeIds=[volume_id], delay=min(1.0, poll))[
+            "Volumes"
+        ]
+        state = volumes[0]["State"] if volumes else "deleted"
+        if state == want:
+            return
+        if state in ("error", "deleted") or (state == "deleting" and want != "deleted"):
+            raise AwsError(
+                "ec2",
+                "DescribeVolumes",
+                f"Volume{state.title()}",
+                f"{volume_id} is {state}, not {want}",
+                "the snapshot (a KMS key this runner may not use) and the volume in the EC2 console",
+            )
+        time.sleep(poll)
+    raise AwsError(
+        "ec2",
+        "DescribeVolumes",
+        "Timeout",
+        f"{volume_id} not {want} in time",
+        "the volume in the EC2 console",
+    )
+
+
 def attach_volume(ec2: Any, volume_id: str, instance_id: str, device: str, *, poll: float) -> None:
-    _wait(ec2, "volume_available", "DescribeVolumes", poll, VolumeIds=[volume_id])
+    wait_volume(ec2, volume_id, "available", poll=poll)
     call(ec2.attach_volume, VolumeId=volume_id, InstanceId=instance_id, Device=device)
-    _wait(ec2, "volume_in_use", "DescribeVolumes", poll, VolumeIds=[volume_id])
+    wait_volume(ec2, volume_id, "in-use", poll=poll)
 
 
 def remove_volume(ec2: Any, volume_id: str, *, poll: float, force: bool = False) -> None:
     """Detach (when attached) and delete a volume, waiting for each step."""
-    volumes = call(ec2.describe_volumes, VolumeIds=[volume_id])["Volumes"]
+    try:
+        volumes = retry_not_found(ec2.describe_volumes, VolumeIds=[volume_id], delay=min(1.0, poll))[
+            "Volumes"
+        ]
+    except AwsError as exc:
+        if exc.code == "InvalidVolume.NotFound":
+            return  # never became visible after a minute, or gone already
+        raise
     if not volumes:
         return
     for attachment in volumes[0].get("Attachments", []):
@@ -202,13 +386,18 @@ def remove_volume(ec2: Any, volume_id: str, *, poll: float, force: bool = False)
         }
         call(ec2.detach_volume, **params, **({"Force": True} if force else {}))
     if volumes[0].get("Attachments"):
-        _wait(ec2, "volume_available", "DescribeVolumes", poll, VolumeIds=[volume_id])
+        wait_volume(ec2, volume_id, "available", poll=poll)
     call(ec2.delete_volume, VolumeId=volume_id)
     _wait(ec2, "volume_deleted", "DescribeVolumes", poll, VolumeIds=[volume_id])
 
 
-def validate_tags(tags: dict[str, str]) -> None:
-    """EC2's limits, checked before the call (moto, for one, accepts a 257-character value)."""
+def validate_tags(tags: dict[str, str], existing: int = 0) -> None:
+    """EC2's limits, checked before the call (moto, for one, accepts a 257-character value): 50 tags
+    per resource (``existing`` ones included), keys of 1-128 and values of 0-256 characters."""
+    if existing + len(tags) > MAX_TAGS:
+        raise UsageError(
+            f"{existing} tag(s) already there + {len(tags)} new: EC2 allows {MAX_TAGS} per resource"
+        )
     for key, value in tags.items():
         if not key or len(key) > TAG_KEY_MAX:
             raise UsageError(f"tag key {key[:40]!r}: 1 to {TAG_KEY_MAX} characters")
@@ -222,7 +411,7 @@ def validate_tags(tags: dict[str, str]) -> None:
 
 
 def tag_image(ec2: Any, image: ImageInfo, tags: dict[str, str]) -> None:
-    validate_tags(tags)
+    validate_tags(tags, existing=len(image.tag_keys - set(tags)))
     call(
         ec2.create_tags,
         Resources=[image.image_id, *image.snapshots],
@@ -230,17 +419,31 @@ def tag_image(ec2: Any, image: ImageInfo, tags: dict[str, str]) -> None:
     )
 
 
+def knows(client: Any, operation: str, parameter: str) -> bool:
+    """Whether the installed botocore's model of ``operation`` has ``parameter``."""
+    return parameter in client.meta.service_model.operation_model(operation).input_shape.members
+
+
 def act_on_failure(ec2: Any, image: ImageInfo, action: str) -> str:
     """--on-fail: deregister (and delete its snapshots) or deprecate now; returns what was done.
 
-    deregister: ``DeregisterImage`` with ``DeleteAssociatedSnapshots``, then each snapshot of the
-    image is deleted explicitly too (an endpoint may ignore that flag; one already gone is fine);
+    deregister: ``DeregisterImage`` with ``DeleteAssociatedSnapshots`` (when the installed botocore
+    knows it: >= 1.38.30), then each snapshot of the image is deleted explicitly too (an older
+    botocore, or an endpoint that ignores the flag; one already gone is fine);
     a snapshot another AMI still uses (``InvalidSnapshot.InUse``) is kept and named in the line.
     deprecate: ``EnableImageDeprecation`` two minutes from now. A failing call is an
     :class:`AwsError` (one line with the API and the error code, exit 3).
     """
     if action == "deregister":
-        call(ec2.deregister_image, ImageId=image.image_id, DeleteAssociatedSnapshots=True)
+        # DeleteAssociatedSnapshots exists in botocore >= 1.38.30 only; an older botocore refuses the
+        # parameter client-side. Rather than raise the boto3 floor (distributions ship older ones),
+        # send it when the installed model has it; the explicit deletion below covers both cases.
+        flag = (
+            {"DeleteAssociatedSnapshots": True}
+            if knows(ec2, "DeregisterImage", "DeleteAssociatedSnapshots")
+            else {}
+        )
+        call(ec2.deregister_image, ImageId=image.image_id, **flag)
         return f"deregistered {image.image_id}; {_delete_snapshots(ec2, image.snapshots)}"
     if action == "deprecate":
         from datetime import UTC, datetime, timedelta

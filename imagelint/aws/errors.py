@@ -11,7 +11,8 @@ and exit code 3 (the image was not checked), never a traceback.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from imagelint.errors import ExitCode, ImageLintError
@@ -66,27 +67,49 @@ def _api_name(func: Callable[..., Any]) -> tuple[str, str]:
 
 def call(func: Callable[..., T], /, **kwargs: Any) -> T:
     """Call one boto3 client method; turn botocore's errors into :class:`AwsError`."""
+    with converted(*_api_name(func)):
+        return func(**kwargs)
+    raise AssertionError("unreachable")  # converted() re-raises; mypy cannot see that
+
+
+def paginate(client: Any, operation: str, key: str, /, **kwargs: Any) -> list[Any]:
+    """Every item under ``key`` of every page of a Describe/List call (botocore's paginator)."""
+    api = client.meta.method_to_api_mapping.get(operation, operation)
+    items: list[Any] = []
+    with converted(client.meta.service_model.service_name, api):
+        for page in client.get_paginator(operation).paginate(**kwargs):
+            items += page.get(key, [])
+    return items
+
+
+@contextlib.contextmanager
+def converted(service: str, api: str) -> Iterator[None]:
+    """botocore's exceptions inside become :class:`AwsError` (one line, the API and the code)."""
     from botocore.exceptions import BotoCoreError, ClientError
     from botocore.parsers import ResponseParserError
 
     try:
-        return func(**kwargs)
+        yield
     except ClientError as exc:
-        service, api = _api_name(func)
         error = exc.response.get("Error", {})
         code = str(error.get("Code") or exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode"))
         detail = " ".join(str(error.get("Message") or exc).split())[:300]
         raise AwsError(service, api, code, detail) from None
     except ResponseParserError as exc:
         # not an AWS reply at all (an HTML error page, a proxy, an endpoint without this API)
-        service, api = _api_name(func)
         detail = " ".join(str(exc).split())[:300]
         raise AwsError(service, api, "ResponseParserError", detail, _HINTS["NotImplemented"]) from None
     except BotoCoreError as exc:
-        service, api = _api_name(func)
         raise AwsError(
             service, api, type(exc).__name__, str(exc)[:300], "network access, region and credentials"
         ) from None
+
+
+def missing_object(exc: AwsError) -> bool:
+    """A GetObject of a key that is not there: 404 ``NoSuchKey``, or 403 ``AccessDenied`` when the
+    caller lacks ``s3:ListBucket`` (S3 then hides whether the key exists). For a report the
+    instance should have written, both mean the same thing: the instance did not upload it."""
+    return exc.service == "s3" and exc.code in ("NoSuchKey", "404", "AccessDenied", "403")
 
 
 def waiter_error(service: str, api: str, exc: Exception, what: str) -> AwsError:

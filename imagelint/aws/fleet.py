@@ -17,6 +17,7 @@ config and rule packs are shipped to every instance as in ``imagelint ami``
 from __future__ import annotations
 
 import functools
+import math
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -56,6 +57,51 @@ def parse_target(text: str) -> dict[str, object]:
     return {"Key": key, "Values": [v for v in values.split(",") if v]}
 
 
+def concurrency_of(max_concurrency: str, targets: int) -> int:
+    """How many invocations SSM runs at once: ``N``, or ``P%`` of the targets (at least one)."""
+    text = max_concurrency.strip()
+    try:
+        if text.endswith("%"):
+            return max(1, math.ceil(targets * float(text[:-1]) / 100))
+        return max(1, int(text))
+    except ValueError:
+        raise UsageError(
+            f"--max-concurrency {max_concurrency!r}: use a number or a percentage (10%)"
+        ) from None
+
+
+@dataclass(frozen=True)
+class FleetTiming:
+    targets: int
+    waves: int
+    wave_seconds: float
+
+    @property
+    def total(self) -> int:
+        """The deadline, ``TimeoutSeconds`` and URL expiry: every wave, soak and margin each."""
+        return math.ceil(self.waves * self.wave_seconds)
+
+
+def timing(clients: Clients, target: dict[str, object], options: FleetOptions) -> FleetTiming:
+    """Count the targets (running instances with the tag) and size the run's waves."""
+    from imagelint.aws.errors import paginate
+
+    values = target["Values"]
+    assert isinstance(values, list)
+    pages = paginate(
+        clients.ec2,
+        "describe_instances",
+        "Reservations",
+        Filters=[
+            {"Name": str(target["Key"]), "Values": values},
+            {"Name": "instance-state-name", "Values": ["running"]},
+        ],
+    )
+    count = sum(len(r.get("Instances", [])) for r in pages)
+    waves = math.ceil(max(1, count) / concurrency_of(options.max_concurrency, max(1, count)))
+    return FleetTiming(count, waves, options.soak_seconds + options.timeout_margin)
+
+
 def run_fleet(options: FleetOptions) -> Verdict:
     target = parse_target(options.target)
     if not options.report_bucket:
@@ -63,16 +109,29 @@ def run_fleet(options: FleetOptions) -> Verdict:
     prepare(options.run)
     region = default_region(options.region)
     clients = Clients(region)
+    from imagelint.aws import credentials, preflight
     from imagelint.aws.command import remote_args, ship_inputs
+    from imagelint.aws.s3urls import run_expiry
 
     run_id = str(uuid.uuid4())
+    sizes = timing(clients, target, options)
+    expires = run_expiry(targets=sizes.waves, per_wave=sizes.wave_seconds)
+    preflight.check_execution_timeout(int(options.soak_seconds) + 900)
+    preflight.check_bucket(
+        clients.s3,
+        options.report_bucket,
+        f"{options.report_prefix}{run_id}/run.json",
+        {"run_id": run_id, "target": options.target, "version": __version__},
+    )
+    clients.get("s3")  # the session exists from here
+    credentials.check_lifetime(clients.session, expires + 600, role=False)
     shipped, urls = ship_inputs(
         clients,
         options.run,
         options.report_bucket,
         options.report_prefix,
         run_id,
-        expires=int(options.soak_seconds + options.timeout_margin),
+        expires=expires,
     )
     plan = ssm_ops.RemotePlan(
         run_id=run_id,
@@ -94,9 +153,10 @@ def run_fleet(options: FleetOptions) -> Verdict:
             targets=[target],
             max_concurrency=options.max_concurrency,
             max_errors=options.max_errors,
+            delivery_timeout=min(preflight.SSM_MAX_DELIVERY_TIMEOUT, max(30, sizes.total)),
         )
-        progress.phase("running", f"command {command_id}")
-        deadline = time.monotonic() + options.soak_seconds + options.timeout_margin
+        progress.phase("running", f"command {command_id} ({sizes.targets} target(s), {sizes.waves} wave(s))")
+        deadline = time.monotonic() + sizes.total
         try:
             while True:
                 command = call(clients.ssm.list_commands, CommandId=command_id)["Commands"][0]
@@ -122,17 +182,9 @@ def run_fleet(options: FleetOptions) -> Verdict:
 
 
 def _invocations(clients: Clients, command_id: str) -> list[dict[str, object]]:
-    found: list[dict[str, object]] = []
-    token: str | None = None
-    while True:
-        params: dict[str, object] = {"CommandId": command_id}
-        if token:
-            params["NextToken"] = token
-        reply = call(clients.ssm.list_command_invocations, **params)
-        found += reply.get("CommandInvocations", [])
-        token = reply.get("NextToken")
-        if not token:
-            return found
+    from imagelint.aws.errors import paginate
+
+    return paginate(clients.ssm, "list_command_invocations", "CommandInvocations", CommandId=command_id)
 
 
 def _details(clients: Clients, command_id: str, invocation: dict[str, object]) -> dict[str, object]:

@@ -100,10 +100,11 @@ def input_key(prefix: str, run_id: str, rel: str) -> str:
 
 
 def upload(
-    s3: Any, inputs: Inputs, bucket: str, prefix: str, run_id: str, *, expires: int
+    s3: Any, signer: Any, inputs: Inputs, bucket: str, prefix: str, run_id: str, *, expires: int
 ) -> tuple[tuple[str, str], ...]:
     """Put every shipped file at ``PREFIX<run id>/input/<relative path>``; returns (relative path,
-    presigned GET URL valid for ``expires`` seconds) pairs for the instance script."""
+    presigned GET URL valid for ``expires`` seconds, signed by ``signer``, a
+    :class:`~imagelint.aws.s3urls.Presigner`) pairs for the instance script."""
     from imagelint.aws.errors import call
 
     urls: list[tuple[str, str]] = []
@@ -114,11 +115,5 @@ def upload(
             raise UsageError(f"cannot read {local} to ship it to the instance: {exc.strerror}") from None
         key = input_key(prefix, run_id, rel)
         call(s3.put_object, Bucket=bucket, Key=key, Body=body)
-        url = call(
-            s3.generate_presigned_url,
-            ClientMethod="get_object",
-            Params={"Bucket": bucket, "Key": key},
-            ExpiresIn=expires,
-        )
-        urls.append((rel, str(url)))
+        urls.append((rel, signer.get_url(key, expires)))
     return tuple(urls)

@@ -2,8 +2,12 @@
 
 The manifest accumulates builds across runs (and packer 1.6.6's ``-force`` does not truncate it),
 so the build is the one whose ``packer_run_uuid`` equals ``$PACKER_RUN_UUID`` (set by Packer inside
-``shell-local``), else the one of ``last_run_uuid``; never simply the first. ``artifact_id`` is
-``region:ami-id`` or, for several regions, such pairs joined by commas.
+``shell-local``), else the one of ``last_run_uuid``; never simply the first. One run holds every
+build of the template (two ``source`` blocks, two builds, one run UUID), so ``$PACKER_BUILD_NAME``
+(also set by Packer inside ``shell-local``; the manifest records the same value as the build's
+``name``) narrows it to the build whose post-processor is running: build B's gate never checks
+build A's AMI. ``artifact_id`` is ``region:ami-id`` or, for several regions, such pairs joined by
+commas.
 """
 
 from __future__ import annotations
@@ -15,8 +19,11 @@ from pathlib import Path
 from imagelint.errors import UsageError
 
 
-def amis_from_manifest(path: Path, run_uuid: str | None = None) -> list[tuple[str, str]]:
-    """[(region, ami id), ...] of the selected run's builds."""
+def amis_from_manifest(
+    path: Path, run_uuid: str | None = None, build_name: str | None = None
+) -> list[tuple[str, str]]:
+    """[(region, ami id), ...] of the selected run's builds (of ``build_name`` /
+    ``$PACKER_BUILD_NAME`` when given)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -35,6 +42,14 @@ def amis_from_manifest(path: Path, run_uuid: str | None = None) -> list[tuple[st
     selected = [b for b in builds if b.get("packer_run_uuid") == wanted]
     if not selected:
         raise UsageError(f"no build matches {source} {wanted!r} in the Packer manifest", where=str(path))
+    name = build_name if build_name is not None else os.environ.get("PACKER_BUILD_NAME") or None
+    if name is not None:
+        selected = [b for b in selected if b.get("name") == name]
+        if not selected:
+            raise UsageError(
+                f"no build named {name!r} (PACKER_BUILD_NAME) in run {wanted} of the Packer manifest",
+                where=str(path),
+            )
     amis: list[tuple[str, str]] = []
     for build in selected:
         artifact = str(build.get("artifact_id") or "")

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from imagelint.aws.errors import AwsError, call
+from imagelint.aws.errors import AwsError, call, missing_object
 from imagelint.errors import ExitCode, ImageLintError
 
 TERMINAL = {"Success", "Failed", "Cancelled", "TimedOut", "Undeliverable", "Terminated", "DeliveryTimedOut"}
@@ -173,11 +173,14 @@ def send(
     targets: list[dict[str, Any]] | None = None,
     max_concurrency: str = "50",
     max_errors: str = "0",
+    delivery_timeout: int = 600,
 ) -> str:
+    """``delivery_timeout`` (``TimeoutSeconds``): how long an invocation may wait to start; a fleet's
+    later waves wait for the earlier ones (:func:`imagelint.aws.fleet.timing`)."""
     params: dict[str, Any] = {
         "DocumentName": "AWS-RunShellScript",
         "Parameters": {"commands": remote_script(plan), "executionTimeout": [str(plan.execution_timeout)]},
-        "TimeoutSeconds": 600,
+        "TimeoutSeconds": delivery_timeout,
         "Comment": f"imagelint run {plan.run_id}"[:100],
         "OutputS3BucketName": plan.bucket,
         "OutputS3KeyPrefix": f"{plan.prefix}{plan.run_id}/ssm",
@@ -249,8 +252,8 @@ def fetch_reports(
         try:
             body = call(s3.get_object, Bucket=plan.bucket, Key=key)["Body"].read()
         except AwsError as exc:
-            if exc.code in ("NoSuchKey", "404"):
-                problems.append(f"no {name}")
+            if missing_object(exc):  # 404, or 403 without s3:ListBucket: not uploaded
+                problems.append(f"the instance did not upload {name}")
                 continue
             raise
         try:

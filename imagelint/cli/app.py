@@ -344,7 +344,10 @@ def ami(
     report_prefix: Annotated[
         str, typer.Option("--report-prefix", help="Key prefix in the bucket.")
     ] = "imagelint/",
-    instance_type: Annotated[str, typer.Option("--instance-type")] = "t3.medium",
+    instance_type: Annotated[
+        str | None,
+        typer.Option("--instance-type", help="Default: t3.medium for x86_64 AMIs, t4g.medium for arm64."),
+    ] = None,
     subnet: Annotated[
         str | None, typer.Option("--subnet", help="Subnet id (default: the default VPC's).")
     ] = None,
@@ -374,6 +377,10 @@ def ami(
     ] = "none",
     poll: Annotated[str, typer.Option("--poll", help="Polling interval.")] = "5s",
     ssm_timeout: Annotated[str, typer.Option("--ssm-timeout", help="How long to wait for SSM.")] = "10m",
+    role_arn: Annotated[
+        str | None,
+        typer.Option("--role-arn", help="Assume this role for the run; its credentials refresh themselves."),
+    ] = None,
     older_than: Annotated[str, typer.Option("--older-than", help="cleanup: only older resources.")] = "2h",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="cleanup: list, do not remove.")] = False,
     formats: FormatsOpt = None,
@@ -398,6 +405,10 @@ def ami(
       imagelint ami ami-0abc… --mode volume -f json:report.json
 
       imagelint ami cleanup --older-than 2h
+
+    IAM policies, as JSON to paste:
+
+      {AWS_POLICIES}
     """
     from imagelint.durations import parse_duration
 
@@ -434,6 +445,7 @@ def ami(
         timing=Timing(poll=interval, ssm_timeout=parse_duration(ssm_timeout, "--ssm-timeout")),
         run=_run_options(config, rules, False, formats, fail_on, select, ignore, False),
         interactive=sys.stderr.isatty(),
+        role_arn=role_arn,
     )
     raise typer.Exit(int(run_ami(options).exit_code))
 

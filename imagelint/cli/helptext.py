@@ -37,6 +37,7 @@ SUCCESS: Mapping[ExitCode, str] = {ExitCode.PASS: "success"}  # for commands tha
 SEVERITIES_TOKEN = "{SEVERITIES}"
 FORMATS_TOKEN = "{FORMATS}"
 DEFAULT_FAIL_ON_TOKEN = "{DEFAULT_FAIL_ON}"
+AWS_POLICIES_TOKEN = "{AWS_POLICIES}"  # imagelint.aws.policy.help_block: the IAM policies as JSON
 
 
 def exit_codes_block(
@@ -84,6 +85,10 @@ def expand(text: str) -> str:
         from imagelint.config import DEFAULT_FAIL_ON
 
         text = text.replace(DEFAULT_FAIL_ON_TOKEN, DEFAULT_FAIL_ON.value)
+    if AWS_POLICIES_TOKEN in text:
+        from imagelint.aws.policy import help_block
+
+        text = text.replace("  " + AWS_POLICIES_TOKEN, help_block())
     return text
 
 

@@ -102,6 +102,24 @@ variable "aws" {
   description = "The AWS CLI on the Packer host (finds the AMI by its build-id tag)."
 }
 
+variable "keep_inconclusive" {
+  type        = bool
+  default     = false
+  description = "Exit 3 (inconclusive: the instance never reported, an AWS call failed) fails the gate, so Packer deletes the AMI too. true: keep it (the build then succeeds with a warning, the AMI not tagged pass)."
+}
+
+variable "share_account_ids" {
+  type        = list(string)
+  default     = []
+  description = "Accounts to give launch permission, after the gate passed (never ami_users in the source: that shares before the gate, and tags are invisible in other accounts)."
+}
+
+variable "copy_regions" {
+  type        = list(string)
+  default     = []
+  description = "Regions to copy the AMI to (with its tags), after the gate passed (never ami_regions in the source)."
+}
+
 locals {
   build_stamp = formatdate("YYYYMMDDhhmmss", timestamp())
   build_id    = uuidv4()
@@ -123,35 +141,60 @@ build {
 
   # Your provisioners go here.
 
-  # imagelint is the first (here: only) post-processor. A failure here makes Packer deregister the AMI
-  # and delete its snapshots; do not put a manifest post-processor in front of it (that keeps the AMI).
-  post-processor "shell-local" {
-    environment_vars = [
-      "IMAGELINT=${var.imagelint}",
-      "IMAGELINT_AWS=${var.aws}",
-      "IMAGELINT_REGION=${var.region}",
-      "IMAGELINT_BUILD_ID=${local.build_id}",
-      "IMAGELINT_FAIL_ON=${var.fail_on}",
-      "IMAGELINT_CONFIG=${var.imagelint_config}",
-      "IMAGELINT_SOAK_DURATION=${var.soak_duration}",
-      "IMAGELINT_VERSION=${var.imagelint_version}",
-      "IMAGELINT_INSTALL_FROM=${var.imagelint_install_from}",
-      "IMAGELINT_INSTANCE_PROFILE=${var.instance_profile}",
-      "IMAGELINT_REPORT_BUCKET=${var.report_bucket}",
-      "IMAGELINT_EXTRA_ARGS=${var.extra_args}",
-    ]
-    inline = [
-      "set -eu",
-      "if [ -n \"$IMAGELINT_VERSION\" ] && [ \"$(\"$IMAGELINT\" --version)\" != \"imagelint $IMAGELINT_VERSION\" ]; then echo \"imagelint gate: $IMAGELINT is not imagelint $IMAGELINT_VERSION\" >&2; exit 2; fi",
-      "ami=\"$(\"$IMAGELINT_AWS\" ec2 describe-images --region \"$IMAGELINT_REGION\" --owners self --filters \"Name=tag:imagelint:build-id,Values=$IMAGELINT_BUILD_ID\" --query 'Images[0].ImageId' --output text)\"",
-      "case \"$ami\" in ami-*) ;; *) echo \"imagelint gate: no AMI tagged imagelint:build-id=$IMAGELINT_BUILD_ID\" >&2; exit 3 ;; esac",
-      "set -- ami \"$IMAGELINT_REGION:$ami\" --tag --report-bucket \"$IMAGELINT_REPORT_BUCKET\" --fail-on \"$IMAGELINT_FAIL_ON\" --soak \"$IMAGELINT_SOAK_DURATION\"",
-      "if [ -n \"$IMAGELINT_INSTANCE_PROFILE\" ]; then set -- \"$@\" --instance-profile \"$IMAGELINT_INSTANCE_PROFILE\"; fi",
-      "if [ -n \"$IMAGELINT_CONFIG\" ]; then set -- \"$@\" --config \"$IMAGELINT_CONFIG\"; fi",
-      "if [ -n \"$IMAGELINT_INSTALL_FROM\" ]; then set -- \"$@\" --install-from \"$IMAGELINT_INSTALL_FROM\"; fi",
-      "set -- \"$@\" $IMAGELINT_EXTRA_ARGS",
-      "echo \"imagelint gate: $IMAGELINT $*\"",
-      "exec \"$IMAGELINT\" \"$@\"",
-    ]
+  # imagelint is the first post-processor. A failure here (exit 1, 2 or 3) makes Packer deregister the
+  # AMI and delete its snapshots; do not put a manifest post-processor in front of it (that keeps the AMI).
+  post-processors {
+    post-processor "shell-local" {
+      environment_vars = [
+        "IMAGELINT=${var.imagelint}",
+        "IMAGELINT_AWS=${var.aws}",
+        "IMAGELINT_REGION=${var.region}",
+        "IMAGELINT_BUILD_ID=${local.build_id}",
+        "IMAGELINT_FAIL_ON=${var.fail_on}",
+        "IMAGELINT_CONFIG=${var.imagelint_config}",
+        "IMAGELINT_SOAK_DURATION=${var.soak_duration}",
+        "IMAGELINT_VERSION=${var.imagelint_version}",
+        "IMAGELINT_INSTALL_FROM=${var.imagelint_install_from}",
+        "IMAGELINT_INSTANCE_PROFILE=${var.instance_profile}",
+        "IMAGELINT_REPORT_BUCKET=${var.report_bucket}",
+        "IMAGELINT_EXTRA_ARGS=${var.extra_args}",
+        "IMAGELINT_KEEP_INCONCLUSIVE=${var.keep_inconclusive}",
+      ]
+      inline = [
+        "set -eu",
+        "if [ -n \"$IMAGELINT_VERSION\" ] && [ \"$(\"$IMAGELINT\" --version)\" != \"imagelint $IMAGELINT_VERSION\" ]; then echo \"imagelint gate: $IMAGELINT is not imagelint $IMAGELINT_VERSION\" >&2; exit 2; fi",
+        "i=0; ami=; while [ $i -lt 10 ]; do ami=\"$(\"$IMAGELINT_AWS\" ec2 describe-images --region \"$IMAGELINT_REGION\" --owners self --filters \"Name=tag:imagelint:build-id,Values=$IMAGELINT_BUILD_ID\" --query 'Images[0].ImageId' --output text)\"; case \"$ami\" in ami-*) break ;; esac; i=$((i+1)); sleep $((i*3)); done",
+        "case \"$ami\" in ami-*) ;; *) echo \"imagelint gate: no AMI tagged imagelint:build-id=$IMAGELINT_BUILD_ID\" >&2; exit 3 ;; esac",
+        "set -- ami \"$IMAGELINT_REGION:$ami\" --tag --report-bucket \"$IMAGELINT_REPORT_BUCKET\" --fail-on \"$IMAGELINT_FAIL_ON\" --soak \"$IMAGELINT_SOAK_DURATION\"",
+        "if [ -n \"$IMAGELINT_INSTANCE_PROFILE\" ]; then set -- \"$@\" --instance-profile \"$IMAGELINT_INSTANCE_PROFILE\"; fi",
+        "if [ -n \"$IMAGELINT_CONFIG\" ]; then set -- \"$@\" --config \"$IMAGELINT_CONFIG\"; fi",
+        "if [ -n \"$IMAGELINT_INSTALL_FROM\" ]; then set -- \"$@\" --install-from \"$IMAGELINT_INSTALL_FROM\"; fi",
+        "set -- \"$@\" $IMAGELINT_EXTRA_ARGS",
+        "echo \"imagelint gate: $IMAGELINT $*\"",
+        "rc=0; \"$IMAGELINT\" \"$@\" || rc=$?",
+        "if [ \"$rc\" = 3 ] && [ \"$IMAGELINT_KEEP_INCONCLUSIVE\" = true ]; then echo \"imagelint gate: WARNING: inconclusive (exit 3); keep_inconclusive keeps $ami, not tagged pass\" >&2; exit 0; fi",
+        "exit \"$rc\"",
+      ]
+    }
+
+    # share only after the gate passed: a post-processor of the same chain runs only when the one
+    # before it succeeded (a separate post-processor block would run even after a failing gate)
+    post-processor "shell-local" {
+      environment_vars = [
+        "IMAGELINT_AWS=${var.aws}",
+        "IMAGELINT_REGION=${var.region}",
+        "IMAGELINT_AMI_NAME=${var.ami_name_prefix}-${local.build_stamp}",
+        "IMAGELINT_SHARE_ACCOUNTS=${join(" ", var.share_account_ids)}",
+        "IMAGELINT_COPY_REGIONS=${join(" ", var.copy_regions)}",
+      ]
+      inline = [
+        "set -eu",
+        "if [ -z \"$IMAGELINT_SHARE_ACCOUNTS$IMAGELINT_COPY_REGIONS\" ]; then exit 0; fi",
+        "i=0; ami=; while [ $i -lt 10 ]; do ami=\"$(\"$IMAGELINT_AWS\" ec2 describe-images --region \"$IMAGELINT_REGION\" --owners self --filters \"Name=name,Values=$IMAGELINT_AMI_NAME\" --query 'Images[0].ImageId' --output text)\"; case \"$ami\" in ami-*) break ;; esac; i=$((i+1)); sleep $((i*3)); done",
+        "case \"$ami\" in ami-*) ;; *) echo \"imagelint share: no AMI named $IMAGELINT_AMI_NAME\" >&2; exit 3 ;; esac",
+        "for account in $IMAGELINT_SHARE_ACCOUNTS; do echo \"imagelint share: $ami to $account\"; \"$IMAGELINT_AWS\" ec2 modify-image-attribute --region \"$IMAGELINT_REGION\" --image-id \"$ami\" --launch-permission \"Add=[{UserId=$account}]\"; done",
+        "for region in $IMAGELINT_COPY_REGIONS; do echo \"imagelint share: copying $ami to $region\"; \"$IMAGELINT_AWS\" ec2 copy-image --region \"$region\" --source-region \"$IMAGELINT_REGION\" --source-image-id \"$ami\" --name \"$IMAGELINT_AMI_NAME\" --copy-image-tags --query ImageId --output text; done",
+      ]
+    }
   }
 }

@@ -101,6 +101,24 @@ variable "manifest_path" {
   default = "packer-manifest.json"
 }
 
+variable "aws" {
+  type        = string
+  default     = "aws"
+  description = "The AWS CLI on the Packer host (shares and copies the AMI after the gate)."
+}
+
+variable "share_account_ids" {
+  type        = list(string)
+  default     = []
+  description = "Accounts to give launch permission, after the gate passed (never ami_users in the source: that shares before the gate, and tags are invisible in other accounts)."
+}
+
+variable "copy_regions" {
+  type        = list(string)
+  default     = []
+  description = "Regions to copy the AMI to (with its tags), after the gate passed (never ami_regions in the source)."
+}
+
 locals {
   build_stamp = formatdate("YYYYMMDDhhmmss", timestamp())
 }
@@ -151,6 +169,26 @@ build {
         "set -- \"$@\" $IMAGELINT_EXTRA_ARGS",
         "echo \"imagelint gate: $IMAGELINT $*\"",
         "exec \"$IMAGELINT\" \"$@\"",
+      ]
+    }
+
+    # share only after the gate passed: a post-processor of the same chain runs only when the one
+    # before it succeeded (a separate post-processor block would run even after a failing gate)
+    post-processor "shell-local" {
+      environment_vars = [
+        "IMAGELINT_AWS=${var.aws}",
+        "IMAGELINT_REGION=${var.region}",
+        "IMAGELINT_AMI_NAME=${var.ami_name_prefix}-${local.build_stamp}",
+        "IMAGELINT_SHARE_ACCOUNTS=${join(" ", var.share_account_ids)}",
+        "IMAGELINT_COPY_REGIONS=${join(" ", var.copy_regions)}",
+      ]
+      inline = [
+        "set -eu",
+        "if [ -z \"$IMAGELINT_SHARE_ACCOUNTS$IMAGELINT_COPY_REGIONS\" ]; then exit 0; fi",
+        "i=0; ami=; while [ $i -lt 10 ]; do ami=\"$(\"$IMAGELINT_AWS\" ec2 describe-images --region \"$IMAGELINT_REGION\" --owners self --filters \"Name=name,Values=$IMAGELINT_AMI_NAME\" --query 'Images[0].ImageId' --output text)\"; case \"$ami\" in ami-*) break ;; esac; i=$((i+1)); sleep $((i*3)); done",
+        "case \"$ami\" in ami-*) ;; *) echo \"imagelint share: no AMI named $IMAGELINT_AMI_NAME\" >&2; exit 3 ;; esac",
+        "for account in $IMAGELINT_SHARE_ACCOUNTS; do echo \"imagelint share: $ami to $account\"; \"$IMAGELINT_AWS\" ec2 modify-image-attribute --region \"$IMAGELINT_REGION\" --image-id \"$ami\" --launch-permission \"Add=[{UserId=$account}]\"; done",
+        "for region in $IMAGELINT_COPY_REGIONS; do echo \"imagelint share: copying $ami to $region\"; \"$IMAGELINT_AWS\" ec2 copy-image --region \"$region\" --source-region \"$IMAGELINT_REGION\" --source-image-id \"$ami\" --name \"$IMAGELINT_AMI_NAME\" --copy-image-tags --query ImageId --output text; done",
       ]
     }
   }

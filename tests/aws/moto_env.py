@@ -35,6 +35,13 @@ forwards everything to moto except those SSM calls, which it answers from the :c
   ``DescribeInstanceInformation`` lists running instances as ``Online`` while ``agent.online`` is
   true (set it false to model an image without a working SSM agent); ``CancelCommand`` kills it.
 
+AWS behaviour moto does not model, injected by the front (:meth:`MotoEnv.fault_for`):
+``env.not_found[action] = n`` answers the next ``n`` EC2 ``action`` requests that name an id with
+``Invalid….NotFound`` (eventual consistency right after a create); ``env.refuse[action] = (code,
+message)`` answers every such EC2 request with that error (e.g. ``CreateTags``); an access key in
+``env.expired_keys`` gets ``ExpiredToken`` for any request; ``env.seen_keys`` lists the access key
+of every request.
+
 Failure injection per run: ``agent.fault`` = ``None`` | ``"command-fails"`` (the script is replaced
 by an install failure, exit 90) | ``"hang"`` (the script is replaced by a long sleep: only a cancel
 ends it) | ``"empty-report"`` | ``"malformed-report"`` (the uploaded ``audit.json`` is overwritten
@@ -268,6 +275,9 @@ class _Front(BaseHTTPRequestHandler):
 
     def _handle(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        fault = self.env.fault_for(self.headers.get("Authorization", ""), body)
+        if fault is not None:
+            return self._send(400, {"Content-Type": "text/xml"}, fault)
         target = self.headers.get("X-Amz-Target", "")
         agent = self.env.agent
         if target == "AmazonSSM.DescribeInstanceInformation":
@@ -302,6 +312,13 @@ class _Front(BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _handle
 
 
+def _ec2_error(code: str, message: str) -> bytes:
+    return (
+        f'<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error><Code>{code}</Code>'
+        f"<Message>{message}</Message></Error></Errors><RequestID>injected</RequestID></Response>"
+    ).encode()
+
+
 class MotoEnv:
     """moto's server and the SSM front on loopback, plus the stand-in agent; a context manager."""
 
@@ -328,6 +345,35 @@ class MotoEnv:
         self.direct_env = {**creds, "AWS_ENDPOINT_URL": f"http://127.0.0.1:{self.moto_port}"}
         self.agent = InstanceAgent(self)
         self._clients: dict[tuple[str, bool], Any] = {}
+        self.not_found: dict[str, int] = {}
+        self.refuse: dict[str, tuple[str, str]] = {}
+        self.expired_keys: set[str] = set()
+        self.seen_keys: list[str] = []
+        self.answered_not_found: list[str] = []
+        self._fault_lock = threading.Lock()
+
+    def fault_for(self, authorization: str, body: bytes) -> bytes | None:
+        """The EC2-style error to answer instead of forwarding, or None."""
+        import re
+        import urllib.parse
+
+        key = re.search(r"Credential=([^/]+)/", authorization)
+        if key:
+            self.seen_keys.append(key.group(1))
+            if key.group(1) in self.expired_keys:
+                return _ec2_error("ExpiredToken", "The security token included in the request is expired")
+        form = urllib.parse.parse_qs(body.decode("latin-1")) if body[:7] == b"Action=" else {}
+        action = (form.get("Action") or [""])[0]
+        ids = [v[0] for k, v in form.items() if re.fullmatch(r"(InstanceId|VolumeId)(\.\d+)?", k)]
+        with self._fault_lock:
+            if action in self.refuse:
+                return _ec2_error(*self.refuse[action])
+            if ids and self.not_found.get(action, 0) > 0:
+                self.not_found[action] -= 1
+                self.answered_not_found.append(action)
+                kind = "InvalidVolume.NotFound" if ids[0].startswith("vol-") else "InvalidInstanceID.NotFound"
+                return _ec2_error(kind, f"The ID '{ids[0]}' does not exist")
+        return None
 
     def __enter__(self) -> MotoEnv:
         self._moto.start()

@@ -64,15 +64,15 @@ def test_clean_image_passes(moto_env: MotoEnv, clean_rootfs: Path) -> None:
     assert moto_env.alive() == {"instances": [], "volumes": []}
 
 
-def test_launch_error_is_one_line_exit_3_and_nothing_launched(moto_env: MotoEnv, sample_image: Path) -> None:
+def test_missing_instance_profile_is_caught_before_launch(moto_env: MotoEnv, sample_image: Path) -> None:
     moto_env.agent.rootfs = sample_image
     proc = ami(
         moto_env, moto_env.image_id, "--report-bucket", moto_env.bucket, "--instance-profile", "no-such"
     )
-    assert proc.returncode == 3
+    assert proc.returncode == 2, proc.stderr
     last = proc.stderr.strip().splitlines()[-1]
-    assert last.startswith("imagelint: error: ec2 RunInstances failed: ") and "--instance-profile" in last
-    assert moto_env.alive() == {"instances": [], "volumes": []}
+    assert last.startswith("imagelint: error: --instance-profile no-such: no such instance profile")
+    assert moto_env.launched() == []
 
 
 def test_ssm_never_online_times_out_exit_3_and_terminates(moto_env: MotoEnv, sample_image: Path) -> None:
@@ -83,6 +83,7 @@ def test_ssm_never_online_times_out_exit_3_and_terminates(moto_env: MotoEnv, sam
     )
     assert proc.returncode == 3
     assert "never registered with SSM" in proc.stderr
+    assert "console output" in proc.stderr.strip().splitlines()[-1]  # GetConsoleOutput's, or "no … yet"
     assert len(moto_env.launched()) == 1  # it did launch one ...
     assert moto_env.alive() == {"instances": [], "volumes": []}  # ... and terminated it
     assert "imagelint:verdict" not in _tags(moto_env, moto_env.image_id)

@@ -28,7 +28,8 @@ class LocalTreeHost:
     def identity(self) -> tuple[str, str]:
         return self.instance_id, self.zone
 
-    def find_device(self, volume_id: str, timeout: float) -> Path:
+    def find_device(self, volume_id: str, timeout: float, device: str = "/dev/sdf") -> Path:
+        self.attached_at = device
         return Path(f"/dev/disk/by-id/nvme-Amazon_Elastic_Block_Store_{volume_id.replace('-', '')}")
 
     @contextlib.contextmanager
@@ -95,6 +96,7 @@ def test_manifest_picks_packer_run_uuid_then_last_run(
         "new",
     )
     monkeypatch.delenv("PACKER_RUN_UUID", raising=False)
+    monkeypatch.delenv("PACKER_BUILD_NAME", raising=False)
     assert amis_from_manifest(m) == [("eu-west-1", "ami-22222222"), ("us-east-1", "ami-33333333")]
     monkeypatch.setenv("PACKER_RUN_UUID", "old")
     assert amis_from_manifest(m) == [("us-east-1", "ami-11111111")]
@@ -105,6 +107,30 @@ def test_manifest_picks_packer_run_uuid_then_last_run(
     monkeypatch.delenv("PACKER_RUN_UUID")
     with pytest.raises(UsageError, match="not region:ami-id"):
         amis_from_manifest(bad)
+
+
+def test_manifest_picks_the_build_of_packer_build_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two sources in one template: one run UUID, two builds; each gate checks its own build's AMI."""
+    data = {
+        "builds": [
+            {"name": "debian", "packer_run_uuid": "r", "artifact_id": "us-east-1:ami-aaaaaaaa"},
+            {"name": "ubuntu", "packer_run_uuid": "r", "artifact_id": "us-east-1:ami-bbbbbbbb"},
+        ],
+        "last_run_uuid": "r",
+    }
+    m = tmp_path / "m.json"
+    m.write_text(json.dumps(data))
+    monkeypatch.setenv("PACKER_RUN_UUID", "r")
+    monkeypatch.setenv("PACKER_BUILD_NAME", "ubuntu")
+    assert amis_from_manifest(m) == [("us-east-1", "ami-bbbbbbbb")]
+    assert amis_from_manifest(m, build_name="debian") == [("us-east-1", "ami-aaaaaaaa")]
+    monkeypatch.setenv("PACKER_BUILD_NAME", "rhel")
+    with pytest.raises(UsageError, match="no build named 'rhel'"):
+        amis_from_manifest(m)
+    monkeypatch.delenv("PACKER_BUILD_NAME")
+    assert len(amis_from_manifest(m)) == 2  # outside Packer: the whole run
 
 
 def test_packer_manifest_end_to_end(moto_env: MotoEnv, sample_image: Path, tmp_path: Path) -> None:

@@ -41,7 +41,7 @@ def _gate(path: Path) -> dict:
     build_block = doc["build"][0]
     chain = build_block.get("post-processors")
     blocks = labelled(chain[0]["post-processor"]) if chain else labelled(build_block["post-processor"])
-    return dict(blocks)["shell-local"]
+    return next(body for label, body in blocks if label == "shell-local")  # the gate; the share step follows
 
 
 def _ebs_source_ami(aws) -> str:
@@ -171,7 +171,12 @@ def test_gate_and_delete_faulty_ami_is_deregistered_with_its_snapshots(aws, tmp_
     assert aws_cli, "the AWS CLI is installed with the test extras"
     gate = _gate(AMI_GATE_DELETE)
     values = _values(
-        aws, tmp_path, IMAGELINT_AWS=aws_cli, IMAGELINT_REGION="us-east-1", IMAGELINT_BUILD_ID=build_id
+        aws,
+        tmp_path,
+        IMAGELINT_AWS=aws_cli,
+        IMAGELINT_REGION="us-east-1",
+        IMAGELINT_BUILD_ID=build_id,
+        IMAGELINT_KEEP_INCONCLUSIVE="false",
     )
     (work / "build.pkr.hcl").write_text(
         _template(aws, build_id=build_id, post_processors=_shell_local(gate, values))

@@ -35,6 +35,8 @@ SHAPES = {
     "manifest-then-gate": f"post-processors {{\n  {MANIFEST}\n  {GATE}\n  }}",
     # two separate sequences: a manifest block and a gate block
     "manifest-block-and-gate-block": f"{MANIFEST}\n  {GATE}",
+    # the failing gate's block first, the manifest's block after it: still kept (in any separate block)
+    "gate-block-and-manifest-block": f"{GATE}\n  {MANIFEST}",
 }
 
 
@@ -75,7 +77,9 @@ def test_gate_and_delete_a_failing_first_gate_destroys_the_artifact(tmp_path, sa
     assert not (work / "packer-manifest.json").exists()
 
 
-@pytest.mark.parametrize("shape", ["manifest-then-gate", "manifest-block-and-gate-block"])
+@pytest.mark.parametrize(
+    "shape", ["manifest-then-gate", "manifest-block-and-gate-block", "gate-block-and-manifest-block"]
+)
 def test_gate_and_tag_with_a_manifest_first_the_artifact_is_kept_and_the_build_fails(
     tmp_path, sample_image, shape
 ):

@@ -73,7 +73,11 @@ def test_packer_1_6_6_validates_the_template(tmp_path: Path, path):
 def test_ami_gate_is_manifest_then_imagelint_ami():
     build = load_hcl(AMI_GATE)["build"][0]
     chain = labelled(build["post-processors"][0]["post-processor"])
-    assert [label for label, _ in chain] == ["manifest", "shell-local"]
+    assert [label for label, _ in chain] == [
+        "manifest",
+        "shell-local",
+        "shell-local",
+    ]  # manifest, gate, share
     assert chain[0][1]["output"] == "${var.manifest_path}"
     inline = chain[1][1]["inline"]
     assert any('ami --packer-manifest "$IMAGELINT_MANIFEST" --tag' in c for c in inline)
@@ -82,8 +86,13 @@ def test_ami_gate_is_manifest_then_imagelint_ami():
 
 def test_ami_gate_delete_has_imagelint_first_and_no_manifest():
     build = load_hcl(AMI_GATE_DELETE)["build"][0]
-    assert "post-processors" not in build
-    assert [label for label, _ in labelled(build["post-processor"])] == ["shell-local"]
+    assert "post-processor" not in build  # one chain: the gate first, then the share step
+    (chain,) = build["post-processors"]
+    steps = labelled(chain["post-processor"])
+    assert [label for label, _ in steps] == ["shell-local", "shell-local"]
+    assert "IMAGELINT_BUILD_ID" in env_names(steps[0][1]) and "IMAGELINT_SHARE_ACCOUNTS" in env_names(
+        steps[1][1]
+    )
     assert 'post-processor "manifest"' not in AMI_GATE_DELETE.read_text()
     source = load_hcl(AMI_GATE_DELETE)["source"][0]["amazon-ebs"]["image"]
     assert source["tags"] == {"imagelint:build-id": "${local.build_id}"}

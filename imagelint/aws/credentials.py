@@ -1,0 +1,113 @@
+"""Credentials that last the run: a refreshing role session (``--role-arn``), or a refusal before launch.
+
+A run must be able to terminate what it launched, and the presigned URLs it hands the instance are
+only valid while the credentials that signed them are (whatever ``X-Amz-Expires`` says). So:
+
+- ``--role-arn ARN``: :func:`role_session` assumes the role with ``DurationSeconds`` covering the
+  whole run (at most 12 h, and only up to the role's ``MaxSessionDuration``; AWS caps a chained
+  role session, role assumed from role credentials, at 1 h) and wraps it in botocore's
+  ``DeferredRefreshableCredentials``: API calls keep working past that, refreshed from the source
+  credentials, so the cleanup after a long soak still runs.
+- otherwise :func:`check_lifetime` refuses, before anything launches, a run longer than what is
+  left of the session. The time left is the credentials' expiry when botocore knows it
+  (``AWS_CREDENTIAL_EXPIRATION``, SSO, a profile's role, IMDS, web identity); credentials with a
+  session token but no known expiry are assumed to have **one hour** left (the default session
+  length of STS and of CI OIDC roles); long-term keys (no token) have no limit.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from typing import Any
+
+from imagelint.aws.errors import AwsError, call
+from imagelint.errors import UsageError
+
+ASSUMED_TOKEN_LIFETIME = 3600.0  # seconds left assumed for a session token of unknown expiry
+MAX_ROLE_SESSION = 43200  # AssumeRole's DurationSeconds upper bound
+MIN_ROLE_SESSION = 900
+
+
+def role_session(role_arn: str, seconds: float, region: str, base: Any = None) -> Any:
+    """A boto3 session whose credentials come from ``AssumeRole(role_arn)`` and refresh themselves."""
+    import boto3
+    from botocore.credentials import DeferredRefreshableCredentials
+    from botocore.session import get_session
+
+    if not role_arn.startswith("arn:") or ":role/" not in role_arn:
+        raise UsageError(f"--role-arn {role_arn!r}: give a role ARN (arn:aws:iam::ACCOUNT:role/NAME)")
+    duration = min(MAX_ROLE_SESSION, max(MIN_ROLE_SESSION, math.ceil(seconds)))
+    if seconds > MAX_ROLE_SESSION:
+        raise UsageError(
+            f"this run needs {seconds:.0f}s of credentials; AssumeRole gives at most {MAX_ROLE_SESSION}s"
+        )
+    source = base if base is not None else boto3.session.Session(region_name=region)
+    sts = source.client("sts", region_name=region)
+
+    def refresh() -> dict[str, str]:
+        reply = call(
+            sts.assume_role,
+            RoleArn=role_arn,
+            RoleSessionName=f"imagelint-{datetime.now(UTC):%Y%m%dT%H%M%S}",
+            DurationSeconds=duration,
+        )
+        creds = reply["Credentials"]
+        return {
+            "access_key": creds["AccessKeyId"],
+            "secret_key": creds["SecretAccessKey"],
+            "token": creds["SessionToken"],
+            "expiry_time": creds["Expiration"].isoformat(),
+        }
+
+    core = get_session()
+    core._credentials = DeferredRefreshableCredentials(refresh_using=refresh, method="assume-role")
+    session = boto3.session.Session(botocore_session=core, region_name=region)
+    refresh_now(session)  # fail now (AccessDenied, chained 1 h cap) rather than after the launch
+    return session
+
+
+def refresh_now(session: Any) -> None:
+    creds = session.get_credentials()
+    if creds is not None:
+        creds.get_frozen_credentials()
+
+
+def seconds_left(session: Any, now: datetime | None = None) -> float | None:
+    """What is left of the session's credentials (None: no limit); see the module docstring."""
+    creds = session.get_credentials()
+    if creds is None:
+        raise AwsError(
+            "sts", "credentials", "NoCredentials", "no AWS credentials found", "the credential chain"
+        )
+    frozen = creds.get_frozen_credentials()
+    expiry = getattr(creds, "_expiry_time", None)  # RefreshableCredentials' expiry (botocore has no getter)
+    if isinstance(expiry, datetime):
+        now = now or datetime.now(UTC)
+        return (expiry - now).total_seconds()
+    if frozen.token:
+        return ASSUMED_TOKEN_LIFETIME
+    return None
+
+
+def check_lifetime(session: Any, needed: float, *, role: bool) -> None:
+    """Refuse a run that would outlive its credentials (and with them its presigned URLs)."""
+    left = seconds_left(session)
+    if left is None or left >= needed:
+        return
+    if left <= 0:
+        raise UsageError("the AWS credentials have expired: refresh them (or give --role-arn)")
+    known = (
+        ""
+        if getattr(session.get_credentials(), "_expiry_time", None)
+        else " (assumed: session token of unknown expiry)"
+    )
+    fix = (
+        "the role's MaxSessionDuration allows less: raise it, or shorten the soak"
+        if role
+        else "give --role-arn (imagelint assumes it for the whole run and refreshes it), or shorten the soak"
+    )
+    raise UsageError(
+        f"this run needs credentials for {needed:.0f}s but they expire in {left:.0f}s{known}; "
+        f"the instance could not upload and the cleanup could fail: {fix}"
+    )

@@ -1,0 +1,400 @@
+"""Contract tests: each request the EC2/IAM/S3 code makes, checked against botocore's service models
+(``botocore.stub.Stubber`` validates the parameters and the canned answers against the model), with
+the answers real AWS gives and moto does not (NotFound right after a create, a volume in ``error``,
+StateReason, no default VPC, paged answers, base64 console output, 403 for a missing key)."""
+
+from __future__ import annotations
+
+import base64
+from datetime import UTC, datetime
+
+import boto3
+import pytest
+from botocore.stub import ANY, Stubber
+
+from imagelint.aws import ec2 as ec2_ops
+from imagelint.aws import preflight
+from imagelint.aws.errors import AwsError, call, missing_object
+from imagelint.aws.volume import device_slot
+from imagelint.errors import UsageError
+
+AMI = "ami-0123456789abcdef0"
+IID = "i-0123456789abcdef0"
+
+
+@pytest.fixture
+def session(monkeypatch: pytest.MonkeyPatch) -> boto3.session.Session:
+    for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    return boto3.session.Session(aws_access_key_id="AK", aws_secret_access_key="SK", region_name="eu-west-1")
+
+
+@pytest.fixture
+def ec2(session):
+    client = session.client("ec2")
+    with Stubber(client) as stub:
+        client.stub = stub
+        yield client
+    stub.assert_no_pending_responses()
+
+
+def _image(arch: str = "x86_64", delete: bool = False) -> ec2_ops.ImageInfo:
+    return ec2_ops.ImageInfo(
+        image_id=AMI,
+        region="eu-west-1",
+        name="n",
+        root_device="/dev/xvda",
+        root_snapshot="snap-1",
+        snapshots=["snap-1", "snap-2"],
+        architecture=arch,
+        mappings=(
+            {
+                "DeviceName": "/dev/xvda",
+                "Ebs": {
+                    "SnapshotId": "snap-1",
+                    "VolumeSize": 8,
+                    "VolumeType": "gp3",
+                    "DeleteOnTermination": delete,
+                },
+            },
+            {
+                "DeviceName": "/dev/xvdb",
+                "Ebs": {"SnapshotId": "snap-2", "VolumeSize": 20, "DeleteOnTermination": False},
+            },
+            {"DeviceName": "/dev/xvdc", "VirtualName": "ephemeral0"},
+        ),
+    )
+
+
+def test_run_instances_request(ec2):
+    settings = ec2_ops.LaunchSettings(instance_type="t3.medium", subnet="subnet-1", instance_profile="p")
+    expected = {
+        "ImageId": AMI,
+        "InstanceType": "t3.medium",
+        "MinCount": 1,
+        "MaxCount": 1,
+        "InstanceInitiatedShutdownBehavior": "terminate",
+        "MetadataOptions": {"HttpTokens": "required", "HttpEndpoint": "enabled"},
+        "TagSpecifications": ANY,
+        "SubnetId": "subnet-1",
+        "IamInstanceProfile": {"Name": "p"},
+        "BlockDeviceMappings": [
+            {
+                "DeviceName": "/dev/xvda",
+                "Ebs": {
+                    "SnapshotId": "snap-1",
+                    "VolumeSize": 8,
+                    "VolumeType": "gp3",
+                    "DeleteOnTermination": True,
+                },
+            },
+            {
+                "DeviceName": "/dev/xvdb",
+                "Ebs": {"SnapshotId": "snap-2", "VolumeSize": 20, "DeleteOnTermination": True},
+            },
+        ],
+        "UserData": ANY,
+    }
+    ec2.stub.add_response("run_instances", {"Instances": [{"InstanceId": IID}]}, expected)
+    assert ec2_ops.launch_instance(ec2, _image(), settings, "run-1", deadline=1900) == IID
+
+
+def test_deadman_user_data_powers_off_after_the_deadline(tmp_path):
+    import subprocess
+
+    script = ec2_ops.deadman_user_data(1900)
+    assert script.startswith("#!/bin/sh\n") and "shutdown -P +32 " in script
+    # it is valid sh and returns at once (the fallback sleeps in the background)
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "shutdown").write_text('#!/bin/sh\necho "$@" > "$OUT"\n')
+    (fake / "shutdown").chmod(0o755)
+    out = tmp_path / "args"
+    subprocess.run(
+        ["sh", "-c", script], env={"PATH": f"{fake}:/usr/bin:/bin", "OUT": str(out)}, check=True, timeout=10
+    )
+    assert out.read_text().split()[:2] == ["-P", "+32"]
+
+
+def test_instance_type_follows_the_architecture(ec2):
+    assert ec2_ops.instance_type_for(ec2, _image("arm64"), ec2_ops.LaunchSettings()) == "t4g.medium"
+    assert ec2_ops.instance_type_for(ec2, _image("x86_64"), ec2_ops.LaunchSettings()) == "t3.medium"
+    answer = {
+        "InstanceTypes": [
+            {"InstanceType": "t3.large", "ProcessorInfo": {"SupportedArchitectures": ["x86_64"]}}
+        ]
+    }
+    ec2.stub.add_response("describe_instance_types", answer, {"InstanceTypes": ["t3.large"]})
+    with pytest.raises(
+        UsageError, match=r"runs x86_64, but ami-.* is arm64: pick a arm64 type \(e.g. t4g.medium\)"
+    ):
+        ec2_ops.instance_type_for(ec2, _image("arm64"), ec2_ops.LaunchSettings(instance_type="t3.large"))
+
+
+def _instance(state: str, **extra) -> dict:
+    return {
+        "Reservations": [{"Instances": [{"InstanceId": IID, "State": {"Name": state, "Code": 0}, **extra}]}]
+    }
+
+
+def test_not_found_right_after_run_instances_is_retried(ec2):
+    for _ in range(2):
+        ec2.stub.add_client_error(
+            "describe_instances",
+            "InvalidInstanceID.NotFound",
+            "no such",
+            expected_params={"InstanceIds": [IID]},
+        )
+    ec2.stub.add_response("describe_instances", _instance("running"), {"InstanceIds": [IID]})
+    ec2_ops.wait_running(ec2, IID, poll=0.01, timeout=5)
+
+
+def test_not_found_retries_are_bounded(ec2):
+    for _ in range(3):
+        ec2.stub.add_client_error("describe_instances", "InvalidInstanceID.NotFound", "no such")
+    with pytest.raises(AwsError, match="NotFound"):
+        ec2_ops.retry_not_found(ec2.describe_instances, tries=3, delay=0.001, InstanceIds=[IID])
+
+
+def test_state_reason_is_kept(ec2):
+    reason = {"Code": "Client.InternalError", "Message": "Client.InternalError: Client error on launch"}
+    ec2.stub.add_response("describe_instances", _instance("terminated", StateReason=reason))
+    with pytest.raises(AwsError, match=r"is terminated \(Client.InternalError: Client error on launch\)"):
+        ec2_ops.wait_running(ec2, IID, poll=0.01, timeout=5)
+
+
+def test_early_terminate_not_found_is_retried_then_waited(ec2):
+    ec2.stub.add_client_error(
+        "terminate_instances", "InvalidInstanceID.NotFound", "no such", expected_params={"InstanceIds": [IID]}
+    )
+    ec2.stub.add_response("terminate_instances", {"TerminatingInstances": []}, {"InstanceIds": [IID]})
+    ec2.stub.add_response("describe_instances", _instance("shutting-down"), {"InstanceIds": [IID]})
+    ec2.stub.add_response("describe_instances", _instance("terminated"), {"InstanceIds": [IID]})
+    ec2_ops.terminate_instances(ec2, [IID], poll=0.01)
+
+
+def test_volume_in_error_state_fails_at_once(ec2):
+    ec2.stub.add_client_error("describe_volumes", "InvalidVolume.NotFound", "fresh id")
+    ec2.stub.add_response("describe_volumes", {"Volumes": [{"VolumeId": "vol-1", "State": "creating"}]})
+    ec2.stub.add_response("describe_volumes", {"Volumes": [{"VolumeId": "vol-1", "State": "error"}]})
+    with pytest.raises(AwsError, match="vol-1 is error, not available"):
+        ec2_ops.wait_volume(ec2, "vol-1", "available", poll=0.01)
+
+
+def test_console_output_is_decoded_and_escaped(ec2):
+    raw = "Booting\n\x1b[2J\x1b]0;pwned\x07::set-output name=x::1\nlogin: "
+    answer = {"InstanceId": IID, "Output": base64.b64encode(raw.encode()).decode()}
+    ec2.stub.add_response("get_console_output", answer, {"InstanceId": IID, "Latest": True})
+    text = ec2_ops.console_output(ec2, IID)
+    assert "\x1b" not in text and "\x07" not in text and "\n" not in text
+    assert "Booting" in text and "\\x1b" in text
+    ec2.stub.add_client_error("get_console_output", "UnauthorizedOperation", "no")
+    assert ec2_ops.console_output(ec2, IID) == ""
+
+
+def test_no_default_vpc_lists_subnets_across_pages(ec2):
+    ec2.stub.add_response(
+        "describe_vpcs", {"Vpcs": []}, {"Filters": [{"Name": "isDefault", "Values": ["true"]}]}
+    )
+    ec2.stub.add_response(
+        "describe_subnets", {"Subnets": [{"SubnetId": "subnet-a", "VpcId": "vpc-1"}], "NextToken": "t"}, {}
+    )
+    ec2.stub.add_response(
+        "describe_subnets", {"Subnets": [{"SubnetId": "subnet-b", "VpcId": "vpc-1"}]}, {"NextToken": "t"}
+    )
+    with pytest.raises(UsageError, match=r"no default VPC.*VPCIdNotSpecified.*subnet-a .*subnet-b "):
+        preflight.check_subnet(ec2, None)
+    ec2.stub.add_client_error("describe_subnets", "InvalidSubnetID.NotFound", "no")
+    with pytest.raises(UsageError, match="--subnet subnet-x: no such subnet"):
+        preflight.check_subnet(ec2, "subnet-x")
+
+
+def test_instance_profile_checks(session):
+    iam = session.client("iam")
+    with Stubber(iam) as stub:
+        stub.add_client_error(
+            "get_instance_profile",
+            "NoSuchEntity",
+            "nope",
+            http_status_code=404,
+            expected_params={"InstanceProfileName": "ssm"},
+        )
+        with pytest.raises(UsageError, match="no such instance profile"):
+            preflight.check_instance_profile(iam, "arn:aws:iam::123456789012:instance-profile/team/ssm")
+        profile = {
+            "Path": "/",
+            "InstanceProfileName": "ssm",
+            "InstanceProfileId": "AIPAEXAMPLE00000000",
+            "Arn": "arn:aws:iam::123456789012:instance-profile/ssm",
+            "CreateDate": datetime.now(UTC),
+            "Roles": [],
+        }
+        stub.add_response(
+            "get_instance_profile", {"InstanceProfile": profile}, {"InstanceProfileName": "ssm"}
+        )
+        with pytest.raises(UsageError, match="has no role"):
+            preflight.check_instance_profile(iam, "ssm")
+
+
+def test_bucket_not_writable_is_caught_before_launch(session):
+    s3 = session.client("s3")
+    with Stubber(s3) as stub:
+        meta = {"HTTPHeaders": {"x-amz-bucket-region": "eu-west-1"}}
+        stub.add_response("head_bucket", {"ResponseMetadata": meta}, {"Bucket": "b"})
+        stub.add_client_error(
+            "put_object",
+            "AccessDenied",
+            "denied",
+            http_status_code=403,
+            expected_params={
+                "Bucket": "b",
+                "Key": "p/run/run.json",
+                "Body": ANY,
+                "ContentType": "application/json",
+            },
+        )
+        with pytest.raises(UsageError, match=r"cannot write p/run/run.json .*s3:PutObject"):
+            preflight.check_bucket(s3, "b", "p/run/run.json", {"run_id": "run"})
+
+
+def test_missing_report_without_list_bucket_is_403_and_means_not_uploaded(session):
+    s3 = session.client("s3")
+    with Stubber(s3) as stub:
+        stub.add_client_error(
+            "get_object",
+            "AccessDenied",
+            "Access Denied",
+            http_status_code=403,
+            expected_params={"Bucket": "b", "Key": "k"},
+        )
+        with pytest.raises(AwsError) as caught:
+            call(s3.get_object, Bucket="b", Key="k")
+    assert missing_object(caught.value)
+
+
+def test_execution_timeout_limit():
+    preflight.check_execution_timeout(172800)
+    with pytest.raises(UsageError, match="at most 172800s"):
+        preflight.check_execution_timeout(172801)
+
+
+def test_tags_over_the_limit_are_refused_before_the_call(ec2):
+    image = _image()
+    crowded = ec2_ops.ImageInfo(**{**image.__dict__, "tag_keys": frozenset(f"k{i}" for i in range(47))})
+    with pytest.raises(UsageError, match="EC2 allows 50"):
+        ec2_ops.tag_image(ec2, crowded, {"a": "1", "b": "2", "c": "3", "d": "4"})
+    ec2.stub.add_response(
+        "create_tags", {}, {"Resources": [AMI, "snap-1", "snap-2"], "Tags": [{"Key": "a", "Value": "1"}]}
+    )
+    ec2_ops.tag_image(ec2, crowded, {"a": "1"})
+    with pytest.raises(UsageError, match="value of 257"):
+        ec2_ops.validate_tags({"k": "v" * 257})
+    with pytest.raises(UsageError, match="1 to 128"):
+        ec2_ops.validate_tags({"k" * 129: "v"})
+
+
+def test_deprecate_and_deregister_requests(ec2):
+    ec2.stub.add_response("enable_image_deprecation", {"Return": True}, {"ImageId": AMI, "DeprecateAt": ANY})
+    assert "deprecated from" in ec2_ops.act_on_failure(ec2, _image(), "deprecate")
+    ec2.stub.add_response(
+        "deregister_image", {"Return": True}, {"ImageId": AMI, "DeleteAssociatedSnapshots": True}
+    )
+    ec2.stub.add_response("delete_snapshot", {}, {"SnapshotId": "snap-1"})
+    ec2.stub.add_client_error(
+        "delete_snapshot", "InvalidSnapshot.InUse", "in use", expected_params={"SnapshotId": "snap-2"}
+    )
+    line = ec2_ops.act_on_failure(ec2, _image(), "deregister")
+    assert "deleted snapshot(s) snap-1" in line and "kept snap-2" in line
+
+
+def test_device_slot_skips_mapped_names(ec2, tmp_path):
+    mapped = [
+        {"DeviceName": "/dev/xvda", "Ebs": {"VolumeId": "vol-a"}},
+        {"DeviceName": "/dev/sdf", "Ebs": {}},
+        {"DeviceName": "/dev/xvdg", "Ebs": {}},
+    ]
+    ec2.stub.add_response(
+        "describe_instances", _instance("running", BlockDeviceMappings=mapped), {"InstanceIds": [IID]}
+    )
+    with device_slot(ec2, IID, tmp_path) as name:
+        assert name == "/dev/sdh"
+
+
+def test_zone_outside_the_ami_region_is_refused(ec2):
+    zones = {"AvailabilityZones": [{"ZoneName": "eu-west-1a"}, {"ZoneName": "eu-west-1b"}]}
+    ec2.stub.add_response("describe_availability_zones", zones, {"AllAvailabilityZones": True})
+    ec2_ops.check_zone(ec2, "eu-west-1b", _image())
+    ec2.stub.add_response("describe_availability_zones", zones, {"AllAvailabilityZones": True})
+    with pytest.raises(UsageError, match=r"runner is in us-east-1a, outside .* region eu-west-1"):
+        ec2_ops.check_zone(ec2, "us-east-1a", _image())
+
+
+def test_deregister_without_the_flag_on_an_older_botocore(ec2, monkeypatch):
+    """botocore < 1.38.30 has no DeleteAssociatedSnapshots: the flag is left out, snapshots still go."""
+    assert ec2_ops.knows(ec2, "DeregisterImage", "DeleteAssociatedSnapshots")  # this botocore has it
+    assert not ec2_ops.knows(ec2, "DeregisterImage", "NoSuchParameter")
+    monkeypatch.setattr(ec2_ops, "knows", lambda client, op, param: False)
+    ec2.stub.add_response("deregister_image", {"Return": True}, {"ImageId": AMI})
+    ec2.stub.add_response("delete_snapshot", {}, {"SnapshotId": "snap-1"})
+    ec2.stub.add_response("delete_snapshot", {}, {"SnapshotId": "snap-2"})
+    assert "deleted snapshot(s) snap-1, snap-2" in ec2_ops.act_on_failure(ec2, _image(), "deregister")
+
+
+def test_fleet_waves_size_the_deadline(session):
+    from imagelint.aws import fleet, ssm
+
+    assert fleet.concurrency_of("10%", 25) == 3 and fleet.concurrency_of("7", 25) == 7
+    assert fleet.concurrency_of("1%", 5) == 1
+    with pytest.raises(UsageError, match="--max-concurrency"):
+        fleet.concurrency_of("lots", 5)
+    timing = fleet.FleetTiming(targets=25, waves=9, wave_seconds=600 + 900)
+    assert timing.total == 9 * 1500
+    client = session.client("ssm")
+    plan = ssm.RemotePlan(run_id="r", bucket="bkt", prefix="p/", bucket_region="eu-west-1", version="0")
+    with Stubber(client) as stub:
+        expected = {
+            "DocumentName": "AWS-RunShellScript",
+            "Parameters": ANY,
+            "TimeoutSeconds": timing.total,
+            "Comment": ANY,
+            "OutputS3BucketName": "bkt",
+            "OutputS3KeyPrefix": ANY,
+            "MaxConcurrency": "10%",
+            "MaxErrors": "0",
+            "Targets": [{"Key": "tag:Role", "Values": ["web"]}],
+        }
+        stub.add_response(
+            "send_command", {"Command": {"CommandId": "0b5d7a1c-1b2d-4c3e-9f4a-5b6c7d8e9f00"}}, expected
+        )
+        ssm.send(
+            client,
+            plan,
+            targets=[{"Key": "tag:Role", "Values": ["web"]}],
+            max_concurrency="10%",
+            delivery_timeout=timing.total,
+        )
+
+
+def test_credential_lifetime_rules():
+    from botocore.credentials import Credentials, RefreshableCredentials
+
+    from imagelint.aws import credentials
+
+    class Session:
+        def __init__(self, creds):
+            self.creds = creds
+
+        def get_credentials(self):
+            return self.creds
+
+    assert credentials.seconds_left(Session(Credentials("AK", "SK"))) is None  # long-term keys
+    assert credentials.seconds_left(Session(Credentials("AK", "SK", "token"))) == 3600.0
+    expiry = datetime.now(UTC).replace(microsecond=0)
+    from datetime import timedelta
+
+    refreshable = RefreshableCredentials("AK", "SK", "T", expiry + timedelta(hours=3), lambda: {}, "test")
+    left = credentials.seconds_left(Session(refreshable))
+    assert left is not None and 3 * 3600 - 60 < left <= 3 * 3600
+    credentials.check_lifetime(Session(refreshable), 7200, role=True)
+    with pytest.raises(UsageError, match="expire in"):
+        credentials.check_lifetime(Session(Credentials("AK", "SK", "token")), 7200, role=False)

@@ -1,0 +1,156 @@
+"""Faults real AWS produces and moto does not, injected by the loopback front (tests/aws/moto_env.py),
+against the CLI run as a user runs it; after each, nothing of the run is left alive
+(``describe_instances`` / ``describe_volumes`` by the run tag)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from tests.aws.moto_env import MotoEnv
+from tests.support import run_cli
+
+FAST = ("--poll", "0.2s")
+NOTHING = {"instances": [], "volumes": []}
+
+
+def ami(
+    env: MotoEnv, *args: str, soak: str = "0", extra_env: dict[str, str] | None = None, timeout: float = 180
+):
+    return run_cli(
+        "ami",
+        env.image_id,
+        "--report-bucket",
+        env.bucket,
+        *args,
+        *FAST,
+        "--soak",
+        soak,
+        env={**env.env, **(extra_env or {})},
+        timeout=timeout,
+    )
+
+
+def test_not_found_right_after_create_is_retried(moto_env: MotoEnv, sample_image: Path, tmp_path: Path):
+    moto_env.agent.rootfs = sample_image
+    moto_env.not_found.update({"DescribeInstances": 3, "TerminateInstances": 1})
+    out = tmp_path / "r.json"
+    proc = ami(moto_env, "-f", f"json:{out}")
+    assert proc.returncode == 1, proc.stderr  # the verdict of the image, not exit 3
+    assert json.loads(out.read_text())["verdict"] == "fail"
+    assert moto_env.not_found == {"DescribeInstances": 0, "TerminateInstances": 0}  # all were answered
+    assert moto_env.alive() == NOTHING and len(moto_env.launched()) == 1
+
+
+def test_not_found_after_create_volume_is_retried(
+    moto_env: MotoEnv, sample_image: Path, monkeypatch, tmp_path
+):
+    from imagelint.aws.command import AmiOptions, Timing, run_ami
+    from tests.aws.test_ami_other import LocalTreeHost
+
+    for key, value in moto_env.env.items():
+        monkeypatch.setenv(key, value)
+    ec2 = moto_env.client("ec2")
+    runner = ec2.run_instances(ImageId=moto_env.image_id, MinCount=1, MaxCount=1)["Instances"][0]
+    host = LocalTreeHost(runner["InstanceId"], runner["Placement"]["AvailabilityZone"], sample_image)
+    moto_env.not_found["DescribeVolumes"] = 2
+    verdict = run_ami(
+        AmiOptions(images=[moto_env.image_id], mode="volume", timing=Timing(poll=0.2)), volume_host=host
+    )
+    assert verdict.value == "fail"
+    assert moto_env.answered_not_found.count("DescribeVolumes") == 2
+    assert moto_env.alive()["volumes"] == []
+
+
+def test_tag_failure_is_a_warning_and_the_verdict_stands(
+    moto_env: MotoEnv, sample_image: Path, tmp_path: Path
+):
+    moto_env.agent.rootfs = sample_image
+    moto_env.refuse["CreateTags"] = (
+        "TagLimitExceeded",
+        "The maximum number of Tags for a resource has been reached.",
+    )
+    out = tmp_path / "r.json"
+    proc = ami(moto_env, "--tag", "-f", f"json:{out}")
+    assert proc.returncode == 1, proc.stderr
+    assert json.loads(out.read_text())["verdict"] == "fail"  # written before the tagging
+    assert "warning: could not tag" in proc.stderr and "TagLimitExceeded" in proc.stderr
+    assert moto_env.alive() == NOTHING
+
+
+def test_credentials_expiring_before_the_run_ends_are_refused_before_launch(moto_env: MotoEnv, sample_image):
+    moto_env.agent.rootfs = sample_image
+    soon = (datetime.now(UTC) + timedelta(minutes=20)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    session = {"AWS_SESSION_TOKEN": "token", "AWS_CREDENTIAL_EXPIRATION": soon}
+    proc = ami(moto_env, extra_env=session)
+    assert proc.returncode == 2, proc.stderr
+    assert "expire in" in proc.stderr and "--role-arn" in proc.stderr
+    assert moto_env.launched() == []
+    # a token of unknown expiry counts as one hour: a run of 1 h 40 min is refused too
+    proc = ami(moto_env, soak="1h", extra_env={"AWS_SESSION_TOKEN": "token"}, timeout=60)
+    assert proc.returncode == 2 and "(assumed: session token of unknown expiry)" in proc.stderr
+    assert moto_env.launched() == []
+
+
+def test_expired_credentials_mid_run_with_a_role_still_clean_up(moto_env: MotoEnv, sample_image: Path):
+    """--role-arn: every EC2/SSM/S3 call runs on the assumed role's keys; the caller's own keys
+    (which could expire the moment the role is assumed) are used for AssumeRole only."""
+    moto_env.agent.rootfs = sample_image
+    proc = ami(moto_env, "--role-arn", "arn:aws:iam::123456789012:role/imagelint")
+    assert proc.returncode == 1, proc.stderr
+    keys = list(moto_env.seen_keys)
+    first_assumed = next(i for i, k in enumerate(keys) if k.startswith("ASIA"))
+    assert "testing" in keys[:first_assumed]  # AssumeRole, with the caller's keys
+    assert all(k.startswith("ASIA") for k in keys[first_assumed:])  # everything else: the role's
+    assert moto_env.alive() == NOTHING
+
+
+def test_role_credentials_refresh_themselves(moto_env: MotoEnv, monkeypatch):
+    from imagelint.aws.credentials import role_session
+
+    for key, value in moto_env.env.items():
+        monkeypatch.setenv(key, value)
+    # 900 s, AssumeRole's minimum, is inside botocore's 15-minute refresh window: every use refreshes
+    session = role_session("arn:aws:iam::123456789012:role/imagelint", 600, "us-east-1")
+    first = session.get_credentials().get_frozen_credentials().access_key
+    moto_env.expired_keys.add(first)
+    ec2 = session.client("ec2")
+    ec2.describe_instances()  # would be ExpiredToken on the first key
+    assert moto_env.seen_keys[-1] != first
+
+
+def test_sigkill_of_the_runner_then_cleanup_leaves_nothing(moto_env: MotoEnv, sample_image: Path):
+    moto_env.agent.rootfs = sample_image
+    moto_env.agent.fault = "hang"
+    import shutil
+
+    exe = shutil.which("imagelint", path=str(Path(sys.executable).parent))
+    assert exe
+    proc = subprocess.Popen(
+        [exe, "ami", moto_env.image_id, "--report-bucket", moto_env.bucket, *FAST, "--soak", "0"],
+        env={**os.environ, **moto_env.env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert moto_env.wait_for(lambda: bool(moto_env.agent.invocations), timeout=60)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    (instance,) = moto_env.launched()
+    assert moto_env.alive()["instances"] == [instance]  # the runner died before its cleanup
+    # the instance carries the dead-man switch
+    attr = moto_env.client("ec2").describe_instance_attribute(InstanceId=instance, Attribute="userData")
+    assert "shutdown -P +" in base64.b64decode(attr["UserData"]["Value"]).decode()
+    cleanup = run_cli("ami", "cleanup", "--older-than", "0s", "--poll", "0.2s", env=moto_env.env, timeout=120)
+    assert cleanup.returncode == 0, cleanup.stderr
+    assert f"terminated {instance}" in cleanup.stdout
+    assert moto_env.alive() == NOTHING
