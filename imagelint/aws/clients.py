@@ -19,14 +19,23 @@ class Clients:
 
     def get(self, service: str) -> Any:
         if service not in self._cache:
-            import boto3
-            from botocore.config import Config
-
-            config = Config(
-                retries={"max_attempts": 4, "mode": "standard"}, connect_timeout=10, read_timeout=60
-            )
-            self._cache[service] = boto3.client(service, region_name=self.region, config=config)
+            self._cache[service] = self._make(service, {"max_attempts": 4, "mode": "standard"})
         return self._cache[service]
+
+    def _make(self, service: str, retries: dict[str, Any], pool: int = 10) -> Any:
+        import boto3
+        from botocore.config import Config
+
+        config = Config(retries=retries, connect_timeout=10, read_timeout=60, max_pool_connections=pool)
+        return boto3.client(service, region_name=self.region, config=config)
+
+    def ebs(self, pool: int) -> Any:
+        """The EBS direct APIs client: botocore's retries off (imagelint.aws.ebs_api retries and counts
+        every attempt), a connection per concurrent block fetch."""
+        key = f"ebs/{pool}"
+        if key not in self._cache:
+            self._cache[key] = self._make("ebs", {"total_max_attempts": 1}, pool)
+        return self._cache[key]
 
     @property
     def ec2(self) -> Any:
