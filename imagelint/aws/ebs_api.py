@@ -174,9 +174,9 @@ class EbsApi:
     def fetch(self, index: int) -> bytes:
         """The verified data of one allocated block. An expired token makes it list again, once."""
         for relisted in (False, True):
+            token = self.blocks().tokens[index]
             with self._lock:
                 generation = self._generation
-            token = self.blocks().tokens[index]
             try:
                 return self._fetch(index, token)
             except AwsError as exc:
