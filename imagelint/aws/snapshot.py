@@ -27,28 +27,27 @@ if TYPE_CHECKING:
     from imagelint.aws.clients import Clients
     from imagelint.aws.ebs_blocks import SnapshotStream
     from imagelint.aws.progress import Progress
+    from imagelint.config import Config
+    from imagelint.report import Report, Verdict
+    from imagelint.rulepacks import RulePack
+    from imagelint.session import JournalOptions, RunOptions
 
 SPEC_PREFIX = "ebs:"
 SNAPSHOT_ID = re.compile(r"^snap-[0-9a-f]{8}([0-9a-f]{9})?$")
 MIB = 1024 * 1024
 
+# The read-only EBS direct APIs on snapshots, DescribeImages to find an AMI's root snapshot, and
+# kms:Decrypt for encrypted snapshots (narrow Resource to the key's ARN).
 IAM_POLICY: dict[str, Any] = {
     "Version": "2012-10-17",
     "Statement": [
         {
-            "Sid": "ReadSnapshotBlocks",
             "Effect": "Allow",
             "Action": ["ebs:ListSnapshotBlocks", "ebs:GetSnapshotBlock"],
             "Resource": "arn:aws:ec2:*::snapshot/*",
         },
-        {"Sid": "FindRootSnapshot", "Effect": "Allow", "Action": ["ec2:DescribeImages"], "Resource": "*"},
-        {
-            "Sid": "EncryptedSnapshots",
-            "Effect": "Allow",
-            "Action": ["kms:Decrypt"],
-            "Resource": "arn:aws:kms:*:*:key/*",
-            "Condition": {"StringLike": {"kms:ViaService": "ebs.*.amazonaws.com"}},
-        },
+        {"Effect": "Allow", "Action": ["ec2:DescribeImages"], "Resource": "*"},
+        {"Effect": "Allow", "Action": ["kms:Decrypt"], "Resource": "arn:aws:kms:*:*:key/*"},
     ],
 }
 
@@ -131,13 +130,72 @@ def snapshot_target(
         stream.raise_if_failed()
 
 
-def snapshot_facts(snapshot_id: str, region: str, stream: SnapshotStream) -> dict[str, Any]:
-    return {
+def audit_snapshot(
+    clients: Clients,
+    snapshot_id: str,
+    packs: list[RulePack],
+    config: Config,
+    settings: SnapshotSettings,
+    progress: Progress | None = None,
+    journal: JournalOptions | None = None,
+) -> Report:
+    """The offline audit of the snapshot's root filesystem, with the stream's counters in the facts."""
+    from imagelint.engine import RunSettings, audit
+
+    run = RunSettings(
+        journal_path=str(journal.path) if journal and journal.path else None,
+        require_journal=bool(journal and journal.require) or config.require_journal,
+    )
+    with snapshot_target(clients, snapshot_id, settings, progress) as (target, stream):
+        if progress is not None:
+            progress.phase("auditing", f"{snapshot_id}: {len(stream.allocated)} blocks allocated")
+        report = audit(target, packs, config, run)
+        stream.raise_if_failed()
+    counts = stream.stats()
+    report.facts.setdefault("disk", {})["io"] = counts
+    report.facts["snapshot"] = {
         "snapshot_id": snapshot_id,
-        "region": region,
+        "region": clients.region,
         "volume_bytes": stream.size,
-        "blocks_allocated": len(stream.allocated),
+        "blocks_allocated": counts["blocks_listed"],
+        "blocks_fetched": counts["blocks_fetched"],
+        "bytes_fetched": counts["bytes_fetched"],
     }
+    if progress is not None:
+        progress.log(
+            f"ebs:{snapshot_id}: read {counts['blocks_fetched']} of {counts['blocks_listed']} blocks "
+            f"({counts['bytes_fetched'] / MIB:.1f} MiB)"
+        )
+    return report
+
+
+def run_snapshot_audit(
+    spec: str,
+    region: str | None,
+    options: RunOptions,
+    journal: JournalOptions,
+    settings: SnapshotSettings,
+    *,
+    interactive: bool,
+) -> Verdict:
+    """``imagelint audit ebs:snap-…``: audit, then write the outputs; the verdict decides the exit code."""
+    from imagelint.aws.clients import Clients, default_region
+    from imagelint.aws.progress import Progress
+    from imagelint.session import prepare, publish
+
+    snapshot_id = snapshot_id_of(spec)
+    assert snapshot_id is not None
+    packs, config = prepare(options)
+    clients = Clients(default_region(region))
+    with Progress(interactive=interactive) as progress:
+        report = audit_snapshot(clients, snapshot_id, packs, config, settings, progress, journal)
+    report.target = {
+        "kind": "ebs-snapshot",
+        "path": spec,
+        "snapshot_id": snapshot_id,
+        "region": clients.region,
+    }
+    return publish(report, options)
 
 
 def _disk_opener() -> Any:

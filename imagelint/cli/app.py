@@ -147,6 +147,13 @@ SarifAnchorOpt = Annotated[
         "default: the config file when it is inside the repository.",
     ),
 ]
+RegionOpt = Annotated[str | None, typer.Option("--region", help="AWS region (default: the environment's).")]
+ConcurrencyOpt = Annotated[
+    int,
+    typer.Option(
+        "--concurrency", min=1, max=64, help="ebs:snap-… and --mode snapshot: blocks fetched at once."
+    ),
+]
 GithubOpt = Annotated[
     bool | None,
     typer.Option(
@@ -191,22 +198,35 @@ def audit(
             "manager's unit states (failed units, restart loops) from one `systemctl show`.",
         ),
     ] = False,
+    region: RegionOpt = None,
+    concurrency: ConcurrencyOpt = 16,
 ) -> None:
     """Audit a mounted image (a root filesystem directory) offline, or the running host with --live.
 
-    Reads the image and never writes to it. Examples:
+    Reads the image and never writes to it. ebs:snap-… reads an EBS snapshot in place through the
+    EBS direct APIs (see `imagelint ami --help` for the IAM policy). Examples:
 
       imagelint audit /mnt/image
 
       imagelint audit /mnt/image -f text -f json:report.json --fail-on high
 
       imagelint audit /mnt/image -c .imagelint.yaml -r my-rules/ --show-waived
+
+      imagelint audit ebs:snap-0123456789abcdef0 --region eu-west-1
     """
+    from imagelint.aws.snapshot import SnapshotSettings, run_snapshot_audit, snapshot_id_of
     from imagelint.session import JournalOptions, run_audit
 
     options = _run_options(config, rules, no_builtin_rules, formats, fail_on, select, ignore, show_waived)
     _ci_mode(options, formats, sarif_anchor, github)
-    verdict = run_audit(root, options, JournalOptions(journal, require_journal), live=live)
+    journal_options = JournalOptions(journal, require_journal)
+    if snapshot_id_of(str(root)) and not live:
+        settings = SnapshotSettings(concurrency=concurrency)
+        verdict = run_snapshot_audit(
+            str(root), region, options, journal_options, settings, interactive=sys.stderr.isatty()
+        )
+    else:
+        verdict = run_audit(root, options, journal_options, live=live)
     raise typer.Exit(int(verdict.exit_code))
 
 
@@ -315,9 +335,11 @@ def ami(
         typer.Option(
             "--mode",
             help="launch: boot an instance, audit --live and soak over SSM; "
-            "volume: mount the root snapshot on this EC2 runner and audit offline.",
+            "snapshot: read the root snapshot in place through the EBS direct APIs and audit offline, "
+            "from anywhere; volume: mount the root snapshot on this EC2 runner and audit offline.",
         ),
     ] = "launch",
+    concurrency: ConcurrencyOpt = 16,
     report_bucket: Annotated[
         str | None,
         typer.Option("--report-bucket", help="S3 bucket for the instance's reports and the final report."),
@@ -370,11 +392,26 @@ def ami(
     the config and rule packs shipped the same way. --on-fail deregister also deletes the AMI's
     snapshots (unless another image uses them).
 
+    Snapshot mode is the offline mode: it creates nothing and needs no EC2 runner, only this IAM
+    policy (kms:Decrypt for encrypted snapshots; narrow its Resource to the key):
+
+      {"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Resource": "arn:aws:ec2:*::snapshot/*",
+         "Action": ["ebs:ListSnapshotBlocks", "ebs:GetSnapshotBlock"]},
+        {"Effect": "Allow", "Resource": "*",
+         "Action": ["ec2:DescribeImages"]},
+        {"Effect": "Allow", "Resource": "arn:aws:kms:*:*:key/*",
+         "Action": ["kms:Decrypt"]}]}
+
+    Volume mode stays for accounts that forbid the EBS direct APIs.
+
     Every instance and volume is tagged imagelint:run=<uuid> and removed in every outcome. Examples:
 
       imagelint ami ami-0abc… --report-bucket my-bucket --instance-profile imagelint-ssm --tag
 
       imagelint ami --packer-manifest packer-manifest.json --report-bucket b --soak 5m --tag
+
+      imagelint ami ami-0abc… --mode snapshot --tag -f json:report.json
 
       imagelint ami ami-0abc… --mode volume -f json:report.json
 
@@ -397,6 +434,7 @@ def ami(
         return
     from imagelint.aws.command import AmiOptions, Timing, run_ami
     from imagelint.aws.ec2 import LaunchSettings
+    from imagelint.aws.snapshot import SnapshotSettings
 
     interval = parse_duration(poll, "--poll")
     options = AmiOptions(
@@ -415,6 +453,7 @@ def ami(
         timing=Timing(poll=interval, ssm_timeout=parse_duration(ssm_timeout, "--ssm-timeout")),
         run=_run_options(config, rules, False, formats, fail_on, select, ignore, False),
         interactive=sys.stderr.isatty(),
+        snapshot=SnapshotSettings(concurrency=concurrency),
     )
     raise typer.Exit(int(run_ami(options).exit_code))
 
