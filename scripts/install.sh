@@ -19,6 +19,9 @@ if [ "$want_test" = 1 ]; then
     [ -x /lib/systemd/systemd-journal-remote ] || packages+=(systemd-journal-remote)
     command -v packer >/dev/null || packages+=(packer)
     command -v git >/dev/null || packages+=(git)
+    command -v mke2fs >/dev/null || packages+=(e2fsprogs)       # ext4 test images (mke2fs -d)
+    command -v sfdisk >/dev/null || packages+=(fdisk)           # GPT test images
+    command -v mkfs.vfat >/dev/null || packages+=(dosfstools)   # their EFI partition
 fi
 if [ "${#packages[@]}" -gt 0 ]; then
     sudo=""

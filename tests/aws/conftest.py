@@ -23,3 +23,26 @@ def moto_env() -> Iterator[MotoEnv]:
 def sample_image(tmp_path_factory: pytest.TempPathFactory) -> Path:
     spec = yaml.safe_load((REPO / "examples" / "sample-image.yaml").read_text(encoding="utf-8"))
     return build_tree(tmp_path_factory.mktemp("sample") / "rootfs", spec["files"])
+
+
+@pytest.fixture(scope="session")
+def faulty_tree(debian_rootfs: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A private copy of the real Debian image with the sample image's faults planted (the ECS agent
+    enabled without a cluster, baked machine-id and host keys, credentials, ...)."""
+    from tests.support import copy_rootfs
+
+    tree = copy_rootfs(debian_rootfs, tmp_path_factory.mktemp("faulty") / "rootfs")
+    spec = yaml.safe_load((REPO / "examples" / "sample-image.yaml").read_text(encoding="utf-8"))
+    for image_path in spec["files"]:
+        planted = tree / image_path.lstrip("/")
+        if planted.is_symlink() or planted.is_file():
+            planted.unlink()  # replace, never write through a link
+    return build_tree(tree, spec["files"])
+
+
+@pytest.fixture(scope="session")
+def faulty_disk(faulty_tree: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """That tree as a GPT disk (EFI partition + ext4 root), built with sfdisk, mkfs.vfat, mke2fs -d."""
+    from tests.aws.disk_image import gpt_ext4_image
+
+    return gpt_ext4_image(faulty_tree, tmp_path_factory.mktemp("disk") / "disk.img")
