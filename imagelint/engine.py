@@ -21,7 +21,7 @@ from imagelint.errors import ImageLintError
 from imagelint.report import Finding, Outcome, Report, ReportError, RuleResult, Verdict
 from imagelint.report.verdict import decide, finding_fails
 from imagelint.rulepacks import CheckSpec, Rule, RulePack, Scope, Severity
-from imagelint.targets import RootfsTarget
+from imagelint.targets.interface import Target
 
 MAX_FINDINGS_PER_RULE = 100  # listed per rule; the rest are counted, and decided on all the same
 
@@ -36,7 +36,7 @@ class RunSettings:
     require_journal: bool = False
 
 
-def audit(target: RootfsTarget, packs: list[RulePack], config: Config, settings: RunSettings) -> Report:
+def audit(target: Target, packs: list[RulePack], config: Config, settings: RunSettings) -> Report:
     started = time.monotonic()
     started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     ctx = CheckContext(
