@@ -102,6 +102,7 @@ def audit(target: Target, packs: list[RulePack], config: Config, settings: RunSe
         warnings=[ReportError(message, where=where) for where, message in ctx.warnings],
     )
     report.facts.update({name: to_dict() for name, to_dict in ctx.recorded.items()})
+    report.facts.update(target.facts())  # what the target opened (a disk image: container, partitions, I/O)
     report.notes.extend(ctx.notes)
     report.verdict = decide(report)  # on every finding, before the listing is cut
     report.cut_listing(MAX_FINDINGS_PER_RULE)

@@ -147,6 +147,14 @@ SarifAnchorOpt = Annotated[
         "default: the config file when it is inside the repository.",
     ),
 ]
+PartitionOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--partition",
+        metavar="N",
+        help="Disk image: read the root filesystem from partition N (default: the one with /etc/os-release).",
+    ),
+]
 GithubOpt = Annotated[
     bool | None,
     typer.Option(
@@ -160,7 +168,9 @@ GithubOpt = Annotated[
 @command(app)
 @friendly
 def audit(
-    root: Annotated[Path, typer.Argument(help="Root directory of the mounted image.")] = Path("/"),
+    root: Annotated[
+        Path, typer.Argument(help="Root directory of the mounted image, or a disk image file.")
+    ] = Path("/"),
     config: ConfigOpt = None,
     rules: RulesOpt = None,
     no_builtin_rules: NoBuiltinOpt = False,
@@ -191,6 +201,7 @@ def audit(
             "manager's unit states (failed units, restart loops) from one `systemctl show`.",
         ),
     ] = False,
+    partition: PartitionOpt = None,
 ) -> None:
     """Audit a mounted image (a root filesystem directory) offline, or the running host with --live.
 
@@ -206,7 +217,9 @@ def audit(
 
     options = _run_options(config, rules, no_builtin_rules, formats, fail_on, select, ignore, show_waived)
     _ci_mode(options, formats, sarif_anchor, github)
-    verdict = run_audit(root, options, JournalOptions(journal, require_journal), live=live)
+    verdict = run_audit(
+        root, options, JournalOptions(journal, require_journal), live=live, partition=partition
+    )
     raise typer.Exit(int(verdict.exit_code))
 
 
@@ -220,10 +233,13 @@ def audit(
 )
 @friendly
 def units(
-    root: Annotated[Path, typer.Argument(help="Root directory of the mounted image.")] = Path("/"),
+    root: Annotated[
+        Path, typer.Argument(help="Root directory of the mounted image, or a disk image file.")
+    ] = Path("/"),
     output_format: Annotated[
         str, typer.Option("--format", "-f", help="text (a table) or json (schema: imagelint schema units).")
     ] = "text",
+    partition: PartitionOpt = None,
 ) -> None:
     """List every systemd unit of an image: state, preset, unit file, drop-ins, and the boot chain.
 
@@ -237,15 +253,15 @@ def units(
     from imagelint.units_command import run_units
 
     _readable_root(root)
-    raise typer.Exit(run_units(root, output_format))
+    raise typer.Exit(run_units(root, output_format, partition=partition))
 
 
 def _readable_root(root: Path) -> None:
     """As ``audit``: an image root that does not exist or is not a directory is inconclusive (3)."""
     if not root.exists():
         raise TargetError("image root does not exist", where=str(root))
-    if not root.is_dir():
-        raise TargetError("image root is not a directory", where=str(root))
+    if not root.is_dir() and not root.is_file():
+        raise TargetError("image root is not a directory or a disk image file", where=str(root))
 
 
 @command(
