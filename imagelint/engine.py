@@ -21,7 +21,7 @@ from imagelint.errors import ImageLintError
 from imagelint.report import Finding, Outcome, Report, ReportError, RuleResult, Verdict
 from imagelint.report.verdict import decide, finding_fails
 from imagelint.rulepacks import CheckSpec, Rule, RulePack, Scope, Severity
-from imagelint.targets import RootfsTarget
+from imagelint.targets.interface import Target
 
 MAX_FINDINGS_PER_RULE = 100  # listed per rule; the rest are counted, and decided on all the same
 
@@ -36,7 +36,7 @@ class RunSettings:
     require_journal: bool = False
 
 
-def audit(target: RootfsTarget, packs: list[RulePack], config: Config, settings: RunSettings) -> Report:
+def audit(target: Target, packs: list[RulePack], config: Config, settings: RunSettings) -> Report:
     started = time.monotonic()
     started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     ctx = CheckContext(
@@ -102,6 +102,7 @@ def audit(target: RootfsTarget, packs: list[RulePack], config: Config, settings:
         warnings=[ReportError(message, where=where) for where, message in ctx.warnings],
     )
     report.facts.update({name: to_dict() for name, to_dict in ctx.recorded.items()})
+    report.facts.update(target.facts())  # what the target opened (a disk image: container, partitions, I/O)
     report.notes.extend(ctx.notes)
     report.verdict = decide(report)  # on every finding, before the listing is cut
     report.cut_listing(MAX_FINDINGS_PER_RULE)

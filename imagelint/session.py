@@ -17,7 +17,8 @@ from imagelint.errors import UsageError
 from imagelint.formats import FORMATS, RenderOptions, get_formatter
 from imagelint.report import Report, Verdict
 from imagelint.rulepacks import Rule, RulePack, Severity, builtin_pack_paths, load_packs
-from imagelint.targets import RootfsTarget
+from imagelint.targets import HostTarget
+from imagelint.targets.select import open_target
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,12 @@ def prepare(options: RunOptions) -> tuple[list[RulePack], Config]:
 
 
 def run_audit(
-    root: Path, options: RunOptions, journal: JournalOptions | None = None, *, live: bool = False
+    root: Path,
+    options: RunOptions,
+    journal: JournalOptions | None = None,
+    *,
+    live: bool = False,
+    partition: int | None = None,
 ) -> Verdict:
     """``live``: audit the running host (root must be /): its files as an image, plus the host-scope
     rules on the service manager's unit state (one batched ``systemctl show``)."""
@@ -104,15 +110,15 @@ def run_audit(
         journal_path=str(journal.path) if journal.path else None,
         require_journal=journal.require or config.require_journal,
     )
-    target = RootfsTarget(root)
+    if live and partition is not None:
+        raise UsageError("--partition applies to disk image files, not to --live")
+    target = HostTarget() if live else open_target(root, partition=partition)  # a directory or a disk image
     if live:
         from imagelint.live import collect_live_state
         from imagelint.rulepacks import Scope
-        from imagelint.targets import HostTarget
 
         settings.scopes = (Scope.IMAGE, Scope.HOST)
         settings.live = collect_live_state()
-        target = HostTarget()
     report = audit(target, packs, config, settings)
     return publish(report, options)
 

@@ -19,9 +19,14 @@ if [ "$want_test" = 1 ]; then
     [ -x /lib/systemd/systemd-journal-remote ] || packages+=(systemd-journal-remote)
     command -v packer >/dev/null || packages+=(packer)
     command -v git >/dev/null || packages+=(git)
-    command -v mke2fs >/dev/null || packages+=(e2fsprogs)       # ext4 test images (mke2fs -d)
-    command -v sfdisk >/dev/null || packages+=(fdisk)           # GPT test images
-    command -v mkfs.vfat >/dev/null || packages+=(dosfstools)   # their EFI partition
+    # disk-image tests: qemu-img, mkfs.xfs, LVM, sfdisk, mkfs.vfat (EFI partition), cryptsetup (LUKS)
+    command -v qemu-img >/dev/null || packages+=(qemu-utils)
+    command -v mkfs.xfs >/dev/null || packages+=(xfsprogs)
+    command -v pvcreate >/dev/null || packages+=(lvm2)
+    command -v mke2fs >/dev/null || packages+=(e2fsprogs)
+    command -v sfdisk >/dev/null || packages+=(fdisk)
+    command -v mkfs.vfat >/dev/null || packages+=(dosfstools)
+    command -v cryptsetup >/dev/null || packages+=(cryptsetup-bin)
 fi
 if [ "${#packages[@]}" -gt 0 ]; then
     sudo=""

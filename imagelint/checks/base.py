@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from imagelint.targets import RootfsTarget
+from imagelint.targets.interface import Target
 
 
 @dataclass
@@ -57,7 +57,7 @@ class ParamError(Exception):
 class CheckContext:
     """What a check may look at: the target, the run's settings, and a per-run fact cache."""
 
-    target: RootfsTarget
+    target: Target
     expected_units: tuple[str, ...] = ()
     waivers: tuple[Any, ...] = ()  # config.Waiver objects, for the check on the waivers themselves
     today: dt.date = field(default_factory=dt.date.today)

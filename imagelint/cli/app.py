@@ -154,6 +154,14 @@ ConcurrencyOpt = Annotated[
         "--concurrency", min=1, max=64, help="ebs:snap-… and --mode snapshot: blocks fetched at once."
     ),
 ]
+PartitionOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--partition",
+        metavar="N",
+        help="Disk image: read the root filesystem from partition N (default: the one with /etc/os-release).",
+    ),
+]
 GithubOpt = Annotated[
     bool | None,
     typer.Option(
@@ -167,7 +175,9 @@ GithubOpt = Annotated[
 @command(app)
 @friendly
 def audit(
-    root: Annotated[Path, typer.Argument(help="Root directory of the mounted image.")] = Path("/"),
+    root: Annotated[
+        Path, typer.Argument(help="Root directory of the mounted image, or a disk image file.")
+    ] = Path("/"),
     config: ConfigOpt = None,
     rules: RulesOpt = None,
     no_builtin_rules: NoBuiltinOpt = False,
@@ -198,6 +208,7 @@ def audit(
             "manager's unit states (failed units, restart loops) from one `systemctl show`.",
         ),
     ] = False,
+    partition: PartitionOpt = None,
     region: RegionOpt = None,
     concurrency: ConcurrencyOpt = 16,
 ) -> None:
@@ -221,12 +232,12 @@ def audit(
     _ci_mode(options, formats, sarif_anchor, github)
     journal_options = JournalOptions(journal, require_journal)
     if snapshot_id_of(str(root)) and not live:
-        settings = SnapshotSettings(concurrency=concurrency)
+        settings = SnapshotSettings(concurrency=concurrency, partition=partition)
         verdict = run_snapshot_audit(
             str(root), region, options, journal_options, settings, interactive=sys.stderr.isatty()
         )
     else:
-        verdict = run_audit(root, options, journal_options, live=live)
+        verdict = run_audit(root, options, journal_options, live=live, partition=partition)
     raise typer.Exit(int(verdict.exit_code))
 
 
@@ -240,10 +251,13 @@ def audit(
 )
 @friendly
 def units(
-    root: Annotated[Path, typer.Argument(help="Root directory of the mounted image.")] = Path("/"),
+    root: Annotated[
+        Path, typer.Argument(help="Root directory of the mounted image, or a disk image file.")
+    ] = Path("/"),
     output_format: Annotated[
         str, typer.Option("--format", "-f", help="text (a table) or json (schema: imagelint schema units).")
     ] = "text",
+    partition: PartitionOpt = None,
 ) -> None:
     """List every systemd unit of an image: state, preset, unit file, drop-ins, and the boot chain.
 
@@ -257,15 +271,15 @@ def units(
     from imagelint.units_command import run_units
 
     _readable_root(root)
-    raise typer.Exit(run_units(root, output_format))
+    raise typer.Exit(run_units(root, output_format, partition=partition))
 
 
 def _readable_root(root: Path) -> None:
     """As ``audit``: an image root that does not exist or is not a directory is inconclusive (3)."""
     if not root.exists():
         raise TargetError("image root does not exist", where=str(root))
-    if not root.is_dir():
-        raise TargetError("image root is not a directory", where=str(root))
+    if not root.is_dir() and not root.is_file():
+        raise TargetError("image root is not a directory or a disk image file", where=str(root))
 
 
 @command(

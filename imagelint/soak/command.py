@@ -23,7 +23,7 @@ from imagelint.rulepacks import Scope
 from imagelint.session import RunOptions, prepare, publish
 from imagelint.soak.facts import SoakFacts
 from imagelint.soak.runner import run_soak, stop_on_signals
-from imagelint.targets import HostTarget, RootfsTarget
+from imagelint.targets import HostTarget, Target
 
 PLAIN_PROGRESS_EVERY_S = 30
 
@@ -53,7 +53,7 @@ def run_soak_command(duration: float, interval: float, options: RunOptions, *, i
     return publish(report, options)
 
 
-def journal_restarts(target: RootfsTarget, since: float, until: float) -> tuple[dict[str, int] | None, str]:
+def journal_restarts(target: Target, since: float, until: float) -> tuple[dict[str, int] | None, str]:
     """Restarts the host's journal logged during the soak, per unit (None when there is no journal)."""
     from imagelint.facts.journal import analyze_restarts, open_image
 

@@ -29,7 +29,7 @@ from imagelint.errors import ImageReadError
 from imagelint.facts.systemd.model import Assignment
 from imagelint.facts.systemd.parser import WordSyntaxError, split_words
 from imagelint.facts.systemd.specifiers import SpecifierError, expand
-from imagelint.targets.rootfs import FileKind, RootfsTarget
+from imagelint.targets.interface import FileKind, Target
 
 EXEC_KEYS = (
     "ExecCondition",
@@ -116,7 +116,7 @@ class Resolution:
     searched: tuple[str, ...] = ()
 
 
-def _is_executable(target: RootfsTarget, path: str) -> str | None:
+def _is_executable(target: Target, path: str) -> str | None:
     """None if ``path`` is an executable regular file in the image, else what is wrong with it."""
     try:
         st = target.stat(path)
@@ -131,7 +131,7 @@ def _is_executable(target: RootfsTarget, path: str) -> str | None:
     return None
 
 
-def resolve_executable(target: RootfsTarget, exe: str, search_path: tuple[str, ...] | None) -> Resolution:
+def resolve_executable(target: Target, exe: str, search_path: tuple[str, ...] | None) -> Resolution:
     """Find ``exe`` as the manager would: absolute as is, a bare name in the search path."""
     if exe.startswith("/"):
         problem = _is_executable(target, exe)
@@ -159,7 +159,7 @@ class Condition:
     result: bool | None  # None: cannot be known offline
 
 
-def _evaluate(target: RootfsTarget, kind: str, param: str) -> bool | None:
+def _evaluate(target: Target, kind: str, param: str) -> bool | None:
     if kind not in EVALUABLE or not param.startswith("/"):
         return None
     if any(param == fs or param.startswith(fs + "/") for fs in RUNTIME_FS):
@@ -181,7 +181,7 @@ def _evaluate(target: RootfsTarget, kind: str, param: str) -> bool | None:
     return st.kind is FileKind.FILE and bool(st.mode & 0o111)  # FileIsExecutable
 
 
-def _any_kernel(target: RootfsTarget, kind: str, value: str, unit_id: str) -> bool | None:
+def _any_kernel(target: Target, kind: str, value: str, unit_id: str) -> bool | None:
     """A path with ``%v`` (the running kernel's release, unknown offline): False when the condition
     fails for every kernel release the image could boot (no match under any name), else unknown."""
     if "%v" not in value or kind == "PathExistsGlob":
@@ -201,7 +201,7 @@ def _any_kernel(target: RootfsTarget, kind: str, value: str, unit_id: str) -> bo
     return False
 
 
-def conditions(target: RootfsTarget, assignments: list[Assignment], unit_id: str) -> list[Condition]:
+def conditions(target: Target, assignments: list[Assignment], unit_id: str) -> list[Condition]:
     """The unit's effective ``Condition…=`` list (after resets), each evaluated when possible."""
     out: list[Condition] = []
     for a in assignments:
