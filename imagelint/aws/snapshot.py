@@ -19,9 +19,10 @@ import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from imagelint.errors import TargetError, UsageError
+from imagelint.errors import UsageError
 
 if TYPE_CHECKING:
     from imagelint.aws.clients import Clients
@@ -120,13 +121,10 @@ def snapshot_target(
             target = open_disk_target(
                 stream, description=description, kind="ebs-snapshot", partition=settings.partition
             )
-        except TargetError:
-            stream.raise_if_failed()
-            raise
-        with contextlib.ExitStack() as stack:
-            if hasattr(target, "__exit__"):
-                stack.enter_context(target)
             yield target, stream
+        except Exception:
+            stream.raise_if_failed()  # the API's own error, not what a reader made of the I/O error
+            raise
         stream.raise_if_failed()
 
 
@@ -213,3 +211,17 @@ def _disk_opener() -> Any:
             "which this build of imagelint does not have"
         ) from None
     return open_disk_target
+
+
+def run_snapshot_units(spec: str, region: str | None, output_format: str, settings: SnapshotSettings) -> int:
+    """``imagelint units ebs:snap-…``: the unit listing of the snapshot's root filesystem."""
+    from imagelint.aws.clients import Clients, default_region
+    from imagelint.units_command import FORMATS, run_units
+
+    if output_format not in FORMATS:
+        raise UsageError(f"--format {output_format!r}: use one of {', '.join(FORMATS)}")
+    snapshot_id = snapshot_id_of(spec)
+    assert snapshot_id is not None
+    clients = Clients(default_region(region))
+    with snapshot_target(clients, snapshot_id, settings) as (target, _):
+        return run_units(Path(spec), output_format, target=target)

@@ -258,6 +258,8 @@ def units(
         str, typer.Option("--format", "-f", help="text (a table) or json (schema: imagelint schema units).")
     ] = "text",
     partition: PartitionOpt = None,
+    region: RegionOpt = None,
+    concurrency: ConcurrencyOpt = 16,
 ) -> None:
     """List every systemd unit of an image: state, preset, unit file, drop-ins, and the boot chain.
 
@@ -267,9 +269,15 @@ def units(
       imagelint units /mnt/image
 
       imagelint units /mnt/image --format json > units.json
+
+      imagelint units ebs:snap-0123456789abcdef0 --region eu-west-1
     """
+    from imagelint.aws.snapshot import SnapshotSettings, run_snapshot_units, snapshot_id_of
     from imagelint.units_command import run_units
 
+    if snapshot_id_of(str(root)):
+        settings = SnapshotSettings(concurrency=concurrency, partition=partition)
+        raise typer.Exit(run_snapshot_units(str(root), region, output_format, settings))
     _readable_root(root)
     raise typer.Exit(run_units(root, output_format, partition=partition))
 

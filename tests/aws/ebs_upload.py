@@ -44,3 +44,30 @@ def upload_image(ebs: Any, image: Path, *, description: str = "imagelint test im
             future.result()
     ebs.complete_snapshot(SnapshotId=snapshot_id, ChangedBlocksCount=written)
     return snapshot_id, written
+
+
+def register_image(ec2: Any, snapshot_id: str, *, name: str = "imagelint-snapshot-test") -> str:
+    """RegisterImage with the snapshot as the root device (/dev/xvda), as image pipelines do.
+
+    moto 5.2 ignores RegisterImage's BlockDeviceMappings and RootDeviceName: it gives the image an
+    auto-created empty snapshot on /dev/sda1. Its backends live in this process (the server is a
+    thread), so the image is pointed at the requested snapshot there; DescribeImages then answers
+    what AWS would."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.ec2.models import ec2_backends
+
+    root = "/dev/xvda"
+    image_id = str(
+        ec2.register_image(
+            Name=name,
+            Architecture="x86_64",
+            VirtualizationType="hvm",
+            RootDeviceName=root,
+            BlockDeviceMappings=[{"DeviceName": root, "Ebs": {"SnapshotId": snapshot_id}}],
+        )["ImageId"]
+    )
+    backend = ec2_backends[DEFAULT_ACCOUNT_ID][ec2.meta.region_name]
+    image = backend.amis[image_id]
+    image.root_device_name, image.root_device_type = root, "ebs"
+    image.ebs_snapshot = backend.snapshots[snapshot_id]
+    return image_id
