@@ -29,15 +29,10 @@ def sample_image(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def faulty_tree(debian_rootfs: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A private copy of the real Debian image with the sample image's faults planted (the ECS agent
     enabled without a cluster, baked machine-id and host keys, credentials, ...)."""
+    from tests.aws.disk_image import plant_sample_faults
     from tests.support import copy_rootfs
 
-    tree = copy_rootfs(debian_rootfs, tmp_path_factory.mktemp("faulty") / "rootfs")
-    spec = yaml.safe_load((REPO / "examples" / "sample-image.yaml").read_text(encoding="utf-8"))
-    for image_path in spec["files"]:
-        planted = tree / image_path.lstrip("/")
-        if planted.is_symlink() or planted.is_file():
-            planted.unlink()  # replace, never write through a link
-    return build_tree(tree, spec["files"])
+    return plant_sample_faults(copy_rootfs(debian_rootfs, tmp_path_factory.mktemp("faulty") / "rootfs"))
 
 
 @pytest.fixture(scope="session")

@@ -6,6 +6,12 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import yaml
+
+from imagelint.sampletree import build_tree
+
+REPO = Path(__file__).resolve().parent.parent.parent
+
 MIB = 1024 * 1024
 SECTOR = 512
 EFI_START, EFI_MIB = 1 * MIB, 32
@@ -56,6 +62,17 @@ def gpt_ext4_image(tree: Path, dest: Path) -> Path:
         ]
     )
     return dest
+
+
+def plant_sample_faults(tree: Path) -> Path:
+    """Plant the sample image's faults (examples/sample-image.yaml) into a private copy of a tree: the
+    ECS agent enabled without a cluster, baked machine-id and host keys, credentials, ..."""
+    spec = yaml.safe_load((REPO / "examples" / "sample-image.yaml").read_text(encoding="utf-8"))
+    for image_path in spec["files"]:
+        planted = tree / image_path.lstrip("/")
+        if planted.is_symlink() or planted.is_file():
+            planted.unlink()  # replace, never write through a link
+    return build_tree(tree, spec["files"])
 
 
 def _run(command: list[str], stdin: str | None = None) -> None:
