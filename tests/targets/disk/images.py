@@ -130,13 +130,29 @@ def _partitioned(out: Path, label: str, parts: list[tuple[str, Path | None, int]
     offset = MIB
     for ptype, fs, size in parts:
         if fs is not None:
-            run("dd", f"if={fs}", f"of={out}", "bs=1M", f"seek={offset // MIB}", "conv=notrunc,sparse", "status=none")
+            run(
+                "dd",
+                f"if={fs}",
+                f"of={out}",
+                "bs=1M",
+                f"seek={offset // MIB}",
+                "conv=notrunc,sparse",
+                "status=none",
+            )
         elif ptype in ("U", "ef"):
             efi = out.with_suffix(".efi")
             with open(efi, "wb") as f:
                 f.truncate(size)
             run("mkfs.vfat", "-F", "32", efi)
-            run("dd", f"if={efi}", f"of={out}", "bs=1M", f"seek={offset // MIB}", "conv=notrunc,sparse", "status=none")
+            run(
+                "dd",
+                f"if={efi}",
+                f"of={out}",
+                "bs=1M",
+                f"seek={offset // MIB}",
+                "conv=notrunc,sparse",
+                "status=none",
+            )
             efi.unlink()
         offset += size
 
@@ -171,7 +187,18 @@ def lvm(fs: Path, out: Path) -> None:
         try:
             run("vgcreate", "-q", "--devices", part, vg, part)
             try:
-                run("lvcreate", "-q", "--devices", part, "-y", "-n", "root", "-L", f"{fs.stat().st_size // MIB}m", vg)
+                run(
+                    "lvcreate",
+                    "-q",
+                    "--devices",
+                    part,
+                    "-y",
+                    "-n",
+                    "root",
+                    "-L",
+                    f"{fs.stat().st_size // MIB}m",
+                    vg,
+                )
                 run("dd", f"if={fs}", f"of=/dev/{vg}/root", "bs=4M", "conv=fsync", "status=none")
             finally:
                 subprocess.run(["vgchange", "--devices", part, "-an", vg], check=False, capture_output=True)
