@@ -202,7 +202,8 @@ class EbsApi:
             reply = self.client.get_snapshot_block(**params)
             return verified(reply, index)
 
-        return self._call("GetSnapshotBlock", lambda **_: get(), params)
+        data: bytes = self._call("GetSnapshotBlock", lambda **_: get(), params)
+        return data
 
     # --- retries ----------------------------------------------------------------------------------
 
