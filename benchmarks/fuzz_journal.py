@@ -4,7 +4,7 @@
 
 Base journals are written once per run by the real ``systemd-journal-remote`` (three layouts, plus
 copies re-encoded with XZ and LZ4). Each case applies one to four mutations drawn from a seeded
-stream (``tests/journal/mutate.py``, shared with the hypothesis tests: truncation, zeroed ranges,
+stream (``tests/facts/journal/mutate.py``, shared with the hypothesis tests: truncation, zeroed ranges,
 bit flips, noise, online state, huge counts and offsets, corrupt object headers, links, entry and
 array items, hash buckets and compressed payloads, small decompression bombs) and reads the result
 through every public path. A *crash* is any exception other than the documented ``JournalError``
@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from imagelint.facts.journal import JournalError  # noqa: E402
-from tests.journal.mutate import (  # noqa: E402
+from tests.facts.journal.mutate import (  # noqa: E402
     Timeout,
     apply,
     base_journals,

@@ -1,6 +1,6 @@
 """Fuzz the unit-file parser (and what reads its values) for as many cases as asked.
 
-The generators and the property are the tests' (``tests/systemd/fuzzing.py``): arbitrary bytes,
+The generators and the property are the tests' (``tests/facts/systemd/fuzzing.py``): arbitrary bytes,
 bytes of the syntax's own characters, files assembled from hostile lines, mutated copies of the
 Debian test image's unit files, 1 MiB lines and long continuation chains. The parser must never
 raise, must keep its promises (sizes, line numbers, stripped keys and values) and must answer each
@@ -31,7 +31,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.append(str(Path(__file__).resolve().parent.parent))  # the checkout, for tests.systemd.fuzzing
+sys.path.append(str(Path(__file__).resolve().parent.parent))  # the checkout, for tests.facts.systemd.fuzzing
 
 
 def default_root() -> Path | None:
@@ -47,7 +47,7 @@ def run(first: int, count: int, seed: str, seconds: float, root: str | None, sys
     """Cases ``first`` .. ``first + count - 1``: (cases, kinds, crash counts, examples, slowest).
 
     A case still running after twice its time bound is stopped (SIGALRM) and counted as too slow."""
-    from tests.systemd.fuzzing import (
+    from tests.facts.systemd.fuzzing import (
         SLOW_FOR_SYSTEMCTL,
         Case,
         ParserProblem,

@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/journal_bombs.py [--size-mib N] [--kinds xz,lz4,zstd,...]
 
-For each kind (``tests/journal/bombs.py``: ``xz``, ``lz4``, ``zstd`` as systemd writes them, plus a
+For each kind (``tests/facts/journal/bombs.py``: ``xz``, ``lz4``, ``zstd`` as systemd writes them, plus a
 zstd frame without a declared size and an LZ4 payload whose size prefix lies), a real journal is
 written by ``systemd-journal-remote`` and its kernel MESSAGE's DATA object is given a payload that
 expands to ``--size-mib`` MiB (default 1536: the 1.5 GiB of zeros of the incident, a ~60 KB zstd
@@ -23,7 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.journal.bombs import KINDS, bomb_payload, normal_journal, peak_rss, plant  # noqa: E402
+from tests.facts.journal.bombs import KINDS, bomb_payload, normal_journal, peak_rss, plant  # noqa: E402
 
 GOAL_MIB = 150
 

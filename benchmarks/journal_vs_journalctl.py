@@ -33,7 +33,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.journal.exportgen import RESTART_ID, large_history, write_journal  # noqa: E402
+from tests.facts.journal.exportgen import RESTART_ID, large_history, write_journal  # noqa: E402
 
 PYTHON = sys.executable
 

@@ -59,6 +59,10 @@ def _rule_section(rule: Rule) -> list[str]:
     lines = [f"### {rule.id}", "", f"**{rule.name}**: {rule.title}", ""]
     tags = ", ".join(rule.tags) or "-"
     lines += [f"- severity: {rule.severity.value}; scope: {', '.join(rule.scopes)}; tags: {tags}"]
+    life = f"- status: {rule.status.value}" + (f"; since {rule.since}" if rule.since else "")
+    life += f"; use {rule.replaced_by} instead" if rule.replaced_by else ""
+    life += f"; formerly {', '.join(rule.renamed_from)}" if rule.renamed_from else ""
+    lines += [life + (f"; takes over {', '.join(rule.replaces)}" if rule.replaces else "")]
     lines += ["", rule.description.strip(), ""] if rule.description else [""]
     lines += ["Check:", "", "```yaml", f"kind: {rule.check.kind}"]
     lines += [f"{k}: {json.dumps(v)}" for k, v in rule.check.params.items()]
@@ -70,10 +74,11 @@ def _rule_section(rule: Rule) -> list[str]:
                 + "}"
             )
     lines += ["```", "", f"Message: {rule.message}", "", f"Remediation: {rule.remediation.strip()}", ""]
-    if rule.example:
-        lines += ["Example that fires:", "", "```yaml"]
-        lines += [f"{path}: {json.dumps(entry)}" for path, entry in rule.example.items()]
-        lines += ["```", ""]
+    for label, tree in (("Example that fires:", rule.example), ("Stays quiet on:", rule.negative_example)):
+        if tree:
+            lines += [label, "", "```yaml"]
+            lines += [f"{path}: {json.dumps(entry)}" for path, entry in tree.items()]
+            lines += ["```", ""]
     lines += [f"- reference: {r}" for r in rule.references]
     if rule.references:
         lines.append("")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The audit step of the imagelint GitHub Action (action.yml); tests/ci_gate runs exactly this.
+# The audit step of the imagelint GitHub Action (action.yml); tests/github/test_action.py runs exactly this.
 #
 # Inputs arrive in the environment, never interpolated into the script:
 #   IMAGELINT_TARGET        root directory of the mounted image (required)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,18 @@ def need(condition: bool, reason: str) -> None:
     if os.environ.get("IMAGELINT_NO_SKIP") == "1":
         pytest.fail(f"required facility missing on CI: {reason}")
     pytest.skip(reason)
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float, every: float = 0.2) -> bool:
+    """Poll ``predicate`` until it holds (True) or ``timeout`` seconds pass (False): wait on the
+    condition a test needs instead of sleeping for a fixed time."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if predicate():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(every)
 
 
 def is_root() -> bool:

@@ -139,11 +139,13 @@ def audit_snapshot(
 ) -> Report:
     """The offline audit of the snapshot's root filesystem, with the stream's counters in the facts."""
     from imagelint.engine import RunSettings, audit
+    from imagelint.facts.journal import JournalRequest
 
-    run = RunSettings(
-        journal_path=str(journal.path) if journal and journal.path else None,
-        require_journal=bool(journal and journal.require) or config.require_journal,
+    request = JournalRequest(
+        str(journal.path) if journal and journal.path else None,
+        required=bool(journal and journal.require) or config.require_journal,
     )
+    run = RunSettings(sources=(request,))
     with snapshot_target(clients, snapshot_id, settings, progress) as (target, stream):
         if progress is not None:
             progress.phase("auditing", f"{snapshot_id}: {len(stream.allocated)} blocks allocated")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import pkgutil
 import stat
 import tempfile
 from pathlib import Path
@@ -16,15 +17,25 @@ from pathlib import Path
 from imagelint.errors import UsageError
 from imagelint.formats.interface import Formatter, RenderOptions
 
+_NOT_FORMATS = frozenset({"interface", "presentation", "wording"})  # shared helpers, not formats
+_ORDER = ("text", "json", "sarif", "junit", "github", "markdown")  # how help lists the first ones
+
+
+def _discover() -> dict[str, str]:
+    """format name → module, found by listing this package (nothing is imported): a module
+    ``NAME.py`` (or ``NAME_format.py``, where NAME would shadow a standard module) that defines
+    ``FORMATTER`` is the format NAME. A new format is one module here plus its test."""
+    found = {
+        m.name.removesuffix("_format"): f"{__name__}.{m.name}"
+        for m in pkgutil.iter_modules(__path__)
+        if m.name not in _NOT_FORMATS and not m.name.startswith("_")
+    }
+    ordered = [n for n in _ORDER if n in found] + sorted(n for n in found if n not in _ORDER)
+    return {name: found[name] for name in ordered}
+
+
 # name → module; imported only when used, so a run pays only for the formats it writes
-FORMATS = {
-    "text": "imagelint.formats.text",
-    "json": "imagelint.formats.json_format",
-    "sarif": "imagelint.formats.sarif",
-    "junit": "imagelint.formats.junit",
-    "github": "imagelint.formats.github",
-    "markdown": "imagelint.formats.markdown",
-}
+FORMATS = _discover()
 
 
 def get_formatter(name: str) -> Formatter:

@@ -18,7 +18,7 @@ from typing import Any
 from imagelint.checks import ParamError, registry
 from imagelint.errors import ConfigError, RulePackError
 from imagelint.rulepacks import validated
-from imagelint.rulepacks.model import CheckSpec, Rule, RulePack, Scope, Severity
+from imagelint.rulepacks.model import CheckSpec, Rule, RulePack, RuleStatus, Scope, Severity
 from imagelint.rulepacks.schema import rules_schema
 from imagelint.yamlsource import YamlDocument, first_schema_error, load_yaml, one_line, shown
 
@@ -108,6 +108,12 @@ def _rule(document: YamlDocument, at: list[str | int], raw: dict[str, Any], pack
         pack=pack,
         source=document.locate(at),
         example=raw.get("example"),
+        negative_example=raw.get("negative_example"),
+        status=RuleStatus(raw.get("status", "stable")),
+        since=raw.get("since", ""),
+        renamed_from=tuple(raw.get("renamed_from", ())),
+        replaces=tuple(raw.get("replaces", ())),
+        replaced_by=raw.get("replaced_by", ""),
     )
 
 

@@ -22,6 +22,15 @@ class Severity(StrEnum):
         return self.rank >= other.rank
 
 
+class RuleStatus(StrEnum):
+    """Where a rule is in its life. Ids are forever: a rule is retired as ``removed``, never deleted."""
+
+    STABLE = "stable"
+    PREVIEW = "preview"  # runs only when selected by its id or name
+    DEPRECATED = "deprecated"  # runs, and the report says what to use instead
+    REMOVED = "removed"  # never runs; kept so that the id is not reused and old selectors redirect
+
+
 class Scope(StrEnum):
     IMAGE = "image"  # offline, from the files of a mounted image
     HOST = "host"  # a running host: live probes
@@ -54,6 +63,12 @@ class Rule:
     pack: str = ""
     source: str = ""  # file:line of the rule's definition
     example: dict[str, Any] | None = None  # a tree that makes it fire, for the docs
+    negative_example: dict[str, Any] | None = None  # a tree near it where it must stay quiet
+    status: RuleStatus = RuleStatus.STABLE
+    since: str = ""  # the version that first had it
+    renamed_from: tuple[str, ...] = ()  # earlier names, still matched by selectors and waivers
+    replaces: tuple[str, ...] = ()  # ids of removed rules it takes over
+    replaced_by: str = ""  # for a deprecated or removed rule: what to use instead
 
     def matches(self, selector: str) -> bool:
         """True when a select/ignore/waiver entry names this rule (id, name, tag:X, pack:X; globs allowed)."""
@@ -63,7 +78,12 @@ class Rule:
             return any(fnmatchcase(t, selector[4:]) for t in self.tags)
         if selector.startswith("pack:"):
             return fnmatchcase(self.pack, selector[5:])
-        return fnmatchcase(self.id, selector) or fnmatchcase(self.name, selector)
+        names = (self.id, self.name, *self.renamed_from, *self.replaces)
+        return any(fnmatchcase(n, selector) for n in names)
+
+    def named_by(self, selector: str) -> bool:
+        """True when ``selector`` names this rule itself (id or name, no glob, tag or pack)."""
+        return selector in (self.id, self.name, *self.renamed_from, *self.replaces)
 
 
 @dataclass

@@ -6,7 +6,7 @@ from functools import cache
 from typing import Any
 
 from imagelint.checks import registry
-from imagelint.rulepacks.model import Scope, Severity
+from imagelint.rulepacks.model import RuleStatus, Scope, Severity
 
 RULE_ID = "^[A-Z][A-Z0-9]*[0-9]{3}$"  # ≡ [0-9]{3,}$ but linear for a backtracking matcher
 RULE_NAME = "^[a-z0-9]+(-[a-z0-9]+)*$"
@@ -66,6 +66,15 @@ EXAMPLE_ENTRY: dict[str, Any] = {
 }
 
 
+def _tree(description: str) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "description": description,
+        "propertyNames": {"pattern": "^/"},
+        "additionalProperties": {"$ref": "#/$defs/example_entry"},
+    }
+
+
 def rule_schema() -> dict[str, Any]:
     return {
         "type": "object",
@@ -88,11 +97,29 @@ def rule_schema() -> dict[str, Any]:
             "remediation": {"type": "string", "minLength": 1},
             "references": {"type": "array", "items": {"type": "string"}},
             "tags": {"type": "array", "items": {"type": "string", "pattern": "^[a-z0-9-]+$"}},
-            "example": {
-                "type": "object",
-                "description": "a tree on which the rule fires (image path → entry), for docs and tests",
-                "propertyNames": {"pattern": "^/"},
-                "additionalProperties": {"$ref": "#/$defs/example_entry"},
+            "example": _tree("a tree on which the rule fires (image path → entry), for docs and tests"),
+            "negative_example": _tree("a tree near the example on which the rule must stay quiet"),
+            "status": {
+                "enum": [s.value for s in RuleStatus],
+                "default": "stable",
+                "description": "stable; preview (runs only when selected by id or name); deprecated (runs, "
+                "with a warning); removed (kept so the id is never reused; never runs)",
+            },
+            "since": {"type": "string", "pattern": r"^\d+\.\d+\.\d+$", "description": "first version"},
+            "renamed_from": {
+                "type": "array",
+                "items": {"type": "string", "pattern": RULE_NAME},
+                "description": "earlier names: selectors and waivers that use them still match",
+            },
+            "replaces": {
+                "type": "array",
+                "items": {"type": "string", "pattern": RULE_ID},
+                "description": "ids of removed rules whose selectors and waivers this rule takes over",
+            },
+            "replaced_by": {
+                "type": "string",
+                "pattern": RULE_ID,
+                "description": "for a deprecated or removed rule: the rule to use instead",
             },
         },
     }

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.facts.systemd.oracle import NO_PRESET_STATES, list_unit_files, systemctl_available
 from tests.support import REPO, build_tree, clean_image, copy_rootfs, need, run_cli
-from tests.systemd.oracle import NO_PRESET_STATES, list_unit_files, systemctl_available
 
 VENDOR = "usr/lib/systemd/system"
 

@@ -29,7 +29,7 @@ from imagelint.rulepacks import Severity
 from tests.support import REPO
 
 FORMAT_NAMES = ("text", "json", "sarif", "junit", "github", "markdown")
-SARIF_SCHEMA = REPO / "tests" / "data" / "sarif-schema-2.1.0.json"
+SARIF_SCHEMA = REPO / "tests" / "formats" / "sarif-schema-2.1.0.json"
 
 FRAGMENTS = [
     "::",

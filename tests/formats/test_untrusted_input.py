@@ -25,7 +25,7 @@ from imagelint.report import Finding, Outcome, Report, ReportError, RuleResult, 
 from imagelint.report.schema import report_schema
 from imagelint.rulepacks import Severity
 from imagelint.session import OutputSpec, write_outputs
-from tests.ci_gate.helpers import SARIF_SCHEMA, parse_commands, parse_output_file
+from tests.formats.ci_helpers import SARIF_SCHEMA, parse_commands, parse_output_file
 from tests.support import need
 
 FORMATS = ("text", "json", "sarif", "junit", "github", "markdown")

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 import pytest
 
 from imagelint.facts.cgroups import CgroupSampler, probe_memory_stat
-from imagelint.soak.restarts import RestartSnapshot
+from imagelint.facts.systemd.show import RestartSnapshot
 from imagelint.soak.runner import run_soak
-from tests.soak.memcg import MemcgLab, memory_num_cgroups, v1_memory_writable
+from tests.soak.memcg import MemcgLab, judged_against_noise, memory_num_cgroups, v1_memory_writable
 from tests.support import need
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
@@ -96,23 +96,34 @@ def test_short_soak_flags_a_leaking_restarter_and_not_a_clean_one(lab: MemcgLab,
     """
     period, duration, interval = 2.0, 36.0, 3.0
     sampler = CgroupSampler()
-    background = None
-    if not leak:
-        background = _soak(sampler, duration=15.0, interval=interval).trend("dying")
-    seen: list[int] = []
-    lab.start(period, leak=leak)
-    try:
-        result = _soak(sampler, duration, interval, seen)
-    finally:
-        lab.stop()
-    assert not lab.errors, lab.errors
-    assert not result.cut_short
-    assert len(result.samples) == int(duration / interval) + 1
-    assert seen == [s.dying for s in result.samples]
-    trend = result.trend("dying")
-    assert trend is not None
-    made_per_hour = lab.restarts / result.elapsed * 3600  # restarts the lab made while we measured
+
+    def attempt() -> tuple:
+        background = None
+        if not leak:
+            background = _soak(sampler, duration=15.0, interval=interval).trend("dying")
+        seen: list[int] = []
+        made_before = lab.restarts
+        lab.start(period, leak=leak)
+        try:
+            result = _soak(sampler, duration, interval, seen)
+        finally:
+            lab.stop()
+        assert not lab.errors, lab.errors
+        assert not result.cut_short
+        assert len(result.samples) == int(duration / interval) + 1
+        assert seen == [s.dying for s in result.samples]
+        trend = result.trend("dying")
+        assert trend is not None
+        made = lab.restarts - made_before
+        return result, trend, background, made, made / result.elapsed * 3600
+
+    def quiet(outcome: tuple) -> bool:
+        _, trend, background, _, made_per_hour = outcome
+        base = max(background.slope_per_hour, 0.0) if background is not None else 0.0
+        return not (trend.growing and trend.slope_per_hour > base + made_per_hour / 4)
+
     if leak:
+        result, trend, _, _, made_per_hour = attempt()
         assert trend.growing, trend.to_dict()
         # the right order of magnitude: within a factor of 2 of the leak rate actually produced
         assert made_per_hour / 2 <= trend.slope_per_hour <= made_per_hour * 2, (
@@ -122,14 +133,11 @@ def test_short_soak_flags_a_leaking_restarter_and_not_a_clean_one(lab: MemcgLab,
         assert result.ratio() is not None and result.ratio() > 0
     else:
         # clean restarts churn through as many cgroups but leave none dying; judge the slope
-        # against what the machine did on its own just before
-        assert lab.restarts >= duration / period - 2
-        base = max(background.slope_per_hour, 0.0) if background is not None else 0.0
-        allowed = base + made_per_hour / 4
-        assert not (trend.growing and trend.slope_per_hour > allowed), (
-            trend.to_dict(),
-            background.to_dict() if background else None,
-        )
+        # against what the machine did on its own just before (retried if the machine was busy)
+        outcome = judged_against_noise(attempt, quiet)
+        _, trend, background, made, _ = outcome
+        assert made >= duration / period - 2
+        assert quiet(outcome), (trend.to_dict(), background.to_dict() if background else None)
 
 
 def test_symptom_probe_reads_every_live_memcg(lab: MemcgLab) -> None:

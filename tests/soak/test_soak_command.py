@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.soak.memcg import MemcgLab, v1_memory_writable
+from tests.soak.memcg import MemcgLab, judged_against_noise, v1_memory_writable
 from tests.support import need, run_cli
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
@@ -59,7 +59,7 @@ def test_leak_is_flagged_with_the_right_order_of_magnitude(lab: MemcgLab, tmp_pa
 
 def test_without_the_restarter_the_soak_passes(tmp_path: Path) -> None:
     need(v1_memory_writable()[0], "memory cgroup counts need the v1 memory hierarchy (root)")
-    code, report = _soak(tmp_path)
+    code, report = judged_against_noise(lambda: _soak(tmp_path), lambda r: r[0] == 0)
     assert _outcome(report, "IL401") == "pass", report["facts"]["soak"]["trend"]["dying"]
     assert code == 0, [f["message"] for f in report["findings"]]
 
@@ -67,12 +67,18 @@ def test_without_the_restarter_the_soak_passes(tmp_path: Path) -> None:
 def test_churn_that_frees_its_page_cache_leaks_far_less(lab: MemcgLab, tmp_path: Path) -> None:
     """Restarts that delete their file first: some memcgs still linger (kernel objects charged to
     them), but an order of magnitude fewer than when the page cache stays."""
-    lab.start(LEAK_PERIOD_S, leak=False)
-    _, report = _soak(tmp_path)
-    lab.stop()
-    assert not lab.errors and lab.restarts >= 10
-    slope = report["facts"]["soak"]["trend"]["dying"]["slope_per_hour"]
-    assert slope < lab.restarts / 42 * 3600 / 4
+
+    def attempt() -> tuple[float, float]:
+        restarts_before = lab.restarts
+        lab.start(LEAK_PERIOD_S, leak=False)
+        _, report = _soak(tmp_path)
+        lab.stop()
+        assert not lab.errors and lab.restarts - restarts_before >= 10
+        made = (lab.restarts - restarts_before) / 42 * 3600
+        return report["facts"]["soak"]["trend"]["dying"]["slope_per_hour"], made
+
+    slope, made = judged_against_noise(attempt, lambda r: r[0] < r[1] / 4)
+    assert slope < made / 4
 
 
 def test_sigterm_ends_early_with_a_complete_report(tmp_path: Path) -> None:

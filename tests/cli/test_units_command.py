@@ -1,0 +1,63 @@
+"""`imagelint units`: states and presets against `systemctl --root list-unit-files` on the real image,
+the JSON against its schema, the text table, and bad usage."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+
+from imagelint.units_command import UNITS_SCHEMA, render_text, units_document
+from tests.facts.systemd.oracle import NO_PRESET_STATES, list_unit_files, systemctl_available
+from tests.support import need, run_cli
+
+
+def test_units_json_agrees_with_systemctl(debian_rootfs: Path) -> None:
+    need(systemctl_available(), "systemctl is not installed")
+    proc = run_cli("units", str(debian_rootfs), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    document = json.loads(proc.stdout)
+    jsonschema.validate(document, UNITS_SCHEMA)
+    ours = {u["name"]: u for u in document["units"]}
+    theirs = list_unit_files(debian_rootfs)
+    assert len(theirs) > 150
+    for name, (state, preset) in theirs.items():
+        assert ours[name]["state"] == state, name
+        if state not in NO_PRESET_STATES:
+            assert ours[name]["preset"] == preset, name
+    ssh = ours["ssh.service"]
+    assert ssh["boot_chain"] == ["default.target", "graphical.target", "multi-user.target", "ssh.service"]
+    assert ssh["fragment"] == "/lib/systemd/system/ssh.service" or ssh["fragment"].endswith("/ssh.service")
+    assert document["default_target"] == "graphical.target"
+    assert document["problems"] == []
+
+
+def test_units_text_table(debian_rootfs: Path) -> None:
+    proc = run_cli("units", str(debian_rootfs))
+    assert proc.returncode == 0, proc.stderr
+    assert "\x1b[" not in proc.stdout  # no colour when not on a terminal
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("cron.service "))
+    assert (
+        "enabled" in line and "default.target → graphical.target → multi-user.target → cron.service" in line
+    )
+    coloured = render_text(units_document(debian_rootfs), color=True)
+    assert "\x1b[" in coloured
+
+
+def test_units_reports_problems_and_bad_usage(tmp_path: Path) -> None:
+    from tests.facts.systemd.crafted import VENDOR, write
+
+    write(tmp_path, f"{VENDOR}/garbage.service", b"\xff\xfe[Service\x00\n")
+    proc = run_cli("units", str(tmp_path), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    problems = json.loads(proc.stdout)["problems"]
+    assert any(p["path"] == f"/{VENDOR}/garbage.service" for p in problems)
+    text = run_cli("units", str(tmp_path))
+    assert "problem /usr/lib/systemd/system/garbage.service" in text.stdout
+    bad = run_cli("units", str(tmp_path / "nope"))
+    assert bad.returncode == 3 and "does not exist" in bad.stderr and "Traceback" not in bad.stderr
+    fmt = run_cli("units", str(tmp_path), "--format", "yaml")
+    assert fmt.returncode == 2
+    schema = run_cli("schema", "units")
+    assert json.loads(schema.stdout) == UNITS_SCHEMA

@@ -1,0 +1,273 @@
+"""The GitHub Action as a user meets it: its steps run locally, and its YAML checked by real linters.
+
+The composite action's steps are scripts (scripts/github-action-*.sh); these tests run exactly those
+scripts with the environment the runner gives them (GITHUB_ACTIONS, GITHUB_OUTPUT,
+GITHUB_STEP_SUMMARY, GITHUB_WORKSPACE) and read back what GitHub would read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from tests.formats.ci_helpers import (
+    SAMPLE_CONFIG,
+    SARIF_SCHEMA,
+    parse_commands,
+    parse_output_file,
+    sample_image,
+)
+from tests.support import REPO
+
+BIN = Path(sys.executable).parent
+WORKFLOWS = [REPO / ".github/workflows/ci.yml", *sorted((REPO / "examples/workflows").glob("*.yml"))]
+
+
+def run_step(
+    script: str, workspace: Path, inputs: dict[str, str]
+) -> tuple[subprocess.CompletedProcess, Path, Path]:
+    """One composite step: the runner's environment plus the step's env: block."""
+    summary, outputs = workspace / "step-summary.md", workspace / "github-output"
+    summary.write_text("")
+    outputs.write_text("")
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": os.environ.get("HOME", "/root"),
+        "NO_COLOR": "1",
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_WORKSPACE": str(workspace),
+        "GITHUB_ACTION_PATH": str(REPO),
+        "GITHUB_OUTPUT": str(outputs),
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "RUNNER_TEMP": str(workspace / "_temp"),
+        **inputs,
+    }
+    proc = subprocess.run(
+        ["bash", str(REPO / "scripts" / script)],
+        cwd=workspace,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    return proc, summary, outputs
+
+
+@pytest.fixture()
+def workspace(tmp_path: Path) -> Path:
+    """A checked-out repository: a config and a Packer template to anchor SARIF to."""
+    root = tmp_path / "workspace"
+    (root / "packer").mkdir(parents=True)
+    (root / "_temp").mkdir()
+    shutil.copy(SAMPLE_CONFIG, root / "imagelint.yaml")
+    (root / "packer/image.pkr.hcl").write_text('source "null" "img" {}\n')
+    return root
+
+
+def audit_inputs(target: Path, **extra: str) -> dict[str, str]:
+    """The audit step's env: block in action.yml, with the action's defaults."""
+    return {
+        "IMAGELINT_PYTHON": sys.executable,
+        "IMAGELINT_TARGET": str(target),
+        "IMAGELINT_CONFIG": "",
+        "IMAGELINT_FAIL_ON": "",
+        "IMAGELINT_FORMATS": "",
+        "IMAGELINT_REPORT": "imagelint-report.json",
+        "IMAGELINT_SARIF": "",
+        "IMAGELINT_SARIF_ANCHOR": "",
+        **extra,
+    }
+
+
+def test_action_fails_the_faulty_sample_with_annotations_summary_and_outputs(
+    tmp_path: Path, workspace: Path
+) -> None:
+    image = sample_image(tmp_path / "image")
+    inputs = audit_inputs(
+        image,
+        IMAGELINT_CONFIG="imagelint.yaml",
+        IMAGELINT_SARIF="out/imagelint.sarif",
+        IMAGELINT_SARIF_ANCHOR="packer/image.pkr.hcl",
+        IMAGELINT_FORMATS="junit:out/junit.xml  markdown:out/summary.md",
+    )
+    proc, summary, outputs = run_step("github-action-audit.sh", workspace, inputs)
+    assert proc.returncode == 1, proc.stderr  # the gate: the step, and so the job, fails
+
+    commands = parse_commands(proc.stdout)
+    errors = [c for c in commands if c["kind"] == "error"]
+    # most severe first, at most 10 errors: the 11th failing finding (IL204, medium) is counted in a notice
+    assert [c["title"].split()[0] for c in errors] == [
+        *("IL107", "IL206", "IL101", "IL102", "IL104", "IL109", "IL110", "IL201", "IL501", "IL203")
+    ]
+    notices = [c for c in commands if c["kind"] == "notice"]
+    assert len(notices) == 1 and notices[0]["message"].startswith("1 error(s) not annotated")
+    assert errors[0]["title"] == "IL107 aws-credentials-file (critical)"
+    assert errors[0]["file"] == "packer/image.pkr.hcl" and errors[0]["line"] == "1"
+    assert "Remediation: Remove the file" in errors[0]["message"] and "\n" in errors[0]["message"]
+    warnings = [c["title"] for c in commands if c["kind"] == "warning"]
+    assert sorted(warnings) == ["IL106 shell-history (low)", "IL202 restart-unbounded (low)"]
+    assert not any("IL108" in c["title"] for c in commands)  # waived: in the summary, not annotated
+    assert "FAIL: 13 finding(s)" in proc.stdout  # the text table is in the log too
+
+    text = summary.read_text()
+    assert text.startswith("## imagelint: ❌ FAIL")
+    assert "| 11 | 13 | 2 | 0 |" in text  # failing, findings, waived, errors
+    assert "Waived findings (2)" in text and "cloud-init clean runs in the AMI-finalize step" in text
+    assert text == (workspace / "out/summary.md").read_text()  # one Markdown renderer for both
+
+    report_file = workspace / "imagelint-report.json"
+    values = parse_output_file(outputs)
+    assert values == {
+        "verdict": "fail",
+        "failed": "11",
+        "findings": "13",
+        "exit-code": "1",
+        "report-sha256": hashlib.sha256(report_file.read_bytes()).hexdigest(),
+        "report-path": "imagelint-report.json",
+        "sarif-path": "out/imagelint.sarif",
+    }
+    assert json.loads(report_file.read_text())["verdict"] == "fail"
+    sarif = json.loads((workspace / "out/imagelint.sarif").read_text())
+    schema = json.loads(SARIF_SCHEMA.read_text())
+    jsonschema.validators.validator_for(schema)(schema).validate(sarif)
+    assert (workspace / "out/junit.xml").read_text().startswith("<?xml")
+
+
+def test_action_passes_a_cleaned_real_image_without_annotations(clean_rootfs: Path, workspace: Path) -> None:
+    proc, summary, outputs = run_step("github-action-audit.sh", workspace, audit_inputs(clean_rootfs))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+    assert parse_commands(proc.stdout) == []
+    assert summary.read_text().startswith("## imagelint: ✅ PASS")
+    values = parse_output_file(outputs)
+    assert (values["verdict"], values["failed"], values["exit-code"], values["sarif-path"]) == (
+        "pass",
+        "0",
+        "0",
+        "",
+    )
+
+
+def test_action_refuses_bad_input_with_exit_2(tmp_path: Path, workspace: Path) -> None:
+    image = sample_image(tmp_path / "image")
+    proc, _, outputs = run_step(
+        "github-action-audit.sh", workspace, audit_inputs(image, IMAGELINT_FAIL_ON="severe")
+    )
+    assert proc.returncode == 2 and "--fail-on 'severe'" in proc.stderr
+    assert "verdict" not in parse_output_file(outputs)
+
+
+@pytest.mark.slow
+def test_action_install_step_then_audit_step(tmp_path: Path, workspace: Path) -> None:
+    """Both steps end to end: install from the action's own checkout into a fresh venv, then audit."""
+    venv = tmp_path / "venv"
+    proc, _, outputs = run_step(
+        "github-action-install.sh",
+        workspace,
+        {"IMAGELINT_VERSION": "", "IMAGELINT_VENV": str(venv), "BOOTSTRAP_PYTHON": sys.executable},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    python = parse_output_file(outputs)["python"]
+    assert python == str(venv / "bin/python") and proc.stdout.startswith("imagelint ")
+    image = sample_image(tmp_path / "image")
+    inputs = audit_inputs(image, IMAGELINT_PYTHON=python, IMAGELINT_CONFIG="imagelint.yaml")
+    proc, summary, outputs = run_step("github-action-audit.sh", workspace, inputs)
+    assert proc.returncode == 1 and parse_output_file(outputs)["verdict"] == "fail"
+    assert len([c for c in parse_commands(proc.stdout) if c["kind"] == "error"]) == 10  # display limit
+    assert summary.read_text().startswith("## imagelint: ❌ FAIL")
+
+
+# --- the YAML, checked by the linters GitHub users run -------------------------------------------
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name, path=str(BIN))
+    assert path, f"{name} is installed with the test extras (pip install -e '.[test]')"
+    return path
+
+
+def test_action_and_workflows_match_githubs_schemas() -> None:
+    checker = _tool("check-jsonschema")
+    action = subprocess.run(
+        [checker, "--builtin-schema", "vendor.github-actions", str(REPO / "action.yml")],
+        capture_output=True,
+        text=True,
+    )
+    assert action.returncode == 0, action.stdout + action.stderr
+    workflows = subprocess.run(
+        [checker, "--builtin-schema", "vendor.github-workflows", *map(str, WORKFLOWS)],
+        capture_output=True,
+        text=True,
+    )
+    assert workflows.returncode == 0, workflows.stdout + workflows.stderr
+
+
+def test_schema_check_catches_a_typo(tmp_path: Path) -> None:
+    """The oracle is not blind: a misspelt key in action.yml is refused."""
+    broken = tmp_path / "action.yml"
+    broken.write_text((REPO / "action.yml").read_text().replace("\nruns:", "\nrun:", 1))
+    proc = subprocess.run(
+        [_tool("check-jsonschema"), "--builtin-schema", "vendor.github-actions", str(broken)],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 1 and "'runs' is a required property" in proc.stdout
+
+
+def _actionlint_repo(tmp_path: Path, workflow_text: str) -> subprocess.CompletedProcess:
+    """A repository holding this action at its root and a workflow that uses it as ``./``."""
+    repo = tmp_path / "lint-repo"
+    (repo / ".github/workflows").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    shutil.copy(REPO / "action.yml", repo / "action.yml")
+    (repo / ".github/workflows/audit.yml").write_text(workflow_text)
+    return subprocess.run(
+        [_tool("actionlint"), "-format", "{{json .}}"], cwd=repo, capture_output=True, text=True
+    )
+
+
+def test_actionlint_accepts_the_workflows_and_the_example_against_action_yml(tmp_path: Path) -> None:
+    proc = subprocess.run([_tool("actionlint"), *map(str, WORKFLOWS)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # The example's `with:` inputs and `steps.imagelint.outputs.*` checked against this action.yml
+    example = (REPO / "examples/workflows/audit-image.yml").read_text()
+    assert "uses: imagelint/imagelint@v1" in example
+    proc = _actionlint_repo(tmp_path, example.replace("uses: imagelint/imagelint@v1", "uses: ./"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_actionlint_catches_an_undefined_input_and_output(tmp_path: Path) -> None:
+    example = (REPO / "examples/workflows/audit-image.yml").read_text()
+    broken = example.replace("uses: imagelint/imagelint@v1", "uses: ./")
+    broken = broken.replace("sarif-file:", "sarif_file:").replace("outputs.failed", "outputs.failed_count")
+    proc = _actionlint_repo(tmp_path, broken)
+    messages = [e["message"] for e in json.loads(proc.stdout)]
+    assert proc.returncode == 1
+    assert any('input "sarif_file" is not defined' in m for m in messages)
+    assert any('property "failed_count" is not defined' in m for m in messages)
+
+
+def test_action_passes_inputs_through_env_never_into_shell() -> None:
+    action = yaml.safe_load((REPO / "action.yml").read_text())
+    steps = action["runs"]["steps"]
+    assert action["runs"]["using"] == "composite"
+    run_steps = [s for s in steps if "run" in s]
+    assert run_steps and all("${{" not in s["run"] and s["shell"] == "bash" for s in run_steps)
+    scripts = {s["run"].split("/scripts/")[1].rstrip('"') for s in run_steps}
+    assert scripts == {"github-action-install.sh", "github-action-audit.sh"}
+    assert all((REPO / "scripts" / name).is_file() for name in scripts)
+    declared = set(action["inputs"])
+    assert {"target", "config", "fail-on", "formats", "sarif-file", "version"} <= declared
+    assert {"verdict", "failed", "report-path", "sarif-path", "report-sha256"} <= set(action["outputs"])
+    for workflow in WORKFLOWS:
+        for job in yaml.safe_load(workflow.read_text())["jobs"].values():
+            assert all("${{" not in step.get("run", "") for step in job["steps"]), workflow
