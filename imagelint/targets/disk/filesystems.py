@@ -170,13 +170,22 @@ def _owner(fstype: str, node: Any) -> tuple[int, int]:
     return int(node.inode.di_uid), int(node.inode.di_gid)
 
 
-def open_filesystem(fstype: str, stream: BinaryIO, where: str) -> Filesystem:
-    """Open a filesystem found on a volume, refusing one not cleanly unmounted (see the module doc)."""
+def _check_size(fstype: str, needed: int, size: int, where: str) -> None:
+    if needed > size:
+        raise DiskImageError(
+            f"truncated: the {fstype} filesystem spans {needed} bytes but its volume has {size}", where=where
+        )
+
+
+def open_filesystem(fstype: str, stream: BinaryIO, size: int, where: str) -> Filesystem:
+    """Open a filesystem found on a volume of ``size`` bytes, refusing one that does not fit in it
+    (truncated) or was not cleanly unmounted (see the module doc)."""
     try:
         if fstype == EXT:
             from dissect.extfs import ExtFS
 
             ext = ExtFS(stream)
+            _check_size(fstype, ext.block_count * ext.block_size, size, where)
             if ext.sb.s_feature_incompat & _EXT_RECOVER:
                 raise DiskImageError(
                     "the ext4 journal needs recovery (the filesystem was not cleanly unmounted); "
@@ -192,6 +201,7 @@ def open_filesystem(fstype: str, stream: BinaryIO, where: str) -> Filesystem:
             from dissect.xfs import XFS as XFSReader
 
             xfs = XFSReader(stream)
+            _check_size(fstype, xfs.sb.sb_dblocks * xfs.block_size, size, where)
             if not _xfs_log_clean(xfs, stream):
                 raise DiskImageError(
                     "the XFS log is dirty (the filesystem was not cleanly unmounted); not read as it "
@@ -213,7 +223,7 @@ def open_filesystem(fstype: str, stream: BinaryIO, where: str) -> Filesystem:
 
 
 _XLOG_MAGIC = 0xFEEDBABE
-_XLOG_UNMOUNT_TRANS = 0x08
+_XLOG_UNMOUNT_TRANS = 0x20
 _XLOG_HEADER = struct.Struct(">IIIIQQII")  # magic, cycle, version, len, lsn, tail_lsn, crc, prev_block
 MAX_LOG_BYTES = 2 * 1024 * 1024 * 1024
 

@@ -62,13 +62,18 @@ def _image(debian_rootfs: Path, name: str) -> Path:
         "xfs": fs_xfs,
         "gpt-xfs": lambda: images.cached("gpt-xfs.raw", lambda out: images.gpt(fs_xfs(), out)),
         "lvm-ext4": lambda: images.cached("lvm-ext4.raw", lambda out: images.lvm(fs_ext4(), out)),
-        "var-split": lambda: images.cached("var-split.raw", lambda out: images.separate_var(debian_rootfs, out)),
-        "qcow2": lambda: images.cached("gpt-ext4.qcow2", lambda out: images.convert(gpt_ext4(), out, "qcow2")),
+        "var-split": lambda: images.cached(
+            "var-split.raw", lambda out: images.separate_var(debian_rootfs, out)
+        ),
+        "qcow2": lambda: images.cached(
+            "gpt-ext4.qcow2", lambda out: images.convert(gpt_ext4(), out, "qcow2")
+        ),
         "qcow2-compressed": lambda: images.cached(
             "gpt-ext4.c.qcow2", lambda out: images.convert(gpt_ext4(), out, "qcow2", "-c")
         ),
         "vmdk": lambda: images.cached(
-            "gpt-ext4.vmdk", lambda out: images.convert(gpt_ext4(), out, "vmdk", "-o", "subformat=streamOptimized")
+            "gpt-ext4.vmdk",
+            lambda out: images.convert(gpt_ext4(), out, "vmdk", "-o", "subformat=streamOptimized"),
         ),
         "vhdx": lambda: images.cached("gpt-ext4.vhdx", lambda out: images.convert(gpt_ext4(), out, "vhdx")),
     }
@@ -95,7 +100,9 @@ def test_a_disk_image_audits_and_lists_units_like_its_directory_tree(debian_root
     assert report["target"] == {"kind": "disk", "path": str(image)}
     disk = report["facts"]["disk"]
     assert disk["root"]["filesystem"] == ("xfs" if "xfs" in name else "ext4")
-    assert disk["container"] == {"qcow2": "qcow2", "qcow2-compressed": "qcow2"}.get(name, name if name in CONTAINERS else "raw")
+    assert disk["container"] == {"qcow2": "qcow2", "qcow2-compressed": "qcow2"}.get(
+        name, name if name in CONTAINERS else "raw"
+    )
     if name == "var-split":
         assert {"mountpoint": "/var", "device": f"UUID={images.VAR_UUID}", "status": "mounted",
                 "volume": "partition 3", "filesystem": "ext4"} in disk["mounts"]  # fmt: skip
@@ -112,6 +119,29 @@ def test_the_separate_var_is_really_needed(debian_rootfs: Path) -> None:
     assert var_findings <= _findings(_audit(image))
 
 
+def _nobody_command() -> tuple[list[str], dict[str, str]]:
+    """How nobody runs this imagelint: the venv's script, or (when the venv's interpreter lives in
+    root's home) the system Python of the same version with the worktree and the venv's packages."""
+    env = {"PATH": "/usr/bin:/bin", "NO_COLOR": "1", "HOME": "/nonexistent"}
+    exe = Path(sys.executable).parent / "imagelint"
+    probe = subprocess.run(
+        ["runuser", "-u", "nobody", "--", str(exe), "--version"], capture_output=True, check=False
+    )
+    if probe.returncode == 0:
+        return [str(exe)], env
+    system = f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}"
+    need(Path(system).exists(), f"nobody cannot run {exe} and {system} is missing")
+    import imagelint
+
+    site = next(p for p in sys.path if p.endswith("site-packages") and Path(p).is_relative_to(sys.prefix))
+    env["PYTHONPATH"] = f"{Path(imagelint.__file__).parent.parent}:{site}"
+    return [
+        system,
+        "-c",
+        "import sys; from imagelint.cli import main; sys.argv[0] = 'imagelint'; main()",
+    ], env
+
+
 def _public_copy(image: Path) -> Path:
     """A copy an unprivileged user can read (the cache lives under root's home)."""
     d = Path(tempfile.mkdtemp(prefix="imagelint-nobody-"))
@@ -126,15 +156,12 @@ def _public_copy(image: Path) -> Path:
 def test_an_unprivileged_user_audits_an_image_file(debian_rootfs: Path, name: str) -> None:
     need(is_root(), "runuser needs root")
     _need_tools("runuser", "mkfs.xfs", "qemu-img")
-    exe = Path(sys.executable).parent / "imagelint"
-    probe = subprocess.run(["runuser", "-u", "nobody", "--", str(exe), "--version"], capture_output=True, check=False)
-    need(probe.returncode == 0, f"nobody cannot run {exe} (the venv must be readable)")
+    command, env = _nobody_command()
     copy = _public_copy(_image(debian_rootfs, name))
     try:
         proc = subprocess.run(
-            ["runuser", "-u", "nobody", "--", str(exe), "audit", str(copy), "--format", "json"],
-            capture_output=True, text=True, check=False, timeout=300, cwd="/",
-            env={"PATH": "/usr/bin:/bin", "NO_COLOR": "1", "HOME": "/nonexistent"},
+            ["runuser", "-u", "nobody", "--", *command, "audit", str(copy), "--format", "json"],
+            capture_output=True, text=True, check=False, timeout=300, cwd="/", env=env,
         )  # fmt: skip
         assert proc.returncode == 1, proc.stderr
         findings, _ = _expected(str(images.sample_tree(debian_rootfs)))
