@@ -173,7 +173,10 @@ _LVM_CONFIG = (
 
 def _lvm(*args: str) -> str:
     return subprocess.run(
-        [args[0], "--config", _LVM_CONFIG, *args[1:]], check=True, capture_output=True, text=True
+        [args[0], "--config", _LVM_CONFIG, "--driverloaded", "n", *args[1:]],  # no device-mapper used
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
 
 

@@ -119,6 +119,12 @@ def test_the_separate_var_is_really_needed(debian_rootfs: Path) -> None:
     assert var_findings <= _findings(_audit(image))
 
 
+def _runuser() -> str:
+    exe = shutil.which("runuser")
+    need(exe is not None, "runuser is not installed")
+    return str(exe)
+
+
 def _nobody_command() -> tuple[list[str], dict[str, str]]:
     """How nobody runs this imagelint: the venv's script, or (when the venv's interpreter lives in
     root's home) the system Python of the same version with the worktree and the venv's packages."""
@@ -160,7 +166,7 @@ def test_an_unprivileged_user_audits_an_image_file(debian_rootfs: Path, name: st
     copy = _public_copy(_image(debian_rootfs, name))
     try:
         proc = subprocess.run(
-            ["runuser", "-u", "nobody", "--", *command, "audit", str(copy), "--format", "json"],
+            [_runuser(), "-u", "nobody", "--", *command, "audit", str(copy), "--format", "json"],
             capture_output=True, text=True, check=False, timeout=300, cwd="/", env=env,
         )  # fmt: skip
         assert proc.returncode == 1, proc.stderr
