@@ -106,19 +106,20 @@ def run_audit(
     if live and root.resolve() != Path("/"):
         raise UsageError(f"--live audits the running host: give / as the root (or none), not {root}")
     packs, config = prepare(options)
-    settings = RunSettings(
-        journal_path=str(journal.path) if journal.path else None,
-        require_journal=journal.require or config.require_journal,
+    from imagelint.facts.journal import JournalRequest
+
+    request = JournalRequest(
+        str(journal.path) if journal.path else None, required=journal.require or config.require_journal
     )
     if live and partition is not None:
         raise UsageError("--partition applies to disk image files, not to --live")
+    settings = RunSettings(sources=(request,))
     target = HostTarget() if live else open_target(root, partition=partition)  # a directory or a disk image
     if live:
-        from imagelint.live import collect_live_state
+        from imagelint.facts.systemd.live import collect_live_state
         from imagelint.rulepacks import Scope
 
-        settings.scopes = (Scope.IMAGE, Scope.HOST)
-        settings.live = collect_live_state()
+        settings = RunSettings(scopes=(Scope.IMAGE, Scope.HOST), sources=(request, collect_live_state()))
     report = audit(target, packs, config, settings)
     return publish(report, options)
 

@@ -17,13 +17,14 @@ from contextlib import contextmanager
 from imagelint.engine import RunSettings, audit
 from imagelint.errors import UsageError
 from imagelint.facts.cgroups import CgroupSampler, Sample, probe_memory_stat
+from imagelint.facts.journal.window import restarts_logged_between
+from imagelint.facts.soak import SoakFacts
 from imagelint.report import ReportError, Verdict
 from imagelint.report.verdict import decide
 from imagelint.rulepacks import Scope
 from imagelint.session import RunOptions, prepare, publish
-from imagelint.soak.facts import SoakFacts
 from imagelint.soak.runner import run_soak, stop_on_signals
-from imagelint.targets import HostTarget, Target
+from imagelint.targets import HostTarget
 
 PLAIN_PROGRESS_EVERY_S = 30
 
@@ -39,10 +40,10 @@ def run_soak_command(duration: float, interval: float, options: RunOptions, *, i
         result = run_soak(sampler, duration=duration, interval=interval, on_sample=on_sample, stop=stop)
     walk_end = probe_memory_stat(sampler.layout)
     facts = SoakFacts(result, sampler.layout, walk_start, walk_end)
-    facts.journal_restarts, facts.journal_note = journal_restarts(
+    facts.journal_restarts, facts.journal_note = restarts_logged_between(
         HostTarget(), result.started_wall, result.ended_wall
     )
-    report = audit(HostTarget(), packs, config, RunSettings(scopes=(Scope.SOAK,), soak=facts))
+    report = audit(HostTarget(), packs, config, RunSettings(scopes=(Scope.SOAK,), sources=(facts,)))
     report.facts["soak"] = facts.to_dict()
     report.notes.extend(facts.summary_lines())
     if result.cut_short:
@@ -51,17 +52,6 @@ def run_soak_command(duration: float, interval: float, options: RunOptions, *, i
         report.errors.append(ReportError(note, where="soak"))
         report.verdict = decide(report)
     return publish(report, options)
-
-
-def journal_restarts(target: Target, since: float, until: float) -> tuple[dict[str, int] | None, str]:
-    """Restarts the host's journal logged during the soak, per unit (None when there is no journal)."""
-    from imagelint.facts.journal import analyze_restarts, open_image
-
-    with open_image(target) as journal:
-        if journal.scan.files_found == 0:
-            return None, "no journal on this host"
-        counts = analyze_restarts(journal).restarts_between(int(since * 1e6), int(until * 1e6))
-        return counts, journal.scan.summary().splitlines()[0]
 
 
 @contextmanager
@@ -76,7 +66,7 @@ def _progress(duration: float, interval: float, interactive: bool) -> Iterator[C
         dying.append((sample.monotonic, float(sample.dying)))
         text = f"dying {sample.dying:,} · live {sample.live:,}"
         if len(dying) >= 3:
-            from imagelint.soak.stats import theil_sen
+            from imagelint.facts.trend import theil_sen
 
             slope, _ = theil_sen([t for t, _ in dying], [v for _, v in dying])
             text += f" · slope {slope * 3600:+,.0f}/h"
