@@ -111,9 +111,9 @@ def run_audit(
     request = JournalRequest(
         str(journal.path) if journal.path else None, required=journal.require or config.require_journal
     )
-    settings = RunSettings(sources=(request,))
     if live and partition is not None:
         raise UsageError("--partition applies to disk image files, not to --live")
+    settings = RunSettings(sources=(request,))
     target = HostTarget() if live else open_target(root, partition=partition)  # a directory or a disk image
     if live:
         from imagelint.facts.systemd.live import collect_live_state

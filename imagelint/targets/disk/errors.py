@@ -18,13 +18,18 @@ class MissingExtraError(UsageError):
 
 
 def require_dissect() -> None:
-    """Raise MissingExtraError naming the extra when the dissect libraries are not importable."""
-    try:
-        import dissect.extfs
-        import dissect.hypervisor
-        import dissect.volume
-        import dissect.xfs  # noqa: F401
-    except ImportError as exc:
-        raise MissingExtraError(
-            f"reading disk images needs the optional disk extra ({exc.name} is missing): {EXTRA_HINT}"
-        ) from None
+    """Raise MissingExtraError naming the extra when the dissect libraries are not installed.
+
+    They are found, not imported: each is imported when an image needs it (dissect compiles its
+    structure definitions at import, a cost paid only for the formats an image uses)."""
+    from importlib.util import find_spec
+
+    for name in ("dissect.extfs", "dissect.hypervisor", "dissect.volume", "dissect.xfs"):
+        try:
+            found = find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            raise MissingExtraError(
+                f"reading disk images needs the optional disk extra ({name} is missing): {EXTRA_HINT}"
+            )

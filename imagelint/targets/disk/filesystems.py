@@ -20,6 +20,11 @@ from imagelint.targets.interface import FileKind, ImageStat, kind_of
 
 Parts = tuple[str, ...]
 MAX_CACHED_DIRS = 4096  # directory listings kept (least recently used first out)
+MAX_CACHED_STATS = 200_000  # inode stat fields kept (cleared when full)
+_EXT_HEAD = struct.Struct("<HHI")  # i_mode, i_uid, i_size_lo
+_EXT_IDS_HIGH = struct.Struct("<HH")  # i_uid_high, i_gid_high (at 120)
+_U16 = struct.Struct("<H")
+_U32 = struct.Struct("<I")
 
 _EXT_RECOVER = 0x4  # EXT3_FEATURE_INCOMPAT_RECOVER: the journal holds transactions to replay
 _EXT_ERROR_FS = 0x2  # s_state: errors detected
@@ -59,6 +64,41 @@ class Filesystem:
         self.uuid = uuid
         self.label = label
         self._dirs: OrderedDict[Parts, dict[str, Any]] = OrderedDict()
+        self._ext_stats: dict[int, tuple[int, int, int, int]] = {}
+
+    def _stat_fields(self, node: Any) -> tuple[int, int, int, int]:
+        """(mode, uid, gid, size) of an inode."""
+        if self.fstype == EXT:
+            return self._ext_stat(node)
+        i = node.inode
+        return int(i.di_mode), int(i.di_uid), int(i.di_gid), int(node.size)
+
+    def _ext_stat(self, node: Any) -> tuple[int, int, int, int]:
+        """The four stat fields of an ext inode, read from its first 128 bytes (the layout every ext
+        revision shares) at the place dissect.extfs computes: parsing the whole inode structure
+        with dissect's cstruct for each of a walk's entries cost most of a disk image audit."""
+        cached = self._ext_stats.get(node.inum)
+        if cached is not None:
+            return cached
+        ext = self.fs
+        group, index = divmod(node.inum - 1, ext.sb.s_inodes_per_group)
+        desc = ext._read_group_desc(group)
+        table = desc.bg_inode_table_lo
+        if getattr(desc, "bg_inode_table_hi", None) is not None and ext._group_desc_size >= 64:
+            table |= desc.bg_inode_table_hi << 32
+        ext.fh.seek(table * ext.block_size + index * ext.sb.s_inode_size)
+        raw = ext.fh.read(128)
+        if len(raw) < 128:
+            raise OSError(0, f"inode {node.inum} lies past the end of the filesystem (truncated)")
+        mode, uid_lo, size_lo = _EXT_HEAD.unpack_from(raw, 0)
+        (gid_lo,) = _U16.unpack_from(raw, 24)
+        (size_hi,) = _U32.unpack_from(raw, 108)
+        uid_hi, gid_hi = _EXT_IDS_HIGH.unpack_from(raw, 120)
+        fields = (mode, (uid_hi << 16) | uid_lo, (gid_hi << 16) | gid_lo, (size_hi << 32) | size_lo)
+        if len(self._ext_stats) >= MAX_CACHED_STATS:
+            self._ext_stats.clear()
+        self._ext_stats[node.inum] = fields
+        return fields
 
     # -- inode access ---------------------------------------------------------------------------
 
@@ -79,7 +119,7 @@ class Filesystem:
     def _node(self, parts: Parts) -> Any | None:
         node = self.fs.root
         for i, name in enumerate(parts):
-            if _mode(self.fstype, node) & 0o170000 != stat.S_IFDIR:
+            if self._stat_fields(node)[0] & 0o170000 != stat.S_IFDIR:
                 return None
             node = self._children(parts[:i], node).get(name)
             if node is None:
@@ -93,8 +133,8 @@ class Filesystem:
             node = self._node(parts)
             if node is None:
                 return None
-            uid, gid = _owner(self.fstype, node)
-            return ImageStat.from_mode("/" + "/".join(parts), _mode(self.fstype, node), uid, gid, node.size)
+            mode, uid, gid, size = self._stat_fields(node)
+            return ImageStat.from_mode("/" + "/".join(parts), mode, uid, gid, size)
         except Exception as exc:
             raise _wrap(exc) from None
 
@@ -109,7 +149,7 @@ class Filesystem:
 
     def _dir(self, parts: Parts) -> dict[str, Any] | None:
         node = self._node(parts)
-        if node is None or _mode(self.fstype, node) & 0o170000 != stat.S_IFDIR:
+        if node is None or self._stat_fields(node)[0] & 0o170000 != stat.S_IFDIR:
             return None
         return self._children(parts, node)
 
@@ -120,8 +160,8 @@ class Filesystem:
                 return None
             out = []
             for name, node in children.items():
-                uid, gid = _owner(self.fstype, node)
-                out.append((name, ImageStat.from_mode(name, _mode(self.fstype, node), uid, gid, node.size)))
+                mode, uid, gid, size = self._stat_fields(node)
+                out.append((name, ImageStat.from_mode(name, mode, uid, gid, size)))
             return out
         except Exception as exc:
             raise _wrap(exc) from None
@@ -145,17 +185,12 @@ class Filesystem:
             node = self._node(parts)
             if node is None:
                 raise FileNotFoundError(2, "No such file or directory")
-            if _mode(self.fstype, node) & 0o170000 != stat.S_IFREG:
+            mode, _uid, _gid, size = self._stat_fields(node)
+            if mode & 0o170000 != stat.S_IFREG:
                 raise OSError(0, "not a regular file; not opened")
-            return StreamFile(node.open(), node.size)
+            return StreamFile(node.open(), size)
         except Exception as exc:
             raise _wrap(exc) from None
-
-
-def _mode(fstype: str, node: Any) -> int:
-    if fstype == EXT:
-        return int(node.inode.i_mode)
-    return int(node.inode.di_mode)
 
 
 def _filetype(fstype: str, node: Any) -> int:
@@ -163,20 +198,22 @@ def _filetype(fstype: str, node: Any) -> int:
     return int(node.filetype)
 
 
-def _owner(fstype: str, node: Any) -> tuple[int, int]:
-    if fstype == EXT:
-        i = node.inode
-        return (i.i_uid_high << 16) | i.i_uid, (i.i_gid_high << 16) | i.i_gid
-    return int(node.inode.di_uid), int(node.inode.di_gid)
+def _check_size(fstype: str, needed: int, size: int, where: str) -> None:
+    if needed > size:
+        raise DiskImageError(
+            f"truncated: the {fstype} filesystem spans {needed} bytes but its volume has {size}", where=where
+        )
 
 
-def open_filesystem(fstype: str, stream: BinaryIO, where: str) -> Filesystem:
-    """Open a filesystem found on a volume, refusing one not cleanly unmounted (see the module doc)."""
+def open_filesystem(fstype: str, stream: BinaryIO, size: int, where: str) -> Filesystem:
+    """Open a filesystem found on a volume of ``size`` bytes, refusing one that does not fit in it
+    (truncated) or was not cleanly unmounted (see the module doc)."""
     try:
         if fstype == EXT:
             from dissect.extfs import ExtFS
 
             ext = ExtFS(stream)
+            _check_size(fstype, ext.block_count * ext.block_size, size, where)
             if ext.sb.s_feature_incompat & _EXT_RECOVER:
                 raise DiskImageError(
                     "the ext4 journal needs recovery (the filesystem was not cleanly unmounted); "
@@ -192,6 +229,7 @@ def open_filesystem(fstype: str, stream: BinaryIO, where: str) -> Filesystem:
             from dissect.xfs import XFS as XFSReader
 
             xfs = XFSReader(stream)
+            _check_size(fstype, xfs.sb.sb_dblocks * xfs.block_size, size, where)
             if not _xfs_log_clean(xfs, stream):
                 raise DiskImageError(
                     "the XFS log is dirty (the filesystem was not cleanly unmounted); not read as it "
@@ -213,7 +251,7 @@ def open_filesystem(fstype: str, stream: BinaryIO, where: str) -> Filesystem:
 
 
 _XLOG_MAGIC = 0xFEEDBABE
-_XLOG_UNMOUNT_TRANS = 0x08
+_XLOG_UNMOUNT_TRANS = 0x20
 _XLOG_HEADER = struct.Struct(">IIIIQQII")  # magic, cycle, version, len, lsn, tail_lsn, crc, prev_block
 MAX_LOG_BYTES = 2 * 1024 * 1024 * 1024
 

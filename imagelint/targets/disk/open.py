@@ -26,7 +26,7 @@ from imagelint.targets.disk.probe import (
     container_format,
     stream_size,
 )
-from imagelint.targets.disk.volumes import Layout, Volume, find_volumes
+from imagelint.targets.disk.volumes import Layout, Volume, find_volumes, volume_size
 from imagelint.targets.resolver import ResolvingTarget
 
 _ROOT_MARKERS = ("/etc/os-release", "/usr/lib/os-release")
@@ -81,6 +81,7 @@ def open_disk_file(path: str | os.PathLike[str], *, partition: int | None = None
 def _open_container(fmt: str, fh: BinaryIO, where: str) -> Any:
     if fmt == RAW:
         return fh
+    fh.seek(0)  # sniffing moved it (a fixed VHD's footer is at the end)
     try:
         if fmt == QCOW2:
             from pathlib import Path
@@ -169,7 +170,7 @@ def _open(volume: Volume, where: str) -> Filesystem | None:
     """The filesystem on a volume, or None when it holds none imagelint reads (EFI, swap, unknown)."""
     if volume.content not in READABLE:
         return None
-    return open_filesystem(volume.content, volume.stream, f"{where}: {volume.label}")
+    return open_filesystem(volume.content, volume.stream, volume_size(volume), f"{where}: {volume.label}")
 
 
 def _is_root(fs: Filesystem) -> bool:

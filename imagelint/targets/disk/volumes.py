@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from imagelint.targets.disk.errors import DiskImageError
-from imagelint.targets.disk.probe import LVM, volume_content
+from imagelint.targets.disk.probe import LVM, stream_size, volume_content
 
 MAX_VOLUMES = 256
 
@@ -27,6 +27,12 @@ class Volume:
     partuuid: str | None = None
     partlabel: str | None = None
     devices: list[str] = field(default_factory=list)  # /dev/mapper/VG-LV, /dev/VG/LV
+
+
+def volume_size(volume: Volume) -> int:
+    """The size of a volume's stream (a partition's from the table, an LV's from its segments)."""
+    size = getattr(volume.stream, "size", None)
+    return size if isinstance(size, int) else stream_size(volume.stream)
 
 
 @dataclass
@@ -98,6 +104,12 @@ def find_volumes(disk: BinaryIO, where: str) -> Layout:
         if not part.size or part.type in (0x05, 0x0F, 0x85, 0xEE):  # extended containers, protective MBR
             continue
         stream = part.open()
+        if kind == "gpt" and part.raw is not None:
+            # a GPT entry's last LBA is inclusive (dissect.volume 3.18 counts one sector short)
+            from dissect.util.stream import RangeStream
+
+            size = (part.raw.last_lba - part.raw.first_lba + 1) * scheme.sector_size
+            stream = RangeStream(disk, part.offset, size)
         try:
             content = volume_content(stream)
         except Exception:

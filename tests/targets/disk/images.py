@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import tempfile
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -165,45 +165,67 @@ def mbr(fs: Path, out: Path) -> None:
     _partitioned(out, "dos", [("ef", None, EFI_SIZE), ("83", fs, fs.stat().st_size)])
 
 
-@contextlib.contextmanager
-def loop_device(image: Path) -> Iterator[str]:
-    dev = subprocess.run(
-        ["losetup", "--find", "--show", "--partscan", str(image)], check=True, capture_output=True, text=True
-    ).stdout.strip()
-    try:
-        yield dev
-    finally:
-        subprocess.run(["losetup", "-d", dev], check=False, capture_output=True)
+_LVM_CONFIG = (
+    'devices { use_devicesfile=0 filter=["a|^/dev/loop|", "r|.*|"] } '
+    "activation { udev_sync=0 udev_rules=0 } backup { backup=0 archive=0 }"
+)
+
+
+def _lvm(*args: str) -> str:
+    return subprocess.run(
+        [args[0], "--config", _LVM_CONFIG, "--driverloaded", "n", *args[1:]],  # no device-mapper used
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
 
 
 def lvm(fs: Path, out: Path) -> None:
-    """MBR, one partition holding an LVM PV; VG (unique name) with LV 'root' holding the filesystem."""
-    size = fs.stat().st_size + 8 * MIB
+    """MBR with one partition holding an LVM PV, a VG (unique name) and a linear LV 'root' holding the
+    filesystem. Made by the real LVM tools on a loop device; the LV is never activated (no
+    device-mapper needed): the filesystem is written where LVM placed the LV's extents."""
+    size = fs.stat().st_size + 16 * MIB
     _partitioned(out, "dos", [("8e", None, size)])
     vg = f"ilt{uuid.uuid4().hex[:10]}"
-    with loop_device(out) as dev:
-        part = f"{dev}p1"
-        run("pvcreate", "-q", "-ff", "-y", "--devices", part, part)
-        try:
-            run("vgcreate", "-q", "--devices", part, vg, part)
-            try:
-                run(
-                    "lvcreate",
-                    "-q",
-                    "--devices",
-                    part,
-                    "-y",
-                    "-n",
-                    "root",
-                    "-L",
-                    f"{fs.stat().st_size // MIB}m",
-                    vg,
-                )
-                run("dd", f"if={fs}", f"of=/dev/{vg}/root", "bs=4M", "conv=fsync", "status=none")
-            finally:
-                subprocess.run(["vgchange", "--devices", part, "-an", vg], check=False, capture_output=True)
-        finally:
-            subprocess.run(["dmsetup", "remove", f"{vg}-root"], check=False, capture_output=True)
+    dev = subprocess.run(
+        ["losetup", "--find", "--show", "--offset", str(MIB), "--sizelimit", str(size), str(out)],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+    try:
+        # no host state is left: no activation (no device-mapper), no metadata backups (config above)
+        _lvm("pvcreate", "-q", "-ff", "-y", dev)
+        _lvm("vgcreate", "-q", "-s", "4m", vg, dev)
+        _lvm(
+            "lvcreate",
+            "-q",
+            "-y",
+            "-an",
+            "-Zn",
+            "-Wn",
+            "-n",
+            "root",
+            "-L",
+            f"{fs.stat().st_size // MIB}m",
+            vg,
+        )
+        pe_start = int(
+            _lvm("pvs", "--noheadings", "--units", "b", "--nosuffix", "-o", "pe_start", dev).strip()
+        )
+        ranges = _lvm("lvs", "--noheadings", "-o", "seg_pe_ranges", f"{vg}/root").strip()
+        first_pe = int(ranges.split(":")[1].split("-")[0])
+        offset = MIB + pe_start + first_pe * 4 * MIB
+        run(
+            "dd",
+            f"if={fs}",
+            f"of={out}",
+            "bs=1M",
+            f"seek={offset}",
+            "oflag=seek_bytes",
+            "conv=notrunc,sparse",
+            "status=none",
+        )
+    finally:
+        subprocess.run(["losetup", "-d", dev], check=False, capture_output=True)
 
 
 def separate_var(debian_rootfs: Path, out: Path) -> None:

@@ -119,6 +119,35 @@ def test_the_separate_var_is_really_needed(debian_rootfs: Path) -> None:
     assert var_findings <= _findings(_audit(image))
 
 
+def _runuser() -> str:
+    exe = shutil.which("runuser")
+    need(exe is not None, "runuser is not installed")
+    return str(exe)
+
+
+def _nobody_command() -> tuple[list[str], dict[str, str]]:
+    """How nobody runs this imagelint: the venv's script, or (when the venv's interpreter lives in
+    root's home) the system Python of the same version with the worktree and the venv's packages."""
+    env = {"PATH": "/usr/bin:/bin", "NO_COLOR": "1", "HOME": "/nonexistent"}
+    exe = Path(sys.executable).parent / "imagelint"
+    probe = subprocess.run(
+        ["runuser", "-u", "nobody", "--", str(exe), "--version"], capture_output=True, check=False
+    )
+    if probe.returncode == 0:
+        return [str(exe)], env
+    system = f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}"
+    need(Path(system).exists(), f"nobody cannot run {exe} and {system} is missing")
+    import imagelint
+
+    site = next(p for p in sys.path if p.endswith("site-packages") and Path(p).is_relative_to(sys.prefix))
+    env["PYTHONPATH"] = f"{Path(imagelint.__file__).parent.parent}:{site}"
+    return [
+        system,
+        "-c",
+        "import sys; from imagelint.cli import main; sys.argv[0] = 'imagelint'; main()",
+    ], env
+
+
 def _public_copy(image: Path) -> Path:
     """A copy an unprivileged user can read (the cache lives under root's home)."""
     d = Path(tempfile.mkdtemp(prefix="imagelint-nobody-"))
@@ -133,17 +162,12 @@ def _public_copy(image: Path) -> Path:
 def test_an_unprivileged_user_audits_an_image_file(debian_rootfs: Path, name: str) -> None:
     need(is_root(), "runuser needs root")
     _need_tools("runuser", "mkfs.xfs", "qemu-img")
-    exe = Path(sys.executable).parent / "imagelint"
-    probe = subprocess.run(
-        ["runuser", "-u", "nobody", "--", str(exe), "--version"], capture_output=True, check=False
-    )
-    need(probe.returncode == 0, f"nobody cannot run {exe} (the venv must be readable)")
+    command, env = _nobody_command()
     copy = _public_copy(_image(debian_rootfs, name))
     try:
         proc = subprocess.run(
-            ["runuser", "-u", "nobody", "--", str(exe), "audit", str(copy), "--format", "json"],
-            capture_output=True, text=True, check=False, timeout=300, cwd="/",
-            env={"PATH": "/usr/bin:/bin", "NO_COLOR": "1", "HOME": "/nonexistent"},
+            [_runuser(), "-u", "nobody", "--", *command, "audit", str(copy), "--format", "json"],
+            capture_output=True, text=True, check=False, timeout=300, cwd="/", env=env,
         )  # fmt: skip
         assert proc.returncode == 1, proc.stderr
         findings, _ = _expected(str(images.sample_tree(debian_rootfs)))
