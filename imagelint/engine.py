@@ -22,7 +22,7 @@ from imagelint.errors import ImageLintError
 from imagelint.report import Finding, Outcome, Report, ReportError, RuleResult, Verdict
 from imagelint.report.verdict import decide, finding_fails
 from imagelint.rulepacks import CheckSpec, Rule, RulePack, RuleStatus, Scope, Severity
-from imagelint.targets import RootfsTarget
+from imagelint.targets.interface import Target
 
 MAX_FINDINGS_PER_RULE = 100  # listed per rule; the rest are counted, and decided on all the same
 
@@ -40,7 +40,7 @@ class RunSettings:
     fail_on_new: bool = False  # with a baseline: only findings it lacks can fail
 
 
-def audit(target: RootfsTarget, packs: list[RulePack], config: Config, settings: RunSettings) -> Report:
+def audit(target: Target, packs: list[RulePack], config: Config, settings: RunSettings) -> Report:
     started = time.monotonic()
     started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     settings_for_checks = CheckSettings(
@@ -116,6 +116,7 @@ def audit(target: RootfsTarget, packs: list[RulePack], config: Config, settings:
     if settings.baseline is not None:
         _add_baseline(report, settings)
     report.facts.update({name: to_dict() for name, to_dict in log.recorded.items()})
+    report.facts.update(target.facts())  # what the target opened (a disk image: container, partitions, I/O)
     report.notes.extend(log.notes)
     report.verdict = decide(report)  # on every finding, before the listing is cut
     report.cut_listing(MAX_FINDINGS_PER_RULE)

@@ -17,7 +17,8 @@ from imagelint.errors import UsageError
 from imagelint.formats import FORMATS, RenderOptions, get_formatter
 from imagelint.report import Report, Verdict
 from imagelint.rulepacks import Rule, RulePack, Severity, builtin_pack_paths, load_packs
-from imagelint.targets.opening import open_target
+from imagelint.targets import HostTarget
+from imagelint.targets.select import open_target
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,12 @@ def prepare(options: RunOptions) -> tuple[list[RulePack], Config]:
 
 
 def run_audit(
-    root: Path, options: RunOptions, journal: JournalOptions | None = None, *, live: bool = False
+    root: Path,
+    options: RunOptions,
+    journal: JournalOptions | None = None,
+    *,
+    live: bool = False,
+    partition: int | None = None,
 ) -> Verdict:
     """``live``: audit the running host (root must be /): its files as an image, plus the host-scope
     rules on the service manager's unit state (one batched ``systemctl show``)."""
@@ -107,6 +113,8 @@ def run_audit(
     request = JournalRequest(
         str(journal.path) if journal.path else None, required=journal.require or config.require_journal
     )
+    if live and partition is not None:
+        raise UsageError("--partition applies to disk image files, not to --live")
     settings = RunSettings(sources=(request,))
     if options.fail_on_new and options.baseline is None:
         raise UsageError("--fail-on-new needs --baseline OLD-report.json")
@@ -118,13 +126,11 @@ def run_audit(
     if live:
         from imagelint.facts.systemd.live import collect_live_state
         from imagelint.rulepacks import Scope
-        from imagelint.targets import HostTarget
 
         settings.scopes = (Scope.IMAGE, Scope.HOST)
         settings.sources = (request, collect_live_state())
         return publish(audit(HostTarget(), packs, config, settings), options)
-    with open_target(root) as target:
-        report = audit(target, packs, config, settings)
+    report = audit(open_target(root, partition=partition), packs, config, settings)
     return publish(report, options)
 
 

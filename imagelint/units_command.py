@@ -24,6 +24,7 @@ from imagelint.errors import UsageError
 
 if TYPE_CHECKING:
     from imagelint.facts.systemd import UnitIndex
+    from imagelint.targets.interface import Target
 
 FORMATS = ("text", "json")
 ARROW = " → "
@@ -110,19 +111,24 @@ UNITS_SCHEMA: dict[str, Any] = {
 }
 
 
-def build_index(root: Path) -> UnitIndex:
-    """The unit index of the image at ``root``; UsageError if it is not a directory."""
+def build_index(root: Path, *, partition: int | None = None, target: Target | None = None) -> UnitIndex:
+    """The unit index of the image at ``root`` (a directory or a disk image file; or the ``target``
+    already opened, e.g. an EBS snapshot); UsageError if neither."""
     from imagelint.facts.systemd import UnitIndex
-    from imagelint.targets.rootfs import RootfsTarget
+    from imagelint.targets.select import open_target
 
-    if not root.is_dir():
-        raise UsageError(f"{root}: not a directory (give the root of a mounted image)")
-    return UnitIndex.build(RootfsTarget(root))
+    if target is not None:
+        return UnitIndex.build(target)
+    if not root.is_dir() and not root.is_file():
+        raise UsageError(f"{root}: not a directory (give the root of a mounted image) or a disk image")
+    return UnitIndex.build(open_target(root, partition=partition))
 
 
-def units_document(root: Path) -> dict[str, Any]:
+def units_document(
+    root: Path, *, partition: int | None = None, target: Target | None = None
+) -> dict[str, Any]:
     """The JSON document of ``imagelint units`` (see UNITS_SCHEMA)."""
-    return {"root": str(root), **build_index(root).to_dict()}
+    return {"root": str(root), **build_index(root, partition=partition, target=target).to_dict()}
 
 
 def write_units_json(root: Path, index: UnitIndex, out: TextIO) -> None:
@@ -163,13 +169,20 @@ def _write_array(out: TextIO, items: Iterable[object]) -> None:
     out.write("[]" if first else "\n ]")
 
 
-def run_units(root: Path, output_format: str, *, color: bool | None = None) -> int:
+def run_units(
+    root: Path,
+    output_format: str,
+    *,
+    color: bool | None = None,
+    partition: int | None = None,
+    target: Target | None = None,
+) -> int:
     if output_format not in FORMATS:
         raise UsageError(f"--format {output_format!r}: use one of {', '.join(FORMATS)}")
     if output_format == "json":
-        write_units_json(root, build_index(root), sys.stdout)
+        write_units_json(root, build_index(root, partition=partition, target=target), sys.stdout)
         return 0
-    document = units_document(root)
+    document = units_document(root, partition=partition, target=target)
     if color is None:
         color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
     sys.stdout.write(render_text(document, color=color))

@@ -21,6 +21,14 @@ if [ "$want_test" = 1 ]; then
     command -v packer >/dev/null || packages+=(packer)
     command -v git >/dev/null || packages+=(git)
     command -v rpmbuild >/dev/null || packages+=(rpm)
+    # disk-image tests: qemu-img, mkfs.xfs, LVM, sfdisk, mkfs.vfat (EFI partition), cryptsetup (LUKS)
+    command -v qemu-img >/dev/null || packages+=(qemu-utils)
+    command -v mkfs.xfs >/dev/null || packages+=(xfsprogs)
+    command -v pvcreate >/dev/null || packages+=(lvm2)
+    command -v mke2fs >/dev/null || packages+=(e2fsprogs)
+    command -v sfdisk >/dev/null || packages+=(fdisk)
+    command -v mkfs.vfat >/dev/null || packages+=(dosfstools)
+    command -v cryptsetup >/dev/null || packages+=(cryptsetup-bin)
 fi
 if [ "${#packages[@]}" -gt 0 ]; then
     sudo=""

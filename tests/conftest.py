@@ -80,3 +80,21 @@ def clean_rootfs(debian_rootfs: Path, tmp_path_factory: pytest.TempPathFactory) 
     from tests.support import clean_image, copy_rootfs
 
     return clean_image(copy_rootfs(debian_rootfs, tmp_path_factory.mktemp("clean") / "rootfs"))
+
+
+@pytest.fixture(scope="session")
+def faulty_tree(debian_rootfs: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A private copy of the real Debian image with the sample image's faults planted (the ECS agent
+    enabled without a cluster, baked machine-id and host keys, credentials, ...)."""
+    from tests.aws.disk_image import plant_sample_faults
+    from tests.support import copy_rootfs
+
+    return plant_sample_faults(copy_rootfs(debian_rootfs, tmp_path_factory.mktemp("faulty") / "rootfs"))
+
+
+@pytest.fixture(scope="session")
+def faulty_disk(faulty_tree: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """That tree as a GPT disk (EFI partition + ext4 root), built with sfdisk, mkfs.vfat, mke2fs -d."""
+    from tests.aws.disk_image import gpt_ext4_image
+
+    return gpt_ext4_image(faulty_tree, tmp_path_factory.mktemp("disk") / "disk.img")

@@ -23,16 +23,17 @@ class Clients:
 
     def get(self, service: str) -> Any:
         if service not in self._cache:
-            import boto3
-            from botocore.config import Config
-
-            config = Config(
-                retries={"max_attempts": 4, "mode": "standard"}, connect_timeout=10, read_timeout=60
-            )
-            if self.session is None:
-                self.session = boto3.session.Session()
-            self._cache[service] = self.session.client(service, region_name=self.region, config=config)
+            self._cache[service] = self._make(service, {"max_attempts": 4, "mode": "standard"})
         return self._cache[service]
+
+    def _make(self, service: str, retries: dict[str, Any], pool: int = 10) -> Any:
+        import boto3
+        from botocore.config import Config
+
+        config = Config(retries=retries, connect_timeout=10, read_timeout=60, max_pool_connections=pool)
+        if self.session is None:
+            self.session = boto3.session.Session()
+        return self.session.client(service, region_name=self.region, config=config)
 
     def presigner(self, bucket: str) -> Any:
         """The :class:`~imagelint.aws.s3urls.Presigner` of ``bucket`` (SigV4, the bucket's region)."""
@@ -41,6 +42,14 @@ class Clients:
             from imagelint.aws.s3urls import presigner
 
             self._cache[key] = presigner(bucket, self.s3, self.session)  # self.s3 sets self.session
+        return self._cache[key]
+
+    def ebs(self, pool: int) -> Any:
+        """The EBS direct APIs client: botocore's retries off (imagelint.aws.ebs_api retries and counts
+        every attempt), a connection per concurrent block fetch."""
+        key = f"ebs/{pool}"
+        if key not in self._cache:
+            self._cache[key] = self._make("ebs", {"total_max_attempts": 1}, pool)
         return self._cache[key]
 
     @property

@@ -8,6 +8,9 @@ wait until running and Online in SSM → send the imagelint script (:mod:`imagel
 for it (soak included; the local config and ``--rules`` packs are shipped through S3 first, see
 :mod:`imagelint.aws.inputs`) → read the reports from S3 → terminate. Volume mode: create a volume from the
 root snapshot in this runner's zone, attach, mount read-only, audit offline, unmount, detach, delete.
+Snapshot mode (the offline mode to use; volume mode stays for accounts that forbid the EBS direct
+APIs): read the root snapshot in place through the EBS direct APIs (:mod:`imagelint.aws.snapshot`),
+from anywhere, with no instance, volume, root or mount.
 
 Then, on the combined report (:mod:`imagelint.aws.merge`): keep the report in S3
 (``--report-bucket``), tag the AMI and its snapshots (``--tag``), write the outputs, and only then act
@@ -39,6 +42,7 @@ from imagelint.aws.inputs import Inputs
 from imagelint.aws.merge import merge
 from imagelint.aws.progress import Progress
 from imagelint.aws.s3urls import run_expiry
+from imagelint.aws.snapshot import SnapshotSettings
 from imagelint.aws.volume import Ec2VolumeHost, VolumeHost, device_slot
 from imagelint.errors import ExitCode, ImageLintError, UsageError
 from imagelint.report import Report, Verdict, report_from_dict
@@ -79,11 +83,15 @@ class AmiOptions:
     run: RunOptions = field(default_factory=RunOptions)
     interactive: bool = False
     role_arn: str | None = None  # assume this role (refreshing credentials) for the whole run
+    snapshot: SnapshotSettings = field(default_factory=SnapshotSettings)
 
     def per_image_seconds(self) -> float:
         """How long one image's launch may take: start, SSM, the soak and the command's margin."""
         t = self.timing
         return t.running_timeout + t.ssm_timeout + self.soak_seconds + t.command_margin
+
+
+MODES = ("launch", "snapshot", "volume")
 
 
 @dataclass(frozen=True)
@@ -156,8 +164,8 @@ def resolve_images(options: AmiOptions) -> list[tuple[str, str]]:
 def run_ami(
     options: AmiOptions, *, volume_host: VolumeHost | None = None, clients: dict[str, Clients] | None = None
 ) -> Verdict:
-    if options.mode not in ("launch", "volume"):
-        raise UsageError(f"--mode {options.mode!r}: use launch or volume")
+    if options.mode not in MODES:
+        raise UsageError(f"--mode {options.mode!r}: use {', '.join(MODES)}")
     if options.on_fail not in ("none", "deregister", "deprecate"):
         raise UsageError(f"--on-fail {options.on_fail!r}: use deregister, deprecate or none")
     if options.mode == "launch" and not options.report_bucket:
@@ -220,6 +228,8 @@ def _check_one(
     }
     if options.mode == "volume":
         report = _volume(clients, image, options, run_id, guard, progress, volume_host or Ec2VolumeHost())
+    elif options.mode == "snapshot":
+        report = _snapshot(clients, image, options, progress)
     else:
         report = _launch(clients, image, options, run_id, guard, progress)
     report.target = {**target, **{k: v for k, v in report.target.items() if k == "instance_id"}}
@@ -356,14 +366,13 @@ def _volume(
     from imagelint.engine import RunSettings, audit
     from imagelint.targets import RootfsTarget
 
-    if not image.root_snapshot:
-        raise UsageError(f"{image.image_id}: its root device {image.root_device} has no EBS snapshot")
+    root_snapshot = _root_snapshot(image)
     instance_id, zone = host.identity()
     ec2_ops.check_zone(clients.ec2, zone, image)
     volume_id: str | None = None
     try:
-        progress.phase("creating volume", f"from {image.root_snapshot} in {zone}")
-        volume_id = ec2_ops.create_volume(clients.ec2, image.root_snapshot, zone, run_id)
+        progress.phase("creating volume", f"from {root_snapshot} in {zone}")
+        volume_id = ec2_ops.create_volume(clients.ec2, root_snapshot, zone, run_id)
         progress.phase("attaching", f"{volume_id} to {instance_id}")
         with device_slot(clients.ec2, instance_id) as name:
             ec2_ops.attach_volume(clients.ec2, volume_id, instance_id, name, poll=options.timing.poll)
@@ -372,7 +381,7 @@ def _volume(
         packs, config = prepare(options.run)
         with host.mounted(device) as root:
             report = audit(RootfsTarget(root), packs, config, RunSettings())
-        report.facts["volume"] = {"volume_id": volume_id, "snapshot_id": image.root_snapshot, "zone": zone}
+        report.facts["volume"] = {"volume_id": volume_id, "snapshot_id": root_snapshot, "zone": zone}
         return report
     finally:
         with guard.cleanup():
@@ -380,6 +389,20 @@ def _volume(
             if volume_id:
                 ec2_ops.remove_volume(clients.ec2, volume_id, poll=options.timing.poll, force=True)
                 progress.log(f"deleted {volume_id}")
+
+
+def _snapshot(clients: Clients, image: ec2_ops.ImageInfo, options: AmiOptions, progress: Progress) -> Report:
+    """Read the root snapshot in place: nothing is created, so nothing needs cleaning up."""
+    from imagelint.aws.snapshot import audit_snapshot
+
+    packs, config = prepare(options.run)
+    return audit_snapshot(clients, _root_snapshot(image), packs, config, options.snapshot, progress)
+
+
+def _root_snapshot(image: ec2_ops.ImageInfo) -> str:
+    if not image.root_snapshot:
+        raise UsageError(f"{image.image_id}: its root device {image.root_device} has no EBS snapshot")
+    return image.root_snapshot
 
 
 def remote_args(run: RunOptions) -> tuple[str, ...]:

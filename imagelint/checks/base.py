@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
-from imagelint.targets import RootfsTarget
+from imagelint.targets.interface import Target
 
 
 @dataclass
@@ -75,7 +75,7 @@ class FactProvider:
     the engine changes.
     """
 
-    def __init__(self, target: RootfsTarget, sources: Iterable[object] = ()) -> None:
+    def __init__(self, target: Target, sources: Iterable[object] = ()) -> None:
         self.target = target
         self._sources: dict[type, object] = {}
         for source in sources:
@@ -117,12 +117,12 @@ class CheckContext:
     gaps: list[tuple[str, str]] = field(default_factory=list)  # (where, what): data present but unread
 
     @classmethod
-    def for_target(cls, target: RootfsTarget, *sources: object, **settings: Any) -> CheckContext:
+    def for_target(cls, target: Target, *sources: object, **settings: Any) -> CheckContext:
         """A context on its own (tests, one-off evaluations): a fresh fact provider and run log."""
         return cls(CheckSettings(**settings), FactProvider(target, sources))
 
     @property
-    def target(self) -> RootfsTarget:
+    def target(self) -> Target:
         return self.facts.target
 
     def source(self, kind: type[T]) -> T | None:

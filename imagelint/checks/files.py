@@ -25,7 +25,7 @@ from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observ
 from imagelint.errors import ImageReadError
 from imagelint.facts.accounts import read_ids
 from imagelint.targets import FileKind, ImageStat
-from imagelint.targets.rootfs import human_size
+from imagelint.targets.interface import human_size
 
 _GLOBS = {"type": "array", "items": {"type": "string", "pattern": "^/"}, "minItems": 1}
 _PATHS = {"paths": {**_GLOBS, "description": "absolute image paths; shell globs, ** for any depth"}}

@@ -147,6 +147,21 @@ SarifAnchorOpt = Annotated[
         "default: the config file when it is inside the repository.",
     ),
 ]
+RegionOpt = Annotated[str | None, typer.Option("--region", help="AWS region (default: the environment's).")]
+ConcurrencyOpt = Annotated[
+    int,
+    typer.Option(
+        "--concurrency", min=1, max=64, help="ebs:snap-… and --mode snapshot: blocks fetched at once."
+    ),
+]
+PartitionOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--partition",
+        metavar="N",
+        help="Disk image: read the root filesystem from partition N (default: the one with /etc/os-release).",
+    ),
+]
 GithubOpt = Annotated[
     bool | None,
     typer.Option(
@@ -160,7 +175,9 @@ GithubOpt = Annotated[
 @command(app)
 @friendly
 def audit(
-    root: Annotated[Path, typer.Argument(help="Root directory of the mounted image.")] = Path("/"),
+    root: Annotated[
+        Path, typer.Argument(help="Root directory of the mounted image, or a disk image file.")
+    ] = Path("/"),
     config: ConfigOpt = None,
     rules: RulesOpt = None,
     no_builtin_rules: NoBuiltinOpt = False,
@@ -204,11 +221,16 @@ def audit(
         bool,
         typer.Option("--fail-on-new", help="With --baseline: only findings the baseline lacks can fail."),
     ] = False,
+    partition: PartitionOpt = None,
+    region: RegionOpt = None,
+    concurrency: ConcurrencyOpt = 16,
 ) -> None:
     """Audit a mounted image (a root filesystem directory) offline, or the running host with --live.
 
-    Reads the image and never writes to it. With --baseline OLD-REPORT.json each finding is marked
-    new or unchanged and the baseline's findings this image lacks are listed as absent;
+    Reads the image and never writes to it. The image may also be a disk image file (raw, qcow2,
+    vmdk, vhd, vhdx) or ebs:snap-… (an EBS snapshot read in place through the EBS direct APIs; see
+    `imagelint ami --help` for the IAM policy). With --baseline OLD-REPORT.json each finding is
+    marked new or unchanged and the baseline's findings this image lacks are listed as absent;
     --fail-on-new then fails only on new findings (an expired waiver still fails), so an old
     image's backlog does not block adoption. Examples:
 
@@ -219,13 +241,22 @@ def audit(
       imagelint audit /mnt/image -c .imagelint.yaml -r my-rules/ --show-waived
 
       imagelint audit /mnt/new --baseline last-release.json --fail-on-new -f sarif:new.sarif
+      imagelint audit ebs:snap-0123456789abcdef0 --region eu-west-1
     """
+    from imagelint.aws.snapshot import SnapshotSettings, run_snapshot_audit, snapshot_id_of
     from imagelint.session import JournalOptions, run_audit
 
     options = _run_options(config, rules, no_builtin_rules, formats, fail_on, select, ignore, show_waived)
     options.baseline, options.fail_on_new = baseline, fail_on_new
     _ci_mode(options, formats, sarif_anchor, github)
-    verdict = run_audit(root, options, JournalOptions(journal, require_journal), live=live)
+    journal_options = JournalOptions(journal, require_journal)
+    if snapshot_id_of(str(root)) and not live:
+        settings = SnapshotSettings(concurrency=concurrency, partition=partition)
+        verdict = run_snapshot_audit(
+            str(root), region, options, journal_options, settings, interactive=sys.stderr.isatty()
+        )
+    else:
+        verdict = run_audit(root, options, journal_options, live=live, partition=partition)
     raise typer.Exit(int(verdict.exit_code))
 
 
@@ -239,10 +270,15 @@ def audit(
 )
 @friendly
 def units(
-    root: Annotated[Path, typer.Argument(help="Root directory of the mounted image.")] = Path("/"),
+    root: Annotated[
+        Path, typer.Argument(help="Root directory of the mounted image, or a disk image file.")
+    ] = Path("/"),
     output_format: Annotated[
         str, typer.Option("--format", "-f", help="text (a table) or json (schema: imagelint schema units).")
     ] = "text",
+    partition: PartitionOpt = None,
+    region: RegionOpt = None,
+    concurrency: ConcurrencyOpt = 16,
 ) -> None:
     """List every systemd unit of an image: state, preset, unit file, drop-ins, and the boot chain.
 
@@ -252,19 +288,25 @@ def units(
       imagelint units /mnt/image
 
       imagelint units /mnt/image --format json > units.json
+
+      imagelint units ebs:snap-0123456789abcdef0 --region eu-west-1
     """
+    from imagelint.aws.snapshot import SnapshotSettings, run_snapshot_units, snapshot_id_of
     from imagelint.units_command import run_units
 
+    if snapshot_id_of(str(root)):
+        settings = SnapshotSettings(concurrency=concurrency, partition=partition)
+        raise typer.Exit(run_snapshot_units(str(root), region, output_format, settings))
     _readable_root(root)
-    raise typer.Exit(run_units(root, output_format))
+    raise typer.Exit(run_units(root, output_format, partition=partition))
 
 
 def _readable_root(root: Path) -> None:
     """As ``audit``: an image root that does not exist or is not a directory is inconclusive (3)."""
     if not root.exists():
         raise TargetError("image root does not exist", where=str(root))
-    if not root.is_dir():
-        raise TargetError("image root is not a directory", where=str(root))
+    if not root.is_dir() and not root.is_file():
+        raise TargetError("image root is not a directory or a disk image file", where=str(root))
 
 
 @command(
@@ -334,9 +376,11 @@ def ami(
         typer.Option(
             "--mode",
             help="launch: boot an instance, audit --live and soak over SSM; "
-            "volume: mount the root snapshot on this EC2 runner and audit offline.",
+            "snapshot: read the root snapshot in place through the EBS direct APIs and audit offline, "
+            "from anywhere; volume: mount the root snapshot on this EC2 runner and audit offline.",
         ),
     ] = "launch",
+    concurrency: ConcurrencyOpt = 16,
     report_bucket: Annotated[
         str | None,
         typer.Option("--report-bucket", help="S3 bucket for the instance's reports and the final report."),
@@ -396,11 +440,26 @@ def ami(
     the config and rule packs shipped the same way. --on-fail deregister also deletes the AMI's
     snapshots (unless another image uses them).
 
+    Snapshot mode is the offline mode: it creates nothing and needs no EC2 runner, only this IAM
+    policy (kms:Decrypt for encrypted snapshots; narrow its Resource to the key):
+
+      {"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Resource": "arn:aws:ec2:*::snapshot/*",
+         "Action": ["ebs:ListSnapshotBlocks", "ebs:GetSnapshotBlock"]},
+        {"Effect": "Allow", "Resource": "*",
+         "Action": ["ec2:DescribeImages"]},
+        {"Effect": "Allow", "Resource": "arn:aws:kms:*:*:key/*",
+         "Action": ["kms:Decrypt"]}]}
+
+    Volume mode stays for accounts that forbid the EBS direct APIs.
+
     Every instance and volume is tagged imagelint:run=<uuid> and removed in every outcome. Examples:
 
       imagelint ami ami-0abc… --report-bucket my-bucket --instance-profile imagelint-ssm --tag
 
       imagelint ami --packer-manifest packer-manifest.json --report-bucket b --soak 5m --tag
+
+      imagelint ami ami-0abc… --mode snapshot --tag -f json:report.json
 
       imagelint ami ami-0abc… --mode volume -f json:report.json
 
@@ -427,6 +486,7 @@ def ami(
         return
     from imagelint.aws.command import AmiOptions, Timing, run_ami
     from imagelint.aws.ec2 import LaunchSettings
+    from imagelint.aws.snapshot import SnapshotSettings
 
     interval = parse_duration(poll, "--poll")
     options = AmiOptions(
@@ -446,6 +506,7 @@ def ami(
         run=_run_options(config, rules, False, formats, fail_on, select, ignore, False),
         interactive=sys.stderr.isatty(),
         role_arn=role_arn,
+        snapshot=SnapshotSettings(concurrency=concurrency),
     )
     raise typer.Exit(int(run_ami(options).exit_code))
 

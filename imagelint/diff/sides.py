@@ -1,7 +1,7 @@
 """One side of ``imagelint diff``: a JSON report file, or an image audited now.
 
 A regular file is read as a report (:mod:`imagelint.report.reading`: capped, schema-checked);
-anything else is opened as a target through :func:`imagelint.targets.opening.open_target` (the
+anything else is opened as a target through :func:`imagelint.targets.select.open_target` (the
 same path ``audit`` takes) and audited with the run's rules and config, so that both sides carry
 findings as well as an inventory. A report without an inventory (written before inventories
 existed, or by a soak) cannot be compared: exit 3, naming it.
@@ -27,10 +27,9 @@ def load_side(argument: Path, packs: list[RulePack], config: Config, settings: R
     if looks_like_report(argument):
         return _from_report(argument)
     from imagelint.engine import audit
-    from imagelint.targets.opening import open_target
+    from imagelint.targets.select import open_target
 
-    with open_target(argument) as target:
-        report = audit(target, packs, config, settings)
+    report = audit(open_target(argument), packs, config, settings)
     if report.inventory is None:  # pragma: no cover - every image-scope audit has one
         raise TargetError("the audit produced no inventory", where=str(argument))
     return Side(str(argument), "image", report.inventory, list(report.findings), report.verdict.value)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from imagelint.targets import RootfsTarget
+from imagelint.targets.interface import Target
 
 
-def read_ids(target: RootfsTarget, path: str) -> dict[str, int]:
+def read_ids(target: Target, path: str) -> dict[str, int]:
     """Name → numeric id from a passwd- or group-format file; {} when the file is absent."""
     if target.stat(path) is None:
         return {}

@@ -20,7 +20,7 @@ import shlex
 from typing import Any
 
 from imagelint.errors import ImageReadError
-from imagelint.targets.rootfs import RootfsTarget
+from imagelint.targets.interface import Target
 
 OS_RELEASE = ("/etc/os-release", "/usr/lib/os-release")
 KERNEL_CMDLINE = "/etc/kernel/cmdline"
@@ -33,7 +33,7 @@ MAX_KEYS = 64
 READ_LIMIT = 256 * 1024
 
 
-def _read(target: RootfsTarget, path: str, problems: list[str]) -> str | None:
+def _read(target: Target, path: str, problems: list[str]) -> str | None:
     try:
         if target.stat(path) is None:
             return None
@@ -52,7 +52,7 @@ def _shell_value(raw: str) -> str:
     return " ".join(words)[:MAX_VALUE]
 
 
-def os_release(target: RootfsTarget, problems: list[str]) -> dict[str, str] | None:
+def os_release(target: Target, problems: list[str]) -> dict[str, str] | None:
     """The os-release fields (``ID``, ``VERSION_ID``, ``PRETTY_NAME``...), from the first file found."""
     for path in OS_RELEASE:
         text = _read(target, path, problems)
@@ -67,7 +67,7 @@ def os_release(target: RootfsTarget, problems: list[str]) -> dict[str, str] | No
     return None
 
 
-def kernel_cmdline(target: RootfsTarget, problems: list[str], *, live: bool = False) -> list[dict[str, str]]:
+def kernel_cmdline(target: Target, problems: list[str], *, live: bool = False) -> list[dict[str, str]]:
     """Every kernel command line source found: [{"source": where, "value": the options}]."""
     found: list[dict[str, str]] = []
     if live:
@@ -99,7 +99,7 @@ def kernel_cmdline(target: RootfsTarget, problems: list[str], *, live: bool = Fa
     return found
 
 
-def image_facts(target: RootfsTarget, *, live: bool = False) -> dict[str, Any]:
+def image_facts(target: Target, *, live: bool = False) -> dict[str, Any]:
     problems: list[str] = []
     return {
         "os_release": os_release(target, problems),

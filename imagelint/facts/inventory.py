@@ -35,13 +35,13 @@ from imagelint.facts.packages import load_packages
 if TYPE_CHECKING:
     from imagelint.facts.systemd import Unit, UnitIndex
     from imagelint.facts.systemd.manager import ManagerDefaults
-    from imagelint.targets.rootfs import RootfsTarget
+    from imagelint.targets.interface import Target
 
 INVENTORY_VERSION = 1
 
 
 def build_inventory(
-    target: RootfsTarget, index: UnitIndex | None, defaults: ManagerDefaults | None, *, live: bool = False
+    target: Target, index: UnitIndex | None, defaults: ManagerDefaults | None, *, live: bool = False
 ) -> dict[str, Any]:
     """The inventory of ``target``; ``index``/``defaults`` are the run's own (None: no systemd)."""
     problems: list[str] = []
@@ -73,7 +73,7 @@ def _incomplete(index: UnitIndex | None, packages_complete: bool) -> bool:
 
 
 def _units(
-    target: RootfsTarget, index: UnitIndex, defaults: ManagerDefaults, problems: list[str]
+    target: Target, index: UnitIndex, defaults: ManagerDefaults, problems: list[str]
 ) -> dict[str, dict[str, Any]]:
     from imagelint.facts.systemd import names
 
@@ -94,7 +94,7 @@ def _units(
 
 
 def _unit(
-    target: RootfsTarget,
+    target: Target,
     unit: Unit,
     defaults: ManagerDefaults,
     activated: dict[str, list[dict[str, Any]]],
@@ -145,7 +145,7 @@ def _finite(seconds: float) -> float | None:
     return None if math.isinf(seconds) else seconds
 
 
-def _dropin(target: RootfsTarget, path: str, problems: list[str]) -> dict[str, Any]:
+def _dropin(target: Target, path: str, problems: list[str]) -> dict[str, Any]:
     try:
         digest: str | None = hashlib.sha256(target.read_bytes(path)).hexdigest()
     except ImageReadError as exc:

@@ -15,7 +15,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from imagelint.errors import ImageReadError
-from imagelint.targets import RootfsTarget
+from imagelint.targets.interface import Target
 
 SSHD_CONFIG = "/etc/ssh/sshd_config"
 MAX_INCLUDE_DEPTH = 16  # OpenSSH's own READCONF_MAX_DEPTH
@@ -40,7 +40,7 @@ class SshdConfig:
         return self.settings.get(keyword.lower())
 
 
-def read_sshd_config(target: RootfsTarget, path: str = SSHD_CONFIG) -> SshdConfig | None:
+def read_sshd_config(target: Target, path: str = SSHD_CONFIG) -> SshdConfig | None:
     """The global settings, or None when the image has no sshd_config (sshd not installed)."""
     if target.stat(path) is None:
         return None
@@ -49,7 +49,7 @@ def read_sshd_config(target: RootfsTarget, path: str = SSHD_CONFIG) -> SshdConfi
     return config
 
 
-def _read_file(target: RootfsTarget, path: str, config: SshdConfig, *, depth: int, in_match: bool) -> None:
+def _read_file(target: Target, path: str, config: SshdConfig, *, depth: int, in_match: bool) -> None:
     if depth > MAX_INCLUDE_DEPTH:
         raise ImageReadError(
             path, f"Include nested deeper than {MAX_INCLUDE_DEPTH} levels (an include loop?)"

@@ -91,6 +91,12 @@ variable "soak_duration" {
   description = "How long `imagelint ami` soaks the instance booted from the AMI (e.g. 10m, 30m)."
 }
 
+variable "offline_mode" {
+  type        = string
+  default     = "snapshot"
+  description = "The offline gate before the instance is launched: snapshot (read the root snapshot in place through the EBS direct APIs: ebs:ListSnapshotBlocks, ebs:GetSnapshotBlock, ec2:DescribeImages, kms:Decrypt for encrypted snapshots), volume (the Packer host is an EC2 instance that mounts it), or none."
+}
+
 variable "report_bucket" {
   type        = string
   description = "S3 bucket where the test instance writes its reports (needed by `imagelint ami`)."
@@ -159,12 +165,14 @@ build {
         "IMAGELINT_REPORT_BUCKET=${var.report_bucket}",
         "IMAGELINT_EXTRA_ARGS=${var.extra_args}",
         "IMAGELINT_KEEP_INCONCLUSIVE=${var.keep_inconclusive}",
+        "IMAGELINT_OFFLINE_MODE=${var.offline_mode}",
       ]
       inline = [
         "set -eu",
         "if [ -n \"$IMAGELINT_VERSION\" ] && [ \"$(\"$IMAGELINT\" --version)\" != \"imagelint $IMAGELINT_VERSION\" ]; then echo \"imagelint gate: $IMAGELINT is not imagelint $IMAGELINT_VERSION\" >&2; exit 2; fi",
         "i=0; ami=; while [ $i -lt 10 ]; do ami=\"$(\"$IMAGELINT_AWS\" ec2 describe-images --region \"$IMAGELINT_REGION\" --owners self --filters \"Name=tag:imagelint:build-id,Values=$IMAGELINT_BUILD_ID\" --query 'Images[0].ImageId' --output text)\"; case \"$ami\" in ami-*) break ;; esac; i=$((i+1)); sleep $((i*3)); done",
         "case \"$ami\" in ami-*) ;; *) echo \"imagelint gate: no AMI tagged imagelint:build-id=$IMAGELINT_BUILD_ID\" >&2; exit 3 ;; esac",
+        "if [ \"$IMAGELINT_OFFLINE_MODE\" != none ]; then set -- ami \"$IMAGELINT_REGION:$ami\" --mode \"$IMAGELINT_OFFLINE_MODE\" --tag --fail-on \"$IMAGELINT_FAIL_ON\"; if [ -n \"$IMAGELINT_CONFIG\" ]; then set -- \"$@\" --config \"$IMAGELINT_CONFIG\"; fi; echo \"imagelint gate (offline): $IMAGELINT $*\"; \"$IMAGELINT\" \"$@\"; fi",
         "set -- ami \"$IMAGELINT_REGION:$ami\" --tag --report-bucket \"$IMAGELINT_REPORT_BUCKET\" --fail-on \"$IMAGELINT_FAIL_ON\" --soak \"$IMAGELINT_SOAK_DURATION\"",
         "if [ -n \"$IMAGELINT_INSTANCE_PROFILE\" ]; then set -- \"$@\" --instance-profile \"$IMAGELINT_INSTANCE_PROFILE\"; fi",
         "if [ -n \"$IMAGELINT_CONFIG\" ]; then set -- \"$@\" --config \"$IMAGELINT_CONFIG\"; fi",

@@ -91,6 +91,12 @@ variable "soak_duration" {
   description = "How long `imagelint ami` soaks the instance booted from the AMI (e.g. 10m, 30m)."
 }
 
+variable "offline_mode" {
+  type        = string
+  default     = "snapshot"
+  description = "The offline gate before the instance is launched: snapshot (read the root snapshot in place through the EBS direct APIs: ebs:ListSnapshotBlocks, ebs:GetSnapshotBlock, ec2:DescribeImages, kms:Decrypt for encrypted snapshots), volume (the Packer host is an EC2 instance that mounts it), or none."
+}
+
 variable "report_bucket" {
   type        = string
   description = "S3 bucket where the test instance writes its reports (needed by `imagelint ami`)."
@@ -158,10 +164,12 @@ build {
         "IMAGELINT_INSTANCE_PROFILE=${var.instance_profile}",
         "IMAGELINT_REPORT_BUCKET=${var.report_bucket}",
         "IMAGELINT_EXTRA_ARGS=${var.extra_args}",
+        "IMAGELINT_OFFLINE_MODE=${var.offline_mode}",
       ]
       inline = [
         "set -eu",
         "if [ -n \"$IMAGELINT_VERSION\" ] && [ \"$(\"$IMAGELINT\" --version)\" != \"imagelint $IMAGELINT_VERSION\" ]; then echo \"imagelint gate: $IMAGELINT is not imagelint $IMAGELINT_VERSION\" >&2; exit 2; fi",
+        "if [ \"$IMAGELINT_OFFLINE_MODE\" != none ]; then set -- ami --packer-manifest \"$IMAGELINT_MANIFEST\" --mode \"$IMAGELINT_OFFLINE_MODE\" --tag --fail-on \"$IMAGELINT_FAIL_ON\"; if [ -n \"$IMAGELINT_CONFIG\" ]; then set -- \"$@\" --config \"$IMAGELINT_CONFIG\"; fi; echo \"imagelint gate (offline): $IMAGELINT $*\"; \"$IMAGELINT\" \"$@\"; fi",
         "set -- ami --packer-manifest \"$IMAGELINT_MANIFEST\" --tag --report-bucket \"$IMAGELINT_REPORT_BUCKET\" --fail-on \"$IMAGELINT_FAIL_ON\" --soak \"$IMAGELINT_SOAK_DURATION\"",
         "if [ -n \"$IMAGELINT_INSTANCE_PROFILE\" ]; then set -- \"$@\" --instance-profile \"$IMAGELINT_INSTANCE_PROFILE\"; fi",
         "if [ -n \"$IMAGELINT_CONFIG\" ]; then set -- \"$@\" --config \"$IMAGELINT_CONFIG\"; fi",

@@ -47,6 +47,8 @@ by an install failure, exit 90) | ``"hang"`` (the script is replaced by a long s
 ends it) | ``"empty-report"`` | ``"malformed-report"`` (the uploaded ``audit.json`` is overwritten
 after the script ran). Per instance: ``agent.faults[instance_id]`` overrides ``agent.fault`` and
 ``agent.rootfs_for[instance_id]`` overrides ``agent.rootfs`` (fleet runs with one bad instance).
+EBS direct API faults (latency, throttling, denial, corruption, expired tokens) and the correction
+of moto's BlockSize: ``aws.ebs`` (:mod:`tests.aws.ebs_front`).
 """
 
 from __future__ import annotations
@@ -64,6 +66,8 @@ import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from tests.aws.ebs_front import EbsFaults
 
 REGION = "us-east-1"
 TERMINAL = {"Success", "Failed", "Cancelled", "TimedOut"}
@@ -280,6 +284,8 @@ class _Front(BaseHTTPRequestHandler):
             return self._send(400, {"Content-Type": "text/xml"}, fault)
         target = self.headers.get("X-Amz-Target", "")
         agent = self.env.agent
+        if self.path.startswith("/snapshots") and self.env.ebs.handle(self, body):
+            return None
         if target == "AmazonSSM.DescribeInstanceInformation":
             request = json.loads(body or b"{}")
             ids = [v for f in request.get("Filters", []) if f["Key"] == "InstanceIds" for v in f["Values"]]
@@ -344,6 +350,7 @@ class MotoEnv:
         }
         self.direct_env = {**creds, "AWS_ENDPOINT_URL": f"http://127.0.0.1:{self.moto_port}"}
         self.agent = InstanceAgent(self)
+        self.ebs = EbsFaults()
         self._clients: dict[tuple[str, bool], Any] = {}
         self.not_found: dict[str, int] = {}
         self.refuse: dict[str, tuple[str, str]] = {}

@@ -30,7 +30,8 @@ def test_audit_does_not_import_heavy_modules(tmp_path: Path) -> None:
     code = (
         "import sys\nsys.argv = ['imagelint', 'audit', sys.argv[1], '-f', 'json:/dev/null']\n"
         "from imagelint.cli import main\ntry:\n    main()\nexcept SystemExit:\n    pass\n"
-        "print(','.join(sorted(m for m in ('boto3', 'botocore', 'moto', 'urllib3') if m in sys.modules)))\n"
+        "heavy = ('boto3', 'botocore', 'moto', 'urllib3', 'dissect')\n"
+        "print(','.join(sorted(m for m in heavy if m in sys.modules)))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == ""
@@ -42,9 +43,10 @@ def test_bad_root_is_one_line_and_exit_3(tmp_path: Path, kind: str) -> None:
     if kind == "file":
         root.write_text("")
     proc = run_cli("audit", str(root))
-    reason = "does not exist" if kind == "missing" else "is not a directory"
+    # a file is read as a disk image (imagelint.targets.disk): an empty one is none
+    reason = "image root does not exist" if kind == "missing" else "too small to be a disk image (0 bytes)"
     assert proc.returncode == 3
-    assert proc.stderr == f"imagelint: error: {root}: image root {reason}\n"
+    assert proc.stderr == f"imagelint: error: {root}: {reason}\n"
 
 
 def test_huge_file_in_the_image_is_inconclusive_with_its_path(tmp_path: Path) -> None:
@@ -174,12 +176,11 @@ def test_bad_root_gives_the_same_exit_code_in_audit_and_units(tmp_path: Path, ki
     root = tmp_path / "nope"
     if kind == "file":
         root.write_text("")
-    reason = "does not exist" if kind == "missing" else "is not a directory"
+    # a file is read as a disk image (imagelint.targets.disk): an empty one is none
+    reason = "image root does not exist" if kind == "missing" else "too small to be a disk image (0 bytes)"
     for command in ("audit", "units"):
         proc = run_cli(command, str(root))
-        assert (proc.returncode, proc.stderr) == (3, f"imagelint: error: {root}: image root {reason}\n"), (
-            command
-        )
+        assert (proc.returncode, proc.stderr) == (3, f"imagelint: error: {root}: {reason}\n"), command
 
 
 def test_rules_list_has_a_header_and_is_ordered_by_id() -> None:

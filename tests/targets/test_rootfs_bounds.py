@@ -9,7 +9,7 @@ import pytest
 
 from imagelint.errors import ImageReadError
 from imagelint.targets import RootfsTarget
-from imagelint.targets import rootfs as rootfs_module
+from imagelint.targets import resolver as rootfs_module
 
 
 def _deep_tree(root: Path, depth: int) -> Path:

@@ -18,6 +18,10 @@ from enum import IntEnum, IntFlag
 
 from imagelint.facts.journal.errors import CorruptJournal, UnsupportedJournal
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from imagelint.facts.journal.paged import PagedBuffer
+
 SIGNATURE = b"LPKSHHRH"
 
 
@@ -167,7 +171,9 @@ class JournalHeader:
         return names
 
 
-def parse_header(buf: bytes | bytearray | memoryview | mmap.mmap, file_size: int) -> JournalHeader:
+def parse_header(
+    buf: bytes | bytearray | memoryview | mmap.mmap | PagedBuffer, file_size: int
+) -> JournalHeader:
     """Validate and decode the header at the start of ``buf`` (the whole mapped file).
 
     Raises ``UnsupportedJournal`` for unknown incompatible flags and ``CorruptJournal`` for anything
@@ -175,7 +181,7 @@ def parse_header(buf: bytes | bytearray | memoryview | mmap.mmap, file_size: int
     """
     if file_size < _HEADER_BASE.size:
         raise CorruptJournal(f"too short for a journal header ({file_size} bytes)")
-    fields = _HEADER_BASE.unpack_from(buf, 0)
+    fields = _HEADER_BASE.unpack(buf[0 : _HEADER_BASE.size])
     signature, compat, incompat, state = fields[0:4]
     if signature != SIGNATURE:
         raise CorruptJournal("not a journal file (bad signature)")
@@ -207,7 +213,7 @@ def parse_header(buf: bytes | bytearray | memoryview | mmap.mmap, file_size: int
         raise CorruptJournal(f"impossible header size {header_size} for a {file_size}-byte file")
     n_data = n_fields = None
     if header_size >= 224:
-        n_data, n_fields = _HEADER_187.unpack_from(buf, 208)
+        n_data, n_fields = _HEADER_187.unpack(buf[208 : 208 + _HEADER_187.size])
     end = header_size + arena_size
     for name, off, size in (("data", dht_off, dht_size), ("field", fht_off, fht_size)):
         if size == 0 or size % HASH_ITEM.size or off % 8 or off < header_size + OBJECT_HEADER_SIZE:

@@ -64,10 +64,13 @@ from imagelint.facts.journal.format import (
     parse_header,
 )
 from imagelint.facts.journal.hashing import journal_hash
+from imagelint.facts.journal.paged import PagedBuffer
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # ``typing`` costs milliseconds to import and is needed for annotations only
     from typing import Any, BinaryIO
+
+    from imagelint.targets.interface import RandomAccessFile
 
 Value = str | bytes
 """A field value: ``str`` when the bytes are valid UTF-8, else the raw ``bytes``."""
@@ -127,6 +130,9 @@ _DATA_NEXT_FIELD = 32  # DataObject.next_field_offset
 _STRUCTS_KEPT = 256
 _U32: dict[int, struct.Struct] = {}
 _U64: dict[int, struct.Struct] = {}
+Buffer = mmap.mmap | bytes | PagedBuffer  # what the reader slices: a mapping, bytes, or cached pages
+
+
 _ITEMS_REGULAR: dict[int, struct.Struct] = {}  # regular entry items: the object offsets, hashes skipped
 
 
@@ -139,19 +145,19 @@ def _layout(table: dict[int, struct.Struct], n: int, fmt: str) -> struct.Struct:
     return s
 
 
-def _unpack_u32(buf: bytes | mmap.mmap, off: int, n: int) -> tuple[int, ...]:
+def _unpack_u32(buf: Buffer, off: int, n: int) -> tuple[int, ...]:
     s = _U32.get(n) or _layout(_U32, n, "I")
-    return s.unpack_from(buf, off)
+    return s.unpack(buf[off : off + s.size])
 
 
-def _unpack_u64(buf: bytes | mmap.mmap, off: int, n: int) -> tuple[int, ...]:
+def _unpack_u64(buf: Buffer, off: int, n: int) -> tuple[int, ...]:
     s = _U64.get(n) or _layout(_U64, n, "Q")
-    return s.unpack_from(buf, off)
+    return s.unpack(buf[off : off + s.size])
 
 
-def _regular_items(buf: bytes | mmap.mmap, off: int, n: int) -> tuple[int, ...]:
+def _regular_items(buf: Buffer, off: int, n: int) -> tuple[int, ...]:
     s = _ITEMS_REGULAR.get(n) or _layout(_ITEMS_REGULAR, n, "Q8x")
-    return s.unpack_from(buf, off)
+    return s.unpack(buf[off : off + s.size])
 
 
 def _with_repeats(pairs: list[tuple[str, Value]], fields: Collection[str] | None) -> Entry:
@@ -276,7 +282,7 @@ class JournalFile:
     the header (raising ``UnsupportedJournal`` or ``CorruptJournal``) before returning.
     """
 
-    def __init__(self, buf: mmap.mmap | bytes, name: str, file_size: int) -> None:
+    def __init__(self, buf: Buffer, name: str, file_size: int) -> None:
         self.name = name
         self._buf = buf
         self.file_size = file_size
@@ -314,12 +320,36 @@ class JournalFile:
     @classmethod
     def from_file(cls, f: BinaryIO, name: str) -> JournalFile:
         """Map an open file (the mapping outlives ``f``, which the caller may close)."""
-        size = os.fstat(f.fileno()).st_size
+        return cls._map(f.fileno(), name)
+
+    @classmethod
+    def _map(cls, fd: int, name: str) -> JournalFile:
+        size = os.fstat(fd).st_size
         if size == 0:
             raise CorruptJournal("zero-length file")
-        buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        buf = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
         try:
             return cls(buf, name, size)
+        except Exception:
+            buf.close()
+            raise
+
+    @classmethod
+    def from_random(cls, f: RandomAccessFile, name: str) -> JournalFile:
+        """Read a file a target opened: mapped when it has a real descriptor (the fast path), else
+        through a bounded page cache of positioned reads (a disk image, a snapshot). Takes ``f`` over."""
+        fd = f.fileno()
+        if fd is not None:
+            try:
+                return cls._map(fd, name)
+            finally:
+                f.close()
+        if f.size == 0:
+            f.close()
+            raise CorruptJournal("zero-length file")
+        buf = PagedBuffer(f, f.size)
+        try:
+            return cls(buf, name, f.size)
         except Exception:
             buf.close()
             raise
@@ -328,7 +358,7 @@ class JournalFile:
         self._cache.clear()
         self._selections.clear()
         _MAPPED.discard(self)
-        if isinstance(self._buf, mmap.mmap):
+        if not isinstance(self._buf, bytes):
             self._buf.close()
 
     def release_pages(self) -> None:
@@ -355,7 +385,7 @@ class JournalFile:
     def _object(self, off: int, expected: ObjectType, minimum: int) -> tuple[int, int]:
         """Validate the object header at ``off``; return (flags, size)."""
         self._check(off, minimum, expected.name.lower())
-        otype, flags, size = OBJECT_HEADER.unpack_from(self._buf, off)
+        otype, flags, size = OBJECT_HEADER.unpack(self._buf[off : off + OBJECT_HEADER.size])
         if otype != expected:
             raise CorruptJournal(f"expected a {expected.name} object, found type {otype}", offset=off)
         if size < minimum or off + size > self._end:
@@ -366,7 +396,7 @@ class JournalFile:
         """(flags, size) of the DATA object at ``off``, validated; the common case inline."""
         po = self._data_payload
         if not (off & 7 or off < self._first or off + po > self._end):
-            otype, flags, size = OBJECT_HEADER.unpack_from(self._buf, off)
+            otype, flags, size = OBJECT_HEADER.unpack(self._buf[off : off + OBJECT_HEADER.size])
             if otype == _DATA and size >= po and off + size <= self._end:
                 return flags, size
         return self._object(off, ObjectType.DATA, po)
@@ -389,16 +419,16 @@ class JournalFile:
     def _data_object(self, off: int) -> tuple[bytes, int, int, int, int, int]:
         """Read the DATA object at ``off``: (payload, hash, next_hash, entry, entry_array, n_entries)."""
         flags, size = self._object(off, ObjectType.DATA, self._data_payload)
-        (_, _, _, h, next_hash, _nf, entry_off, array_off, n_entries) = DATA_OBJECT.unpack_from(
-            self._buf, off
+        (_, _, _, h, next_hash, _nf, entry_off, array_off, n_entries) = DATA_OBJECT.unpack(
+            self._buf[off : off + DATA_OBJECT.size]
         )
         return self._payload(off, flags, size), h, next_hash, entry_off, array_off, n_entries
 
     def _data_links(self, off: int) -> tuple[int, int, int, int, int]:
         """(hash, next_hash, entry, entry_array, n_entries) of the DATA object at ``off``, payload unread."""
         self._object(off, ObjectType.DATA, self._data_payload)
-        (_, _, _, h, next_hash, _nf, entry_off, array_off, n_entries) = DATA_OBJECT.unpack_from(
-            self._buf, off
+        (_, _, _, h, next_hash, _nf, entry_off, array_off, n_entries) = DATA_OBJECT.unpack(
+            self._buf[off : off + DATA_OBJECT.size]
         )
         return h, next_hash, entry_off, array_off, n_entries
 
@@ -452,7 +482,7 @@ class JournalFile:
             except UnicodeDecodeError:
                 value = raw
             kv = (name, value)
-            if _U64_AT.unpack_from(buf, off + _DATA_N_ENTRIES)[0] > 1:
+            if _U64_AT.unpack(buf[off + _DATA_N_ENTRIES : off + _DATA_N_ENTRIES + _U64_AT.size])[0] > 1:
                 cache = self._cache
                 self._cache_bytes += n
                 if len(cache) >= _CACHE_LIMIT or self._cache_bytes > _CACHE_BYTES:
@@ -496,7 +526,11 @@ class JournalFile:
                 off = sel.cursor
                 if off is None:
                     field_off = self.find_field(name)
-                    off = 0 if field_off is None else FIELD_OBJECT.unpack_from(buf, field_off)[5]
+                    off = (
+                        0
+                        if field_off is None
+                        else FIELD_OBJECT.unpack(buf[field_off : field_off + FIELD_OBJECT.size])[5]
+                    )
                 while off and steps > 0:
                     kv = self._cache[off]
                     if kv[0] != name:
@@ -508,7 +542,9 @@ class JournalFile:
                         known[off] = True
                         sel.has_large = True
                     self._touch(off)
-                    nxt = _U64_AT.unpack_from(buf, off + _DATA_NEXT_FIELD)[0]
+                    nxt = _U64_AT.unpack(buf[off + _DATA_NEXT_FIELD : off + _DATA_NEXT_FIELD + _U64_AT.size])[
+                        0
+                    ]
                     steps -= 1
                     sel.walked += 1
                     # writers put each new DATA object at the head of its field's list: offsets fall
@@ -566,7 +602,7 @@ class JournalFile:
             # no "=" in the first _NAME_MAX bytes: a name longer than any wanted one
             wanted = eq > 0 and buf[start:eq] in sel.wanted_raw
         kv: tuple[str, Value] | bool = self._cache[off] if wanted else False
-        if _U64_AT.unpack_from(buf, off + _DATA_N_ENTRIES)[0] > 1:
+        if _U64_AT.unpack(buf[off + _DATA_N_ENTRIES : off + _DATA_N_ENTRIES + _U64_AT.size])[0] > 1:
             known = sel.known
             if len(known) >= _CACHE_LIMIT or sel.size > _CACHE_BYTES:
                 known.clear()
@@ -618,7 +654,7 @@ class JournalFile:
         off = first
         while off:
             _flags, size = self._object(off, ObjectType.ENTRY_ARRAY, ENTRY_ARRAY_ITEMS_OFFSET)
-            _, _, _, nxt = ENTRY_ARRAY_OBJECT.unpack_from(buf, off)
+            _, _, _, nxt = ENTRY_ARRAY_OBJECT.unpack(buf[off : off + ENTRY_ARRAY_OBJECT.size])
             n = (size - ENTRY_ARRAY_ITEMS_OFFSET) // width
             if remaining is not None and n > remaining:
                 n = remaining
@@ -676,7 +712,7 @@ class JournalFile:
         h64 = self._hash(payload)
         n_buckets = h.data_hash_table_size // HASH_ITEM.size
         bucket_off = h.data_hash_table_offset + (h64 % n_buckets) * HASH_ITEM.size
-        off: int = HASH_ITEM.unpack_from(self._buf, bucket_off)[0]
+        off: int = HASH_ITEM.unpack(self._buf[bucket_off : bucket_off + HASH_ITEM.size])[0]
         steps = 0
         while off:
             stored, nxt, _e, _a, _n = self._data_links(off)
@@ -694,11 +730,17 @@ class JournalFile:
         payload = name.encode()
         h64 = self._hash(payload)
         n_buckets = h.field_hash_table_size // HASH_ITEM.size
-        off: int = HASH_ITEM.unpack_from(self._buf, h.field_hash_table_offset + (h64 % n_buckets) * 16)[0]
+        off: int = HASH_ITEM.unpack(
+            self._buf[
+                h.field_hash_table_offset + (h64 % n_buckets) * 16 : h.field_hash_table_offset
+                + (h64 % n_buckets) * 16
+                + HASH_ITEM.size
+            ]
+        )[0]
         steps = 0
         while off:
             _flags, size = self._object(off, ObjectType.FIELD, FIELD_PAYLOAD_OFFSET)
-            _, _, _, stored, nxt, _head = FIELD_OBJECT.unpack_from(self._buf, off)
+            _, _, _, stored, nxt, _head = FIELD_OBJECT.unpack(self._buf[off : off + FIELD_OBJECT.size])
             if stored == h64 and self._buf[off + FIELD_PAYLOAD_OFFSET : off + size] == payload:
                 return off
             steps += 1
@@ -712,11 +754,11 @@ class JournalFile:
         field_off = self.find_field(name)
         if field_off is None:
             return
-        _, _, _, _h, _nh, off = FIELD_OBJECT.unpack_from(self._buf, field_off)
+        _, _, _, _h, _nh, off = FIELD_OBJECT.unpack(self._buf[field_off : field_off + FIELD_OBJECT.size])
         while off:
             payload, _h, _nh, _e, _a, _n = self._data_object(off)
             yield decode(payload[len(name) + 1 :])
-            nxt = _U64_AT.unpack_from(self._buf, off + _DATA_NEXT_FIELD)[0]
+            nxt = _U64_AT.unpack(self._buf[off + _DATA_NEXT_FIELD : off + _DATA_NEXT_FIELD + _U64_AT.size])[0]
             if nxt >= off:  # the list runs towards the start of the file (see ``_walk``)
                 raise CorruptJournal("field's data chain loops", offset=off)
             off = nxt
@@ -727,10 +769,10 @@ class JournalFile:
         out: set[int] = set()
         if field_off is None:
             return out
-        _, _, _, _h, _nh, off = FIELD_OBJECT.unpack_from(self._buf, field_off)
+        _, _, _, _h, _nh, off = FIELD_OBJECT.unpack(self._buf[field_off : field_off + FIELD_OBJECT.size])
         while off:
             out.update(self._data_entry_offsets(off))
-            nxt = _U64_AT.unpack_from(self._buf, off + _DATA_NEXT_FIELD)[0]
+            nxt = _U64_AT.unpack(self._buf[off + _DATA_NEXT_FIELD : off + _DATA_NEXT_FIELD + _U64_AT.size])[0]
             if nxt >= off:  # the list runs towards the start of the file (see ``_walk``)
                 raise CorruptJournal("field's data chain loops", offset=off)
             off = nxt
@@ -807,7 +849,7 @@ class JournalFile:
         if h.n_objects or tail:
             if tail & 7 or tail < self._first or tail + OBJECT_HEADER_SIZE > self._end:
                 raise CorruptJournal("the header's tail object lies outside the file", offset=tail)
-            otype, _flags, size = OBJECT_HEADER.unpack_from(buf, tail)
+            otype, _flags, size = OBJECT_HEADER.unpack(buf[tail : tail + OBJECT_HEADER.size])
             minimum = _OBJECT_MINIMUM.get(otype)
             if minimum is None or size < minimum or tail + size > self._end:
                 raise CorruptJournal(
@@ -829,17 +871,19 @@ class JournalFile:
             if off > tail:
                 raise CorruptJournal("an entry array lies beyond the header's tail object", offset=off)
             _flags, size = self._object(off, ObjectType.ENTRY_ARRAY, ENTRY_ARRAY_ITEMS_OFFSET)
-            nxt = ENTRY_ARRAY_OBJECT.unpack_from(buf, off)[3]
+            nxt = ENTRY_ARRAY_OBJECT.unpack(buf[off : off + ENTRY_ARRAY_OBJECT.size])[3]
             pos = off + ENTRY_ARRAY_ITEMS_OFFSET
             n = (size - ENTRY_ARRAY_ITEMS_OFFSET) // width
             if n == 0:
                 raise CorruptJournal("an entry array has no room for items", offset=off)
             used = n
-            if item.unpack_from(buf, pos + (n - 1) * width)[0] == 0:  # the unused end of the last array
+            if (
+                item.unpack(buf[pos + (n - 1) * width : pos + (n - 1) * width + item.size])[0] == 0
+            ):  # the unused end of the last array
                 lo, hi = 0, n - 1  # the first zero item lies in [lo, hi]
                 while lo < hi:
                     mid = (lo + hi) // 2
-                    if item.unpack_from(buf, pos + mid * width)[0]:
+                    if item.unpack(buf[pos + mid * width : pos + mid * width + item.size])[0]:
                         lo = mid + 1
                     else:
                         hi = mid
@@ -849,8 +893,8 @@ class JournalFile:
             if online and found + used > want:
                 used = want - found
             if used:
-                first = item.unpack_from(buf, pos)[0]
-                last = item.unpack_from(buf, pos + (used - 1) * width)[0]
+                first = item.unpack(buf[pos : pos + item.size])[0]
+                last = item.unpack(buf[pos + (used - 1) * width : pos + (used - 1) * width + item.size])[0]
                 if first <= last_entry or last < first or (first | last) & 7:
                     raise CorruptJournal("entry array items are not aligned and ascending", offset=off)
                 if first < self._first or last > tail:
@@ -871,7 +915,7 @@ class JournalFile:
             recent[:0] = unpack(buf, pos + (used - k) * width, k)
             if len(recent) >= _TAIL_CHECKED:
                 break
-        first_entry = item.unpack_from(buf, spans[0][0])[0]
+        first_entry = item.unpack(buf[spans[0][0] : spans[0][0] + item.size])[0]
         if any(a >= b for a, b in itertools.pairwise(recent)) or any(o & 7 for o in recent):
             raise CorruptJournal("the last entry array items are not aligned and strictly ascending")
         if recent[0] < self._first or recent[-1] > tail:
@@ -894,8 +938,8 @@ class JournalFile:
     def _entry_head(self, off: int) -> tuple[int, int, int, bytes]:
         """(seqnum, realtime, monotonic, boot_id) of the ENTRY object at ``off``, its header validated."""
         self._check(off, ENTRY_ITEMS_OFFSET, "entry")
-        otype, _flags, size, seqnum, realtime, monotonic, boot_id, _x = ENTRY_OBJECT.unpack_from(
-            self._buf, off
+        otype, _flags, size, seqnum, realtime, monotonic, boot_id, _x = ENTRY_OBJECT.unpack(
+            self._buf[off : off + ENTRY_OBJECT.size]
         )
         if (
             otype != _ENTRY
@@ -915,7 +959,9 @@ class JournalFile:
         """What cross-file ordering needs of the entry at ``off``."""
         self._object(off, ObjectType.ENTRY, ENTRY_ITEMS_OFFSET)
         self._touch(off)
-        _, _, _, seqnum, realtime, monotonic, boot_id, xor_hash = ENTRY_OBJECT.unpack_from(self._buf, off)
+        _, _, _, seqnum, realtime, monotonic, boot_id, xor_hash = ENTRY_OBJECT.unpack(
+            self._buf[off : off + ENTRY_OBJECT.size]
+        )
         if not 0 < realtime < REALTIME_MAX:
             raise CorruptJournal(f"entry has an impossible realtime stamp {realtime}", offset=off)
         return (self.header.seqnum_id, seqnum, boot_id, monotonic, realtime, xor_hash)
@@ -924,7 +970,7 @@ class JournalFile:
         """(boot_id, realtime) of the entry at ``off``, without decoding its fields."""
         self._object(off, ObjectType.ENTRY, ENTRY_ITEMS_OFFSET)
         self._touch(off)
-        _, _, _, _s, realtime, _m, boot_id, _x = ENTRY_OBJECT.unpack_from(self._buf, off)
+        _, _, _, _s, realtime, _m, boot_id, _x = ENTRY_OBJECT.unpack(self._buf[off : off + ENTRY_OBJECT.size])
         if not 0 < realtime < REALTIME_MAX:
             raise CorruptJournal(f"entry has an impossible realtime stamp {realtime}", offset=off)
         return boot_id, realtime
@@ -934,8 +980,8 @@ class JournalFile:
         buf = self._buf
         if off & 7 or off < self._first or off + ENTRY_ITEMS_OFFSET > self._end:
             raise CorruptJournal("entry has an invalid offset", offset=off)
-        otype, _flags, size, seqnum, realtime, monotonic, boot_id, xor_hash = ENTRY_OBJECT.unpack_from(
-            buf, off
+        otype, _flags, size, seqnum, realtime, monotonic, boot_id, xor_hash = ENTRY_OBJECT.unpack(
+            buf[off : off + ENTRY_OBJECT.size]
         )
         if otype != _ENTRY or size < ENTRY_ITEMS_OFFSET or off + size > self._end:
             raise CorruptJournal(f"expected an ENTRY object, found type {otype} size {size}", offset=off)
@@ -997,7 +1043,9 @@ class JournalFile:
         buf = self._buf
         if off & 7 or off < self._first or off + ENTRY_ITEMS_OFFSET > self._end:
             raise CorruptJournal("entry has an invalid offset", offset=off)
-        otype, _flags, size, _s, realtime, _m, boot_id, _x = ENTRY_OBJECT.unpack_from(buf, off)
+        otype, _flags, size, _s, realtime, _m, boot_id, _x = ENTRY_OBJECT.unpack(
+            buf[off : off + ENTRY_OBJECT.size]
+        )
         if otype != _ENTRY or size < ENTRY_ITEMS_OFFSET or off + size > self._end:
             raise CorruptJournal(f"expected an ENTRY object, found type {otype} size {size}", offset=off)
         if not 0 < realtime < REALTIME_MAX:
@@ -1006,9 +1054,7 @@ class JournalFile:
         if n > MAX_ITEMS:
             raise CorruptJournal(f"entry has {n} items, more than the limit of {MAX_ITEMS}", offset=off)
         if self.compact:
-            items: Sequence[int] = (_U32.get(n) or _layout(_U32, n, "I")).unpack_from(
-                buf, off + ENTRY_ITEMS_OFFSET
-            )
+            items: Sequence[int] = _unpack_u32(buf, off + ENTRY_ITEMS_OFFSET, n)
         else:
             items = _regular_items(buf, off + ENTRY_ITEMS_OFFSET, n)
         self._spent = 0

@@ -2,7 +2,7 @@
 
 * ``open_image(target)``: the persistent journal ``/var/log/journal`` and the volatile
   ``/run/log/journal`` of a mounted image, each with its files directly inside and one directory
-  level down (``<machine-id>/``, ``remote/``), opened through ``RootfsTarget.open_file`` so links
+  level down (``<machine-id>/``, ``remote/``), opened through ``the target's ``open_random```` so links
   resolve inside the image and special files are refused.
 * ``open_directory(path)`` (what ``journalctl --directory`` reads) and ``open_files(paths)`` on the
   host.
@@ -19,7 +19,7 @@ import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from imagelint.errors import ImageReadError
+from imagelint.errors import ImageReadError, TargetError
 from imagelint.facts.journal.errors import JournalError, UnsupportedJournal
 from imagelint.facts.journal.journal import Journal
 from imagelint.facts.journal.reader import JournalFile
@@ -27,9 +27,7 @@ from imagelint.facts.journal.scan import FileReport, FileStatus, JournalScan
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # kept off the import path: a host directory needs neither (importing costs ms)
-    from typing import BinaryIO
-
-    from imagelint.targets.rootfs import RootfsTarget
+    from imagelint.targets.interface import RandomAccessFile, Target
 
 IMAGE_JOURNAL_DIRS = ("/var/log/journal", "/run/log/journal")
 
@@ -47,12 +45,12 @@ def is_journal_name(name: str) -> bool:
     return name.endswith(".journal") or name.endswith(".journal~")
 
 
-def _open_one(path: str, opener: Callable[[], BinaryIO]) -> tuple[FileReport, JournalFile | None]:
+def _open_one(path: str, opener: Callable[[], RandomAccessFile]) -> tuple[FileReport, JournalFile | None]:
     report = FileReport(path)
     try:
-        with opener() as f:
-            report.size = os.fstat(f.fileno()).st_size
-            jf = JournalFile.from_file(f, path)
+        f = opener()
+        report.size = f.size
+        jf = JournalFile.from_random(f, path)
     except ImageReadError as exc:
         report.problem(f"cannot open: {exc.reason}", fatal=True)
         return report, None
@@ -79,7 +77,7 @@ def _open_one(path: str, opener: Callable[[], BinaryIO]) -> tuple[FileReport, Jo
 
 
 def _build(
-    source: str, candidates: Iterable[tuple[str, Callable[[], BinaryIO]]], scan: JournalScan
+    source: str, candidates: Iterable[tuple[str, Callable[[], RandomAccessFile]]], scan: JournalScan
 ) -> Journal:
     opened: list[tuple[FileReport, JournalFile]] = []
     for path, opener in candidates:
@@ -99,34 +97,30 @@ def open_files(paths: Iterable[str | os.PathLike[str]]) -> Journal:
     return _build(scan.source, ((p, _host_opener(p)) for p in names), scan)
 
 
-def _host_opener(path: str) -> Callable[[], BinaryIO]:
-    def opener() -> BinaryIO:
+def _host_opener(path: str) -> Callable[[], RandomAccessFile]:
+    def opener() -> RandomAccessFile:
+        from imagelint.targets.rootfs import HostFile
+
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             os.close(fd)
             raise OSError(0, "not a regular file; not opened")
-        return os.fdopen(fd, "rb")
+        return HostFile(fd)
 
     return opener
 
 
 def _host_journal_files(directory: str) -> list[str]:
-    found: list[str] = []
+    """Journal files in a host directory and one level down, listed through a directory target
+    rooted there (links resolve inside it, listings do not touch access times)."""
+    from imagelint.targets.rootfs import RootfsTarget
+
     try:
-        entries = sorted(os.scandir(directory), key=lambda e: e.name)
-    except OSError:
-        return found
-    for entry in entries:
-        if entry.is_dir(follow_symlinks=False):
-            try:
-                subs = sorted(os.scandir(entry.path), key=lambda e: e.name)
-            except OSError:
-                continue
-            found += [s.path for s in subs if is_journal_name(s.name) and not s.is_dir()]
-        elif is_journal_name(entry.name):
-            found.append(entry.path)
-    return found
+        target = RootfsTarget(directory)
+        return [directory.rstrip("/") + p for p in image_journal_files(target, ["/"])[1]]
+    except (TargetError, ImageReadError):
+        return []
 
 
 def open_directory(directory: str | os.PathLike[str]) -> Journal:
@@ -149,10 +143,10 @@ def open_path(path: str | os.PathLike[str]) -> Journal:
 
 
 def image_journal_files(
-    target: RootfsTarget, dirs: Iterable[str] = IMAGE_JOURNAL_DIRS
+    target: Target, dirs: Iterable[str] = IMAGE_JOURNAL_DIRS
 ) -> tuple[list[str], list[str]]:
     """(existing journal directories, journal file paths) inside an image."""
-    from imagelint.targets.rootfs import FileKind
+    from imagelint.targets.interface import FileKind
 
     existing: list[str] = []
     files: list[str] = []
@@ -162,7 +156,7 @@ def image_journal_files(
             continue
         existing.append(top)
         for name in target.listdir(top):
-            path = f"{top}/{name}"
+            path = f"{top.rstrip('/')}/{name}"
             kind = target.stat(path)
             if kind is None:
                 continue
@@ -173,7 +167,7 @@ def image_journal_files(
     return existing, files
 
 
-def open_image(target: RootfsTarget, dirs: Iterable[str] = IMAGE_JOURNAL_DIRS) -> Journal:
+def open_image(target: Target, dirs: Iterable[str] = IMAGE_JOURNAL_DIRS) -> Journal:
     """The journal kept inside a mounted image (persistent and volatile locations)."""
     dirs = list(dirs)
     existing, files = image_journal_files(target, dirs)
@@ -181,8 +175,8 @@ def open_image(target: RootfsTarget, dirs: Iterable[str] = IMAGE_JOURNAL_DIRS) -
     return _build(target.description, ((p, _image_opener(target, p)) for p in files), scan)
 
 
-def _image_opener(target: RootfsTarget, path: str) -> Callable[[], BinaryIO]:
-    return lambda: target.open_file(path)
+def _image_opener(target: Target, path: str) -> Callable[[], RandomAccessFile]:
+    return lambda: target.open_random(path)
 
 
 __all__ = [

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from imagelint.facts.journal.restarts import analyze_restarts
 from imagelint.facts.journal.sources import open_image
-from imagelint.targets import RootfsTarget
+from imagelint.targets.interface import Target
 
 
-def restarts_logged_between(
-    target: RootfsTarget, since: float, until: float
-) -> tuple[dict[str, int] | None, str]:
+def restarts_logged_between(target: Target, since: float, until: float) -> tuple[dict[str, int] | None, str]:
     """Restarts the target's journal logged between two wall-clock times (seconds), per unit, and a
     one-line account of the files read; (None, why) when there is no journal."""
     with open_image(target) as journal:

@@ -21,13 +21,13 @@ from imagelint.facts.systemd.install import LINK_DIR_SUFFIXES
 
 if TYPE_CHECKING:
     from imagelint.facts.systemd.index import Unit, UnitIndex
-    from imagelint.targets import RootfsTarget
+    from imagelint.targets.interface import Target
 
 ENABLED_STATES = ("enabled", "enabled-runtime", "linked", "linked-runtime")
 DSH_STATE = "/var/lib/systemd/deb-systemd-helper-enabled"
 
 
-def enabling_links(target: RootfsTarget, index: UnitIndex) -> dict[str, list[str]]:
+def enabling_links(target: Target, index: UnitIndex) -> dict[str, list[str]]:
     """unit name -> the ``X.wants/NAME`` (``.requires``, ``.upholds``) links that name it, by path."""
     found: dict[str, list[str]] = {}
     for directory in index.search_path:
@@ -46,7 +46,7 @@ def wanting_unit(link: str) -> str:
     return parent[: parent.rfind(".")]
 
 
-def recorded_by_package(target: RootfsTarget, unit: Unit) -> bool:
+def recorded_by_package(target: Target, unit: Unit) -> bool:
     """Whether Debian's deb-systemd-helper recorded the unit (or an alias) as enabled by a package."""
     for name in (unit.name, *unit.aliases):
         if target.lstat(f"{DSH_STATE}/{name}.dsh-also") is not None:

@@ -30,7 +30,7 @@ from imagelint.errors import ImageReadError
 from imagelint.facts.systemd.model import Assignment
 from imagelint.facts.systemd.parser import WordSyntaxError, split_words
 from imagelint.facts.systemd.specifiers import SpecifierError, expand
-from imagelint.targets.rootfs import FileKind, RootfsTarget
+from imagelint.targets.interface import FileKind, Target
 
 if TYPE_CHECKING:
     from imagelint.facts.systemd.index import Unit
@@ -120,7 +120,7 @@ class Resolution:
     searched: tuple[str, ...] = ()
 
 
-def _is_executable(target: RootfsTarget, path: str) -> str | None:
+def _is_executable(target: Target, path: str) -> str | None:
     """None if ``path`` is an executable regular file in the image, else what is wrong with it."""
     try:
         st = target.stat(path)
@@ -135,7 +135,7 @@ def _is_executable(target: RootfsTarget, path: str) -> str | None:
     return None
 
 
-def resolve_executable(target: RootfsTarget, exe: str, search_path: tuple[str, ...] | None) -> Resolution:
+def resolve_executable(target: Target, exe: str, search_path: tuple[str, ...] | None) -> Resolution:
     """Find ``exe`` as the manager would: absolute as is, a bare name in the search path."""
     if exe.startswith("/"):
         problem = _is_executable(target, exe)
@@ -150,7 +150,7 @@ def resolve_executable(target: RootfsTarget, exe: str, search_path: tuple[str, .
     return Resolution(None, "missing", tried)
 
 
-def unit_commands(target: RootfsTarget, unit: Unit) -> list[tuple[Command, Resolution | None]]:
+def unit_commands(target: Target, unit: Unit) -> list[tuple[Command, Resolution | None]]:
     """Every command of the unit's effective ``Exec…=`` settings, each with where its executable is
     found (None when the executable cannot be known offline)."""
     unit_id = unit.unit_id or unit.name
@@ -167,7 +167,7 @@ def unit_commands(target: RootfsTarget, unit: Unit) -> list[tuple[Command, Resol
 
 
 def missing_files(
-    target: RootfsTarget, unit: Unit, include_ignored: bool = False
+    target: Target, unit: Unit, include_ignored: bool = False
 ) -> tuple[list[str], Assignment | None]:
     """What the unit would run or read that is not in the image: (texts, the line to point at).
 
@@ -216,7 +216,7 @@ class Condition:
     result: bool | None  # None: cannot be known offline
 
 
-def _evaluate(target: RootfsTarget, kind: str, param: str) -> bool | None:
+def _evaluate(target: Target, kind: str, param: str) -> bool | None:
     if kind not in EVALUABLE or not param.startswith("/"):
         return None
     if is_runtime_path(param):
@@ -238,7 +238,7 @@ def _evaluate(target: RootfsTarget, kind: str, param: str) -> bool | None:
     return st.kind is FileKind.FILE and bool(st.mode & 0o111)  # FileIsExecutable
 
 
-def _any_kernel(target: RootfsTarget, kind: str, value: str, unit_id: str) -> bool | None:
+def _any_kernel(target: Target, kind: str, value: str, unit_id: str) -> bool | None:
     """A path with ``%v`` (the running kernel's release, unknown offline): False when the condition
     fails for every kernel release the image could boot (no match under any name), else unknown."""
     if "%v" not in value or kind == "PathExistsGlob":
@@ -258,7 +258,7 @@ def _any_kernel(target: RootfsTarget, kind: str, value: str, unit_id: str) -> bo
     return False
 
 
-def conditions(target: RootfsTarget, assignments: list[Assignment], unit_id: str) -> list[Condition]:
+def conditions(target: Target, assignments: list[Assignment], unit_id: str) -> list[Condition]:
     """The unit's effective ``Condition…=`` list (after resets), each evaluated when possible."""
     out: list[Condition] = []
     for a in assignments:

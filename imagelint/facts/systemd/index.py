@@ -28,7 +28,7 @@ from imagelint.facts.systemd.paths import LookupPaths
 from imagelint.facts.systemd.presets import Presets
 from imagelint.facts.systemd.sources import DirectoryTooLargeError, ImageTree, join
 from imagelint.facts.systemd.specifiers import SpecifierError, expand
-from imagelint.targets.rootfs import FileKind, RootfsTarget
+from imagelint.targets.interface import FileKind, Target
 
 PULL_KEYS = ("Wants", "Requires", "BindsTo", "Upholds")
 # systemctl list-unit-files prints "-" as the preset of these states (no [Install] to apply a preset to)
@@ -199,12 +199,12 @@ class UnitIndex:
         }
 
     @classmethod
-    def build(cls, target: RootfsTarget) -> UnitIndex:
+    def build(cls, target: Target) -> UnitIndex:
         return _Builder(target).build()
 
 
 class _Builder:
-    def __init__(self, target: RootfsTarget) -> None:
+    def __init__(self, target: Target) -> None:
         self.target = target
         self.tree = ImageTree(target)
         self.lookup = LookupPaths.for_target(target)

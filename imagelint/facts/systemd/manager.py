@@ -18,7 +18,7 @@ from imagelint.facts.systemd.model import Problem
 from imagelint.facts.systemd.parser import parse_unit_bytes
 from imagelint.facts.systemd.sources import conf_files
 from imagelint.facts.systemd.timespan import parse_timespan
-from imagelint.targets.rootfs import RootfsTarget
+from imagelint.targets.interface import Target
 
 MAIN = "/etc/systemd/system.conf"
 DROPIN_DIRS = (
@@ -62,7 +62,7 @@ class ManagerDefaults:
         }
 
     @classmethod
-    def load(cls, target: RootfsTarget) -> ManagerDefaults:
+    def load(cls, target: Target) -> ManagerDefaults:
         defaults = cls()
         dropins, problems = conf_files(target, DROPIN_DIRS, ".conf")
         defaults.problems.extend(problems)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from imagelint.errors import ImageReadError
-from imagelint.targets.rootfs import RootfsTarget
+from imagelint.targets.interface import Target
 
 PERSISTENT_CONTROL = "/etc/systemd/system.control"
 RUNTIME_CONTROL = "/run/systemd/system.control"
@@ -81,7 +81,7 @@ class LookupPaths:
     search_path: tuple[str, ...]
 
     @classmethod
-    def for_target(cls, target: RootfsTarget) -> LookupPaths:
+    def for_target(cls, target: Target) -> LookupPaths:
         seen: list[str] = []
         for raw in RAW_SEARCH_PATH:
             try:

@@ -24,7 +24,7 @@ from imagelint.facts.systemd.model import Problem
 from imagelint.facts.systemd.parser import WHITESPACE, WordSyntaxError, split_words
 from imagelint.facts.systemd.paths import PRESET_DIRS
 from imagelint.facts.systemd.sources import conf_files
-from imagelint.targets.rootfs import RootfsTarget
+from imagelint.targets.interface import Target
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ class Presets:
     problems: list[Problem] = field(default_factory=list)
 
     @classmethod
-    def load(cls, target: RootfsTarget) -> Presets:
+    def load(cls, target: Target) -> Presets:
         presets = cls()
         paths, problems = conf_files(target, PRESET_DIRS, ".preset")
         presets.problems.extend(problems)

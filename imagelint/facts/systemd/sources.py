@@ -1,7 +1,7 @@
 """Reading the image for the systemd fact layer: directory listings with file kinds, and files read once.
 
-Everything goes through :class:`RootfsTarget`, so links resolve inside the image. Listings are
-cached for the lifetime of one index build, parsed files only for a short while (the enablement
+Everything goes through the :class:`~imagelint.targets.Target`, so links resolve inside the image.
+Listings are cached for the lifetime of one index build, parsed files only for a short while (the enablement
 lookup and the unit load of one name read the same files back to back); read failures become
 problems. A directory of more than ``MAX_DIR_ENTRIES`` entries is not indexed at all: listing it
 raises :class:`DirectoryTooLargeError` (an ImageReadError: the run is inconclusive) instead of
@@ -10,13 +10,12 @@ growing without bound.
 
 from __future__ import annotations
 
-import os
 from collections import OrderedDict
 
 from imagelint.errors import ImageReadError
 from imagelint.facts.systemd.model import ParsedFile, Problem
 from imagelint.facts.systemd.parser import parse_unit_bytes
-from imagelint.targets.rootfs import FileKind, ImageStat, RootfsTarget
+from imagelint.targets.interface import FileKind, Target
 
 MAX_DIR_ENTRIES = 500_000  # per directory; 100x a large real image's unit directory
 PARSE_CACHE_SIZE = 256  # parsed files kept (most recently used); any older one is parsed again
@@ -33,17 +32,17 @@ def join(directory: str, name: str) -> str:
 class ImageTree:
     """Cached directory listings (name -> kind) and parsed unit files of one image.
 
-    Listings come from ``os.scandir`` on a directory the target has resolved inside the image and
-    opened (``RootfsTarget.open_dir``, without touching access times);
-    entry kinds come from the directory entry itself (a link is reported as a link, never
-    followed). File contents are only ever read through ``RootfsTarget.read_bytes``.
+    Listings come from the target's ``list_kinds`` on a directory resolved inside the image (a
+    directory target reads it without touching access times); entry kinds come from the directory
+    entry itself (a link is reported as a link, never followed). File contents are only ever read
+    through the target's ``read_bytes``.
     """
 
-    def __init__(self, target: RootfsTarget, *, max_entries: int | None = None) -> None:
+    def __init__(self, target: Target, *, max_entries: int | None = None) -> None:
         self.target = target
         self.max_entries = MAX_DIR_ENTRIES if max_entries is None else max_entries
         self._listings: dict[str, dict[str, FileKind] | None] = {}
-        self._host_dirs: dict[str, str] = {}
+        self._resolved: dict[str, str] = {}
         self._parsed: OrderedDict[str, ParsedFile | Problem] = OrderedDict()
         self.problems: list[Problem] = []
 
@@ -56,7 +55,7 @@ class ImageTree:
             return self._listings[directory]
         head, _, name = directory.rpartition("/")
         head = head or "/"
-        host: str | None = None
+        resolved: str | None = None  # the directory's canonical path, when its parent's listing gives it
         if name and head in self._listings:
             parent = self._listings[head]
             kind = None if parent is None else parent.get(name)
@@ -65,31 +64,19 @@ class ImageTree:
                 # NAME.wants... of every unit) do not exist and would fill the cache.
                 return None
             if kind is FileKind.DIR:
-                host = os.path.join(self._host_dirs[head], name)
+                resolved = join(self._resolved[head], name)
         listing: dict[str, FileKind] | None = None
         too_many = False
         try:
-            if host is None:
-                host = str(self.target.host_path(self.target.resolve(directory)))
-            fd = self.target.open_dir(directory, host)  # O_NOATIME: the image's times stay as they were
-            if fd is not None:
-                try:
-                    with os.scandir(fd) as it:
-                        listing = {}
-                        for e in it:
-                            if len(listing) >= self.max_entries:
-                                too_many = True
-                                break
-                            listing[e.name] = _entry_kind(e)
-                finally:
-                    os.close(fd)
-                self._host_dirs[directory] = host
-        except (FileNotFoundError, NotADirectoryError):
-            listing = None
+            # the target's own listing (a directory target opens it with O_NOATIME: times stay as they were)
+            listing = self.target.list_kinds(
+                directory if resolved is None else resolved, limit=self.max_entries
+            )
+            if listing is not None:
+                too_many = len(listing) > self.max_entries
+                self._resolved[directory] = self.target.resolve(directory) if resolved is None else resolved
         except ImageReadError as exc:
             self.problems.append(Problem(directory, None, f"directory not read: {exc.reason}"))
-        except OSError as exc:
-            self.problems.append(Problem(directory, None, f"directory not read: {exc.strerror}"))
         if too_many:
             raise DirectoryTooLargeError(
                 directory, f"more than {self.max_entries:,} entries: too large to index; not judged"
@@ -133,18 +120,8 @@ class ImageTree:
         return result
 
 
-def _entry_kind(entry: os.DirEntry[str]) -> FileKind:
-    if entry.is_symlink():
-        return FileKind.SYMLINK
-    if entry.is_dir(follow_symlinks=False):
-        return FileKind.DIR
-    if entry.is_file(follow_symlinks=False):
-        return FileKind.FILE
-    return ImageStat.from_os(entry.name, entry.stat(follow_symlinks=False)).kind
-
-
 def conf_files(
-    target: RootfsTarget, dirs: tuple[str, ...] | list[str], suffix: str
+    target: Target, dirs: tuple[str, ...] | list[str], suffix: str
 ) -> tuple[list[str], list[Problem]]:
     """systemd's conf_files_list_strv(): ``*SUFFIX`` files and links in ``dirs``, an earlier directory's
     file hiding the same name in later ones, sorted by file name. Hidden (dot) files are skipped."""

@@ -139,9 +139,14 @@ def bomb_journal(kind: str, out_dir: Path, size: int) -> Path:
 
 READ_CODE = r"""
 import json, sys
-from imagelint.facts.journal import SIGNALS, analyze_restarts, count_signal, open_path
+from imagelint.facts.journal import SIGNALS, analyze_restarts, count_signal, open_image, open_path
 out = {}
-with open_path(sys.argv[1]) as j:
+if len(sys.argv) > 2:  # a disk image: the journal is read by positioned reads through the page cache
+    from imagelint.targets.disk import open_disk_file
+    journal = open_image(open_disk_file(sys.argv[1]))
+else:
+    journal = open_path(sys.argv[1])
+with journal as j:
     out["entries"] = sum(1 for _ in j.entries())
     out["restart_units"] = len(analyze_restarts(j).units)
     out["signals"] = sum(count_signal(j, spec).total for spec in SIGNALS.values())
@@ -152,11 +157,12 @@ print(json.dumps(out))
 """
 
 
-def peak_rss(directory: Path, *, timeout: float = 300) -> dict[str, object]:
-    """Read ``directory`` in a fresh process; its peak RSS (``vmhwm_kib``) and what it reported."""
+def peak_rss(directory: Path, *, timeout: float = 300, disk_image: bool = False) -> dict[str, object]:
+    """Read ``directory`` (or, with ``disk_image``, the image's own journal) in a fresh process; its
+    peak RSS (``vmhwm_kib``) and what it reported."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.run(
-        [sys.executable, "-c", READ_CODE, str(directory)],
+        [sys.executable, "-c", READ_CODE, str(directory), *(["disk"] if disk_image else [])],
         capture_output=True,
         text=True,
         timeout=timeout,

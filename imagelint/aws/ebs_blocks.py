@@ -1,0 +1,244 @@
+"""An EBS snapshot as a raw, read-only, seekable disk: the stream the disk targets read.
+
+:class:`SnapshotStream` turns reads at any offset into 512 KiB ``GetSnapshotBlock`` calls
+(:mod:`imagelint.aws.ebs_api`), and only for the blocks a read touches: the filesystem reader above
+it decides what is read, so an audit fetches a small share of the snapshot. A block the listing does
+not name was never written and reads as zeros, without a request.
+
+- **Cache**: an LRU of fetched blocks bounded in bytes (``cache_bytes``, default 64 MiB); blocks in
+  flight count against the same bound, so memory stays under ``cache_bytes`` plus one read.
+- **Parallel**: a thread pool of ``concurrency`` workers (default 16). A read that spans several
+  blocks asks for all of them at once; sequential reads (a read starting where the last one ended)
+  grow a read-ahead window of following *allocated* blocks, doubling up to ``readahead`` blocks
+  (default 16), the way the kernel's read-ahead does. Random reads get no read-ahead.
+- **Counters** (:meth:`stats`): blocks listed (allocated), blocks and bytes fetched, cache hits,
+  zero-block reads, requests, retries and throttling; the disk target puts them in the report.
+
+The first failure of a fetch (denied, not found, checksum, retries exhausted) is kept: a filesystem
+reader may turn an I/O error into "file unreadable", so :meth:`raise_if_failed` lets the caller end
+the run with the real cause. Nothing here writes: the stream is not writable.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+from imagelint.aws.ebs_api import BLOCK_SIZE, EbsApi
+from imagelint.errors import ImageLintError
+
+DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
+DEFAULT_CONCURRENCY = 16
+DEFAULT_READAHEAD = 16
+ZERO_BLOCK = bytes(BLOCK_SIZE)
+
+
+class SnapshotStream(io.RawIOBase):
+    """Read-only, seekable bytes of one snapshot (``size`` = the volume size)."""
+
+    def __init__(
+        self,
+        api: EbsApi,
+        *,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        readahead: int = DEFAULT_READAHEAD,
+        on_fetch: Callable[[dict[str, int]], None] | None = None,
+    ) -> None:
+        super().__init__()
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.api = api
+        self.snapshot_id = api.snapshot_id
+        listing = api.blocks()
+        self.size = listing.volume_bytes
+        self.allocated = sorted(listing.tokens)
+        self._allocated = set(self.allocated)
+        self.cache_blocks = max(1, cache_bytes // BLOCK_SIZE)
+        self.concurrency = concurrency
+        self.readahead = max(0, min(readahead, self.cache_blocks // 2))
+        self.on_fetch = on_fetch
+        self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="ebs-block")
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[int, bytes] = OrderedDict()
+        self._inflight: dict[int, Future[bytes]] = {}
+        self._pos = 0
+        self._last_end = -1
+        self._streak = 0
+        self._failure: ImageLintError | None = None
+        self._counts = {
+            "blocks_fetched": 0,
+            "bytes_fetched": 0,
+            "cache_hits": 0,
+            "zero_block_reads": 0,
+            "readahead_blocks": 0,
+            "bytes_read": 0,
+        }
+
+    # --- io.RawIOBase -----------------------------------------------------------------------------
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return False
+
+    def write(self, data: Any) -> int:
+        raise io.UnsupportedOperation(f"{self.snapshot_id}: the snapshot is read-only")
+
+    def truncate(self, size: int | None = None) -> int:
+        raise io.UnsupportedOperation(f"{self.snapshot_id}: the snapshot is read-only")
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self.size}[whence]
+        if base + offset < 0:
+            raise OSError(f"{self.snapshot_id}: seek to a negative offset")
+        self._pos = base + offset
+        return self._pos
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        start = self._pos
+        end = min(self.size, start + len(view))
+        if end <= start:
+            return 0
+        first, last = start // BLOCK_SIZE, (end - 1) // BLOCK_SIZE
+        sequential = start == self._last_end
+        wanted = list(range(first, last + 1))
+        futures = {i: self._request(i) for i in wanted if i in self._allocated}
+        self._read_ahead(last, sequential, new_block=last > (self._last_end - 1) // BLOCK_SIZE)
+        written = 0
+        for index in wanted:
+            block = self._block(index, futures.get(index))
+            lo = max(start, index * BLOCK_SIZE) - index * BLOCK_SIZE
+            hi = min(end, (index + 1) * BLOCK_SIZE) - index * BLOCK_SIZE
+            view[written : written + hi - lo] = block[lo:hi]
+            written += hi - lo
+        self._pos = self._last_end = end
+        with self._lock:
+            self._counts["bytes_read"] += written
+        return written
+
+    def close(self) -> None:
+        if not self.closed:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            with self._lock:
+                self._cache.clear()
+        super().close()
+
+    # --- blocks -----------------------------------------------------------------------------------
+
+    def _request(self, index: int, *, ahead: bool = False) -> Future[bytes] | None:
+        """The cached block as a done future, the one in flight, or a new fetch (None: no room for
+        read-ahead)."""
+        with self._lock:
+            if index in self._cache:
+                if not ahead:
+                    self._cache.move_to_end(index)
+                    self._counts["cache_hits"] += 1
+                done: Future[bytes] = Future()
+                done.set_result(self._cache[index])
+                return done
+            if index in self._inflight:
+                return self._inflight[index]
+            if ahead and (
+                len(self._cache) + len(self._inflight) >= self.cache_blocks
+                or len(self._inflight) >= self.concurrency
+            ):
+                return None
+            future = self._pool.submit(self._fetch, index)
+            self._inflight[index] = future
+            if ahead:
+                self._counts["readahead_blocks"] += 1
+            return future
+
+    def _fetch(self, index: int) -> bytes:
+        try:
+            data = self.api.fetch(index)
+        except ImageLintError as exc:
+            with self._lock:
+                self._failure = self._failure or exc
+                self._inflight.pop(index, None)
+            raise
+        except BaseException:
+            with self._lock:
+                self._inflight.pop(index, None)
+            raise
+        with self._lock:
+            self._inflight.pop(index, None)
+            self._cache[index] = data
+            while len(self._cache) > self.cache_blocks:
+                self._cache.popitem(last=False)
+            self._counts["blocks_fetched"] += 1
+            self._counts["bytes_fetched"] += len(data)
+            snapshot = dict(self._counts)
+        if self.on_fetch is not None:
+            self.on_fetch(snapshot)
+        return data
+
+    def _block(self, index: int, future: Future[bytes] | None) -> bytes:
+        if index not in self._allocated:
+            with self._lock:
+                self._counts["zero_block_reads"] += 1
+            return ZERO_BLOCK
+        assert future is not None
+        try:
+            return future.result()
+        except ImageLintError as exc:
+            raise OSError(f"{self.snapshot_id}: block {index}: {exc}") from exc
+
+    def _read_ahead(self, last: int, sequential: bool, *, new_block: bool) -> None:
+        """Grow the window on sequential reads that enter a new block; reset it on a jump."""
+        if not sequential:
+            self._streak = 0
+            return
+        if not new_block or not self.readahead:
+            return
+        self._streak += 1
+        window = min(self.readahead, 1 << min(self._streak - 1, 30))
+        ahead = [i for i in range(last + 1, last + 1 + window) if i in self._allocated]
+        for index in ahead:
+            if self._request(index, ahead=True) is None:
+                break
+
+    # --- results ----------------------------------------------------------------------------------
+
+    @property
+    def failure(self) -> ImageLintError | None:
+        with self._lock:
+            return self._failure
+
+    def raise_if_failed(self) -> None:
+        """The first fetch failure, as the error it was (one line, its exit code)."""
+        failure = self.failure
+        if failure is not None:
+            raise failure
+
+    def stats(self) -> dict[str, int]:
+        counters = self.api.counters
+        with self._lock:
+            counts = dict(self._counts)
+        return {
+            "block_size": BLOCK_SIZE,
+            "volume_bytes": self.size,
+            "blocks_listed": len(self.allocated),
+            **counts,
+            "list_requests": counters.list_requests,
+            "get_requests": counters.get_requests,
+            "retries": counters.retries,
+            "throttled": counters.throttled,
+            "checksum_retries": counters.checksum_retries,
+            "relists": counters.relists,
+            "concurrency": self.concurrency,
+            "cache_bytes": self.cache_blocks * BLOCK_SIZE,
+        }

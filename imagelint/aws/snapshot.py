@@ -1,0 +1,229 @@
+"""Audit an EBS snapshot in place: ``imagelint audit ebs:snap-…`` and ``imagelint ami --mode snapshot``.
+
+The snapshot is read through the EBS direct APIs (:mod:`imagelint.aws.ebs_blocks`) as a raw disk
+and handed to the disk targets (:func:`imagelint.targets.disk.open_disk_target`), which find the
+partition table and the root filesystem; no instance, no volume, no root, no mount. Permissions
+needed: ``ebs:ListSnapshotBlocks``, ``ebs:GetSnapshotBlock`` (and ``ec2:DescribeImages`` for an AMI,
+``kms:Decrypt`` on the key of an encrypted snapshot): :data:`IAM_POLICY`.
+
+The report's ``facts["disk"]["io"]`` holds the stream's counters (blocks listed and fetched, bytes,
+cache hits, retries); ``facts["snapshot"]`` names the snapshot. A fetch that failed ends the run with
+its own one-line error (exit 3), whatever the filesystem reader made of the I/O error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from imagelint.errors import UsageError
+
+if TYPE_CHECKING:
+    from imagelint.aws.clients import Clients
+    from imagelint.aws.ebs_blocks import SnapshotStream
+    from imagelint.aws.progress import Progress
+    from imagelint.config import Config
+    from imagelint.report import Report, Verdict
+    from imagelint.rulepacks import RulePack
+    from imagelint.session import JournalOptions, RunOptions
+
+SPEC_PREFIX = "ebs:"
+SNAPSHOT_ID = re.compile(r"^snap-[0-9a-f]{8}([0-9a-f]{9})?$")
+MIB = 1024 * 1024
+
+# The read-only EBS direct APIs on snapshots, DescribeImages to find an AMI's root snapshot, and
+# kms:Decrypt for encrypted snapshots (narrow Resource to the key's ARN).
+IAM_POLICY: dict[str, Any] = {
+    "Version": "2012-10-17",
+    "Statement": [
+        {
+            "Effect": "Allow",
+            "Action": ["ebs:ListSnapshotBlocks", "ebs:GetSnapshotBlock"],
+            "Resource": "arn:aws:ec2:*::snapshot/*",
+        },
+        {"Effect": "Allow", "Action": ["ec2:DescribeImages"], "Resource": "*"},
+        {"Effect": "Allow", "Action": ["kms:Decrypt"], "Resource": "arn:aws:kms:*:*:key/*"},
+    ],
+}
+
+
+def iam_policy_json() -> str:
+    return json.dumps(IAM_POLICY, indent=2)
+
+
+@dataclass(frozen=True)
+class SnapshotSettings:
+    """How the snapshot is read (``--concurrency``, ``--partition``)."""
+
+    concurrency: int = 16
+    cache_mib: int = 64
+    partition: int | None = None
+
+
+def snapshot_id_of(spec: str) -> str | None:
+    """``ebs:snap-…`` → the snapshot id; any other target spec → None. A malformed id is bad usage."""
+    if not spec.startswith(SPEC_PREFIX):
+        return None
+    snapshot_id = spec[len(SPEC_PREFIX) :]
+    if not SNAPSHOT_ID.match(snapshot_id):
+        raise UsageError(f"{spec!r}: give ebs:snap-xxxxxxxx (a snapshot id)")
+    return snapshot_id
+
+
+@contextlib.contextmanager
+def open_stream(
+    clients: Clients, snapshot_id: str, settings: SnapshotSettings, progress: Progress | None = None
+) -> Iterator[SnapshotStream]:
+    """The snapshot as a raw disk stream; progress (blocks fetched, MiB) while it is read."""
+    from imagelint.aws.ebs_api import EbsApi
+    from imagelint.aws.ebs_blocks import SnapshotStream
+
+    if settings.concurrency < 1:
+        raise UsageError(f"--concurrency {settings.concurrency}: give 1 or more")
+    api = EbsApi(clients.ebs(settings.concurrency), snapshot_id)
+    lock = threading.Lock()
+
+    def show(counts: dict[str, int]) -> None:
+        if progress is not None:
+            with lock:
+                progress.update(
+                    f"{counts['blocks_fetched']} blocks fetched, {counts['bytes_fetched'] / MIB:.1f} MiB"
+                )
+
+    if progress is not None:
+        progress.phase("listing blocks", snapshot_id)
+    stream = SnapshotStream(
+        api, cache_bytes=settings.cache_mib * MIB, concurrency=settings.concurrency, on_fetch=show
+    )
+    try:
+        if progress is not None:
+            progress.phase("reading snapshot", f"{snapshot_id}: {len(stream.allocated)} blocks allocated")
+        yield stream
+    finally:
+        stream.close()
+
+
+@contextlib.contextmanager
+def snapshot_target(
+    clients: Clients, snapshot_id: str, settings: SnapshotSettings, progress: Progress | None = None
+) -> Iterator[tuple[Any, SnapshotStream]]:
+    """The disk target over the snapshot (and its stream, for the counters)."""
+    open_disk_target = _disk_opener()
+    with open_stream(clients, snapshot_id, settings, progress) as stream:
+        description = f"ebs:{snapshot_id} ({clients.region})"
+        try:
+            target = open_disk_target(
+                stream, description=description, kind="ebs-snapshot", partition=settings.partition
+            )
+            yield target, stream
+        except Exception:
+            stream.raise_if_failed()  # the API's own error, not what a reader made of the I/O error
+            raise
+        stream.raise_if_failed()
+
+
+def audit_snapshot(
+    clients: Clients,
+    snapshot_id: str,
+    packs: list[RulePack],
+    config: Config,
+    settings: SnapshotSettings,
+    progress: Progress | None = None,
+    journal: JournalOptions | None = None,
+) -> Report:
+    """The offline audit of the snapshot's root filesystem, with the stream's counters in the facts."""
+    from imagelint.engine import RunSettings, audit
+    from imagelint.facts.journal import JournalRequest
+
+    request = JournalRequest(
+        str(journal.path) if journal and journal.path else None,
+        required=bool(journal and journal.require) or config.require_journal,
+    )
+    run = RunSettings(sources=(request,))
+    with snapshot_target(clients, snapshot_id, settings, progress) as (target, stream):
+        if progress is not None:
+            progress.phase("auditing", f"{snapshot_id}: {len(stream.allocated)} blocks allocated")
+        report = audit(target, packs, config, run)
+        stream.raise_if_failed()
+    counts = stream.stats()
+    report.facts.setdefault("disk", {})["io"] = counts
+    report.facts["snapshot"] = {
+        "snapshot_id": snapshot_id,
+        "region": clients.region,
+        "volume_bytes": stream.size,
+        "blocks_allocated": counts["blocks_listed"],
+        "blocks_fetched": counts["blocks_fetched"],
+        "bytes_fetched": counts["bytes_fetched"],
+    }
+    if progress is not None:
+        progress.log(
+            f"ebs:{snapshot_id}: read {counts['blocks_fetched']} of {counts['blocks_listed']} blocks "
+            f"({counts['bytes_fetched'] / MIB:.1f} MiB)"
+        )
+    return report
+
+
+def run_snapshot_audit(
+    spec: str,
+    region: str | None,
+    options: RunOptions,
+    journal: JournalOptions,
+    settings: SnapshotSettings,
+    *,
+    interactive: bool,
+) -> Verdict:
+    """``imagelint audit ebs:snap-…``: audit, then write the outputs; the verdict decides the exit code."""
+    from imagelint.aws.clients import Clients, default_region
+    from imagelint.aws.progress import Progress
+    from imagelint.session import prepare, publish
+
+    snapshot_id = snapshot_id_of(spec)
+    assert snapshot_id is not None
+    packs, config = prepare(options)
+    clients = Clients(default_region(region))
+    with Progress(interactive=interactive) as progress:
+        report = audit_snapshot(clients, snapshot_id, packs, config, settings, progress, journal)
+    report.target = {
+        "kind": "ebs-snapshot",
+        "path": spec,
+        "snapshot_id": snapshot_id,
+        "region": clients.region,
+    }
+    return publish(report, options)
+
+
+def _disk_opener() -> Any:
+    """``imagelint.targets.disk.open_disk_target``, or one line saying what is missing."""
+    try:
+        from imagelint.targets.disk import open_disk_target
+    except ImportError as exc:
+        missing = getattr(exc, "name", "") or ""
+        if missing.startswith("dissect"):
+            raise UsageError(
+                "reading an EBS snapshot needs the disk extra: pip install 'imagelint[disk]'"
+            ) from None
+        raise UsageError(
+            "reading an EBS snapshot needs the disk image targets (imagelint.targets.disk), "
+            "which this build of imagelint does not have"
+        ) from None
+    return open_disk_target
+
+
+def run_snapshot_units(spec: str, region: str | None, output_format: str, settings: SnapshotSettings) -> int:
+    """``imagelint units ebs:snap-…``: the unit listing of the snapshot's root filesystem."""
+    from imagelint.aws.clients import Clients, default_region
+    from imagelint.units_command import FORMATS, run_units
+
+    if output_format not in FORMATS:
+        raise UsageError(f"--format {output_format!r}: use one of {', '.join(FORMATS)}")
+    snapshot_id = snapshot_id_of(spec)
+    assert snapshot_id is not None
+    clients = Clients(default_region(region))
+    with snapshot_target(clients, snapshot_id, settings) as (target, _):
+        return run_units(Path(spec), output_format, target=target)

@@ -1,0 +1,17 @@
+"""Disk image targets: a raw disk, qcow2, vmdk, vhd or vhdx read in place, with no mount, loop device or root.
+
+* :func:`open_disk_file` (the CLI's entry): a disk image file, its container format found by content.
+* :func:`open_disk_target`: any seekable read-only stream of a *raw* disk (the EBS snapshot reader
+  hands one over), with an optional ``stats()`` method whose counters land in the report.
+
+The root filesystem is found whatever the table (GPT, MBR, none, LVM), other filesystems are mounted
+in the root's ``/etc/fstab`` order, and paths resolve through the shared resolver like any target.
+The on-disk formats are read by the dissect libraries (AGPL-3.0), an optional extra:
+``pip install 'imagelint[disk]'``. Nothing here imports them until a disk image is opened.
+"""
+
+from __future__ import annotations
+
+from imagelint.targets.disk.open import is_disk_image, open_disk_file, open_disk_target
+
+__all__ = ["is_disk_image", "open_disk_file", "open_disk_target"]

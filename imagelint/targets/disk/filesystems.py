@@ -1,0 +1,286 @@
+"""One filesystem of a disk image as a resolver backend: ext2/3/4 and XFS, read by dissect.
+
+A filesystem that was not cleanly unmounted is refused (``DiskImageError``, the run is inconclusive):
+an ext4 journal that needs recovery, or an XFS log whose last record is not an unmount record, holds
+writes the filesystem's own structures do not show yet, and replaying it would mean writing. Reading
+such a filesystem as it lies could miss or invent files, so imagelint does not judge it; mount it
+once (or run ``e2fsck``/``xfs_repair``) in the build and audit the result.
+"""
+
+from __future__ import annotations
+
+import stat
+import struct
+from collections import OrderedDict
+from typing import Any, BinaryIO
+
+from imagelint.targets.disk.errors import DiskImageError
+from imagelint.targets.disk.probe import EXT, XFS, read_at
+from imagelint.targets.interface import FileKind, ImageStat, kind_of
+
+Parts = tuple[str, ...]
+MAX_CACHED_DIRS = 4096  # directory listings kept (least recently used first out)
+MAX_CACHED_STATS = 200_000  # inode stat fields kept (cleared when full)
+_EXT_HEAD = struct.Struct("<HHI")  # i_mode, i_uid, i_size_lo
+_EXT_IDS_HIGH = struct.Struct("<HH")  # i_uid_high, i_gid_high (at 120)
+_U16 = struct.Struct("<H")
+_U32 = struct.Struct("<I")
+
+_EXT_RECOVER = 0x4  # EXT3_FEATURE_INCOMPAT_RECOVER: the journal holds transactions to replay
+_EXT_ERROR_FS = 0x2  # s_state: errors detected
+
+
+class StreamFile:
+    """A file inside the image (a dissect stream) read by positioned reads; there is no descriptor."""
+
+    def __init__(self, stream: BinaryIO, size: int) -> None:
+        self._stream = stream
+        self.size = size
+
+    def pread(self, offset: int, length: int) -> bytes:
+        self._stream.seek(offset)
+        return self._stream.read(length)
+
+    def fileno(self) -> None:
+        return None
+
+    def close(self) -> None:
+        pass
+
+
+def _wrap(exc: Exception) -> OSError:
+    """Any failure of the filesystem library on a path, as an OSError for the resolver to report."""
+    if isinstance(exc, OSError):
+        return exc
+    return OSError(0, f"the filesystem structure is unreadable ({type(exc).__name__}: {exc})")
+
+
+class Filesystem:
+    """A mounted-in-memory filesystem: lookups by resolved components, listings cached and bounded."""
+
+    def __init__(self, fstype: str, fs: Any, uuid: str, label: str) -> None:
+        self.fstype = fstype
+        self.fs = fs
+        self.uuid = uuid
+        self.label = label
+        self._dirs: OrderedDict[Parts, dict[str, Any]] = OrderedDict()
+        self._ext_stats: dict[int, tuple[int, int, int, int]] = {}
+
+    def _stat_fields(self, node: Any) -> tuple[int, int, int, int]:
+        """(mode, uid, gid, size) of an inode."""
+        if self.fstype == EXT:
+            return self._ext_stat(node)
+        i = node.inode
+        return int(i.di_mode), int(i.di_uid), int(i.di_gid), int(node.size)
+
+    def _ext_stat(self, node: Any) -> tuple[int, int, int, int]:
+        """The four stat fields of an ext inode, read from its first 128 bytes (the layout every ext
+        revision shares) at the place dissect.extfs computes: parsing the whole inode structure
+        with dissect's cstruct for each of a walk's entries cost most of a disk image audit."""
+        cached = self._ext_stats.get(node.inum)
+        if cached is not None:
+            return cached
+        ext = self.fs
+        group, index = divmod(node.inum - 1, ext.sb.s_inodes_per_group)
+        desc = ext._read_group_desc(group)
+        table = desc.bg_inode_table_lo
+        if getattr(desc, "bg_inode_table_hi", None) is not None and ext._group_desc_size >= 64:
+            table |= desc.bg_inode_table_hi << 32
+        ext.fh.seek(table * ext.block_size + index * ext.sb.s_inode_size)
+        raw = ext.fh.read(128)
+        if len(raw) < 128:
+            raise OSError(0, f"inode {node.inum} lies past the end of the filesystem (truncated)")
+        mode, uid_lo, size_lo = _EXT_HEAD.unpack_from(raw, 0)
+        (gid_lo,) = _U16.unpack_from(raw, 24)
+        (size_hi,) = _U32.unpack_from(raw, 108)
+        uid_hi, gid_hi = _EXT_IDS_HIGH.unpack_from(raw, 120)
+        fields = (mode, (uid_hi << 16) | uid_lo, (gid_hi << 16) | gid_lo, (size_hi << 32) | size_lo)
+        if len(self._ext_stats) >= MAX_CACHED_STATS:
+            self._ext_stats.clear()
+        self._ext_stats[node.inum] = fields
+        return fields
+
+    # -- inode access ---------------------------------------------------------------------------
+
+    def _children(self, parts: Parts, node: Any) -> dict[str, Any]:
+        cached = self._dirs.get(parts)
+        if cached is not None:
+            self._dirs.move_to_end(parts)
+            return cached
+        children = {name: child for name, child in self._iter(node) if name not in (".", "..")}
+        self._dirs[parts] = children
+        if len(self._dirs) > MAX_CACHED_DIRS:
+            self._dirs.popitem(last=False)
+        return children
+
+    def _iter(self, node: Any) -> Any:
+        return ((child.filename, child) for child in node.iterdir())
+
+    def _node(self, parts: Parts) -> Any | None:
+        node = self.fs.root
+        for i, name in enumerate(parts):
+            if self._stat_fields(node)[0] & 0o170000 != stat.S_IFDIR:
+                return None
+            node = self._children(parts[:i], node).get(name)
+            if node is None:
+                return None
+        return node
+
+    # -- the backend ------------------------------------------------------------------------------
+
+    def lstat(self, parts: Parts) -> ImageStat | None:
+        try:
+            node = self._node(parts)
+            if node is None:
+                return None
+            mode, uid, gid, size = self._stat_fields(node)
+            return ImageStat.from_mode("/" + "/".join(parts), mode, uid, gid, size)
+        except Exception as exc:
+            raise _wrap(exc) from None
+
+    def readlink(self, parts: Parts) -> str:
+        try:
+            node = self._node(parts)
+            if node is None:
+                raise FileNotFoundError(2, "No such file or directory")
+            return str(node.link)
+        except Exception as exc:
+            raise _wrap(exc) from None
+
+    def _dir(self, parts: Parts) -> dict[str, Any] | None:
+        node = self._node(parts)
+        if node is None or self._stat_fields(node)[0] & 0o170000 != stat.S_IFDIR:
+            return None
+        return self._children(parts, node)
+
+    def scan(self, parts: Parts) -> list[tuple[str, ImageStat]] | None:
+        try:
+            children = self._dir(parts)
+            if children is None:
+                return None
+            out = []
+            for name, node in children.items():
+                mode, uid, gid, size = self._stat_fields(node)
+                out.append((name, ImageStat.from_mode(name, mode, uid, gid, size)))
+            return out
+        except Exception as exc:
+            raise _wrap(exc) from None
+
+    def kinds(self, parts: Parts, limit: int) -> dict[str, FileKind] | None:
+        try:
+            children = self._dir(parts)
+            if children is None:
+                return None
+            listing: dict[str, FileKind] = {}
+            for name, node in children.items():
+                listing[name] = kind_of(_filetype(self.fstype, node))
+                if len(listing) > limit:
+                    break
+            return listing
+        except Exception as exc:
+            raise _wrap(exc) from None
+
+    def open(self, parts: Parts) -> StreamFile:
+        try:
+            node = self._node(parts)
+            if node is None:
+                raise FileNotFoundError(2, "No such file or directory")
+            mode, _uid, _gid, size = self._stat_fields(node)
+            if mode & 0o170000 != stat.S_IFREG:
+                raise OSError(0, "not a regular file; not opened")
+            return StreamFile(node.open(), size)
+        except Exception as exc:
+            raise _wrap(exc) from None
+
+
+def _filetype(fstype: str, node: Any) -> int:
+    """The file type, from the directory entry when it records one (no inode read then)."""
+    return int(node.filetype)
+
+
+def _check_size(fstype: str, needed: int, size: int, where: str) -> None:
+    if needed > size:
+        raise DiskImageError(
+            f"truncated: the {fstype} filesystem spans {needed} bytes but its volume has {size}", where=where
+        )
+
+
+def open_filesystem(fstype: str, stream: BinaryIO, size: int, where: str) -> Filesystem:
+    """Open a filesystem found on a volume of ``size`` bytes, refusing one that does not fit in it
+    (truncated) or was not cleanly unmounted (see the module doc)."""
+    try:
+        if fstype == EXT:
+            from dissect.extfs import ExtFS
+
+            ext = ExtFS(stream)
+            _check_size(fstype, ext.block_count * ext.block_size, size, where)
+            if ext.sb.s_feature_incompat & _EXT_RECOVER:
+                raise DiskImageError(
+                    "the ext4 journal needs recovery (the filesystem was not cleanly unmounted); "
+                    "not read as it lies: unmount it cleanly or run e2fsck in the build, then audit",
+                    where=where,
+                )
+            if ext.sb.s_state & _EXT_ERROR_FS:
+                raise DiskImageError(
+                    "the ext4 filesystem is marked as having errors; run e2fsck", where=where
+                )
+            return Filesystem(EXT, ext, str(ext.uuid), ext.volume_name)
+        if fstype == XFS:
+            from dissect.xfs import XFS as XFSReader
+
+            xfs = XFSReader(stream)
+            _check_size(fstype, xfs.sb.sb_dblocks * xfs.block_size, size, where)
+            if not _xfs_log_clean(xfs, stream):
+                raise DiskImageError(
+                    "the XFS log is dirty (the filesystem was not cleanly unmounted); not read as it "
+                    "lies: unmount it cleanly or run xfs_repair in the build, then audit",
+                    where=where,
+                )
+            return Filesystem(XFS, xfs, str(xfs.uuid), xfs.name)
+    except DiskImageError:
+        raise
+    except ImportError:
+        from imagelint.targets.disk.errors import EXTRA_HINT
+
+        raise DiskImageError(f"{fstype} support is not installed: {EXTRA_HINT}", where=where) from None
+    except Exception as exc:
+        raise DiskImageError(
+            f"the {fstype} filesystem is corrupt or truncated ({type(exc).__name__}: {exc})", where=where
+        ) from None
+    raise DiskImageError(f"unsupported filesystem {fstype}", where=where)
+
+
+_XLOG_MAGIC = 0xFEEDBABE
+_XLOG_UNMOUNT_TRANS = 0x20
+_XLOG_HEADER = struct.Struct(">IIIIQQII")  # magic, cycle, version, len, lsn, tail_lsn, crc, prev_block
+MAX_LOG_BYTES = 2 * 1024 * 1024 * 1024
+
+
+def _xfs_log_clean(xfs: Any, stream: BinaryIO) -> bool:
+    """Whether the internal log's head record is an unmount record (what ``xlog_find_tail`` checks).
+
+    The head is the record with the highest log sequence number; a clean unmount writes one record
+    of one operation flagged ``XLOG_UNMOUNT_TRANS`` last. An external log cannot be checked: dirty then.
+    """
+    sb = xfs.sb
+    if not sb.sb_logstart:
+        return False  # an external log device is not in this image
+    agno, agbno = sb.sb_logstart >> sb.sb_agblklog, sb.sb_logstart & ((1 << sb.sb_agblklog) - 1)
+    start = (agno * sb.sb_agblocks + agbno) * sb.sb_blocksize
+    length = min(sb.sb_logblocks * sb.sb_blocksize, MAX_LOG_BYTES)
+    best: tuple[int, int] | None = None  # (lsn, offset of the record header)
+    chunk = 1 << 20
+    for base in range(0, length, chunk):
+        data = read_at(stream, start + base, min(chunk, length - base))
+        for off in range(0, len(data) - _XLOG_HEADER.size + 1, 512):
+            if data[off : off + 4] != b"\xfe\xed\xba\xbe":
+                continue
+            _m, _cycle, _v, _len, lsn, _tail, _crc, _prev = _XLOG_HEADER.unpack_from(data, off)
+            if best is None or lsn > best[0]:
+                best = (lsn, base + off)
+    if best is None:
+        return True  # a log never written to (made by mkfs, never mounted) has nothing to replay
+    header = read_at(stream, start + best[1], 512)
+    n_ops = struct.unpack_from(">I", header, 40)[0]
+    first_op = read_at(stream, start + best[1] + 512, 12)
+    return n_ops == 1 and len(first_op) == 12 and bool(first_op[9] & _XLOG_UNMOUNT_TRANS)

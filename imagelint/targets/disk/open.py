@@ -1,0 +1,249 @@
+"""Opening a disk image: its container, its volumes, the root filesystem and the fstab mounts.
+
+The root is the one filesystem that has ``/etc/os-release`` (or ``/usr/lib/os-release``), or else
+both ``/etc`` and ``/usr``; several such filesystems need ``--partition N`` (the partition number in
+the table; for LVM, the partition holding the physical volume). Every failure is a
+:class:`DiskImageError` (one line, exit 3).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, BinaryIO
+
+from imagelint.errors import ImageReadError
+from imagelint.targets.disk.errors import DiskImageError, require_dissect
+from imagelint.targets.disk.filesystems import Filesystem, open_filesystem
+from imagelint.targets.disk.mounts import MountTable, match_volume, parse_fstab, wanted
+from imagelint.targets.disk.probe import (
+    LUKS,
+    QCOW2,
+    RAW,
+    READABLE,
+    VHD,
+    VHDX,
+    VMDK,
+    container_format,
+    stream_size,
+)
+from imagelint.targets.disk.volumes import Layout, Volume, find_volumes, volume_size
+from imagelint.targets.resolver import ResolvingTarget
+
+_ROOT_MARKERS = ("/etc/os-release", "/usr/lib/os-release")
+MAX_FSTAB_BYTES = 1024 * 1024
+
+
+class DiskTarget(ResolvingTarget):
+    """A disk image read in place: the resolver over the image's mount table."""
+
+    def __init__(
+        self, table: MountTable, description: str, kind: str, facts: dict[str, Any], stream: Any
+    ) -> None:
+        super().__init__(table)
+        self.kind = kind
+        self._description = description
+        self._facts = facts
+        self._stream = stream
+
+    def __repr__(self) -> str:
+        return f"DiskTarget({self._description!r})"
+
+    @property
+    def description(self) -> str:
+        return self._description
+
+    def facts(self) -> dict[str, object]:
+        disk = dict(self._facts)
+        stats = getattr(self._stream, "stats", None)
+        if callable(stats):
+            disk["io"] = dict(stats())
+        return {"disk": disk}
+
+
+def is_disk_image(path: str | os.PathLike[str]) -> bool:
+    """A regular file (an image to open as a disk), as opposed to a directory tree."""
+    return os.path.isfile(path)
+
+
+def open_disk_file(path: str | os.PathLike[str], *, partition: int | None = None) -> DiskTarget:
+    """Open a disk image file (raw, qcow2, vmdk, vhd, vhdx: found by content, not by extension)."""
+    require_dissect()
+    where = os.fspath(path)
+    try:
+        fh: BinaryIO = open(where, "rb")  # noqa: SIM115 (the target keeps it open)
+    except OSError as exc:
+        raise DiskImageError(f"cannot open: {exc.strerror}", where=where) from None
+    fmt = container_format(fh)
+    disk = _open_container(fmt, fh, where)
+    return open_disk_target(disk, description=where, partition=partition, container=fmt)
+
+
+def _open_container(fmt: str, fh: BinaryIO, where: str) -> Any:
+    if fmt == RAW:
+        return fh
+    fh.seek(0)  # sniffing moved it (a fixed VHD's footer is at the end)
+    try:
+        if fmt == QCOW2:
+            from pathlib import Path
+
+            from dissect.hypervisor.disk.qcow2 import QCow2
+
+            fh.close()
+            return QCow2(Path(where)).open()  # a backing file is looked for beside the image only
+        if fmt == VMDK:
+            from dissect.hypervisor.disk.vmdk import VMDK as VMDKReader
+
+            return VMDKReader(fh)
+        if fmt == VHDX:
+            from dissect.hypervisor.disk.vhdx import VHDX as VHDXReader
+
+            return VHDXReader(fh)
+        if fmt == VHD:
+            from dissect.hypervisor.disk.vhd import VHD as VHDReader
+
+            return VHDReader(fh)
+    except Exception as exc:
+        text = str(exc)
+        if "backing" in text:
+            raise DiskImageError(
+                f"{fmt}: the backing file is missing or unreadable ({text})", where=where
+            ) from None
+        raise DiskImageError(
+            f"{fmt}: corrupt or truncated container ({type(exc).__name__}: {text})", where=where
+        ) from None
+    raise AssertionError(fmt)
+
+
+def open_disk_target(
+    stream: BinaryIO,
+    *,
+    description: str,
+    kind: str = "disk",
+    partition: int | None = None,
+    container: str = RAW,
+) -> DiskTarget:
+    """A target over a seekable, read-only stream of a raw disk (``read``/``seek``/``tell``, maybe ``size``).
+
+    If the stream has a ``stats()`` method returning a dict, its counters are reported under
+    ``facts["disk"]["io"]`` of the report (read when the report is made, so they cover the audit).
+    """
+    require_dissect()
+    where = description
+    size = stream_size(stream)
+    if size < 512:
+        raise DiskImageError(f"too small to be a disk image ({size} bytes)", where=where)
+    layout = find_volumes(stream, where)
+    _check_extents(layout, size, where)
+    volumes = [v for v in layout.volumes if partition is None or v.number == partition]
+    if partition is not None and not volumes:
+        known = sorted({v.number for v in layout.volumes if v.number is not None})
+        raise DiskImageError(
+            f"--partition {partition}: no such partition (the table has {known})", where=where
+        )
+    opened = [(v, _open(v, where)) for v in volumes]
+    root_volume, root_fs = _pick_root(opened, layout, where, partition)
+    table = MountTable(root_fs)
+    facts: dict[str, Any] = {
+        "container": container,
+        "partition_table": layout.table,
+        "volumes": [{"volume": v.label, "content": v.content or "unrecognised"} for v in layout.volumes],
+        "root": {"volume": root_volume.label, "partition": root_volume.number, "filesystem": root_fs.fstype},
+        "mounts": [],
+    }
+    target = DiskTarget(table, description, kind, facts, stream)
+    all_opened = opened if partition is None else [(v, _open(v, where)) for v in layout.volumes]
+    _mount_fstab(target, table, all_opened, root_volume, facts, where)
+    return target
+
+
+def _check_extents(layout: Layout, size: int, where: str) -> None:
+    """A partition reaching past the end of the image: the image was truncated."""
+    for v in layout.volumes:
+        end = getattr(v.stream, "offset", 0) + (getattr(v.stream, "size", 0) or 0)
+        if v.number is not None and not v.devices and end > size:
+            raise DiskImageError(
+                f"truncated: {v.label} ends at byte {end} but the image has {size}", where=where
+            )
+
+
+def _open(volume: Volume, where: str) -> Filesystem | None:
+    """The filesystem on a volume, or None when it holds none imagelint reads (EFI, swap, unknown)."""
+    if volume.content not in READABLE:
+        return None
+    return open_filesystem(volume.content, volume.stream, volume_size(volume), f"{where}: {volume.label}")
+
+
+def _is_root(fs: Filesystem) -> bool:
+    if any(fs.lstat(tuple(m.strip("/").split("/"))) is not None for m in _ROOT_MARKERS):
+        return True
+    return fs.lstat(("etc",)) is not None and fs.lstat(("usr",)) is not None
+
+
+def _pick_root(
+    opened: list[tuple[Volume, Filesystem | None]], layout: Layout, where: str, partition: int | None
+) -> tuple[Volume, Filesystem]:
+    candidates = [(v, fs) for v, fs in opened if fs is not None and _is_root(fs)]
+    if len(candidates) == 1:
+        return candidates[0]
+    if len(candidates) > 1:
+        names = ", ".join(v.label for v, _ in candidates)
+        raise DiskImageError(f"several root filesystems ({names}): pick one with --partition N", where=where)
+    encrypted = [v.label for v, _ in opened if v.content == LUKS]
+    if encrypted:
+        raise DiskImageError(
+            f"{', '.join(encrypted)} is encrypted (LUKS); imagelint does not decrypt: audit the image "
+            "before encryption, or its opened device mounted",
+            where=where,
+        )
+    found = ", ".join(f"{v.label}: {v.content or 'unrecognised'}" for v, _ in opened) or "no volumes"
+    readable = [v for v, fs in opened if fs is not None]
+    if not readable:
+        raise DiskImageError(
+            f"unsupported or unrecognised filesystem ({found}); imagelint reads ext4 and XFS", where=where
+        )
+    raise DiskImageError(
+        f"no root filesystem (none has /etc/os-release or /etc and /usr) among {found}", where=where
+    )
+
+
+def _mount_fstab(
+    target: DiskTarget,
+    table: MountTable,
+    opened: list[tuple[Volume, Filesystem | None]],
+    root_volume: Volume,
+    facts: dict[str, Any],
+    where: str,
+) -> None:
+    """Mount what the root's /etc/fstab mounts at boot, in file order, each at its path inside the image."""
+    try:
+        text = target.read_text("/etc/fstab", limit=MAX_FSTAB_BYTES).text
+    except ImageReadError:
+        return
+    for entry in parse_fstab(text):
+        if not wanted(entry):
+            continue
+        volume = match_volume(entry.spec, [(v, fs) for v, fs in opened])
+        record: dict[str, Any] = {"mountpoint": entry.mountpoint, "device": entry.spec}
+        facts["mounts"].append(record)
+        if volume is None:
+            record["status"] = "not in this image"
+            continue
+        if volume is root_volume:
+            record["status"] = "the root filesystem"
+            continue
+        fs = next((f for v, f in opened if v is volume), None)
+        if fs is None:
+            if volume.content == LUKS:
+                raise DiskImageError(
+                    f"{entry.mountpoint} is on {volume.label}, encrypted (LUKS); imagelint does not decrypt",
+                    where=where,
+                )
+            raise DiskImageError(
+                f"{entry.mountpoint} is on {volume.label} ({volume.content or 'unrecognised'}), "
+                "a filesystem imagelint does not read",
+                where=where,
+            )
+        mountpoint = target.resolve(entry.mountpoint)  # resolved inside the image, as mount(8) would
+        table.mount(tuple(p for p in mountpoint.split("/") if p), fs)
+        target._prefixes.clear()
+        record.update(status="mounted", volume=volume.label, filesystem=fs.fstype)

@@ -1,0 +1,105 @@
+# imagelint on a QEMU build: audit the .qcow2 the builder wrote, before anything uploads it.
+#
+# The qemu builder installs or provisions a VM and leaves its disk as `output/disk.qcow2`. The first
+# post-processor of the chain below is a `shell-local` one that runs `imagelint audit` on that file:
+# read in place (qcow2 container, partition table, LVM, ext4/XFS root and the fstab mounts), no
+# mount, no loop device, no root. A failing or inconclusive audit stops the chain, so the
+# post-processors after it (your upload: `amazon-import`, `vagrant`, `artifice` + `shell-local`
+# uploads, ...) never run on a bad image. Needs `pip install 'imagelint[disk]'` on the Packer host.
+#
+#   packer init packer/qemu && packer build -var iso_url=... -var iso_checksum=... packer/qemu
+
+packer {
+  required_version = ">= 1.7.0"
+  required_plugins {
+    qemu = {
+      source  = "github.com/hashicorp/qemu"
+      version = ">= 1.0.0"
+    }
+  }
+}
+
+variable "iso_url" {
+  type        = string
+  description = "The installer or cloud image the VM starts from."
+}
+
+variable "iso_checksum" {
+  type        = string
+  description = "Its checksum (e.g. sha256:...)."
+}
+
+variable "imagelint" {
+  type        = string
+  default     = "imagelint"
+  description = "The imagelint command on the Packer host (with the disk extra installed)."
+}
+
+variable "fail_on" {
+  type        = string
+  default     = "medium"
+  description = "Lowest finding severity that fails the gate: info|low|medium|high|critical."
+}
+
+variable "imagelint_config" {
+  type        = string
+  default     = ""
+  description = "Path of an .imagelint.yaml on the Packer host (empty: built-in defaults)."
+}
+
+variable "report_path" {
+  type        = string
+  default     = "imagelint-report.json"
+  description = "Where the JSON report is written on the Packer host."
+}
+
+locals {
+  output_directory = "output"
+  image            = "output/disk.qcow2"
+}
+
+source "qemu" "image" {
+  iso_url          = var.iso_url
+  iso_checksum     = var.iso_checksum
+  output_directory = local.output_directory
+  vm_name          = "disk.qcow2"
+  format           = "qcow2"
+  disk_size        = "8G"
+  headless         = true
+  communicator     = "ssh"
+  ssh_username     = "packer"
+  ssh_password     = "packer"
+  ssh_timeout      = "30m"
+  shutdown_command = "sudo shutdown -P now"
+}
+
+build {
+  sources = ["source.qemu.image"]
+
+  # Your provisioners go here (they run in the VM over SSH).
+
+  post-processors {
+    # First: the gate, on the Packer host, against the qcow2 the builder wrote (read, never written).
+    post-processor "shell-local" {
+      environment_vars = [
+        "IMAGELINT=${var.imagelint}",
+        "IMAGELINT_IMAGE=${local.image}",
+        "IMAGELINT_FAIL_ON=${var.fail_on}",
+        "IMAGELINT_CONFIG=${var.imagelint_config}",
+        "IMAGELINT_REPORT=${var.report_path}",
+      ]
+      inline = [
+        "set -eu",
+        "set -- audit \"$IMAGELINT_IMAGE\" --fail-on \"$IMAGELINT_FAIL_ON\" -f text -f \"json:$IMAGELINT_REPORT\"",
+        "if [ -n \"$IMAGELINT_CONFIG\" ]; then set -- \"$@\" --config \"$IMAGELINT_CONFIG\"; fi",
+        "echo \"imagelint gate: $IMAGELINT $*\"",
+        "exec \"$IMAGELINT\" \"$@\"",
+      ]
+    }
+
+    # Then your upload, e.g.:
+    # post-processor "shell-local" {
+    #   inline = ["aws s3 cp output/disk.qcow2 s3://my-images/"]
+    # }
+  }
+}

@@ -1,0 +1,81 @@
+"""A partitioned disk image of a real tree, as AMIs are laid out: GPT with an EFI system partition
+(FAT) and an ext4 root filesystem made with ``mke2fs -d`` (no root, no loop device, no mount)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from imagelint.sampletree import build_tree
+
+REPO = Path(__file__).resolve().parent.parent.parent
+
+MIB = 1024 * 1024
+SECTOR = 512
+EFI_START, EFI_MIB = 1 * MIB, 32
+ROOT_START, ROOT_MIB = EFI_START + EFI_MIB * MIB, 600
+DISK_MIB = 640  # room for the backup GPT after the root partition
+ESP = "C12A7328-F81F-11D2-BA4B-00A0C93EC93B"
+LINUX = "0FC63DAF-8483-4772-8E79-3D69D8477DE4"
+
+
+def gpt_ext4_image(tree: Path, dest: Path) -> Path:
+    """``dest``: a sparse raw disk; partition 1 the ESP, partition 2 ext4 holding ``tree``."""
+    with dest.open("wb") as f:
+        f.truncate(DISK_MIB * MIB)
+    table = (
+        "label: gpt\n"
+        f"start={EFI_START // SECTOR}, size={EFI_MIB * MIB // SECTOR}, type={ESP}, name=EFI\n"
+        f"start={ROOT_START // SECTOR}, size={ROOT_MIB * MIB // SECTOR}, type={LINUX}, name=root\n"
+    )
+    _run(["sfdisk", "--quiet", str(dest)], table)
+    _run(
+        [
+            "mkfs.vfat",
+            "-F",
+            "16",
+            "--offset",
+            str(EFI_START // SECTOR),
+            "-n",
+            "EFI",
+            str(dest),
+            str(EFI_MIB * 1024),
+        ]
+    )
+    _run(
+        [
+            "mke2fs",
+            "-q",
+            "-F",
+            "-t",
+            "ext4",
+            "-L",
+            "root",
+            "-d",
+            str(tree),
+            "-E",
+            f"offset={ROOT_START}",
+            str(dest),
+            f"{ROOT_MIB}M",
+        ]
+    )
+    return dest
+
+
+def plant_sample_faults(tree: Path) -> Path:
+    """Plant the sample image's faults (examples/sample-image.yaml) into a private copy of a tree: the
+    ECS agent enabled without a cluster, baked machine-id and host keys, credentials, ..."""
+    spec = yaml.safe_load((REPO / "examples" / "sample-image.yaml").read_text(encoding="utf-8"))
+    for image_path in spec["files"]:
+        planted = tree / image_path.lstrip("/")
+        if planted.is_symlink() or planted.is_file():
+            planted.unlink()  # replace, never write through a link
+    return build_tree(tree, spec["files"])
+
+
+def _run(command: list[str], stdin: str | None = None) -> None:
+    proc = subprocess.run(command, input=stdin, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed: {proc.stderr.strip()}")

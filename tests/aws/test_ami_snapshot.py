@@ -1,0 +1,148 @@
+"""`imagelint ami AMI --mode snapshot` and `imagelint audit|units ebs:snap-…` end to end, against moto.
+
+The faulty Debian tree is made into a GPT disk (EFI + ext4), written to a snapshot with
+StartSnapshot / PutSnapshotBlock (SHA256 checksums, zero blocks skipped) / CompleteSnapshot, and an
+AMI is registered on it. The CLI (a subprocess, as a user runs it) must then report the findings and
+units of the directory audit of the same tree, count the blocks it fetched (equal to what the server
+served, a small part of the snapshot), and turn denial, absence and throttling into the documented
+outcomes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from imagelint.report.schema import report_schema
+from tests.aws.ebs_upload import register_image, upload_image
+from tests.aws.moto_env import MotoEnv
+from tests.support import run_cli
+
+pytestmark = pytest.mark.slow
+
+
+def _findings(report: dict[str, Any]) -> set[tuple[str, str, str]]:
+    return {(f["rule_id"], f.get("subject") or "", f["message"]) for f in report["findings"]}
+
+
+@pytest.fixture(scope="module")
+def aws(faulty_disk: Path) -> Iterator[tuple[MotoEnv, str, str]]:
+    with MotoEnv() as env:
+        snapshot_id, _ = upload_image(env.client("ebs", direct=True), faulty_disk)
+        image_id = register_image(env.client("ec2"), snapshot_id)
+        yield env, snapshot_id, image_id
+
+
+@pytest.fixture
+def env(aws: tuple[MotoEnv, str, str]) -> Iterator[MotoEnv]:
+    aws[0].ebs.reset()
+    yield aws[0]
+    aws[0].ebs.reset()
+
+
+@pytest.fixture(scope="module")
+def expected(faulty_tree: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    out = tmp_path_factory.mktemp("dir") / "dir.json"
+    proc = run_cli("audit", str(faulty_tree), "-f", f"json:{out}", timeout=300)
+    assert proc.returncode == 1, proc.stderr  # the planted faults fail it
+    return dict(json.loads(out.read_text()))
+
+
+def test_ami_snapshot_mode_equals_the_directory_audit(
+    env: MotoEnv, aws: tuple[MotoEnv, str, str], expected: dict[str, Any], tmp_path: Path
+) -> None:
+    _, snapshot_id, image_id = aws
+    out = tmp_path / "ami.json"
+    proc = run_cli("ami", image_id, "--mode", "snapshot", "-f", f"json:{out}", env=env.env, timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    report = json.loads(out.read_text())
+    jsonschema.validate(report, report_schema())
+    assert _findings(report) == _findings(expected)
+    assert {"IL101", "IL201"} <= {f["rule_id"] for f in report["findings"]}  # the ECS agent, machine-id
+    assert report["target"]["kind"] == "ami" and report["target"]["mode"] == "snapshot"
+    io = report["facts"]["disk"]["io"]
+    assert io["blocks_fetched"] == len(env.ebs.gets) > 0  # counted = what the server served
+    assert io["bytes_fetched"] == io["blocks_fetched"] * 524288
+    assert io["blocks_fetched"] < io["blocks_listed"] / 2  # read in place, not downloaded
+    assert report["facts"]["snapshot"]["snapshot_id"] == snapshot_id
+    assert report["facts"]["disk"]["partition_table"] == "gpt"
+    assert "blocks allocated" in proc.stderr and f"read {io['blocks_fetched']} of" in proc.stderr
+
+
+def test_audit_ebs_snapshot_equals_the_directory_audit(
+    env: MotoEnv, aws: tuple[MotoEnv, str, str], expected: dict[str, Any], tmp_path: Path
+) -> None:
+    out = tmp_path / "snap.json"
+    proc = run_cli("audit", f"ebs:{aws[1]}", "-f", f"json:{out}", env=env.env, timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    report = json.loads(out.read_text())
+    jsonschema.validate(report, report_schema())
+    assert _findings(report) == _findings(expected)
+    assert report["target"] == {
+        "kind": "ebs-snapshot",
+        "path": f"ebs:{aws[1]}",
+        "snapshot_id": aws[1],
+        "region": "us-east-1",
+    }
+
+
+def test_units_of_the_snapshot_equal_the_directory_units(
+    env: MotoEnv, aws: tuple[MotoEnv, str, str], faulty_tree: Path
+) -> None:
+    tree = run_cli("units", str(faulty_tree), "--format", "json", timeout=300)
+    snap = run_cli("units", f"ebs:{aws[1]}", "--format", "json", env=env.env, timeout=300)
+    assert tree.returncode == snap.returncode == 0, snap.stderr
+    want, got = json.loads(tree.stdout), json.loads(snap.stdout)
+    assert got["root"] == f"ebs:{aws[1]}"
+    assert got["units"] == want["units"]
+    assert any(u["name"] == "ecs.service" and u["state"] == "enabled" for u in got["units"])
+
+
+def test_throttled_reads_are_retried_and_counted(
+    env: MotoEnv, aws: tuple[MotoEnv, str, str], expected: dict[str, Any], tmp_path: Path
+) -> None:
+    env.ebs.throttle, env.ebs.unavailable = 4, 2
+    out = tmp_path / "throttled.json"
+    proc = run_cli("audit", f"ebs:{aws[1]}", "-f", f"json:{out}", env=env.env, timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    report = json.loads(out.read_text())
+    assert _findings(report) == _findings(expected)
+    io = report["facts"]["disk"]["io"]
+    assert io["throttled"] == 4 and io["retries"] == 6
+
+
+@pytest.mark.parametrize(
+    ("fault", "says"),
+    [
+        ({"deny": "list"}, "ebs ListSnapshotBlocks failed: AccessDeniedException"),
+        ({"deny": "get"}, "ebs GetSnapshotBlock failed: AccessDeniedException"),
+        ({"not_found": True}, "ebs ListSnapshotBlocks failed: ResourceNotFoundException"),
+        ({"corrupt": 1000}, "ebs GetSnapshotBlock failed: ChecksumMismatch"),
+    ],
+)
+def test_unreadable_snapshots_are_one_line_and_inconclusive(
+    env: MotoEnv, aws: tuple[MotoEnv, str, str], fault: dict[str, Any], says: str, tmp_path: Path
+) -> None:
+    for key, value in fault.items():
+        setattr(env.ebs, key, value)
+    out = tmp_path / "report.json"
+    proc = run_cli("ami", aws[2], "--mode", "snapshot", "-f", f"json:{out}", env=env.env, timeout=300)
+    assert proc.returncode == 3, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("imagelint: error:")]
+    assert len(lines) == 1 and says in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not out.exists()  # no report that could pass for one
+
+
+def test_snapshot_mode_needs_no_bucket_and_creates_nothing(
+    env: MotoEnv, aws: tuple[MotoEnv, str, str]
+) -> None:
+    proc = run_cli("ami", aws[2], "--mode", "snapshot", "-f", "text", env=env.env, timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    assert env.alive() == {"instances": [], "volumes": []}
+    assert env.launched() == []

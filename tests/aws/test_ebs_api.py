@@ -1,0 +1,207 @@
+"""Contract tests: every EBS direct API request imagelint makes, validated by botocore's Stubber
+against the real service model (parameter names, types, required members, ranges), and the reply
+shapes AWS documents (pagination, ExpiryTime, modeled error fields such as ``Reason``)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+from botocore.response import StreamingBody
+from botocore.stub import Stubber
+
+from imagelint.aws.ebs_api import BLOCK_SIZE, LIST_PAGE, EbsApi, RetryPolicy
+from imagelint.aws.ebs_blocks import SnapshotStream
+from imagelint.aws.errors import AwsError
+
+SNAP = "snap-0123456789abcdef0"
+NOW = datetime(2026, 12, 3, 9, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def stubbed() -> Any:
+    client = boto3.client("ebs", region_name="us-east-1", aws_access_key_id="a", aws_secret_access_key="b")
+    with Stubber(client) as stub:
+        yield client, stub
+        stub.assert_no_pending_responses()
+
+
+def api(client: Any, **kwargs: Any) -> EbsApi:
+    return EbsApi(
+        client, SNAP, retry=RetryPolicy(attempts=3), sleep=lambda _: None, now=lambda: NOW, **kwargs
+    )
+
+
+def listing(
+    blocks: dict[int, str], *, next_token: str | None = None, expires: datetime | None = None
+) -> dict:
+    reply: dict[str, Any] = {
+        "Blocks": [{"BlockIndex": i, "BlockToken": t} for i, t in blocks.items()],
+        "VolumeSize": 8,
+        "BlockSize": BLOCK_SIZE,
+        "ExpiryTime": expires or NOW + timedelta(days=7),
+    }
+    if next_token:
+        reply["NextToken"] = next_token
+    return reply
+
+
+def block_reply(data: bytes, checksum: str | None = None) -> dict[str, Any]:
+    return {
+        "BlockData": StreamingBody(io.BytesIO(data), len(data)),
+        "DataLength": len(data),
+        "Checksum": checksum or base64.b64encode(hashlib.sha256(data).digest()).decode(),
+        "ChecksumAlgorithm": "SHA256",
+    }
+
+
+def list_params(token: str | None = None) -> dict[str, Any]:
+    params: dict[str, Any] = {"SnapshotId": SNAP, "MaxResults": LIST_PAGE}
+    if token:
+        params["NextToken"] = token
+    return params
+
+
+def test_listing_follows_next_token_across_pages(stubbed: Any) -> None:
+    client, stub = stubbed
+    stub.add_response(
+        "list_snapshot_blocks", listing({0: "AAAA", 1: "AAAB"}, next_token="page2"), list_params()
+    )
+    stub.add_response("list_snapshot_blocks", listing({9: "AAAC"}), list_params("page2"))
+    blocks = api(client).blocks()
+    assert blocks.tokens == {0: "AAAA", 1: "AAAB", 9: "AAAC"}
+    assert blocks.volume_bytes == 8 * 1024**3
+
+
+def test_get_sends_index_and_token_and_checks_the_checksum(stubbed: Any) -> None:
+    client, stub = stubbed
+    data = bytes(range(256)) * (BLOCK_SIZE // 256)
+    stub.add_response("list_snapshot_blocks", listing({3: "dG9rZW4="}), list_params())
+    expected = {"SnapshotId": SNAP, "BlockIndex": 3, "BlockToken": "dG9rZW4="}
+    stub.add_response("get_snapshot_block", block_reply(data), expected)
+    stream = SnapshotStream(api(client), concurrency=1)
+    stream.seek(3 * BLOCK_SIZE + 5)
+    assert stream.read(3) == data[5:8]
+    stream.close()
+
+
+def test_a_wrong_checksum_is_retried_then_fatal(stubbed: Any) -> None:
+    client, stub = stubbed
+    data = b"\1" * BLOCK_SIZE
+    stub.add_response("list_snapshot_blocks", listing({0: "AAAA"}), list_params())
+    for _ in range(3):
+        stub.add_response("get_snapshot_block", block_reply(data, checksum="AAAA"))
+    with pytest.raises(AwsError, match="ChecksumMismatch") as failed:
+        api(client).fetch(0)
+    assert "3 attempts" in str(failed.value)
+
+
+def test_a_short_block_is_refused(stubbed: Any) -> None:
+    client, stub = stubbed
+    stub.add_response("list_snapshot_blocks", listing({0: "AAAA"}), list_params())
+    for _ in range(3):
+        stub.add_response("get_snapshot_block", block_reply(b"\1" * 1000))
+    with pytest.raises(AwsError, match="1000 bytes"):
+        api(client).fetch(0)
+
+
+def test_throttling_is_retried_with_backoff(stubbed: Any) -> None:
+    client, stub = stubbed
+    data = b"\2" * BLOCK_SIZE
+    stub.add_response("list_snapshot_blocks", listing({0: "AAAA"}), list_params())
+    stub.add_client_error(
+        "get_snapshot_block",
+        "RequestThrottledException",
+        "rate exceeded",
+        400,
+        modeled_fields={"Reason": "ACCOUNT_THROTTLED"},
+    )
+    stub.add_client_error("get_snapshot_block", "ThrottlingException", "slow down", 400)
+    stub.add_client_error("get_snapshot_block", "InternalServerException", "oops", 500)
+    stub.add_response("get_snapshot_block", block_reply(data))
+    delays: list[float] = []
+    ebs = EbsApi(client, SNAP, retry=RetryPolicy(attempts=4, base=1.0, cap=100), sleep=delays.append)
+    assert ebs.fetch(0) == data
+    assert ebs.counters.throttled == 2 and ebs.counters.retries == 3
+    assert len(delays) == 3 and all(0 <= d <= 2**i for i, d in enumerate(delays, 1))
+
+
+def test_an_expired_token_lists_again_and_uses_the_new_token(stubbed: Any) -> None:
+    client, stub = stubbed
+    data = b"\3" * BLOCK_SIZE
+    stub.add_response("list_snapshot_blocks", listing({4: "b2xk"}), list_params())
+    stub.add_client_error(
+        "get_snapshot_block",
+        "ValidationException",
+        "The block token has expired.",
+        400,
+        modeled_fields={"Reason": "INVALID_BLOCK_TOKEN"},
+        expected_params={"SnapshotId": SNAP, "BlockIndex": 4, "BlockToken": "b2xk"},
+    )
+    stub.add_response("list_snapshot_blocks", listing({4: "bmV3"}), list_params())
+    stub.add_response(
+        "get_snapshot_block", block_reply(data), {"SnapshotId": SNAP, "BlockIndex": 4, "BlockToken": "bmV3"}
+    )
+    ebs = api(client)
+    assert ebs.fetch(4) == data
+    assert ebs.counters.relists == 1
+
+
+def test_tokens_near_their_expiry_time_are_listed_again_before_use(stubbed: Any) -> None:
+    client, stub = stubbed
+    stub.add_response("list_snapshot_blocks", listing({0: "AAAA"}, expires=NOW + timedelta(minutes=1)))
+    stub.add_response("list_snapshot_blocks", listing({0: "AAAB"}))
+    stub.add_response(
+        "get_snapshot_block",
+        block_reply(b"\4" * BLOCK_SIZE),
+        {"SnapshotId": SNAP, "BlockIndex": 0, "BlockToken": "AAAB"},
+    )
+    ebs = api(client)
+    ebs.blocks()
+    assert ebs.fetch(0) == b"\4" * BLOCK_SIZE
+
+
+@pytest.mark.parametrize(
+    ("code", "status", "reason", "says"),
+    [
+        ("AccessDeniedException", 403, "UNAUTHORIZED_ACCOUNT", "kms:Decrypt"),
+        ("ResourceNotFoundException", 404, "SNAPSHOT_NOT_FOUND", "--region"),
+        ("ValidationException", 400, "INVALID_SNAPSHOT_ID", "completed"),
+    ],
+)
+def test_errors_are_one_line_with_what_to_check(
+    stubbed: Any, code: str, status: int, reason: str, says: str
+) -> None:
+    client, stub = stubbed
+    stub.add_client_error(
+        "list_snapshot_blocks",
+        code,
+        "no",
+        status,
+        modeled_fields={"Reason": reason},
+        expected_params=list_params(),
+    )
+    with pytest.raises(AwsError) as failed:
+        api(client).blocks()
+    message = str(failed.value)
+    assert message.startswith(f"ebs ListSnapshotBlocks failed: {code}: {SNAP}: no (reason {reason})")
+    assert says in message and "\n" not in message
+
+
+def test_a_block_size_other_than_512_kib_is_refused(stubbed: Any) -> None:
+    client, stub = stubbed
+    stub.add_response("list_snapshot_blocks", {**listing({0: "AAAA"}), "BlockSize": 512})
+    with pytest.raises(AwsError, match="BlockSize 512"):
+        api(client).blocks()
+
+
+def test_a_block_beyond_the_volume_is_refused(stubbed: Any) -> None:
+    client, stub = stubbed
+    stub.add_response("list_snapshot_blocks", listing({8 * 2048: "AAAA"}))
+    with pytest.raises(AwsError, match="beyond the 8 GiB volume"):
+        api(client).blocks()

@@ -1,0 +1,24 @@
+"""The IAM policy snapshot mode needs is written once (imagelint.aws.snapshot.IAM_POLICY) and the
+README and `imagelint ami --help` show exactly that policy."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from imagelint.aws.snapshot import IAM_POLICY
+from tests.support import REPO, run_cli
+
+
+def test_readme_gives_the_policy() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    blocks = [json.loads(b) for b in re.findall(r"```json\n(.*?)```", readme, flags=re.S)]
+    assert IAM_POLICY in blocks
+
+
+def test_ami_help_gives_the_policy() -> None:
+    proc = run_cli("ami", "--help", env={"COLUMNS": "200"})
+    assert proc.returncode == 0, proc.stderr
+    start = proc.stdout.index('{"Version"')
+    text = proc.stdout[start : proc.stdout.index("]}]}", start) + 4]
+    assert json.loads(" ".join(line.strip(" │") for line in text.splitlines())) == IAM_POLICY
