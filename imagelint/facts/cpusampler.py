@@ -17,7 +17,6 @@ the record says so.
 from __future__ import annotations
 
 import contextlib
-import resource
 import threading
 import time
 from array import array
@@ -32,11 +31,6 @@ DEFAULT_PERIOD = 0.1
 DEFAULT_MAX_CPU_INTERVALS = 2_000_000  # ~32 MB: one hour at 10 reads a second on 55 CPUs
 MAX_EVENTS = 20  # hotplug / backwards events listed (all are counted)
 _U32 = 0xFFFFFFFF
-
-
-def _thread_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_THREAD)
-    return usage.ru_utime + usage.ru_stime
 
 
 @dataclass
@@ -255,7 +249,7 @@ class CpuSampler:
             last = self._stop.wait(wait) if wait > 0 else self._stop.is_set()
             if wait <= 0:
                 record.late += 1
-            c0 = _thread_cpu()
+            c0 = time.thread_time()
             try:
                 cur, t = self._reader.read(), self._clock()
             except ProcStatError as exc:
@@ -267,7 +261,7 @@ class CpuSampler:
                     self._mask_dirty = False
             self.record.add(prev, cur, t_prev, t, masked=gap)
             record.reads += 1
-            record.cpu_seconds += _thread_cpu() - c0
+            record.cpu_seconds += time.thread_time() - c0
             prev, t_prev = cur, t
             if last:
                 return

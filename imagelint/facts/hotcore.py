@@ -53,22 +53,29 @@ class Episode:
     cpu: int
     start: float
     end: float
-    peak_kernel_share: float
-    min_kernel_share: float
+    peak_kernel_share: float  # the highest windowed kernel share
     max_others_busy: float
     max_average_busy: float  # the all-CPU average at its highest during the run
+    kernel_ticks: int = 0  # from start to end (a bridged gap left out)
+    total_ticks: int = 0
+    _ticks_until: float = field(default=float("-inf"), repr=False)
 
     @property
     def seconds(self) -> float:
         return self.end - self.start
+
+    @property
+    def kernel_share(self) -> float:
+        """Kernel time over all of the episode's time (dips inside it included)."""
+        return self.kernel_ticks / self.total_ticks if self.total_ticks else 0.0
 
     def to_dict(self, origin: float = 0.0) -> dict[str, Any]:
         return {
             "cpu": self.cpu,
             "start": round(self.start - origin, 3),
             "seconds": round(self.seconds, 3),
+            "kernel_share": round(self.kernel_share, 3),
             "peak_kernel_share": round(self.peak_kernel_share, 3),
-            "min_kernel_share": round(self.min_kernel_share, 3),
             "max_others_busy": round(self.max_others_busy, 3),
             "max_average_busy": round(self.max_average_busy, 3),
         }
@@ -147,7 +154,7 @@ class EpisodeTracker:
             others = (busy - w.busy) / others_total if others_total else 0.0
             share = w.kernel / w.total
             if share >= p.min_kernel_share and others <= p.max_others_busy:
-                self._extend(cpu, *w.hot_span(p.min_kernel_share), share, others, average)
+                self._extend(cpu, w, share, others, average)
             else:
                 self._close(cpu)
         for cpu in [c for c in self._open if c not in ready]:
@@ -183,19 +190,22 @@ class EpisodeTracker:
 
     # -- internals -----------------------------------------------------------------------------
 
-    def _extend(
-        self, cpu: int, start: float, end: float, share: float, others: float, average: float
-    ) -> None:
+    def _extend(self, cpu: int, window: _Window, share: float, others: float, average: float) -> None:
+        start, end = window.hot_span(self.params.min_kernel_share)
         self._bridged.discard(cpu)
         episode = self._open.get(cpu)
         if episode is None:
-            episode = self._open[cpu] = Episode(cpu, start, start, share, share, others, average)
+            episode = self._open[cpu] = Episode(cpu, start, start, share, others, average)
         counted = max(episode.end, self._counted.get(cpu, episode.end))
         self.saturated_seconds[cpu] = self.saturated_seconds.get(cpu, 0.0) + max(0.0, end - counted)
         episode.end = max(episode.end, end)
         self._counted[cpu] = max(counted, end)
+        for t0, t1, delta in window.parts:
+            if t0 >= max(episode.start, episode._ticks_until) - 1e-9 and t1 <= episode.end + 1e-9:
+                episode.kernel_ticks += delta.kernel
+                episode.total_ticks += delta.total
+                episode._ticks_until = t1
         episode.peak_kernel_share = max(episode.peak_kernel_share, share)
-        episode.min_kernel_share = min(episode.min_kernel_share, share)
         episode.max_others_busy = max(episode.max_others_busy, others)
         episode.max_average_busy = max(episode.max_average_busy, average)
 

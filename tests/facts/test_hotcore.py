@@ -112,7 +112,7 @@ def test_the_saturated_seconds_counter_only_grows_and_counts_overlaps_once() -> 
     tracker = EpisodeTracker()
     seen = []
     t = 0.0
-    for load in _hot(2) + [{0: (0, 1), 1: (0, 1)}] + _hot(2) + _idle(1) + _hot(3):
+    for load in [*_hot(2), {0: (0, 1), 1: (0, 1)}, *_hot(2), *_idle(1), *_hot(3)]:
         t = _feed(tracker, t, [load])
         seen.append(tracker.saturated_seconds.get(0, 0.0))
     tracker.close()
