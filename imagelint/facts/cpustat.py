@@ -68,13 +68,17 @@ class ProcStat:
 
 
 def parse_proc_stat(text: str, *, where: str = "/proc/stat") -> ProcStat:
-    """The ``cpuN`` lines of ``/proc/stat`` (the ``cpu`` total line and every other line are skipped)."""
+    """The ``cpuN`` lines of ``/proc/stat`` (the ``cpu`` total line and the lines after them are skipped)."""
     cpus: dict[int, tuple[int, ...]] = {}
     columns = len(FIELDS)
     extra = False
     pad = (0,) * len(FIELDS)
     for number, line in enumerate(text.splitlines(), 1):
-        if not line.startswith("cpu") or line.startswith("cpu "):
+        if not line.startswith("cpu"):
+            if cpus:
+                break  # the kernel prints the cpu lines first, together: the rest (intr...) is not needed
+            continue
+        if line.startswith("cpu "):
             continue
         parts = line.split()
         name = parts[0]

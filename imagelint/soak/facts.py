@@ -90,7 +90,7 @@ class SoakFacts:
         text = f"/proc/stat read {record.reads:,} times every {record.period:g} s ({cost})"
         longest = summarise(record.tracker(), 0.0).longest
         if longest is None:
-            text += "; no CPU spent a 1 s window at ≥ 90% in the kernel while the others were idle"
+            text += "; no CPU spent a 1 s window at ≥ 90% in the kernel while the others were ≤ 50% busy"
         else:
             text += (
                 f"; longest run at ≥ 90% kernel time: {longest.seconds:.1f} s on cpu{longest.cpu} "
