@@ -53,26 +53,30 @@ class CpuRecord:
     error: str | None = None  # a read failed: nothing after it was measured
     max_cpu_intervals: int = DEFAULT_MAX_CPU_INTERVALS
     kept: int = 0  # CPU intervals kept
+    keep: bool = True  # False: intervals are counted, not kept (a live tracker has them)
 
-    def add(self, prev: ProcStat, cur: ProcStat, t0: float, t1: float, *, masked: bool = False) -> None:
-        """Keep the interval between two reads (``masked``: imagelint's own walk ran in it, not judged)."""
-        if self.truncated_at is not None:
-            return
-        if self.kept + len(cur.cpus) > self.max_cpu_intervals:
-            self.truncated_at = t0 - self.origin
-            return
+    def add(self, prev: ProcStat, cur: ProcStat, t0: float, t1: float, *, masked: bool = False) -> Interval:
+        """Keep the interval between two reads (``masked``: imagelint's own walk ran in it, not judged).
+
+        Returns the interval, kept or not (with ``keep`` off, or past the memory cap, it is only counted)."""
         interval = diff(prev, cur)
         self._events(interval, t1 - self.origin)
+        self.masked += masked
+        if not self.keep or self.truncated_at is not None:
+            return interval
+        if self.kept + len(cur.cpus) > self.max_cpu_intervals:
+            self.truncated_at = t0 - self.origin
+            return interval
         self.spans.extend((t0, t1))
         if masked:
-            self.masked += 1
             self.packed.append(None)
-            return
+            return interval
         packed = array("I")
         for cpu, d in interval.deltas.items():
             packed.extend((cpu, min(d.kernel, _U32), min(d.busy, _U32), min(d.total, _U32)))
         self.packed.append(packed)
         self.kept += len(interval.deltas)
+        return interval
 
     def _events(self, interval: Interval, at: float) -> None:
         happened = [
@@ -183,7 +187,12 @@ class CpuRecord:
 
 
 class CpuSampler:
-    """A background thread reading ``/proc/stat`` every ``period`` s until :meth:`stop`; see the module."""
+    """A background thread reading ``/proc/stat`` every ``period`` s until :meth:`stop`; see the module.
+
+    For a live view (``imagelint watch``), pass ``tracker``: each read is fed to it as it comes, under
+    :attr:`lock` (hold the lock to read its counters), and ``keep=False`` keeps no record of reads, so
+    memory stays flat however long it runs (the record then holds counts, events and cost only).
+    """
 
     def __init__(
         self,
@@ -193,6 +202,8 @@ class CpuSampler:
         path: str = "/proc/stat",
         max_cpu_intervals: int = DEFAULT_MAX_CPU_INTERVALS,
         clock: Callable[[], float] = time.monotonic,
+        tracker: EpisodeTracker | None = None,
+        keep: bool = True,
     ) -> None:
         self._reader = ProcStatReader(path)  # fails here, before the soak, if there is no /proc/stat
         self._clock = clock
@@ -204,6 +215,9 @@ class CpuSampler:
         self.record.reads = 1
         self.record.columns_note = self._first.note()
         self.record.max_cpu_intervals = max_cpu_intervals
+        self.record.keep = keep
+        self.tracker = tracker
+        self.lock = threading.Lock()  # guards the live tracker
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._mask_depth = 0
@@ -259,7 +273,13 @@ class CpuSampler:
                 gap = self._mask_dirty
                 if self._mask_depth == 0:
                     self._mask_dirty = False
-            self.record.add(prev, cur, t_prev, t, masked=gap)
+            interval = self.record.add(prev, cur, t_prev, t, masked=gap)
+            if self.tracker is not None:
+                with self.lock:
+                    if gap:
+                        self.tracker.gap(bridge=True)
+                    else:
+                        self.tracker.feed(t_prev, t, interval)
             record.reads += 1
             record.cpu_seconds += time.thread_time() - c0
             prev, t_prev = cur, t

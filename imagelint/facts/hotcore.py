@@ -125,6 +125,7 @@ class EpisodeTracker:
         self.params = params or HotCoreParams()
         self.saturated_seconds: dict[int, float] = {}
         self.episodes: list[Episode] = []  # closed, in order of ending (at most one per window of time)
+        self.fed = 0  # intervals fed so far
         self._windows: dict[int, _Window] = {}
         self._open: dict[int, Episode] = {}
         self._bridged: set[int] = set()  # CPUs whose open episode waits across a bridged gap
@@ -136,6 +137,7 @@ class EpisodeTracker:
         """The interval from ``t0`` to ``t1`` (seconds on one monotonic clock)."""
         if t1 <= t0:
             return
+        self.fed += 1
         p = self.params
         for cpu in [c for c in self._windows if c not in interval.deltas]:
             self._windows.pop(cpu).clear()  # offline, backwards or no ticks: its history ends here

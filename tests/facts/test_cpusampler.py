@@ -125,3 +125,19 @@ def test_a_read_that_fails_mid_soak_stops_the_reads_and_is_kept_as_an_error(tmp_
         record = sampler.stop()
     assert record.error == f"{path}: no cpuN lines"
     assert "per-CPU reads stopped" in record.notes()[-1]
+
+
+def test_a_live_tracker_is_fed_as_reads_come_and_keep_off_holds_no_reads() -> None:
+    from imagelint.facts.hotcore import EpisodeTracker, HotCoreParams
+
+    tracker = EpisodeTracker(HotCoreParams(window_seconds=0.1))
+    sampler = CpuSampler(period=0.02, tracker=tracker, keep=False).start()
+    try:
+        _until(lambda: sampler.record.reads >= 6)
+        with sampler.lock:
+            fed = tracker.fed
+    finally:
+        record = sampler.stop()
+    assert fed >= 4 and tracker.fed == record.reads - 1  # every read after the first, as it came
+    assert not record.packed and not record.spans and record.truncated_at is None
+    assert not any("memory cap" in n for n in record.notes())
