@@ -12,10 +12,10 @@ import datetime as dt
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Any
 
 from imagelint import __version__
 from imagelint.checks import CheckContext, NotApplicable, Observation, registry
+from imagelint.checks.base import CheckSettings, FactProvider, RunLog
 from imagelint.config import Config
 from imagelint.errors import ImageLintError
 from imagelint.report import Finding, Outcome, Report, ReportError, RuleResult, Verdict
@@ -28,27 +28,23 @@ MAX_FINDINGS_PER_RULE = 100  # listed per rule; the rest are counted, and decide
 
 @dataclass
 class RunSettings:
+    """How a command runs the engine: the scopes it covers, the day waivers are judged on, and the
+    data sources it collected (the soak's measurements, the live unit state, where to read the
+    journal...), which checks find by type through :class:`~imagelint.checks.base.FactProvider`."""
+
     scopes: tuple[Scope, ...] = (Scope.IMAGE,)
     today: dt.date = field(default_factory=lambda: dt.datetime.now(dt.UTC).date())
-    soak: Any = None  # SoakFacts, for rules of the soak scope
-    live: Any = None  # imagelint.live.LiveState, for rules of the host scope (audit --live)
-    journal_path: str | None = None  # read this host journal (directory or file) instead of the image's
-    require_journal: bool = False
+    sources: tuple[object, ...] = ()
 
 
 def audit(target: RootfsTarget, packs: list[RulePack], config: Config, settings: RunSettings) -> Report:
     started = time.monotonic()
     started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    ctx = CheckContext(
-        target,
-        expected_units=tuple(config.expected_units),
-        waivers=tuple(config.waivers),
-        today=settings.today,
-        soak=settings.soak,
-        live=settings.live,
-        journal_path=settings.journal_path,
-        require_journal=settings.require_journal,
+    settings_for_checks = CheckSettings(
+        expected_units=tuple(config.expected_units), waivers=tuple(config.waivers), today=settings.today
     )
+    facts = FactProvider(target, settings.sources)
+    log = RunLog()
     results: list[RuleResult] = []
     findings: list[Finding] = []
     errors: list[ReportError] = []
@@ -72,6 +68,7 @@ def audit(target: RootfsTarget, packs: list[RulePack], config: Config, settings:
         if skip:
             continue
         t0 = time.perf_counter()
+        ctx = CheckContext(settings_for_checks, facts, log)  # a fresh collector for each rule
         result.outcome, result.reason, observations = _evaluate(ctx, rule, errors)
         result.duration_ms = (time.perf_counter() - t0) * 1000
         rule_findings = [_finding(rule, severity, obs, config, settings.today) for obs in observations]
@@ -99,10 +96,10 @@ def audit(target: RootfsTarget, packs: list[RulePack], config: Config, settings:
         rules=results,
         findings=findings,
         errors=errors,
-        warnings=[ReportError(message, where=where) for where, message in ctx.warnings],
+        warnings=[ReportError(message, where=where) for where, message in log.warnings],
     )
-    report.facts.update({name: to_dict() for name, to_dict in ctx.recorded.items()})
-    report.notes.extend(ctx.notes)
+    report.facts.update({name: to_dict() for name, to_dict in log.recorded.items()})
+    report.notes.extend(log.notes)
     report.verdict = decide(report)  # on every finding, before the listing is cut
     report.cut_listing(MAX_FINDINGS_PER_RULE)
     return report
@@ -128,7 +125,6 @@ def _evaluate(
         for condition in rule.check.unless:
             if _holds(ctx, condition):
                 return Outcome.PASS, f"exempt: {_describe(condition)}", []
-        ctx.gaps = []
         observations = registry()[rule.check.kind].evaluate(ctx, rule.check.params)
     except NotApplicable as exc:
         return Outcome.NOT_APPLICABLE, exc.reason, []

@@ -100,18 +100,19 @@ def run_audit(
     if live and root.resolve() != Path("/"):
         raise UsageError(f"--live audits the running host: give / as the root (or none), not {root}")
     packs, config = prepare(options)
-    settings = RunSettings(
-        journal_path=str(journal.path) if journal.path else None,
-        require_journal=journal.require or config.require_journal,
+    from imagelint.facts.journal import JournalRequest
+
+    request = JournalRequest(
+        str(journal.path) if journal.path else None, required=journal.require or config.require_journal
     )
+    settings = RunSettings(sources=(request,))
     target = RootfsTarget(root)
     if live:
-        from imagelint.live import collect_live_state
+        from imagelint.facts.systemd.live import collect_live_state
         from imagelint.rulepacks import Scope
         from imagelint.targets import HostTarget
 
-        settings.scopes = (Scope.IMAGE, Scope.HOST)
-        settings.live = collect_live_state()
+        settings = RunSettings(scopes=(Scope.IMAGE, Scope.HOST), sources=(request, collect_live_state()))
         target = HostTarget()
     report = audit(target, packs, config, settings)
     return publish(report, options)

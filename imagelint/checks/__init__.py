@@ -1,10 +1,20 @@
-"""Check kinds: the Python half of the rules. Each kind registers itself here by name."""
+"""Check kinds: the Python half of the rules. Each kind registers itself here by name.
+
+Kinds are found by discovery: every module of this package (but the plumbing named in
+``_NOT_KINDS``) is imported on first use, and its ``@register`` classes become available to rule
+packs. A new kind is one module here plus its test; nothing else lists it.
+"""
 
 from __future__ import annotations
+
+import importlib
+import pkgutil
 
 from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation, ParamError
 
 _REGISTRY: dict[str, CheckKind] = {}
+_NOT_KINDS = frozenset({"base", "params"})  # modules of this package that define no kind
+_discovered = False
 
 
 def register(cls: type[CheckKind]) -> type[CheckKind]:
@@ -15,18 +25,18 @@ def register(cls: type[CheckKind]) -> type[CheckKind]:
     return cls
 
 
+def kind_modules() -> list[str]:
+    """The modules of this package that define check kinds, by name."""
+    return sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name not in _NOT_KINDS)
+
+
 def registry() -> dict[str, CheckKind]:
     """All check kinds, by name (importing the modules that define them on first use)."""
-    from imagelint.checks import (  # noqa: F401 - registration happens on import
-        cgroups,
-        cpu,
-        files,
-        journal,
-        sshd,
-        systemd,
-        waivers,
-    )
-
+    global _discovered
+    if not _discovered:
+        for name in kind_modules():
+            importlib.import_module(f"{__name__}.{name}")
+        _discovered = True
     return _REGISTRY
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import datetime as dt
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from imagelint.targets import RootfsTarget
 
@@ -53,27 +53,90 @@ class ParamError(Exception):
         self.message = message
 
 
-@dataclass
-class CheckContext:
-    """What a check may look at: the target, the run's settings, and a per-run fact cache."""
+T = TypeVar("T")
 
-    target: RootfsTarget
+
+@dataclass(frozen=True)
+class CheckSettings:
+    """The run's settings a check may read (from the config and the command line); immutable."""
+
     expected_units: tuple[str, ...] = ()
     waivers: tuple[Any, ...] = ()  # config.Waiver objects, for the check on the waivers themselves
-    today: dt.date = field(default_factory=dt.date.today)
-    soak: Any = None  # imagelint.soak.facts.SoakFacts when the run is a soak; None otherwise
-    live: Any = None  # imagelint.live.LiveState when the run is live (audit --live); None otherwise
-    journal_path: str | None = None  # a host journal directory or file to read instead of the image's
-    require_journal: bool = False  # no journal at all is an error, not "not applicable"
-    recorded: dict[str, Any] = field(default_factory=dict)  # facts for the report, by source name
+    today: dt.date = field(default_factory=lambda: dt.datetime.now(dt.UTC).date())
+
+
+class FactProvider:
+    """Where checks get their data: the target, the data sources a command supplied, and facts built
+    once per run and shared between rules.
+
+    A *source* is any object a command hands in (the soak's measurements, the live unit state, where
+    to read the journal): a check asks for it by type with :meth:`source` and gets None when this run
+    has none. Adding a source is one new class and the command that makes it; neither this class nor
+    the engine changes.
+    """
+
+    def __init__(self, target: RootfsTarget, sources: Iterable[object] = ()) -> None:
+        self.target = target
+        self._sources: dict[type, object] = {}
+        for source in sources:
+            if type(source) in self._sources:
+                raise ValueError(f"two data sources of type {type(source).__name__}")
+            self._sources[type(source)] = source
+        self._cache: dict[object, Any] = {}
+
+    def source(self, kind: type[T]) -> T | None:
+        found = self._sources.get(kind)
+        return found if isinstance(found, kind) else None
+
+    def get(self, key: object, build: Callable[[], T]) -> T:
+        """Build a fact once per run (parsed sshd config, unit index...) and share it between rules."""
+        if key not in self._cache:
+            self._cache[key] = build()
+        value: T = self._cache[key]
+        return value
+
+
+@dataclass
+class RunLog:
+    """What the run says beside its findings: notes, warnings and the sources' own accounts."""
+
+    recorded: dict[str, Callable[[], Any]] = field(default_factory=dict)  # rendered into report.facts
     notes: list[str] = field(default_factory=list)  # one-line accounts for people (files read...)
-    gaps: list[tuple[str, str]] = field(default_factory=list)  # (where, what) data present but unread
     warnings: list[tuple[str, str]] = field(default_factory=list)  # (where, message)
-    _facts: dict[object, Any] = field(default_factory=dict)
+
+
+@dataclass
+class CheckContext:
+    """What one rule's check sees: immutable settings, the run's fact provider, and a collector of
+    its own (the engine makes a fresh context for every rule, so one rule's gaps are not another's).
+    """
+
+    settings: CheckSettings
+    facts: FactProvider
+    log: RunLog = field(default_factory=RunLog)
+    gaps: list[tuple[str, str]] = field(default_factory=list)  # (where, what): data present but unread
+
+    @classmethod
+    def for_target(cls, target: RootfsTarget, *sources: object, **settings: Any) -> CheckContext:
+        """A context on its own (tests, one-off evaluations): a fresh fact provider and run log."""
+        return cls(CheckSettings(**settings), FactProvider(target, sources))
+
+    @property
+    def target(self) -> RootfsTarget:
+        return self.facts.target
+
+    def source(self, kind: type[T]) -> T | None:
+        return self.facts.source(kind)
+
+    def fact(self, key: object, build: Callable[[], T]) -> T:
+        return self.facts.get(key, build)
 
     def warn(self, where: str, message: str) -> None:
-        if (where, message) not in self.warnings:
-            self.warnings.append((where, message))
+        if (where, message) not in self.log.warnings:
+            self.log.warnings.append((where, message))
+
+    def note(self, text: str) -> None:
+        self.log.notes.append(text)
 
     def warn_undecodable(self, path: str, offset: int) -> None:
         self.warn(path, f"not valid UTF-8 at byte {offset}; undecodable bytes were escaped")
@@ -87,18 +150,12 @@ class CheckContext:
 
     def record(self, name: str, to_dict: Callable[[], Any]) -> None:
         """Put a source's own account (files read, skipped...) in the report, rendered at the end."""
-        self.recorded[name] = to_dict
+        self.log.recorded[name] = to_dict
 
     def gap(self, where: str, message: str) -> None:
         """Data is there but could not be read (fully): the rule's run cannot pass on it."""
         if (where, message) not in self.gaps:
             self.gaps.append((where, message))
-
-    def fact(self, key: object, build: Callable[[], Any]) -> Any:
-        """Build a fact once per run (parsed sshd config, unit index...) and share it between rules."""
-        if key not in self._facts:
-            self._facts[key] = build()
-        return self._facts[key]
 
 
 class CheckKind(ABC):

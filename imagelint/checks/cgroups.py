@@ -1,24 +1,23 @@
 """Check kinds on a soak's measurements: memory-cgroup growth, ceilings, ratio, restarts, the walk's cost.
 
-They read ``ctx.soak`` (set by ``imagelint soak``) and are not applicable without it, or when the
+They read the soak's measurements (:class:`~imagelint.facts.soak.SoakFacts`, a data source that
+``imagelint soak`` supplies) and are not applicable without it, or when the
 host has no memory controller to count.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from imagelint.checks import register
 from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation
-
-if TYPE_CHECKING:
-    from imagelint.soak.facts import SoakFacts
+from imagelint.facts.soak import SoakFacts
 
 _SERIES = {"series": {"enum": ["dying", "live"], "default": "dying", "description": "which count"}}
 
 
 def _soak(ctx: CheckContext) -> SoakFacts:
-    soak: SoakFacts | None = ctx.soak
+    soak = ctx.source(SoakFacts)
     if soak is None:
         raise NotApplicable("no soak measurements in this run (use `imagelint soak`)")
     if not soak.has_memory_counts:
@@ -27,7 +26,7 @@ def _soak(ctx: CheckContext) -> SoakFacts:
 
 
 def _attribution(soak: SoakFacts, delta: float) -> str:
-    from imagelint.soak.restarts import attribution_text
+    from imagelint.facts.systemd.show import attribution_text
 
     text = attribution_text(delta, soak.result.restart_deltas())
     if soak.journal_restarts:
@@ -67,7 +66,7 @@ class CgroupGrowth(CheckKind):
     }
 
     def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
-        from imagelint.soak.stats import projection_text
+        from imagelint.facts.trend import projection_text
 
         soak = _soak(ctx)
         series = params.get("series", "dying")
@@ -144,7 +143,7 @@ class UnitRestartsDuringSoak(CheckKind):
     variables = {"restarts": "restarts during the soak", "minutes": "length of the soak in minutes"}
 
     def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
-        soak = ctx.soak
+        soak = ctx.source(SoakFacts)
         if soak is None:
             raise NotApplicable("no soak measurements in this run (use `imagelint soak`)")
         start = soak.result.restarts_start

@@ -11,15 +11,13 @@ evidence supports, and the verdict stays with the one verdict function.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from imagelint.checks import register, registry
 from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation
 from imagelint.facts.cpustat import ProcStatError
 from imagelint.facts.hotcore import HotCoreParams, HotCoreSummary, summarise
-
-if TYPE_CHECKING:
-    from imagelint.soak.facts import SoakFacts
+from imagelint.facts.soak import SoakFacts
 
 _SHARE = {"type": "number", "minimum": 0, "maximum": 1}
 
@@ -85,7 +83,7 @@ class HotCore(CheckKind):
     }
 
     def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
-        soak: SoakFacts | None = ctx.soak
+        soak = ctx.source(SoakFacts)
         if soak is None:
             raise NotApplicable("no soak measurements in this run (use `imagelint soak`)")
         record = soak.cpu

@@ -10,35 +10,29 @@ make the run inconclusive, while what could be read still produces findings.
 from __future__ import annotations
 
 import datetime as dt
-import fnmatch
 from typing import Any
 
 from imagelint.checks import register
 from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation
+from imagelint.checks.params import UNITS, name_selected
 from imagelint.errors import ImageReadError
 
-_UNITS = {
-    "units": {
-        "type": "array",
-        "items": {"type": "string"},
-        "description": "unit globs to consider; default all",
-    },
-    "exclude_units": {"type": "array", "items": {"type": "string"}, "description": "unit globs to leave out"},
-}
 _WINDOW = {"window": {"type": "number", "exclusiveMinimum": 0, "default": 3600, "description": "seconds"}}
 
 
 def _journal(ctx: CheckContext) -> Any:
     """The run's journal (opened once), after accounting for what could not be read."""
-    from imagelint.facts.journal import open_image, open_path
+    from imagelint.facts.journal import JournalRequest, open_image, open_path
+
+    request = ctx.source(JournalRequest) or JournalRequest()
 
     def build() -> Any:
-        journal = open_path(ctx.journal_path) if ctx.journal_path else open_image(ctx.target)
+        journal = open_path(request.path) if request.path else open_image(ctx.target)
 
         def account() -> dict[str, object]:
             # Called once, when the report is made (the engine renders the recorded facts before it
             # takes the notes): only then has every analysis run, so the note counts what they read.
-            ctx.notes.append("journal: " + journal.scan.note())
+            ctx.note("journal: " + journal.scan.note())
             return journal.scan.to_dict()
 
         ctx.record("journal", account)
@@ -48,7 +42,7 @@ def _journal(ctx: CheckContext) -> Any:
     scan = journal.scan
     if scan.files_found == 0:
         searched = ", ".join(scan.searched) or scan.source
-        if ctx.require_journal:
+        if request.required:
             raise ImageReadError(
                 searched, "no journal files, and this run requires a journal (--require-journal)"
             )
@@ -69,13 +63,6 @@ def _restarts(ctx: CheckContext) -> Any:
     report = ctx.fact("journal.restarts", lambda: analyze_restarts(journal))
     _gaps(ctx, journal)
     return report
-
-
-def _wanted(unit: str, params: dict[str, Any]) -> bool:
-    include = params.get("units")
-    if include and not any(fnmatch.fnmatchcase(unit, g) for g in include):
-        return False
-    return not any(fnmatch.fnmatchcase(unit, g) for g in params.get("exclude_units", ()))
 
 
 def _when(usec: int | None) -> str | None:
@@ -111,7 +98,7 @@ class JournalRestartLoop(CheckKind):
             "description": "restarts within the window that fire",
         },
         **_WINDOW,
-        **_UNITS,
+        **UNITS,
     }
     required = ("min_restarts",)
     variables = {
@@ -130,7 +117,7 @@ class JournalRestartLoop(CheckKind):
         found = []
         for rec in _restarts(ctx).units:
             in_window = rec.max_restarts_within(window)
-            if in_window >= params["min_restarts"] and _wanted(rec.unit, params):
+            if in_window >= params["min_restarts"] and name_selected(rec.unit, params):
                 evidence = {
                     **_unit_evidence(rec),
                     "in_window": in_window,
@@ -144,14 +131,14 @@ class JournalRestartLoop(CheckKind):
 class JournalStartLimit(CheckKind):
     name = "journal.start_limit"
     summary = "Fires per unit and boot that hit its start limit (structured result or PID 1's text)."
-    parameters = {**_UNITS}
+    parameters = {**UNITS}
     variables = {"start_limit_hits": "how often", "boot": "boot id", "last": "last restart (UTC)"}
 
     def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
         return [
             Observation(f"{rec.unit}@{rec.boot_id}", unit=rec.unit, evidence=_unit_evidence(rec))
             for rec in _restarts(ctx).units
-            if rec.start_limit_hits and _wanted(rec.unit, params)
+            if rec.start_limit_hits and name_selected(rec.unit, params)
         ]
 
 
@@ -162,7 +149,7 @@ class JournalFailures(CheckKind):
     parameters = {
         "min_failures": {"type": "integer", "minimum": 1},
         "results": {"type": "array", "items": {"type": "string"}, "description": "only these UNIT_RESULTs"},
-        **_UNITS,
+        **UNITS,
     }
     required = ("min_failures",)
     variables = {"failures_total": "failures counted", "results": "UNIT_RESULT counts", "boot": "boot id"}
@@ -173,7 +160,7 @@ class JournalFailures(CheckKind):
         for rec in _restarts(ctx).units:
             counted = {r: n for r, n in rec.failures.items() if not wanted or r in wanted}
             total = sum(counted.values())
-            if total >= params["min_failures"] and _wanted(rec.unit, params):
+            if total >= params["min_failures"] and name_selected(rec.unit, params):
                 evidence = {**_unit_evidence(rec), "failures_total": total, "results": counted}
                 found.append(Observation(f"{rec.unit}@{rec.boot_id}", unit=rec.unit, evidence=evidence))
         return found

@@ -17,49 +17,27 @@ will fail, restarts forever) into the one critical finding.
 from __future__ import annotations
 
 import fnmatch
-import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from imagelint.checks import register
 from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation, ParamError
-from imagelint.errors import ImageReadError
+from imagelint.checks.params import UNITS
+from imagelint.facts.systemd.enablement import (
+    ENABLED_STATES,
+    distinct_units,
+    enabling_links,
+    recorded_by_package,
+    unit_matches,
+    wanting_unit,
+)
+from imagelint.facts.systemd.verify import unit_problems
 
 if TYPE_CHECKING:  # imported where used: rules that never touch units do not pay for them
     from imagelint.facts.systemd import Assignment, Unit, UnitIndex
     from imagelint.facts.systemd.manager import ManagerDefaults
-    from imagelint.live import LiveState, LiveUnit
 
 ARROW = " → "
-ENABLED_STATES = ("enabled", "enabled-runtime", "linked", "linked-runtime")
-LINK_SUFFIXES = (".wants", ".requires", ".upholds")
-DSH_STATE = "/var/lib/systemd/deb-systemd-helper-enabled"
-KNOWN_SECTIONS = {
-    "service": {"Unit", "Service", "Install"},
-    "socket": {"Unit", "Socket", "Install"},
-    "mount": {"Unit", "Mount", "Install"},
-    "automount": {"Unit", "Automount", "Install"},
-    "swap": {"Unit", "Swap", "Install"},
-    "timer": {"Unit", "Timer", "Install"},
-    "path": {"Unit", "Path", "Install"},
-    "target": {"Unit", "Install"},
-    "slice": {"Unit", "Slice", "Install"},
-    "scope": {"Unit", "Scope", "Install"},
-    "device": {"Unit", "Install"},
-}
-HARD_DEPS = ("Requires", "Requisite", "BindsTo")
-# Units of these types come into being without a unit file (devices, fstab's generator, slices)
-IMPLICIT_TYPES = ("device", "mount", "swap", "automount", "slice", "scope")
 
-_UNITS = {
-    "units": {
-        "type": "array",
-        "items": {"type": "string"},
-        "description": "unit name globs to consider (aliases match too); default all",
-    },
-    "exclude_units": {"type": "array", "items": {"type": "string"}, "description": "unit globs to leave out"},
-}
 _AT_BOOT = {
     "at_boot": {
         "type": "boolean",
@@ -108,67 +86,20 @@ def _manager_defaults(ctx: CheckContext) -> ManagerDefaults:
     return defaults
 
 
-def _enabling_links(ctx: CheckContext, index: UnitIndex) -> dict[str, list[str]]:
-    """unit name -> the ``X.wants/NAME`` (``.requires``, ``.upholds``) links that name it, by path."""
-
-    def build() -> dict[str, list[str]]:
-        found: dict[str, list[str]] = {}
-        for directory in index.search_path:
-            for entry in ctx.target.listdir(directory):
-                if not entry.endswith(LINK_SUFFIXES):
-                    continue
-                sub = f"{directory.rstrip('/')}/{entry}"
-                for name in ctx.target.listdir(sub):
-                    found.setdefault(name, []).append(f"{sub}/{name}")
-        return found
-
-    links: dict[str, list[str]] = ctx.fact("systemd.enabling_links", build)
-    return links
-
-
-def _wanting_target(link: str) -> str:
-    parent = link.rsplit("/", 2)[-2]
-    return parent[: parent.rfind(".")]
-
-
 def boot_chain(ctx: CheckContext, index: UnitIndex, unit: Unit) -> list[str] | None:
     """The chain that starts ``unit`` at boot, or None: the index's, as ``imagelint units`` shows it."""
     return None if unit.boot_chain is None else list(unit.boot_chain)
 
 
-def _matches(unit: Unit, globs: Sequence[str]) -> bool:
-    candidates = [unit.name, *(unit.aliases or ())]
-    if unit.unit_id:
-        candidates.append(unit.unit_id)
-    from imagelint.facts.systemd import names
-
-    template = names.template_of(unit.name)
-    if template:
-        candidates.append(template)
-    return any(fnmatch.fnmatchcase(c, g) for c in candidates for g in globs)
-
-
 def _selected(unit: Unit, params: dict[str, Any]) -> bool:
     include = params.get("units")
-    if include and not _matches(unit, include):
+    if include and not unit_matches(unit, include):
         return False
-    return not _matches(unit, params.get("exclude_units", ()))
+    return not unit_matches(unit, params.get("exclude_units", ()))
 
 
-def _distinct(index: UnitIndex) -> list[Unit]:
-    """One entry per loaded unit (aliases folded into the unit they name), templates left out."""
-    from imagelint.facts.systemd import names
-
-    seen: dict[str, Unit] = {}
-    for unit in index:
-        if unit.state == "alias" or unit.loaded is None:
-            continue
-        if names.name_kind(unit.name) is names.NameKind.TEMPLATE:
-            continue
-        key = unit.unit_id or unit.name
-        if key not in seen or (seen[key].boot_chain is None and unit.boot_chain is not None):
-            seen[key] = unit
-    return list(seen.values())
+def _enabling_links(ctx: CheckContext, index: UnitIndex) -> dict[str, list[str]]:
+    return ctx.fact("systemd.enabling_links", lambda: enabling_links(ctx.target, index))
 
 
 def _base_evidence(ctx: CheckContext, index: UnitIndex, unit: Unit) -> dict[str, Any]:
@@ -193,7 +124,7 @@ class UnitEnabled(CheckKind):
         "those started at boot, with the chain that pulls them in); n/a if no unit matches."
     )
     parameters = {
-        **_UNITS,
+        **UNITS,
         "reachable": {
             "type": "boolean",
             "default": False,
@@ -211,7 +142,7 @@ class UnitEnabled(CheckKind):
 
     def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
         index = unit_index(ctx)
-        matching = [u for u in _distinct(index) if _selected(u, params)]
+        matching = [u for u in distinct_units(index) if _selected(u, params)]
         if not matching:
             raise NotApplicable(f"no unit matches {', '.join(params['units'])}")
         found = []
@@ -239,7 +170,7 @@ class ExecMissing(CheckKind):
         "EnvironmentFile= that is not in the image, unless a condition evaluable offline skips it."
     )
     parameters = {
-        **_UNITS,
+        **UNITS,
         "include_ignored": {
             "type": "boolean",
             "default": False,
@@ -259,7 +190,7 @@ class ExecMissing(CheckKind):
         index = unit_index(ctx)
         include_ignored = params.get("include_ignored", False)
         found = []
-        for unit in _distinct(index):
+        for unit in distinct_units(index):
             if not _selected(unit, params) or unit.loaded is None or unit.loaded.status != "loaded":
                 continue
             chain = boot_chain(ctx, index, unit)
@@ -268,7 +199,7 @@ class ExecMissing(CheckKind):
             unit_id = unit.unit_id or unit.name
             if execs.skipped_by(execs.conditions(ctx.target, unit.assignments, unit_id)):
                 continue
-            problems, primary = _missing_files(ctx, unit, include_ignored)
+            problems, primary = execs.missing_files(ctx.target, unit, include_ignored)
             if primary is None:
                 continue
             evidence = _base_evidence(ctx, index, unit)
@@ -279,72 +210,6 @@ class ExecMissing(CheckKind):
         return found
 
 
-def _missing_files(
-    ctx: CheckContext, unit: Unit, include_ignored: bool = False
-) -> tuple[list[str], Assignment | None]:
-    """What the unit would run or read that is not in the image: (texts, the line to point at)."""
-    from imagelint.facts.systemd import execs
-
-    unit_id = unit.unit_id or unit.name
-    problems: list[tuple[Assignment, str]] = []  # (assignment, text)
-    by_exe: dict[tuple[str, str], list[Assignment]] = {}
-    search = unit.get_value("Service", "ExecSearchPath")
-    search_path = tuple(p for p in search.split(":") if p) if search else None
-    for key in execs.EXEC_KEYS:
-        for section in execs.EXEC_SECTIONS:
-            for a in unit.get(section, key):
-                for cmd in execs.commands(a, unit_id):
-                    if cmd.executable is None or (cmd.ignore_failure and not include_ignored):
-                        continue
-                    res = execs.resolve_executable(ctx.target, cmd.executable, search_path)
-                    if res.problem is not None:
-                        ignored = " (failure ignored: '-')" if cmd.ignore_failure else ""
-                        by_exe.setdefault((cmd.executable, res.problem + ignored), []).append(a)
-    for (exe, problem), where in by_exe.items():
-        settings = ", ".join(f"{a.key}= line {a.line}" for a in where)
-        problems.append((where[0], f"{exe} is {problem} ({settings})"))
-    for a in unit.get("Service", "EnvironmentFile"):
-        optional = a.value.startswith("-")
-        path = a.value[1:].strip() if optional else a.value.strip()
-        if optional or not path.startswith("/") or _runtime_path(path):
-            continue
-        if ctx.target.stat(path) is None:
-            problems.append((a, f"EnvironmentFile={path} is missing (line {a.line})"))
-    if not problems:
-        return [], None
-    primary = next((a for w in by_exe.values() for a in w if a.key == "ExecStart"), problems[0][0])
-    return [text for _, text in problems], primary
-
-
-def _runtime_path(path: str) -> bool:
-    from imagelint.facts.systemd.execs import RUNTIME_FS
-
-    return any(path == fs or path.startswith(fs + "/") for fs in RUNTIME_FS)
-
-
-@dataclass(frozen=True)
-class _Value:
-    value: float
-    text: str
-    source: str
-
-
-def _unit_setting(
-    unit: Unit, keys: tuple[tuple[str, str], ...], parse: Callable[[str], float]
-) -> tuple[_Value | None, str | None]:
-    """The last assignment of any of ``keys`` (section, key) in file order; (None, error) if invalid."""
-    last: Assignment | None = None
-    for a in unit.assignments:
-        if (a.section, a.key) in keys:
-            last = None if a.value == "" else a
-    if last is None:
-        return None, None
-    try:
-        return _Value(parse(last.value), last.value, f"{last.path}:{last.line}"), None
-    except ValueError:
-        return None, f"{last.key}={last.value} at {last.path}:{last.line} is invalid; systemd ignores it"
-
-
 @register
 class RestartUnbounded(CheckKind):
     name = "systemd.restart_unbounded"
@@ -352,7 +217,7 @@ class RestartUnbounded(CheckKind):
         "Fires for each service with Restart= whose RestartSec= and start limit (unit values, else the "
         "image's system.conf defaults) mean the start limit can never trip: it restarts forever."
     )
-    parameters = {**_UNITS, **_AT_BOOT}
+    parameters = {**UNITS, **_AT_BOOT}
     variables = {
         "unit": "the unit",
         "restart": "the Restart= value",
@@ -366,7 +231,7 @@ class RestartUnbounded(CheckKind):
     def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
         index = unit_index(ctx)
         found = []
-        for unit in _distinct(index):
+        for unit in distinct_units(index):
             if not _selected(unit, params):
                 continue
             if params.get("at_boot", True) and boot_chain(ctx, index, unit) is None:
@@ -384,82 +249,28 @@ class RestartUnbounded(CheckKind):
 
 def _restart_loop(ctx: CheckContext, unit: Unit) -> tuple[Assignment, dict[str, Any]] | None:
     """(the Restart= line, evidence) if the loaded service restarts forever; None otherwise."""
-    from imagelint.facts.systemd import names
-    from imagelint.facts.systemd.timespan import format_seconds, parse_timespan
+    from imagelint.facts.systemd.restart import restart_policy
 
-    if names.unit_type(unit.unit_id or unit.name) != "service":
+    policy = restart_policy(unit, _manager_defaults(ctx))
+    if policy is None:
         return None
-    if unit.loaded is None or unit.loaded.status != "loaded":
+    for where, message in policy.warnings:
+        ctx.warn(where, message)
+    if policy.never_trips is None:
         return None
-    restart = unit.get("Service", "Restart")
-    if not restart or restart[-1].value == "no":
-        return None
-    defaults = _manager_defaults(ctx)
-    sec, err1 = _unit_setting(unit, (("Service", "RestartSec"),), parse_timespan)
-    interval, err2 = _unit_setting(
-        unit,
-        (
-            ("Unit", "StartLimitIntervalSec"),
-            ("Unit", "StartLimitInterval"),
-            ("Service", "StartLimitInterval"),
-        ),
-        parse_timespan,
-    )
-    burst, err3 = _unit_setting(unit, (("Unit", "StartLimitBurst"), ("Service", "StartLimitBurst")), int)
-    for err in (err1, err2, err3):
-        if err:
-            ctx.warn(unit.unit_id or unit.name, err)
-    sec = sec or _Value(defaults.restart_sec.value, defaults.restart_sec.text, defaults.restart_sec.source)
-    interval = interval or _Value(
-        defaults.start_limit_interval.value,
-        defaults.start_limit_interval.text,
-        defaults.start_limit_interval.source,
-    )
-    burst = burst or _Value(
-        defaults.start_limit_burst.value,
-        defaults.start_limit_burst.text,
-        defaults.start_limit_burst.source,
-    )
-    if math.isinf(sec.value):
-        return None  # never restarts
-    why = _never_trips(sec.value, interval.value, int(burst.value))
-    if why is None:
-        return None
-    per_day = f"{86400 / sec.value:,.0f}" if sec.value > 0 else "unbounded (no delay)"
-    a = restart[-1]
-    limit_source = burst.source if burst.source == interval.source else f"{burst.source}; {interval.source}"
+    a, sec = policy.restart, policy.restart_sec
+    from imagelint.facts.systemd.timespan import format_seconds
+
     return a, {
         "restart": a.value,
         "restart_sec": f"{format_seconds(sec.value)} ({sec.source})",
-        "start_limit": f"{int(burst.value)} starts in {format_seconds(interval.value)} ({limit_source})",
-        "restarts_per_day": per_day,
-        "why": why,
-        "restart_summary": f"Restart={a.value}, RestartSec={sec.text}: up to {per_day} restarts a day",
+        "start_limit": policy.start_limit,
+        "restarts_per_day": policy.restarts_per_day,
+        "why": policy.never_trips,
+        "restart_summary": (
+            f"Restart={a.value}, RestartSec={sec.text}: up to {policy.restarts_per_day} restarts a day"
+        ),
     }
-
-
-def _never_trips(restart_sec: float, interval: float, burst: int) -> str | None:
-    """Why the start limit can never stop an auto-restart loop, or None if it can.
-
-    systemd 252's ratelimit: the window opens at the first start; a start is refused when it is
-    start number burst+1 within ``interval`` of the window's opening, and the window reopens at the
-    first start after that. Restarts come RestartSec apart (plus the time the process runs, taken as
-    0: the best case for the limit), so start burst+1 comes at burst×RestartSec. If that is not
-    before the window closes, the limit never trips (any run time only pushes it further out).
-    """
-    from imagelint.facts.systemd.timespan import format_seconds
-
-    if interval <= 0:
-        return "StartLimitIntervalSec=0 disables the start limit"
-    if burst <= 0:
-        return "StartLimitBurst=0 disables the start limit"
-    span = burst * restart_sec
-    if span >= interval:
-        return (
-            f"{burst + 1} starts take at least {burst}×{format_seconds(restart_sec)} = "
-            f"{format_seconds(span)}, not less than the {format_seconds(interval)} interval"
-        )
-    return None
 
 
 @register
@@ -471,7 +282,7 @@ class UnitUnexpected(CheckKind):
         "recorded by the package manager's enablement (Debian's deb-systemd-helper)."
     )
     parameters = {
-        **_UNITS,
+        **UNITS,
         "package_records": {
             "type": "boolean",
             "default": True,
@@ -491,10 +302,10 @@ class UnitUnexpected(CheckKind):
         from imagelint.facts.systemd import names
 
         index = unit_index(ctx)
-        expected = ctx.expected_units
+        expected = ctx.settings.expected_units
         links = _enabling_links(ctx, index)
         found = []
-        for unit in _distinct(index):
+        for unit in distinct_units(index):
             if not _selected(unit, params) or not _unexpected(ctx, index, unit, params):
                 continue
             template = names.template_of(unit.name)
@@ -527,23 +338,14 @@ def _unexpected(ctx: CheckContext, index: UnitIndex, unit: Unit, params: dict[st
 
     if unit.state not in ENABLED_STATES or boot_chain(ctx, index, unit) is None:
         return False
-    expected = ctx.expected_units
-    if expected and _matches(unit, expected):
+    expected = ctx.settings.expected_units
+    if expected and unit_matches(unit, expected):
         return False
     template = names.template_of(unit.name)
     rule = index.presets.rule_for(unit.name) or (index.presets.rule_for(template) if template else None)
     if rule is not None and rule.enable:
         return False
-    return not (params.get("package_records", True) and _packaged(ctx, unit))
-
-
-def _packaged(ctx: CheckContext, unit: Unit) -> bool:
-    for name in (unit.name, *unit.aliases):
-        if ctx.target.lstat(f"{DSH_STATE}/{name}.dsh-also") is not None:
-            return True
-        if ctx.target.glob(f"{DSH_STATE}/*/{name}"):
-            return True
-    return False
+    return not (params.get("package_records", True) and recorded_by_package(ctx.target, unit))
 
 
 @register
@@ -555,7 +357,7 @@ class UnitBroken(CheckKind):
         "unit file or link the index could not read or understand."
     )
     parameters = {
-        **_UNITS,
+        **UNITS,
         "at_boot": {
             "type": "boolean",
             "default": False,
@@ -582,7 +384,7 @@ class UnitBroken(CheckKind):
     def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
         index = unit_index(ctx)
         found: list[Observation] = []
-        for unit in _distinct(index):
+        for unit in distinct_units(index):
             if (
                 not _selected(unit, params)
                 or unit.loaded is None
@@ -594,7 +396,7 @@ class UnitBroken(CheckKind):
             if (params.get("at_boot") and not live) or (params.get("not_at_boot") and live):
                 continue
             unit_id = unit.unit_id or unit.name
-            for path, line, problem in self._problems(index, unit, unit_id):
+            for path, line, problem in unit_problems(index, unit):
                 evidence = {
                     "where": unit_id,
                     "problem": problem,
@@ -623,54 +425,6 @@ class UnitBroken(CheckKind):
                 )
         return found
 
-    @staticmethod
-    def _problems(index: UnitIndex, unit: Unit, unit_id: str) -> list[tuple[str | None, int | None, str]]:
-        from imagelint.facts.systemd import names, split_words
-        from imagelint.facts.systemd.specifiers import SpecifierError, expand
-
-        out: list[tuple[str | None, int | None, str]] = []
-        utype = names.unit_type(unit_id)
-        known = KNOWN_SECTIONS.get(utype, {"Unit", "Install"})
-        reported: set[tuple[str, str]] = set()
-        for a in unit.assignments:
-            if a.section in known or a.section.startswith("X-") or (a.path, a.section) in reported:
-                continue
-            reported.add((a.path, a.section))
-            out.append((a.path, a.line, f"unknown section [{a.section}]; systemd ignores its settings"))
-        if utype == "service" and unit.fragment:
-            start = unit.get("Service", "ExecStart")
-            type_ = unit.get_value("Service", "Type") or ("simple" if start else "oneshot")
-            where = (unit.fragment, None)
-            if type_ != "oneshot" and not start:
-                out.append((*where, f"Type={type_} without ExecStart=; systemd refuses to load it"))
-            elif type_ != "oneshot" and len(start) > 1:
-                out.append(
-                    (start[1].path, start[1].line, f"more than one ExecStart= for Type={type_}; refused")
-                )
-            elif (
-                type_ == "oneshot"
-                and not start
-                and not unit.get("Service", "ExecStop")
-                and not unit.get_value("Unit", "SuccessAction")
-            ):
-                out.append((*where, "no ExecStart=, ExecStop= or SuccessAction=; systemd refuses to load it"))
-        for key in HARD_DEPS:
-            for a in unit.get("Unit", key):
-                try:
-                    words = split_words(a.value)
-                except ValueError:
-                    continue
-                for word in words:
-                    try:
-                        dep = expand(word, unit_id)
-                    except SpecifierError:
-                        continue
-                    if not names.is_valid(dep) or names.unit_type(dep) in IMPLICIT_TYPES:
-                        continue
-                    if index.load(dep) is None:
-                        out.append((a.path, a.line, f"{key}={dep}, but no unit file defines {dep}"))
-        return out
-
 
 @register
 class EnabledNeverStarted(CheckKind):
@@ -680,7 +434,7 @@ class EnabledNeverStarted(CheckKind):
         "into targets that nothing pulls in at boot, so it is enabled yet never started."
     )
     parameters = {
-        **_UNITS,
+        **UNITS,
         "exclude_targets": {
             "type": "array",
             "items": {"type": "string"},
@@ -699,11 +453,11 @@ class EnabledNeverStarted(CheckKind):
         links = _enabling_links(ctx, index)
         skip = params.get("exclude_targets", ())
         found = []
-        for unit in _distinct(index):
+        for unit in distinct_units(index):
             if unit.state not in ENABLED_STATES or unit.boot_chain is not None or not _selected(unit, params):
                 continue
             enabled_by = [p for n in (unit.name, *unit.aliases) for p in links.get(n, [])]
-            wanting = list(dict.fromkeys(_wanting_target(link) for link in enabled_by))
+            wanting = list(dict.fromkeys(wanting_unit(link) for link in enabled_by))
             if not wanting or any(fnmatch.fnmatchcase(t, g) for t in wanting for g in skip):
                 continue
             unit_id = unit.unit_id or unit.name
@@ -726,7 +480,7 @@ class BootFailureLoop(CheckKind):
         "one observation names every piece of evidence."
     )
     parameters = {
-        **_UNITS,
+        **UNITS,
         "unexpected": {
             "type": "boolean",
             "default": True,
@@ -790,7 +544,7 @@ class BootFailureLoop(CheckKind):
         index = unit_index(ctx)
         observed = self._observed(ctx, params)
         found = []
-        for unit in _distinct(index):
+        for unit in distinct_units(index):
             chain = boot_chain(ctx, index, unit)
             if chain is None or not _selected(unit, params):
                 continue
@@ -800,10 +554,10 @@ class BootFailureLoop(CheckKind):
             unit_id = unit.unit_id or unit.name
             if execs.skipped_by(execs.conditions(ctx.target, unit.assignments, unit_id)):
                 continue  # a condition evaluable offline skips it: it does not start, so does not fail
-            missing, _primary = _missing_files(ctx, unit)
+            missing, _primary = execs.missing_files(ctx.target, unit)
             failure = list(missing)
             for entry in params.get("vendor_config", ()):
-                if _matches(unit, entry["units"]) and not _run(ctx, entry["unless"]):
+                if unit_matches(unit, entry["units"]) and not _run(ctx, entry["unless"]):
                     failure.append(entry["reason"])
             if params.get("unexpected", True) and _unexpected(ctx, index, unit, {}):
                 failure.append("enabled but not expected")
@@ -855,99 +609,3 @@ def _run(ctx: CheckContext, spec: dict[str, Any], *, optional: bool = False) -> 
         if optional:
             return []
         raise
-
-
-# -- live kinds (scope host) ---------------------------------------------------------------------
-
-
-def _live(ctx: CheckContext) -> LiveState:
-    live: LiveState | None = getattr(ctx, "live", None)
-    if live is None:
-        raise NotApplicable("not a live run (use `imagelint audit --live` on the running host)")
-    ctx.record("systemd_live", live.to_dict)
-    if not live.available:
-        # the user asked for a live check that could not run: inconclusive, never "not applicable"
-        reason = " ".join((live.reason or "no answer").split())
-        where = "systemctl show" if live.booted else "/run/systemd/system"
-        raise ImageReadError(where, reason)
-    return live
-
-
-def _live_evidence(u: LiveUnit) -> dict[str, Any]:
-    return {
-        "active_state": u.active_state,
-        "sub_state": u.sub_state,
-        "result": u.result,
-        "n_restarts": u.n_restarts,
-        "exec_main_status": u.exec_main_status,
-        "unit_file_state": u.unit_file_state,
-    }
-
-
-_LIVE_VARS = {
-    "unit": "the unit",
-    "active_state": "ActiveState",
-    "sub_state": "SubState",
-    "result": "Result",
-    "n_restarts": "NRestarts (automatic restarts since the unit was loaded)",
-    "exec_main_status": "exit status of the main process",
-    "unit_file_state": "UnitFileState (enabled, static...)",
-}
-
-
-def _live_selected(name: str, params: dict[str, Any]) -> bool:
-    include = params.get("units")
-    if include and not any(fnmatch.fnmatchcase(name, g) for g in include):
-        return False
-    return not any(fnmatch.fnmatchcase(name, g) for g in params.get("exclude_units", ()))
-
-
-@register
-class LiveRestarting(CheckKind):
-    name = "systemd.live_restarting"
-    summary = (
-        "Live: fires for each service of the running manager that is waiting to restart (SubState "
-        "auto-restart) or has restarted automatically at least `min_restarts` times."
-    )
-    parameters = {
-        **_UNITS,
-        "min_restarts": {
-            "type": "integer",
-            "minimum": 1,
-            "description": "NRestarts at or above which it fires",
-        },
-        "auto_restart": {
-            "type": "boolean",
-            "default": True,
-            "description": "also fire for any unit in SubState auto-restart",
-        },
-    }
-    required = ("min_restarts",)
-    variables = dict(_LIVE_VARS)
-
-    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
-        live = _live(ctx)
-        found = []
-        for u in live.units.values():
-            if not _live_selected(u.unit, params):
-                continue
-            looping = params.get("auto_restart", True) and u.sub_state == "auto-restart"
-            if looping or (u.n_restarts or 0) >= params["min_restarts"]:
-                found.append(Observation(u.unit, unit=u.unit, evidence=_live_evidence(u)))
-        return found
-
-
-@register
-class LiveFailed(CheckKind):
-    name = "systemd.live_failed"
-    summary = "Live: fires for each service of the running manager in ActiveState failed."
-    parameters = {**_UNITS}
-    variables = dict(_LIVE_VARS)
-
-    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
-        live = _live(ctx)
-        return [
-            Observation(u.unit, unit=u.unit, evidence=_live_evidence(u))
-            for u in live.units.values()
-            if u.active_state == "failed" and _live_selected(u.unit, params)
-        ]

@@ -31,6 +31,6 @@ class WaiverExpired(CheckKind):
                     "source": w.source,
                 },
             )
-            for w in ctx.waivers
-            if w.expired(ctx.today)
+            for w in ctx.settings.waivers
+            if w.expired(ctx.settings.today)
         ]

@@ -20,13 +20,14 @@ from imagelint.facts.cgroups import CgroupSampler, ProbeResult, Sample, probe_me
 from imagelint.facts.cpusampler import CpuSampler
 from imagelint.facts.cpustat import ProcStatError
 from imagelint.facts.interrupts import nic_interrupts, nic_irqs, read_interrupts
+from imagelint.facts.journal.window import restarts_logged_between
+from imagelint.facts.soak import SoakFacts
 from imagelint.report import ReportError, Verdict
 from imagelint.report.verdict import decide
 from imagelint.rulepacks import Scope
 from imagelint.session import RunOptions, prepare, publish
-from imagelint.soak.facts import SoakFacts
 from imagelint.soak.runner import run_soak, stop_on_signals
-from imagelint.targets import HostTarget, RootfsTarget
+from imagelint.targets import HostTarget
 
 PLAIN_PROGRESS_EVERY_S = 30
 WALK_EVERY = 5  # time the memory.stat walk after every 5th sample too, beside the per-CPU reads
@@ -66,10 +67,10 @@ def run_soak_command(duration: float, interval: float, options: RunOptions, *, i
     facts = SoakFacts(result, sampler.layout, walk_start, walk_end, cpu=record, cpu_note=cpu_note)
     if irqs_before is not None and irqs_after is not None:
         facts.nic_interrupts = nic_interrupts(irqs_before, irqs_after, nic_irqs(irqs_after))
-    facts.journal_restarts, facts.journal_note = journal_restarts(
+    facts.journal_restarts, facts.journal_note = restarts_logged_between(
         HostTarget(), result.started_wall, result.ended_wall
     )
-    report = audit(HostTarget(), packs, config, RunSettings(scopes=(Scope.SOAK,), soak=facts))
+    report = audit(HostTarget(), packs, config, RunSettings(scopes=(Scope.SOAK,), sources=(facts,)))
     report.facts["soak"] = facts.to_dict()
     report.notes.extend(facts.summary_lines())
     if result.cut_short:
@@ -88,17 +89,6 @@ def _cpu_sampler(duration: float) -> tuple[CpuSampler | None, str]:
         return None, str(exc)
 
 
-def journal_restarts(target: RootfsTarget, since: float, until: float) -> tuple[dict[str, int] | None, str]:
-    """Restarts the host's journal logged during the soak, per unit (None when there is no journal)."""
-    from imagelint.facts.journal import analyze_restarts, open_image
-
-    with open_image(target) as journal:
-        if journal.scan.files_found == 0:
-            return None, "no journal on this host"
-        counts = analyze_restarts(journal).restarts_between(int(since * 1e6), int(until * 1e6))
-        return counts, journal.scan.summary().splitlines()[0]
-
-
 @contextmanager
 def _progress(duration: float, interval: float, interactive: bool) -> Iterator[Callable[[Sample], None]]:
     """A progress bar on a terminal; a plain line every ~30 s otherwise (CI logs). Both on stderr."""
@@ -111,7 +101,7 @@ def _progress(duration: float, interval: float, interactive: bool) -> Iterator[C
         dying.append((sample.monotonic, float(sample.dying)))
         text = f"dying {sample.dying:,} · live {sample.live:,}"
         if len(dying) >= 3:
-            from imagelint.soak.stats import theil_sen
+            from imagelint.facts.trend import theil_sen
 
             slope, _ = theil_sen([t for t, _ in dying], [v for _, v in dying])
             text += f" · slope {slope * 3600:+,.0f}/h"

@@ -11,11 +11,10 @@ from imagelint.engine import RunSettings, audit
 from imagelint.facts.cgroups import CgroupLayout, ProbeResult, Sample
 from imagelint.facts.cpusampler import CpuRecord
 from imagelint.facts.cpustat import parse_proc_stat
+from imagelint.facts.soak import SoakFacts, SoakResult
 from imagelint.report import Verdict
 from imagelint.rulepacks import Scope
 from imagelint.rulepacks.loader import builtin_pack_paths, load_packs
-from imagelint.soak.facts import SoakFacts
-from imagelint.soak.runner import SoakResult
 from imagelint.targets import RootfsTarget
 from tests.facts.cpustat_text import proc_stat
 
@@ -53,7 +52,7 @@ def _run(facts: SoakFacts, **config: object) -> dict[str, tuple[str, list[str], 
     packs = load_packs([], builtin=SOAK_PACK)
     cfg = Config(select=["IL407", "IL408"], **config)  # type: ignore[arg-type]
     cfg.apply_parameters(packs)
-    report = audit(RootfsTarget(Path("/")), packs, cfg, RunSettings(scopes=(Scope.SOAK,), soak=facts))
+    report = audit(RootfsTarget(Path("/")), packs, cfg, RunSettings(scopes=(Scope.SOAK,), sources=(facts,)))
     out = {}
     for r in report.rules:
         if r.rule_id in ("IL407", "IL408"):

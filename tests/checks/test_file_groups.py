@@ -16,7 +16,7 @@ from tests.support import build_tree
 
 
 def _evaluate(root: Path, kind: str, **params: object) -> list:
-    return registry()[kind].evaluate(CheckContext(RootfsTarget(root)), params)
+    return registry()[kind].evaluate(CheckContext.for_target(RootfsTarget(root)), params)
 
 
 def test_one_observation_per_directory_with_count_size_and_names(tmp_path: Path) -> None:

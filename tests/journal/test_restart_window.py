@@ -6,7 +6,7 @@ import collections
 import shutil
 from pathlib import Path
 
-from imagelint.soak.command import journal_restarts
+from imagelint.facts.journal.window import restarts_logged_between
 from imagelint.targets import RootfsTarget
 from tests.journal.conftest import journalctl_json
 from tests.journal.exportgen import RESTART_ID
@@ -29,11 +29,11 @@ def test_restarts_in_a_window_equal_journalctl(journals: dict[str, Path], tmp_pa
     )
     image = tmp_path / "image"
     shutil.copytree(directory, image / "var/log/journal")
-    counts, note = journal_restarts(RootfsTarget(image), since / 1e6, until / 1e6)
+    counts, note = restarts_logged_between(RootfsTarget(image), since / 1e6, until / 1e6)
     assert counts == dict(oracle) and sum(counts.values()) > 10
     assert note.startswith("1 journal file(s) found, 1 read")
 
 
 def test_no_journal_gives_none(tmp_path: Path) -> None:
     (tmp_path / "etc").mkdir()
-    assert journal_restarts(RootfsTarget(tmp_path), 0, 1) == (None, "no journal on this host")
+    assert restarts_logged_between(RootfsTarget(tmp_path), 0, 1) == (None, "no journal on this host")

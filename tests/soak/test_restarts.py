@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from imagelint.soak.restarts import (
+from imagelint.facts.systemd.show import (
     RestartSnapshot,
     UnitRestarts,
     attribution_text,

@@ -8,7 +8,7 @@ import threading
 import time
 
 from imagelint.facts.cgroups import CgroupLayout, Sample
-from imagelint.soak.restarts import RestartSnapshot, UnitRestarts
+from imagelint.facts.systemd.show import RestartSnapshot, UnitRestarts
 from imagelint.soak.runner import run_soak, stop_on_signals
 
 LAYOUT = CgroupLayout("v1", "v1", None, None)

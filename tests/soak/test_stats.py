@@ -13,7 +13,7 @@ import random
 
 import pytest
 
-from imagelint.soak.stats import (
+from imagelint.facts.trend import (
     analyse,
     days_until,
     dying_ratio,

@@ -7,7 +7,7 @@ import time
 from imagelint.facts.cgroups import CgroupLayout, ProbeResult, Sample
 from imagelint.facts.cpusampler import CpuRecord
 from imagelint.facts.cpustat import parse_proc_stat
-from imagelint.soak.facts import SoakFacts
+from imagelint.facts.soak import SoakFacts
 from imagelint.soak.runner import run_soak
 from tests.facts.cpustat_text import counters, proc_stat
 

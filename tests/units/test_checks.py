@@ -152,7 +152,7 @@ def test_exec_missing_can_include_ignored_commands(image: Path) -> None:
     from imagelint.checks import CheckContext, registry
 
     service(image, "ignored.service", "ExecStart=/usr/bin/true\nExecStartPre=-/opt/nothing")
-    ctx = CheckContext(RootfsTarget(image))
+    ctx = CheckContext.for_target(RootfsTarget(image))
     kind = registry()["systemd.exec_missing"]
     assert kind.evaluate(ctx, {}) == []
     [obs] = kind.evaluate(ctx, {"include_ignored": True})

@@ -12,7 +12,7 @@ import pytest
 
 from imagelint.config import Config
 from imagelint.engine import RunSettings, audit
-from imagelint.live import LiveState, collect_live_state, parse_live
+from imagelint.facts.systemd.live import LiveState, collect_live_state, parse_live
 from imagelint.report import Outcome
 from imagelint.rulepacks import Scope, builtin_pack_paths, load_packs
 from imagelint.targets import RootfsTarget
@@ -55,7 +55,7 @@ TRIP = LIMITS + "[Service]\nExecStart=/bin/false\nRestart=on-failure\nRestartSec
 
 
 def _run(target_root: Path, live: LiveState, select: list[str]) -> tuple[dict[str, Outcome], list, list]:
-    settings = RunSettings(scopes=(Scope.IMAGE, Scope.HOST), live=live)
+    settings = RunSettings(scopes=(Scope.IMAGE, Scope.HOST), sources=(live,))
     report = audit(RootfsTarget(target_root), PACKS, Config(select=select), settings)
     return {r.rule_id: r.outcome for r in report.rules}, report.findings, report.errors
 

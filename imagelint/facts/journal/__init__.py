@@ -33,6 +33,7 @@ from imagelint.facts.journal.scan import FileReport, FileStatus, JournalScan
 from imagelint.facts.journal.signals import SignalBoot, SignalReport, count_signal
 from imagelint.facts.journal.sources import (
     IMAGE_JOURNAL_DIRS,
+    JournalRequest,
     image_journal_files,
     open_directory,
     open_files,
@@ -52,6 +53,7 @@ __all__ = [
     "Journal",
     "JournalError",
     "JournalFile",
+    "JournalRequest",
     "JournalScan",
     "RestartReport",
     "SignalBoot",

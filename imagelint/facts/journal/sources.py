@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from imagelint.errors import ImageReadError
 from imagelint.facts.journal.errors import JournalError, UnsupportedJournal
@@ -31,6 +32,15 @@ if TYPE_CHECKING:  # kept off the import path: a host directory needs neither (i
     from imagelint.targets.rootfs import RootfsTarget
 
 IMAGE_JOURNAL_DIRS = ("/var/log/journal", "/run/log/journal")
+
+
+@dataclass(frozen=True)
+class JournalRequest:
+    """Where a run reads the journal (a host directory or file; None: the target's own journal), and
+    whether having no journal at all is an error rather than "not applicable"."""
+
+    path: str | None = None
+    required: bool = False
 
 
 def is_journal_name(name: str) -> bool:

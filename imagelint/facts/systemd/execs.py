@@ -24,12 +24,16 @@ known suffice to skip it. An empty ``Condition…=`` resets the whole list, as i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from imagelint.errors import ImageReadError
 from imagelint.facts.systemd.model import Assignment
 from imagelint.facts.systemd.parser import WordSyntaxError, split_words
 from imagelint.facts.systemd.specifiers import SpecifierError, expand
 from imagelint.targets.rootfs import FileKind, RootfsTarget
+
+if TYPE_CHECKING:
+    from imagelint.facts.systemd.index import Unit
 
 EXEC_KEYS = (
     "ExecCondition",
@@ -146,6 +150,50 @@ def resolve_executable(target: RootfsTarget, exe: str, search_path: tuple[str, .
     return Resolution(None, "missing", tried)
 
 
+def missing_files(
+    target: RootfsTarget, unit: Unit, include_ignored: bool = False
+) -> tuple[list[str], Assignment | None]:
+    """What the unit would run or read that is not in the image: (texts, the line to point at).
+
+    Executables of every ``Exec…=`` (those whose failure is ignored with ``-`` only with
+    ``include_ignored``), and required ``EnvironmentFile=`` paths outside the run-time file systems.
+    """
+    unit_id = unit.unit_id or unit.name
+    by_exe: dict[tuple[str, str], list[Assignment]] = {}
+    search = unit.get_value("Service", "ExecSearchPath")
+    search_path = tuple(p for p in search.split(":") if p) if search else None
+    for key in EXEC_KEYS:
+        for section in EXEC_SECTIONS:
+            for a in unit.get(section, key):
+                for cmd in commands(a, unit_id):
+                    if cmd.executable is None or (cmd.ignore_failure and not include_ignored):
+                        continue
+                    res = resolve_executable(target, cmd.executable, search_path)
+                    if res.problem is not None:
+                        ignored = " (failure ignored: '-')" if cmd.ignore_failure else ""
+                        by_exe.setdefault((cmd.executable, res.problem + ignored), []).append(a)
+    problems: list[tuple[Assignment, str]] = []
+    for (exe, problem), where in by_exe.items():
+        settings = ", ".join(f"{a.key}= line {a.line}" for a in where)
+        problems.append((where[0], f"{exe} is {problem} ({settings})"))
+    for a in unit.get("Service", "EnvironmentFile"):
+        optional = a.value.startswith("-")
+        path = a.value[1:].strip() if optional else a.value.strip()
+        if optional or not path.startswith("/") or is_runtime_path(path):
+            continue
+        if target.stat(path) is None:
+            problems.append((a, f"EnvironmentFile={path} is missing (line {a.line})"))
+    if not problems:
+        return [], None
+    primary = next((a for w in by_exe.values() for a in w if a.key == "ExecStart"), problems[0][0])
+    return [text for _, text in problems], primary
+
+
+def is_runtime_path(path: str) -> bool:
+    """Whether ``path`` lies on a file system that exists only at run time (/run, /proc, ...)."""
+    return any(path == fs or path.startswith(fs + "/") for fs in RUNTIME_FS)
+
+
 # -- conditions -------------------------------------------------------------------------------
 
 
@@ -162,7 +210,7 @@ class Condition:
 def _evaluate(target: RootfsTarget, kind: str, param: str) -> bool | None:
     if kind not in EVALUABLE or not param.startswith("/"):
         return None
-    if any(param == fs or param.startswith(fs + "/") for fs in RUNTIME_FS):
+    if is_runtime_path(param):
         return None
     try:
         if kind == "PathExistsGlob":

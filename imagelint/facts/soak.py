@@ -1,17 +1,94 @@
-"""What a soak hands to the rules: the samples and trends, restart counters, and memory.stat walk timings."""
+"""What a soak measured, for the rules: samples and trends, restart counters, memory.stat walk timings.
+
+:class:`SoakResult` is the sampling loop's record (:mod:`imagelint.soak.runner` fills it);
+:class:`SoakFacts` adds what the command measured around it. Both are facts: the check kinds read
+them through the fact provider, and nothing here knows how the soak was run.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from imagelint.facts.cgroups import CgroupLayout, ProbeResult, SubtreeCount
+from imagelint.facts.cgroups import CgroupLayout, ProbeResult, Sample, SubtreeCount
 from imagelint.facts.cpusampler import CpuRecord
 from imagelint.facts.hotcore import summarise
 from imagelint.facts.interrupts import NicInterrupts
+from imagelint.facts.systemd.show import RestartDelta, RestartSnapshot, restart_deltas
+from imagelint.facts.trend import DEFAULT_ALPHA, Trend, analyse, dying_ratio
 from imagelint.facts.walktimes import WalkSeries
-from imagelint.soak.runner import SoakResult
-from imagelint.soak.stats import Trend
+
+
+@dataclass
+class SoakResult:
+    """Everything a soak measured. ``cut_short`` is True when it was stopped before ``duration``."""
+
+    duration: float
+    interval: float
+    samples: list[Sample]
+    cut_short: bool
+    started_wall: float
+    ended_wall: float
+    restarts_start: RestartSnapshot | None = None
+    restarts_end: RestartSnapshot | None = None
+    sampler_cpu_seconds: float = 0.0  # CPU (user + system) this thread spent inside sample() calls
+    errors: list[str] = field(default_factory=list)
+    walks: list[tuple[float, ProbeResult]] = field(default_factory=list)  # (s since first sample, walk)
+
+    @property
+    def elapsed(self) -> float:
+        return self.samples[-1].monotonic - self.samples[0].monotonic if len(self.samples) > 1 else 0.0
+
+    def series(self, name: str) -> tuple[list[float], list[float]]:
+        """(seconds since the first sample, values) of ``live`` or ``dying``, skipping unknown values."""
+        if not self.samples:
+            return [], []
+        t0 = self.samples[0].monotonic
+        times: list[float] = []
+        values: list[float] = []
+        for s in self.samples:
+            v = getattr(s, name)
+            if v is not None:
+                times.append(s.monotonic - t0)
+                values.append(float(v))
+        return times, values
+
+    def trend(self, name: str = "dying", *, alpha: float = DEFAULT_ALPHA) -> Trend | None:
+        """The series' trend, or None with fewer than 3 known samples."""
+        times, values = self.series(name)
+        if len(values) < 3 or times[-1] <= times[0]:
+            return None
+        return analyse(times, values, alpha=alpha)
+
+    def ratio(self) -> float | None:
+        """dying : live at the last sample."""
+        return dying_ratio(self.samples[-1].dying, self.samples[-1].live) if self.samples else None
+
+    def restart_deltas(self) -> list[RestartDelta]:
+        if self.restarts_start is None or self.restarts_end is None:
+            return []
+        return restart_deltas(self.restarts_start, self.restarts_end)
+
+    def to_dict(self) -> dict[str, Any]:
+        dying, live = self.trend("dying"), self.trend("live")
+        return {
+            "duration": self.duration,
+            "interval": self.interval,
+            "elapsed": self.elapsed,
+            "cut_short": self.cut_short,
+            "started_wall": self.started_wall,
+            "ended_wall": self.ended_wall,
+            "samples": [s.to_dict() for s in self.samples],
+            "trend": {"dying": dying.to_dict() if dying else None, "live": live.to_dict() if live else None},
+            "dying_live_ratio": self.ratio(),
+            "restarts": {
+                "start": self.restarts_start.to_dict() if self.restarts_start else None,
+                "end": self.restarts_end.to_dict() if self.restarts_end else None,
+                "deltas": [d.to_dict() for d in self.restart_deltas()],
+            },
+            "sampler_cpu_seconds": self.sampler_cpu_seconds,
+            "errors": list(self.errors),
+        }
 
 
 @dataclass

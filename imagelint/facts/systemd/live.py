@@ -1,7 +1,7 @@
 """Live unit state of the running host, for ``imagelint audit --live``.
 
 One batched call reads every loaded service (the same call and parser as the soak's restart
-counters, :mod:`imagelint.soak.restarts`)::
+counters, :mod:`imagelint.facts.systemd.show`)::
 
     systemctl show --no-pager --all \\
         --property=Id,ActiveState,SubState,Result,NRestarts,ExecMainStatus,UnitFileState -- '*.service'
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from imagelint.soak.restarts import DEFAULT_TIMEOUT, parse_show_blocks, run_systemctl_show
+from imagelint.facts.systemd.show import DEFAULT_TIMEOUT, parse_show_blocks, run_systemctl_show
 
 PROPERTIES = ("Id", "ActiveState", "SubState", "Result", "NRestarts", "ExecMainStatus", "UnitFileState")
 
