@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Protocol
 
-from imagelint.facts.cgroups import Sample
+from imagelint.facts.cgroups import ProbeResult, Sample
 from imagelint.facts.soak import SoakResult
 from imagelint.facts.systemd.show import RestartSnapshot, collect_restart_counters
 
@@ -43,10 +43,13 @@ def run_soak(
     stop: threading.Event | None = None,
     restarts: Callable[[], RestartSnapshot] | None = collect_restart_counters,
     clock: Callable[[], float] = time.monotonic,
+    probe: Callable[[], ProbeResult] | None = None,
+    probe_every: int = 0,
 ) -> SoakResult:
     """Sample every ``interval`` seconds for ``duration`` seconds; see the module docstring.
 
     ``restarts`` is called once before the first and once after the last sample (None: skip).
+    ``probe`` (the memory.stat walk) is timed after every ``probe_every``-th sample (not the first).
     Errors from the sampler propagate (a soak must not pass on data it did not see); errors from
     ``on_sample`` are the caller's and propagate too.
     """
@@ -61,6 +64,7 @@ def run_soak(
     k = 0
     due = 0.0
     cut_short = False
+    walks: list[tuple[float, ProbeResult]] = []
     while True:
         c0 = _thread_cpu()
         sample = sampler.sample()
@@ -68,6 +72,13 @@ def run_soak(
         samples.append(sample)
         if on_sample is not None:
             on_sample(sample)
+        if (
+            probe is not None
+            and probe_every > 0
+            and len(samples) > 1
+            and (len(samples) - 1) % probe_every == 0
+        ):
+            walks.append((sample.monotonic - samples[0].monotonic, probe()))
         if due >= duration:
             break
         # the next slot on the grid that is still ahead (slots a slow sample overran are skipped)
@@ -78,7 +89,9 @@ def run_soak(
             cut_short = True
             break
     after = restarts() if restarts else None
-    return SoakResult(duration, interval, samples, cut_short, started_wall, time.time(), before, after, cpu)
+    result = SoakResult(duration, interval, samples, cut_short, started_wall, time.time(), before, after, cpu)
+    result.walks = walks
+    return result
 
 
 @contextlib.contextmanager
