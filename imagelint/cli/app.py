@@ -670,6 +670,9 @@ def docs_rules(
     output.write_text(text, encoding="utf-8")
 
 
+from imagelint.cli import watch as _watch_command  # noqa: E402,F401  (registers `imagelint watch`)
+
+
 def run() -> None:
     app(prog_name="imagelint")
     sys.exit(0)
