@@ -3,7 +3,8 @@
 #
 #   scripts/install.sh          runtime only (enough for `make demo`)
 #   scripts/install.sh --test   also what the test suite needs: debootstrap, systemd-nspawn,
-#                               systemd-journal-remote, packer, and the Python test tools
+#                               systemd-journal-remote, packer, prometheus (+ promtool),
+#                               prometheus-node-exporter, and the Python test tools
 # Needs root (or sudo) only when a Debian package is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +20,8 @@ if [ "$want_test" = 1 ]; then
     [ -x /lib/systemd/systemd-journal-remote ] || packages+=(systemd-journal-remote)
     command -v packer >/dev/null || packages+=(packer)
     command -v git >/dev/null || packages+=(git)
+    command -v promtool >/dev/null || packages+=(prometheus)  # server + promtool: imagelint watch tests
+    command -v prometheus-node-exporter >/dev/null || packages+=(prometheus-node-exporter)
 fi
 if [ "${#packages[@]}" -gt 0 ]; then
     sudo=""
