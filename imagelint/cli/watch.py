@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -22,11 +21,16 @@ NPD_MEANINGS = {
 @friendly
 def watch(
     listen: Annotated[
-        str | None, typer.Option("--listen", metavar="ADDR:PORT", help="Serve Prometheus metrics at /metrics.")
+        str | None,
+        typer.Option("--listen", metavar="ADDR:PORT", help="Serve Prometheus metrics at /metrics."),
     ] = None,
     textfile: Annotated[
-        Path | None,
-        typer.Option("--textfile", metavar="DIR", help="Write DIR/imagelint.prom for node_exporter's textfile collector."),
+        str | None,
+        typer.Option(
+            "--textfile",
+            metavar="DIR",
+            help="Write DIR/imagelint.prom for node_exporter's textfile collector.",
+        ),
     ] = None,
     npd: Annotated[
         str | None,
@@ -38,11 +42,13 @@ def watch(
         ),
     ] = None,
     npd_state: Annotated[
-        Path | None,
+        str | None,
         typer.Option("--npd-state", metavar="FILE", help="Where --npd keeps samples between invocations."),
     ] = None,
     interval: Annotated[str, typer.Option("--interval", "-i", help="Memory-cgroup sample period.")] = "10s",
-    window: Annotated[str, typer.Option("--window", help="How far back the trend and restart loops look.")] = "1h",
+    window: Annotated[
+        str, typer.Option("--window", help="How far back the trend and restart loops look.")
+    ] = "1h",
     units_every: Annotated[str, typer.Option("--units-every", help="systemctl show period.")] = "30s",
     journal_every: Annotated[str, typer.Option("--journal-every", help="Journal poll period.")] = "10s",
     walk_every: Annotated[str, typer.Option("--walk-every", help="memory.stat walk period.")] = "60s",
@@ -50,14 +56,14 @@ def watch(
     duration: Annotated[
         str | None, typer.Option("--duration", "-d", help="Stop after this long (default: until SIGTERM).")
     ] = None,
-    journal_dir: Annotated[Path, typer.Option("--journal-dir", help="Journal directory to follow.")] = Path(
+    journal_dir: Annotated[str, typer.Option("--journal-dir", help="Journal directory to follow.")] = (
         "/var/log/journal"
     ),
     journal_from_start: Annotated[
         bool, typer.Option("--journal-from-start", help="Count entries already in the journal at start too.")
     ] = False,
-    proc_root: Annotated[Path, typer.Option("--proc-root", help="Where the host's /proc is.")] = Path("/proc"),
-    cgroup_root: Annotated[Path, typer.Option("--cgroup-root", help="Where the host's cgroups are.")] = Path(
+    proc_root: Annotated[str, typer.Option("--proc-root", help="Where the host's /proc is.")] = "/proc",
+    cgroup_root: Annotated[str, typer.Option("--cgroup-root", help="Where the host's cgroups are.")] = (
         "/sys/fs/cgroup"
     ),
     max_units: Annotated[int, typer.Option("--max-units", help="Most units labelled in metrics.")] = 20,
@@ -87,7 +93,7 @@ def watch(
     from imagelint.durations import parse_duration
     from imagelint.session import RunOptions
 
-    seconds = {
+    seconds: dict[str, float] = {
         name: parse_duration(value, flag)
         for name, value, flag in (
             ("interval", interval, "--interval"),
@@ -99,49 +105,73 @@ def watch(
         )
     }
     if npd is not None:
-        _npd(npd, npd_state, seconds["window"], journal_dir, proc_root, cgroup_root, loop_restarts, listen, textfile)
+        _npd(
+            npd,
+            npd_state,
+            seconds["window"],
+            journal_dir,
+            proc_root,
+            cgroup_root,
+            loop_restarts,
+            listen,
+            textfile,
+        )
         return
     from imagelint.watch.command import Outputs, run_watch
     from imagelint.watch.loop import WatchSettings
 
     settings = WatchSettings(
-        **seconds,
-        journal_dir=str(journal_dir),
+        interval=seconds["interval"],
+        window=seconds["window"],
+        units_every=seconds["units_every"],
+        journal_every=seconds["journal_every"],
+        walk_every=seconds["walk_every"],
+        judge_every=seconds["judge_every"],
+        journal_dir=journal_dir,
         journal_from_start=journal_from_start,
-        proc_root=str(proc_root),
-        cgroup_root=str(cgroup_root),
+        proc_root=proc_root,
+        cgroup_root=cgroup_root,
         max_units=max_units,
         loop_restarts=loop_restarts,
     )
-    options = None if no_rules else RunOptions(config_path=config, extra_rules=rules or [], builtin=not no_builtin_rules)
-    outputs = Outputs(listen, str(textfile) if textfile else None)
-    run_watch(settings, outputs, options, duration=parse_duration(duration, "--duration") if duration else None)
+    options = (
+        None
+        if no_rules
+        else RunOptions(config_path=config, extra_rules=rules or [], builtin=not no_builtin_rules)
+    )
+    outputs = Outputs(listen, textfile)
+    run_watch(
+        settings, outputs, options, duration=parse_duration(duration, "--duration") if duration else None
+    )
 
 
 def _npd(
     check: str,
-    state: Path | None,
+    state: str | None,
     window: float,
-    journal_dir: Path,
-    proc_root: Path,
-    cgroup_root: Path,
+    journal_dir: str,
+    proc_root: str,
+    cgroup_root: str,
     loop_restarts: int,
     listen: str | None,
-    textfile: Path | None,
+    textfile: str | None,
 ) -> None:
     from imagelint.watch.npd import CHECKS, NpdSettings, one_line, run_check
 
     if listen is not None or textfile is not None:
-        raise fail("watch: --npd runs one check and exits; it cannot be combined with --listen/--textfile", ExitCode.USAGE)
+        raise fail(
+            "watch: --npd runs one check and exits; it cannot be combined with --listen/--textfile",
+            ExitCode.USAGE,
+        )
     if check not in CHECKS:
         raise fail(f"watch: --npd {check!r}: use one of {', '.join(CHECKS)}", ExitCode.USAGE)
     settings = NpdSettings(
-        state_path=str(state) if state else None,
+        state_path=state,
         window=window,
         loop_restarts=loop_restarts,
-        proc_root=str(proc_root),
-        cgroup_root=str(cgroup_root),
-        journal_dir=str(journal_dir),
+        proc_root=proc_root,
+        cgroup_root=cgroup_root,
+        journal_dir=journal_dir,
     )
     status, message = run_check(check, settings)
     typer.echo(one_line(message))

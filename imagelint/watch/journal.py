@@ -42,5 +42,3 @@ class SignalCounter:
                 if hit:
                     self.counts[spec.name] += 1
         return len(entries)
-
-

@@ -36,5 +36,7 @@ def judge_window(
     facts = SoakFacts(result, layout, walk, walk, None, "not read by imagelint watch")
     report = audit(HostTarget(), packs, config, RunSettings(scopes=(Scope.SOAK,), soak=facts))
     return tuple(
-        RuleOutcome(r.rule_id, r.name, r.outcome.value) for r in report.rules if r.outcome is not Outcome.SKIPPED
+        RuleOutcome(r.rule_id, r.name, r.outcome.value)
+        for r in report.rules
+        if r.outcome is not Outcome.SKIPPED
     )

@@ -87,6 +87,7 @@ class Watcher:
         self._sources: dict[str, SourceStatus] = {}
         self._last_sample: Sample | None = None
         self._trend: Trend | None = None
+        self._unreadable_said: set[str] = set()
         self._walk: ProbeResult | None = None
         self._selection = UnitSelection((), 0, 0, 0)
         self._snapshots: deque[tuple[float, RestartSnapshot]] = deque()
@@ -148,6 +149,10 @@ class Watcher:
             self._signals.poll()
         except JournalUnavailable as exc:
             raise _Unavailable(str(exc)) from None
+        unreadable = self._signals.stats.unreadable
+        for path in sorted(set(unreadable) - self._unreadable_said):
+            self.warn(f"watch: journal: {path}: {unreadable[path]}")
+        self._unreadable_said = set(unreadable)
 
     def _poll_cpu(self, now: float) -> None:
         try:
@@ -226,6 +231,7 @@ class Watcher:
             journal_entries=stats.entries,
             journal_bad_entries=stats.bad_entries + self._signals.unmatched,
             journal_files=stats.files,
+            journal_unreadable=len(stats.unreadable),
             verdicts=self._verdicts,
             cpu=self._cpu_state,
         )

@@ -31,13 +31,17 @@ def families(state: WatchState) -> Iterator[Metric]:
     info = InfoMetricFamily("imagelint_build", "imagelint version running this watch")
     info.add_metric([], {"version": __version__})
     yield info
-    up = GaugeMetricFamily("imagelint_source_up", "1 if the source was read at its last period", labels=["source"])
+    up = GaugeMetricFamily(
+        "imagelint_source_up", "1 if the source was read at its last period", labels=["source"]
+    )
     for name in SOURCES:
         status = state.sources.get(name)
         if status is not None:
             up.add_metric([name], 1.0 if status.up else 0.0)
     yield up
-    yield GaugeMetricFamily("imagelint_watch_start_time_seconds", "start of the watch, Unix time", state.started_wall)
+    yield GaugeMetricFamily(
+        "imagelint_watch_start_time_seconds", "start of the watch, Unix time", state.started_wall
+    )
     yield CounterMetricFamily("imagelint_watch_passes", "passes of the watch loop", state.passes)
 
     if state.live is not None and state.dying is not None:
@@ -45,7 +49,9 @@ def families(state: WatchState) -> Iterator[Metric]:
         yield GaugeMetricFamily(
             "imagelint_memcg_dying", "dying memory cgroups: removed, still held by the kernel", state.dying
         )
-    yield GaugeMetricFamily("imagelint_memcg_window_samples", "samples in the trend window", state.window_samples)
+    yield GaugeMetricFamily(
+        "imagelint_memcg_window_samples", "samples in the trend window", state.window_samples
+    )
     yield GaugeMetricFamily(
         "imagelint_memcg_window_seconds", "time covered by the trend window", state.window_seconds
     )
@@ -81,10 +87,14 @@ def _units(state: WatchState) -> Iterator[Metric]:
     from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
     restarts = CounterMetricFamily(
-        "imagelint_unit_restarts", "systemd NRestarts of services in trouble (failed or restarting)", labels=["unit"]
+        "imagelint_unit_restarts",
+        "systemd NRestarts of services in trouble (failed or restarting)",
+        labels=["unit"],
     )
     active = GaugeMetricFamily(
-        "imagelint_unit_state", "1 for the unit's current ActiveState/SubState", labels=["unit", "state", "sub_state"]
+        "imagelint_unit_state",
+        "1 for the unit's current ActiveState/SubState",
+        labels=["unit", "state", "sub_state"],
     )
     looping = GaugeMetricFamily(
         "imagelint_unit_restart_loop", "1 if the unit is in a restart loop within the window", labels=["unit"]
@@ -100,7 +110,9 @@ def _units(state: WatchState) -> Iterator[Metric]:
         yield GaugeMetricFamily("imagelint_units_loaded", "services systemd reported", state.units_loaded)
         yield GaugeMetricFamily("imagelint_units_looping", "services in a restart loop", state.units_looping)
         yield GaugeMetricFamily(
-            "imagelint_units_overflow", "services in trouble not labelled because of the cap", state.units_overflow
+            "imagelint_units_overflow",
+            "services in trouble not labelled because of the cap",
+            state.units_overflow,
         )
 
 
@@ -113,18 +125,29 @@ def _journal(state: WatchState) -> Iterator[Metric]:
     for name, count in sorted(state.signals.items()):
         signals.add_metric([name], count)
     yield signals
-    yield CounterMetricFamily("imagelint_journal_entries", "journal entries read while watching", state.journal_entries)
     yield CounterMetricFamily(
-        "imagelint_journal_bad_entries", "journal entries that could not be read or matched", state.journal_bad_entries
+        "imagelint_journal_entries", "journal entries read while watching", state.journal_entries
+    )
+    yield CounterMetricFamily(
+        "imagelint_journal_bad_entries",
+        "journal entries that could not be read or matched",
+        state.journal_bad_entries,
     )
     yield GaugeMetricFamily("imagelint_journal_files", "journal files followed", state.journal_files)
+    yield GaugeMetricFamily(
+        "imagelint_journal_files_unreadable",
+        "journal files that could not be opened or read",
+        state.journal_unreadable,
+    )
 
 
 def _verdicts(state: WatchState) -> Iterator[Metric]:
     from prometheus_client.core import GaugeMetricFamily
 
     verdict = GaugeMetricFamily(
-        "imagelint_verdict", "1 for each soak rule's outcome over the window", labels=["rule", "name", "outcome"]
+        "imagelint_verdict",
+        "1 for each soak rule's outcome over the window",
+        labels=["rule", "name", "outcome"],
     )
     for r in state.verdicts:
         for outcome in OUTCOMES:
@@ -138,7 +161,9 @@ def _cpu(state: WatchState) -> Iterator[Metric]:
     if state.cpu is None:
         return
     seconds = CounterMetricFamily(
-        "imagelint_cpu_saturated_seconds", "time each CPU spent saturated since the watch started", labels=["cpu"]
+        "imagelint_cpu_saturated_seconds",
+        "time each CPU spent saturated since the watch started",
+        labels=["cpu"],
     )
     for cpu, value in sorted(state.cpu.saturated_seconds.items()):
         seconds.add_metric([cpu], value)
@@ -169,7 +194,7 @@ def registry(current: Callable[[], WatchState], *, process: bool) -> CollectorRe
     from prometheus_client import CollectorRegistry, ProcessCollector
 
     reg = CollectorRegistry(auto_describe=False)
-    reg.register(StateCollector(current))  # type: ignore[arg-type]
+    reg.register(StateCollector(current))
     if process:
         ProcessCollector(registry=reg)
     return reg

@@ -113,7 +113,8 @@ def check_restart_loop(settings: NpdSettings, now: float) -> tuple[NpdStatus, st
     if not live.available:
         return NpdStatus.UNKNOWN, f"cannot read unit state: {live.reason}"
     state = _load(settings.state_path)
-    history = state.get("units") if isinstance(state.get("units"), dict) else {}
+    raw = state.get("units")
+    history: dict[str, Any] = raw if isinstance(raw, dict) else {}
     kept: dict[str, list[list[float]]] = {}
     looping: list[tuple[int, str]] = []
     for unit in live.units.values():
@@ -132,9 +133,9 @@ def check_restart_loop(settings: NpdSettings, now: float) -> tuple[NpdStatus, st
     if not looping:
         return NpdStatus.OK, f"no restart loop among {len(live.units)} services"
     looping.sort(key=lambda item: (-item[0], item[1]))
-    restarted, unit = looping[0]
+    restarted, name = looping[0]
     more = f" and {len(looping) - 1} more" if len(looping) > 1 else ""
-    return NpdStatus.PROBLEM, f"{unit} restarted {restarted} times in the window{more}"
+    return NpdStatus.PROBLEM, f"{name} restarted {restarted} times in the window{more}"
 
 
 def check_nic_resets(settings: NpdSettings, now: float) -> tuple[NpdStatus, str]:

@@ -57,5 +57,6 @@ class WatchState:
     journal_entries: int = 0
     journal_bad_entries: int = 0
     journal_files: int = 0
+    journal_unreadable: int = 0
     verdicts: tuple[RuleOutcome, ...] = ()
     cpu: CpuSaturation | None = None

@@ -8,6 +8,7 @@ made world-readable, and renamed over the old file.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 
@@ -35,9 +36,7 @@ def write_atomically(directory: str, content: bytes, filename: str = FILENAME) -
         final = os.path.join(directory, filename)
         os.replace(tmp, final)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
     return final

@@ -40,7 +40,11 @@ class UnitSelection:
 
 class UnitTracker:
     def __init__(
-        self, window_seconds: float, *, cap: int = MAX_LABELLED_UNITS, loop_restarts: int = DEFAULT_LOOP_RESTARTS
+        self,
+        window_seconds: float,
+        *,
+        cap: int = MAX_LABELLED_UNITS,
+        loop_restarts: int = DEFAULT_LOOP_RESTARTS,
     ) -> None:
         self.window_seconds = window_seconds
         self.cap = cap

@@ -1,4 +1,4 @@
-"""Following a journal while real systemd-journal-remote writes it: every entry exactly once, across a rotation.
+"""Following a journal while systemd-journal-remote writes it: every entry exactly once, across a rotation.
 
 The writer is the real ``systemd-journal-remote`` fed export format on a pipe that stays open, so the
 file is online (being written) while it is followed. The rotation is journald's: the active

@@ -94,7 +94,9 @@ def prometheus(tmp: Path, targets: list[str], *, interval: str = "1s") -> Iterat
     ]
     url = f"http://127.0.0.1:{port}"
     with process(argv, tmp / "prometheus.log") as proc:
-        wait_for("prometheus to be ready", lambda: proc.poll() is None and "Ready" in http_get(url + "/-/ready"))
+        wait_for(
+            "prometheus to be ready", lambda: proc.poll() is None and "Ready" in http_get(url + "/-/ready")
+        )
         yield url
 
 
@@ -113,5 +115,3 @@ def scalar(url: str, expr: str) -> float | None:
 def promtool(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     exe = need_binary("promtool", "prometheus")
     return subprocess.run([exe, *args], input=stdin, capture_output=True, text=True, timeout=120, check=False)
-
-

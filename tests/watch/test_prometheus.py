@@ -70,10 +70,12 @@ def test_prometheus_sees_dying_count_and_slope_rise(tmp_path: Path, leak: MemcgL
         )
         slope = wait_for(
             "a significant slope above 1,000/h",
-            lambda: (s := scalar(prom, "imagelint_memcg_dying_slope_per_hour")) is not None
-            and s > 1000
-            and (scalar(prom, "imagelint_memcg_dying_slope_p_value") or 1.0) < 0.01
-            and s,
+            lambda: (
+                (s := scalar(prom, "imagelint_memcg_dying_slope_per_hour")) is not None
+                and s > 1000
+                and (scalar(prom, "imagelint_memcg_dying_slope_p_value") or 1.0) < 0.01
+                and s
+            ),
             timeout=90,
         )
         assert risen >= before + 20 and slope > (flat or 0.0)
@@ -105,8 +107,11 @@ def test_prometheus_sees_dying_count_and_slope_rise(tmp_path: Path, leak: MemcgL
             "--collector.textfile", f"--collector.textfile.directory={textdir}",
         ]  # fmt: skip
         with process(argv, tmp_path / "node-exporter.log"):
-            exposed = wait_for("node_exporter to serve the textfile", lambda: (
-                t := http_get(f"http://127.0.0.1:{nport}/metrics")) and "imagelint_memcg_dying " in t and t)  # fmt: skip
+            url = f"http://127.0.0.1:{nport}/metrics"
+            exposed = wait_for(
+                "node_exporter to serve the textfile",
+                lambda: (t := http_get(url)) and "imagelint_memcg_dying " in t and t,
+            )
         assert "node_textfile_scrape_error 0" in exposed
         dying_line = next(ln for ln in exposed.splitlines() if ln.startswith("imagelint_memcg_dying "))
         assert float(dying_line.split()[1]) >= before + 20

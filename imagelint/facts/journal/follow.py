@@ -24,7 +24,8 @@ fields asked for. How each entry is counted exactly once:
   is handed over) and is retried at the next poll; after ``MAX_FAILURES`` consecutive failures the
   file is given up (``FollowStats.abandoned``) rather than failing every poll. An entry that cannot be
   decoded is skipped and counted in ``FollowStats.bad_entries``. A file that vanishes is forgotten
-  (journald vacuumed it).
+  (journald vacuumed it). A file that cannot be opened or has no valid header is listed in
+  ``FollowStats.unreadable`` at each poll until it can be read.
 - **Bounded**: at most ``max_entries`` are handed over per poll; the rest wait for the next one.
 """
 
@@ -75,6 +76,7 @@ class FollowStats:
     walk_failures: int = 0
     abandoned: dict[str, str] = field(default_factory=dict)  # path → why it is no longer followed
     files: int = 0  # files followed at the last poll
+    unreadable: dict[str, str] = field(default_factory=dict)  # at the last poll: path → why not opened
     last_error: str | None = None
 
 
@@ -116,6 +118,7 @@ class JournalFollower:
         self._check_directory()
         out: list[FollowedEntry] = []
         seen: set[bytes] = set()
+        self.stats.unreadable = {}
         skip_existing = self._first_poll and not self.from_start
         for path in host_journal_files(self.directory):
             if len(out) >= self.max_entries:
@@ -127,19 +130,26 @@ class JournalFollower:
         self._first_poll = False
         return out
 
-    def _follow_file(self, path: str, seen: set[bytes], out: list[FollowedEntry], skip_existing: bool) -> None:
+    def _follow_file(
+        self, path: str, seen: set[bytes], out: list[FollowedEntry], skip_existing: bool
+    ) -> None:
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
-        except OSError:
+        except FileNotFoundError:
             return  # gone since the listing (rotated away: seen under its new name next time)
+        except OSError as exc:
+            self.stats.unreadable[path] = exc.strerror or str(exc)
+            return
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
                 return
             try:
                 header = parse_header(os.pread(fd, HEADER_READ, 0), st.st_size)
-            except (JournalError, OSError):
-                return  # not (yet) a journal: a file being created has no complete header
+            except (JournalError, OSError) as exc:
+                # not a journal, or not yet one (a file being created has no complete header)
+                self.stats.unreadable[path] = str(exc)
+                return
             if header.file_id in seen:
                 return
             seen.add(header.file_id)
@@ -162,9 +172,7 @@ class JournalFollower:
         finally:
             os.close(fd)
 
-    def _walk(
-        self, jf: JournalFile, pos: _Position, out: list[FollowedEntry], skip_existing: bool
-    ) -> None:
+    def _walk(self, jf: JournalFile, pos: _Position, out: list[FollowedEntry], skip_existing: bool) -> None:
         budget = self.max_entries - len(out)
         if skip_existing:
             budget = 1 << 62  # positioned at the end: offsets only, nothing decoded

@@ -653,7 +653,9 @@ class JournalFile:
         for items in self._array_chain(self.header.entry_array_offset, None):
             yield from items
 
-    def follow_offsets(self, array_off: int, index: int, last_entry: int, limit: int) -> tuple[list[int], int, int]:
+    def follow_offsets(
+        self, array_off: int, index: int, last_entry: int, limit: int
+    ) -> tuple[list[int], int, int]:
         """Entries linked into the global entry-array chain after a position: following a live file.
 
         The position is (``array_off``, ``index``): the entry array being read (0: none yet, start at
@@ -681,7 +683,9 @@ class JournalFile:
                     if item == 0:
                         return out, off, index
                     if item <= last_entry:
-                        raise CorruptJournal("entry array is not strictly ascending (corrupt or a loop)", offset=off)
+                        raise CorruptJournal(
+                            "entry array is not strictly ascending (corrupt or a loop)", offset=off
+                        )
                     out.append(item)
                     last_entry = item
                     index += 1
