@@ -40,6 +40,7 @@ CPU_GOAL = 0.005  # share of one core
 RSS_GOAL = 60 * 1024 * 1024
 WARMUP_S = 20.0
 TICK = os.sysconf("SC_CLK_TCK")
+ENA_RESETS = 'imagelint_journal_signals_total{signal="ena-reset"}'
 
 
 def cpu_seconds(pid: int) -> float:
@@ -143,23 +144,28 @@ def main() -> int:
         leaked = lab.leaked
         lab.cleanup()
     share = (cpu1 - cpu0) / (t1 - t0)
-    lines = {ln.split()[0]: ln.split()[-1] for ln in body.decode().splitlines() if ln and not ln.startswith("#")}
+    lines = {
+        ln.split()[0]: ln.split()[-1] for ln in body.decode().splitlines() if ln and not ln.startswith("#")
+    }
     print(f"imagelint watch, {t1 - t0:.0f} s measured after a {WARMUP_S:.0f} s warm-up, default periods")
     print(f"  leaky restarter: {leaked} dying memcgs made (one per {args.leak_period:g} s)")
-    print(f"  journal: one entry per {args.journal_period:g} s; /metrics scraped every {args.scrape_every:g} s")
+    print(
+        f"  journal: one entry per {args.journal_period:g} s; /metrics scraped every {args.scrape_every:g} s"
+    )
     print(
         f"  last scrape: dying {lines.get('imagelint_memcg_dying')}, "
         f"slope {lines.get('imagelint_memcg_dying_slope_per_hour')}/h, "
         f"journal entries {lines.get('imagelint_journal_entries_total')}, "
-        f'ena resets {lines.get("imagelint_journal_signals_total{signal=" + chr(34) + "ena-reset" + chr(34) + "}")}'
+        f"ena resets {lines.get(ENA_RESETS)}"
     )
     print(
         f"CPU: {share * 100:.3f} % of a core ({cpu1 - cpu0:.2f} s CPU)   goal < {CPU_GOAL * 100:.1f} %   "
         f"ratio to goal {share / CPU_GOAL:.2f}   {'OK' if share < CPU_GOAL else 'OVER'}"
     )
     print(
-        f"RSS: peak {rss_peak / 2**20:.1f} MiB, end {rss_end / 2**20:.1f} MiB   goal < {RSS_GOAL / 2**20:.0f} MiB   "
-        f"ratio to goal {rss_peak / RSS_GOAL:.2f}   {'OK' if rss_peak < RSS_GOAL else 'OVER'}"
+        f"RSS: peak {rss_peak / 2**20:.1f} MiB, end {rss_end / 2**20:.1f} MiB   "
+        f"goal < {RSS_GOAL / 2**20:.0f} MiB   ratio to goal {rss_peak / RSS_GOAL:.2f}   "
+        f"{'OK' if rss_peak < RSS_GOAL else 'OVER'}"
     )
     return 0 if share < CPU_GOAL and rss_peak < RSS_GOAL else 1
 
