@@ -19,6 +19,7 @@ def registry() -> dict[str, CheckKind]:
     """All check kinds, by name (importing the modules that define them on first use)."""
     from imagelint.checks import (  # noqa: F401 - registration happens on import
         cgroups,
+        cpu,
         files,
         journal,
         sshd,

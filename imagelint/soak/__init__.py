@@ -4,5 +4,6 @@
 - :mod:`imagelint.soak.stats`: Theil–Sen slope, Mann–Kendall significance, ratio, projections;
 - :mod:`imagelint.soak.restarts`: systemd ``NRestarts`` snapshots and deltas, for attribution.
 
-The samples themselves come from :mod:`imagelint.facts.cgroups`.
+The samples themselves come from :mod:`imagelint.facts.cgroups`; the per-CPU reads beside them (the
+hot-core signal) from :mod:`imagelint.facts.cpusampler`.
 """

@@ -16,7 +16,10 @@ from contextlib import contextmanager
 
 from imagelint.engine import RunSettings, audit
 from imagelint.errors import UsageError
-from imagelint.facts.cgroups import CgroupSampler, Sample, probe_memory_stat
+from imagelint.facts.cgroups import CgroupSampler, ProbeResult, Sample, probe_memory_stat
+from imagelint.facts.cpusampler import CpuSampler
+from imagelint.facts.cpustat import ProcStatError
+from imagelint.facts.interrupts import nic_interrupts, nic_irqs, read_interrupts
 from imagelint.report import ReportError, Verdict
 from imagelint.report.verdict import decide
 from imagelint.rulepacks import Scope
@@ -26,6 +29,7 @@ from imagelint.soak.runner import run_soak, stop_on_signals
 from imagelint.targets import HostTarget, RootfsTarget
 
 PLAIN_PROGRESS_EVERY_S = 30
+WALK_EVERY = 5  # time the memory.stat walk after every 5th sample too, beside the per-CPU reads
 
 
 def run_soak_command(duration: float, interval: float, options: RunOptions, *, interactive: bool) -> Verdict:
@@ -35,10 +39,33 @@ def run_soak_command(duration: float, interval: float, options: RunOptions, *, i
     sampler = CgroupSampler()
     walk_start = probe_memory_stat(sampler.layout)
     stop = threading.Event()
-    with stop_on_signals(stop), _progress(duration, interval, interactive) as on_sample:
-        result = run_soak(sampler, duration=duration, interval=interval, on_sample=on_sample, stop=stop)
+    irqs_before = read_interrupts()
+    cpu, cpu_note = _cpu_sampler(duration)
+
+    def walk() -> ProbeResult:
+        if cpu is None:
+            return probe_memory_stat(sampler.layout)
+        with cpu.masked():  # the walk is kernel time on one CPU of our own making: not judged
+            return probe_memory_stat(sampler.layout)
+
+    try:
+        with stop_on_signals(stop), _progress(duration, interval, interactive) as on_sample:
+            result = run_soak(
+                sampler,
+                duration=duration,
+                interval=interval,
+                on_sample=on_sample,
+                stop=stop,
+                probe=walk,
+                probe_every=WALK_EVERY,
+            )
+    finally:
+        record = cpu.stop() if cpu else None
+    irqs_after = read_interrupts()
     walk_end = probe_memory_stat(sampler.layout)
-    facts = SoakFacts(result, sampler.layout, walk_start, walk_end)
+    facts = SoakFacts(result, sampler.layout, walk_start, walk_end, cpu=record, cpu_note=cpu_note)
+    if irqs_before is not None and irqs_after is not None:
+        facts.nic_interrupts = nic_interrupts(irqs_before, irqs_after, nic_irqs(irqs_after))
     facts.journal_restarts, facts.journal_note = journal_restarts(
         HostTarget(), result.started_wall, result.ended_wall
     )
@@ -51,6 +78,14 @@ def run_soak_command(duration: float, interval: float, options: RunOptions, *, i
         report.errors.append(ReportError(note, where="soak"))
         report.verdict = decide(report)
     return publish(report, options)
+
+
+def _cpu_sampler(duration: float) -> tuple[CpuSampler | None, str]:
+    """The per-CPU reader, started; None with the reason when /proc/stat cannot be read at all."""
+    try:
+        return CpuSampler(duration=duration).start(), ""
+    except ProcStatError as exc:
+        return None, str(exc)
 
 
 def journal_restarts(target: RootfsTarget, since: float, until: float) -> tuple[dict[str, int] | None, str]:

@@ -6,6 +6,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from imagelint.facts.cgroups import CgroupLayout, ProbeResult, SubtreeCount
+from imagelint.facts.cpusampler import CpuRecord
+from imagelint.facts.hotcore import summarise
+from imagelint.facts.interrupts import NicInterrupts
+from imagelint.facts.walktimes import WalkSeries
 from imagelint.soak.runner import SoakResult
 from imagelint.soak.stats import Trend
 
@@ -18,6 +22,21 @@ class SoakFacts:
     walk_end: ProbeResult | None = None
     journal_restarts: dict[str, int] | None = None  # unit → restarts the journal logged in the window
     journal_note: str = ""  # what the journal lookup found (or why there is none)
+    cpu: CpuRecord | None = None  # per-CPU reads of /proc/stat during the soak
+    cpu_note: str = ""  # why there are none
+    nic_interrupts: NicInterrupts | None = None  # the NIC queues' interrupts per CPU during the soak
+
+    @property
+    def walks(self) -> WalkSeries:
+        """The memory.stat walk at the start, at every Nth sample, and at the end."""
+        series = WalkSeries()
+        if self.walk_start is not None:
+            series.add(0.0, self.walk_start)
+        for at, probe in self.result.walks:
+            series.add(at, probe)
+        if self.walk_end is not None:
+            series.add(self.result.elapsed, self.walk_end)
+        return series
 
     @property
     def has_memory_counts(self) -> bool:
@@ -60,7 +79,24 @@ class SoakFacts:
             f"soak: memory.stat walk {_walk(self.walk_start)} at start, {_walk(self.walk_end)} at end"
         )
         lines.append(f"soak: restarts {self._restarts_line()}")
+        lines.append(f"soak: per-CPU {self._cpu_line()}")
         return lines
+
+    def _cpu_line(self) -> str:
+        record = self.cpu
+        if record is None:
+            return f"time not read ({self.cpu_note or 'no /proc/stat'})"
+        cost = f"{1000 * record.cpu_seconds / record.reads:.2f} ms CPU per read" if record.reads else ""
+        text = f"/proc/stat read {record.reads:,} times every {record.period:g} s ({cost})"
+        longest = summarise(record.tracker(), 0.0).longest
+        if longest is None:
+            text += "; no CPU spent a 1 s window at ≥ 90% in the kernel while the others were ≤ 50% busy"
+        else:
+            text += (
+                f"; longest run at ≥ 90% kernel time: {longest.seconds:.1f} s on cpu{longest.cpu} "
+                f"(others' busy ≤ {longest.max_others_busy:.0%})"
+            )
+        return "; ".join([text, *record.notes()])
 
     def _series_line(self, name: str) -> str:
         _, values = self.result.series(name)
@@ -100,10 +136,23 @@ class SoakFacts:
             "memory_stat_walk": {
                 "start": self.walk_start.to_dict() if self.walk_start else None,
                 "end": self.walk_end.to_dict() if self.walk_end else None,
+                "series": self.walks.to_dict(),
             },
+            "cpu": self._cpu_dict(),
             "growing_subtrees": [{"path": p, "dying_delta": n} for p, n in self.growing_subtrees()],
             "journal_restarts": self.journal_restarts,
             "journal_note": self.journal_note,
+        }
+
+    def _cpu_dict(self) -> dict[str, Any] | None:
+        record = self.cpu
+        if record is None:
+            return {"note": self.cpu_note}
+        return {
+            **record.to_dict(),
+            "series": record.series(self.result.interval),
+            "hot_core": summarise(record.tracker(), 0.0).to_dict(record.origin),
+            "nic_interrupts": self.nic_interrupts.to_dict() if self.nic_interrupts else None,
         }
 
 

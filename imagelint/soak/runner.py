@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from imagelint.facts.cgroups import Sample
+from imagelint.facts.cgroups import ProbeResult, Sample
 from imagelint.soak.restarts import RestartDelta, RestartSnapshot, collect_restart_counters, restart_deltas
 from imagelint.soak.stats import DEFAULT_ALPHA, Trend, analyse, dying_ratio
 
@@ -44,6 +44,7 @@ class SoakResult:
     restarts_end: RestartSnapshot | None = None
     sampler_cpu_seconds: float = 0.0  # CPU (user + system) this thread spent inside sample() calls
     errors: list[str] = field(default_factory=list)
+    walks: list[tuple[float, ProbeResult]] = field(default_factory=list)  # (s since first sample, walk)
 
     @property
     def elapsed(self) -> float:
@@ -115,10 +116,13 @@ def run_soak(
     stop: threading.Event | None = None,
     restarts: Callable[[], RestartSnapshot] | None = collect_restart_counters,
     clock: Callable[[], float] = time.monotonic,
+    probe: Callable[[], ProbeResult] | None = None,
+    probe_every: int = 0,
 ) -> SoakResult:
     """Sample every ``interval`` seconds for ``duration`` seconds; see the module docstring.
 
     ``restarts`` is called once before the first and once after the last sample (None: skip).
+    ``probe`` (the memory.stat walk) is timed after every ``probe_every``-th sample (not the first).
     Errors from the sampler propagate (a soak must not pass on data it did not see); errors from
     ``on_sample`` are the caller's and propagate too.
     """
@@ -133,6 +137,7 @@ def run_soak(
     k = 0
     due = 0.0
     cut_short = False
+    walks: list[tuple[float, ProbeResult]] = []
     while True:
         c0 = _thread_cpu()
         sample = sampler.sample()
@@ -140,6 +145,13 @@ def run_soak(
         samples.append(sample)
         if on_sample is not None:
             on_sample(sample)
+        if (
+            probe is not None
+            and probe_every > 0
+            and len(samples) > 1
+            and (len(samples) - 1) % probe_every == 0
+        ):
+            walks.append((sample.monotonic - samples[0].monotonic, probe()))
         if due >= duration:
             break
         # the next slot on the grid that is still ahead (slots a slow sample overran are skipped)
@@ -150,7 +162,9 @@ def run_soak(
             cut_short = True
             break
     after = restarts() if restarts else None
-    return SoakResult(duration, interval, samples, cut_short, started_wall, time.time(), before, after, cpu)
+    result = SoakResult(duration, interval, samples, cut_short, started_wall, time.time(), before, after, cpu)
+    result.walks = walks
+    return result
 
 
 @contextlib.contextmanager

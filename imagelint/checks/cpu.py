@@ -1,0 +1,162 @@
+"""Check kind on a soak's per-CPU reads: a core saturated in the kernel while the host looks idle.
+
+``cpu.hot_core`` replays the soak's ``/proc/stat`` reads (:class:`imagelint.facts.cpusampler.CpuRecord`)
+through the episode tracker of :mod:`imagelint.facts.hotcore` with the rule's thresholds, and fires
+when a CPU stayed saturated for at least ``min_seconds``. Its ``evidence`` parameter names what else
+points at the incident's mechanism (dying memcgs growing as IL401 judges them; a slow memory.stat
+walk), and ``require`` splits one problem between two rules by that evidence: ``alone`` fires only
+without it, ``accompanied`` only with it, so each hot core gives one finding at the severity its
+evidence supports, and the verdict stays with the one verdict function.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from imagelint.checks import register, registry
+from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation
+from imagelint.facts.cpustat import ProcStatError
+from imagelint.facts.hotcore import HotCoreParams, HotCoreSummary, summarise
+
+if TYPE_CHECKING:
+    from imagelint.soak.facts import SoakFacts
+
+_SHARE = {"type": "number", "minimum": 0, "maximum": 1}
+
+
+@register
+class HotCore(CheckKind):
+    name = "cpu.hot_core"
+    summary = (
+        "Fires when one CPU spent at least min_kernel_share of its time in the kernel (system + irq + "
+        "softirq) for min_seconds in a row while the other CPUs were at most max_others_busy busy."
+    )
+    parameters = {
+        "min_seconds": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "description": "shortest episode that counts",
+        },
+        "min_kernel_share": {**_SHARE, "default": 0.9, "description": "kernel share of the hot CPU"},
+        "max_others_busy": {**_SHARE, "default": 0.5, "description": "busy share of the other CPUs"},
+        "window_seconds": {
+            "type": "number",
+            "minimum": 0.1,
+            "default": 1.0,
+            "description": "shares are judged over a trailing window (ticks are 10 ms)",
+        },
+        "evidence": {
+            "type": "object",
+            "additionalProperties": False,
+            "description": "what else counts as evidence of the incident's mechanism",
+            "properties": {
+                "dying_growth_per_hour": {
+                    "type": "number",
+                    "minimum": 0,
+                    "description": "dying memcgs growing at least this fast (cgroup.growth, as IL401)",
+                },
+                "walk_seconds": {
+                    "type": "number",
+                    "exclusiveMinimum": 0,
+                    "description": "any memory.stat walk of the soak at least this slow (as IL406)",
+                },
+            },
+        },
+        "require": {
+            "enum": ["any", "alone", "accompanied"],
+            "default": "any",
+            "description": "fire regardless, only without evidence, or only with it",
+        },
+    }
+    required = ("min_seconds",)
+    variables = {
+        "cpus": "the CPUs with episodes, e.g. cpu0, cpu3",
+        "longest_seconds": "the longest episode, in seconds",
+        "longest_cpu": "the CPU of the longest episode",
+        "count": "episodes of at least min_seconds",
+        "min_seconds": "the shortest episode that counts (the parameter)",
+        "saturated": "saturated seconds per CPU, over all episodes",
+        "kernel_share": "the longest episode's kernel share over its whole length, in percent",
+        "others_busy": "the other CPUs' highest busy share during it, in percent",
+        "average_busy": "the all-CPU average at its highest during it, in percent",
+        "walk_trend": "the memory.stat walk's timings through the soak",
+        "accompanied": "the other evidence found ('no other evidence' when none)",
+        "nic": "where the NIC queues' interrupts landed during the soak",
+    }
+
+    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
+        soak: SoakFacts | None = ctx.soak
+        if soak is None:
+            raise NotApplicable("no soak measurements in this run (use `imagelint soak`)")
+        record = soak.cpu
+        if record is None:
+            raise NotApplicable(f"per-CPU time was not read: {soak.cpu_note or 'no /proc/stat'}")
+        if record.error:
+            raise ProcStatError(f"per-CPU reads failed during the soak: {record.error}", where="/proc/stat")
+        if record.truncated_at is not None:
+            ctx.gap(
+                "/proc/stat", f"per-CPU reads after {record.truncated_at:.0f} s were not kept (memory cap)"
+            )
+        hot = ctx.fact(("cpu.hot_core", _key(params)), lambda: _summary(soak, params))
+        if not hot.episodes:
+            return []
+        reasons = _evidence(ctx, soak, params.get("evidence", {}))
+        require = params.get("require", "any")
+        if (require == "alone" and reasons) or (require == "accompanied" and not reasons):
+            return []
+        longest = hot.longest
+        assert longest is not None
+        nic = soak.nic_interrupts.text(hot.cpus) if soak.nic_interrupts else "NIC interrupts not read"
+        evidence = {
+            "cpus": ", ".join(f"cpu{c}" for c in hot.cpus),
+            "longest_seconds": round(longest.seconds, 1),
+            "longest_cpu": f"cpu{longest.cpu}",
+            "count": hot.count,
+            "min_seconds": params["min_seconds"],
+            "saturated": ", ".join(f"cpu{c} {hot.saturated_seconds.get(c, 0.0):.1f} s" for c in hot.cpus),
+            "kernel_share": round(100 * longest.kernel_share),
+            "others_busy": round(100 * longest.max_others_busy),
+            "average_busy": round(100 * longest.max_average_busy),
+            "walk_trend": soak.walks.trend_text(),
+            "accompanied": "; ".join(reasons) or "no other evidence",
+            "nic": nic,
+            "episodes": hot.to_dict(record.origin)["episodes"],
+        }
+        return [Observation("cpu:hot-core", evidence=evidence)]
+
+
+def _key(params: dict[str, Any]) -> tuple[float, ...]:
+    return (
+        params["min_seconds"],
+        params.get("min_kernel_share", 0.9),
+        params.get("max_others_busy", 0.5),
+        params.get("window_seconds", 1.0),
+    )
+
+
+def _summary(soak: SoakFacts, params: dict[str, Any]) -> HotCoreSummary:
+    assert soak.cpu is not None
+    thresholds = HotCoreParams(
+        min_kernel_share=params.get("min_kernel_share", 0.9),
+        max_others_busy=params.get("max_others_busy", 0.5),
+        window_seconds=params.get("window_seconds", 1.0),
+    )
+    return summarise(soak.cpu.tracker(thresholds), params["min_seconds"])
+
+
+def _evidence(ctx: CheckContext, soak: SoakFacts, wanted: dict[str, Any]) -> list[str]:
+    """Each piece of other evidence found, in words (data that is not there is no evidence)."""
+    reasons = []
+    if "dying_growth_per_hour" in wanted:
+        spec = {"series": "dying", "min_per_hour": wanted["dying_growth_per_hour"]}
+        try:
+            growth = registry()["cgroup.growth"].evaluate(ctx, spec)
+        except NotApplicable:
+            growth = []
+        for obs in growth:
+            e = obs.evidence
+            reasons.append(f"dying memory cgroups grow by {e['slope_per_hour']}/hour (+{e['delta']})")
+    slowest = soak.walks.slowest()
+    if "walk_seconds" in wanted and slowest is not None and slowest.seconds >= wanted["walk_seconds"]:
+        reasons.append(f"a memory.stat walk of {slowest.cgroups:,} cgroups took {slowest.seconds:.2f} s")
+    return reasons

@@ -1,0 +1,267 @@
+"""Read ``/proc/stat`` about ten times a second in a background thread and keep the per-CPU intervals.
+
+:class:`CpuSampler` runs beside the soak's own loop (a thread, so that a slow cgroup sample, which on
+an affected host takes seconds in the kernel, does not stop the CPU reads exactly when they matter).
+Reads follow a fixed grid of ``period`` seconds; the deltas are kept compactly (four 32-bit numbers
+per CPU per read) so that thresholds can be applied afterwards, by the rule, with its parameters:
+:meth:`CpuRecord.tracker` replays them through an :class:`~imagelint.facts.hotcore.EpisodeTracker`.
+
+``masked()`` marks time that must not be judged: the soak times its own ``memory.stat`` walk inside
+it, since that walk is itself kernel time on one CPU. Intervals that overlap it are gaps.
+
+Memory is bounded: at most ``max_cpu_intervals`` (CPUs × reads) are kept, and the period is widened
+up front so that a soak of the announced ``duration`` fits; past the cap reads stop being kept, and
+the record says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from array import array
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from imagelint.facts.cpustat import CpuDelta, Interval, ProcStat, ProcStatError, ProcStatReader, diff
+from imagelint.facts.hotcore import EpisodeTracker, HotCoreParams
+
+DEFAULT_PERIOD = 0.1
+DEFAULT_MAX_CPU_INTERVALS = 2_000_000  # ~32 MB: one hour at 10 reads a second on 55 CPUs
+MAX_EVENTS = 20  # hotplug / backwards events listed (all are counted)
+_U32 = 0xFFFFFFFF
+
+
+@dataclass
+class CpuRecord:
+    """What a :class:`CpuSampler` kept: per read, its time span and per-CPU deltas (None: a gap)."""
+
+    period: float
+    origin: float  # monotonic time of the first read
+    spans: array[float] = field(default_factory=lambda: array("d"))  # t0, t1 per kept interval
+    packed: list[array[int] | None] = field(default_factory=list)  # cpu, kernel, busy, total per CPU
+    reads: int = 0
+    masked: int = 0  # intervals not judged because imagelint's own walk ran in them
+    late: int = 0  # grid slots skipped because a read came late
+    cpu_seconds: float = 0.0  # CPU time the sampler thread spent reading and parsing
+    online: list[int] = field(default_factory=list)  # CPUs at the first read
+    columns_note: str | None = None
+    events: list[str] = field(default_factory=list)  # hotplug, counters going backwards (first MAX_EVENTS)
+    counts: dict[str, int] = field(default_factory=dict)  # appeared, disappeared, backwards, iowait_clamped
+    truncated_at: float | None = None  # seconds after origin when the cap stopped keeping reads
+    error: str | None = None  # a read failed: nothing after it was measured
+    max_cpu_intervals: int = DEFAULT_MAX_CPU_INTERVALS
+    kept: int = 0  # CPU intervals kept
+
+    def add(self, prev: ProcStat, cur: ProcStat, t0: float, t1: float, *, masked: bool = False) -> None:
+        """Keep the interval between two reads (``masked``: imagelint's own walk ran in it, not judged)."""
+        if self.truncated_at is not None:
+            return
+        if self.kept + len(cur.cpus) > self.max_cpu_intervals:
+            self.truncated_at = t0 - self.origin
+            return
+        interval = diff(prev, cur)
+        self._events(interval, t1 - self.origin)
+        self.spans.extend((t0, t1))
+        if masked:
+            self.masked += 1
+            self.packed.append(None)
+            return
+        packed = array("I")
+        for cpu, d in interval.deltas.items():
+            packed.extend((cpu, min(d.kernel, _U32), min(d.busy, _U32), min(d.total, _U32)))
+        self.packed.append(packed)
+        self.kept += len(interval.deltas)
+
+    def _events(self, interval: Interval, at: float) -> None:
+        happened = [
+            ("appeared", [f"cpu{c} came online" for c in interval.appeared]),
+            ("disappeared", [f"cpu{c} went offline" for c in interval.disappeared]),
+            ("backwards", [f"cpu{c} {name} went backwards" for c, name in interval.backwards]),
+            ("iowait_clamped", [""] * len(interval.iowait_clamped)),
+        ]
+        for name, texts in happened:
+            if not texts:
+                continue
+            self.counts[name] = self.counts.get(name, 0) + len(texts)
+            for text in texts:
+                if text and len(self.events) < MAX_EVENTS:
+                    self.events.append(f"{at:.1f} s: {text}")
+
+    def intervals(self) -> Iterator[tuple[float, float, Interval | None]]:
+        for i, packed in enumerate(self.packed):
+            t0, t1 = self.spans[2 * i], self.spans[2 * i + 1]
+            if packed is None:
+                yield t0, t1, None
+                continue
+            deltas = {
+                packed[j]: CpuDelta(packed[j + 1], packed[j + 2], packed[j + 3])
+                for j in range(0, len(packed), 4)
+            }
+            yield t0, t1, Interval(deltas)
+
+    def tracker(self, params: HotCoreParams | None = None) -> EpisodeTracker:
+        """Every kept interval replayed through a tracker with these thresholds (closed at the end)."""
+        tracker = EpisodeTracker(params)
+        for t0, t1, interval in self.intervals():
+            if interval is None:
+                tracker.gap(bridge=True)  # imagelint's own walk ran in it
+            else:
+                tracker.feed(t0, t1, interval)
+        tracker.close()
+        return tracker
+
+    @property
+    def seconds(self) -> float:
+        return self.spans[-1] - self.origin if self.spans else 0.0
+
+    def series(self, every: float) -> dict[str, Any]:
+        """Kernel and busy share per CPU over consecutive spans of ``every`` seconds (the soak's interval)."""
+        buckets: dict[int, dict[int, list[int]]] = {}
+        for _, t1, interval in self.intervals():
+            if interval is None:
+                continue
+            slot = int((t1 - self.origin - 1e-9) // every)
+            bucket = buckets.setdefault(slot, {})
+            for cpu, d in interval.deltas.items():
+                k, b, t = bucket.setdefault(cpu, [0, 0, 0])
+                bucket[cpu] = [k + d.kernel, b + d.busy, t + d.total]
+        cpus = sorted({c for b in buckets.values() for c in b})
+        slots = sorted(buckets)
+
+        def share(slot: int, cpu: int, i: int) -> float | None:
+            v = buckets[slot].get(cpu)
+            return round(v[i] / v[2], 3) if v and v[2] else None
+
+        return {
+            "every": every,
+            "times": [round(min((s + 1) * every, self.seconds), 3) for s in slots],
+            "kernel_share": {f"cpu{c}": [share(s, c, 0) for s in slots] for c in cpus},
+            "busy_share": {f"cpu{c}": [share(s, c, 1) for s in slots] for c in cpus},
+        }
+
+    def notes(self) -> list[str]:
+        """What was tolerated, one sentence each (older format, hotplug, counters backwards, gaps)."""
+        out = [self.columns_note] if self.columns_note else []
+        c = self.counts
+        if c.get("appeared") or c.get("disappeared"):
+            out.append(
+                f"CPUs went online {c.get('appeared', 0)} and offline {c.get('disappeared', 0)} time(s) "
+                "during the soak (hotplug); each is judged only while it stays online"
+            )
+        if c.get("backwards"):
+            out.append(
+                f"per-CPU counters went backwards {c['backwards']} time(s) (wrap or reset): "
+                "those intervals of those CPUs are not judged"
+            )
+        if c.get("iowait_clamped"):
+            out.append(f"iowait decreased {c['iowait_clamped']} time(s) (documented in proc(5)): taken as 0")
+        if self.masked:
+            out.append(f"{self.masked} interval(s) not judged: imagelint's own memory.stat walk ran in them")
+        if self.truncated_at is not None:
+            out.append(f"reads stopped being kept after {self.truncated_at:.0f} s (memory cap)")
+        if self.error:
+            out.append(f"per-CPU reads stopped: {self.error}")
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "period": self.period,
+            "reads": self.reads,
+            "seconds": round(self.seconds, 3),
+            "online_at_start": [f"cpu{c}" for c in self.online],
+            "cpu_seconds": round(self.cpu_seconds, 6),
+            "cpu_ms_per_read": round(1000 * self.cpu_seconds / self.reads, 4) if self.reads else None,
+            "masked_intervals": self.masked,
+            "late_slots": self.late,
+            "events": list(self.events),
+            "counts": dict(self.counts),
+            "notes": self.notes(),
+            "error": self.error,
+        }
+
+
+class CpuSampler:
+    """A background thread reading ``/proc/stat`` every ``period`` s until :meth:`stop`; see the module."""
+
+    def __init__(
+        self,
+        period: float = DEFAULT_PERIOD,
+        *,
+        duration: float | None = None,
+        path: str = "/proc/stat",
+        max_cpu_intervals: int = DEFAULT_MAX_CPU_INTERVALS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._reader = ProcStatReader(path)  # fails here, before the soak, if there is no /proc/stat
+        self._clock = clock
+        self._first = self._reader.read()
+        cpus = len(self._first.cpus)
+        if duration:
+            period = max(period, duration * cpus / max_cpu_intervals)
+        self.record = CpuRecord(period, clock(), online=sorted(self._first.cpus))
+        self.record.reads = 1
+        self.record.columns_note = self._first.note()
+        self.record.max_cpu_intervals = max_cpu_intervals
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._mask_depth = 0
+        self._mask_dirty = False
+        self._thread = threading.Thread(target=self._run, name="imagelint-cpustat", daemon=True)
+
+    def start(self) -> CpuSampler:
+        self._thread.start()
+        return self
+
+    def stop(self) -> CpuRecord:
+        """Stop the thread (after one last read) and return the record."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        self._reader.close()
+        return self.record
+
+    def __enter__(self) -> CpuSampler:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @contextlib.contextmanager
+    def masked(self) -> Iterator[None]:
+        """Intervals that overlap this block are gaps (e.g. imagelint's own cgroup walk)."""
+        with self._lock:
+            self._mask_depth += 1
+            self._mask_dirty = True
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._mask_depth -= 1
+
+    def _run(self) -> None:
+        record, period = self.record, self.record.period
+        prev, t_prev, k = self._first, record.origin, 0
+        while True:
+            k = max(k + 1, int((self._clock() - record.origin) / period) + 1)
+            wait = record.origin + k * period - self._clock()
+            last = self._stop.wait(wait) if wait > 0 else self._stop.is_set()
+            if wait <= 0:
+                record.late += 1
+            c0 = time.thread_time()
+            try:
+                cur, t = self._reader.read(), self._clock()
+            except ProcStatError as exc:
+                record.error = str(exc)
+                return
+            with self._lock:
+                gap = self._mask_dirty
+                if self._mask_depth == 0:
+                    self._mask_dirty = False
+            self.record.add(prev, cur, t_prev, t, masked=gap)
+            record.reads += 1
+            record.cpu_seconds += time.thread_time() - c0
+            prev, t_prev = cur, t
+            if last:
+                return

@@ -1,0 +1,139 @@
+"""Which CPUs take the NIC's queue interrupts: ``/proc/interrupts`` read twice, NIC IRQs found in sysfs.
+
+A hot core starves the NAPI poll only if the NIC's queue interrupts (and so its softirq work) land
+on that core. :func:`nic_irqs` finds each network interface's IRQs exactly, from the MSI IRQs of its
+PCI device in sysfs (``/sys/class/net/IF/device/msi_irqs``, or the parent device's for virtio), and
+by name in ``/proc/interrupts`` (``IF-...``, ``ena``, ``virtioN-input/output`` of the interface's
+virtio device). :func:`nic_interrupts` says, per interface, how many interrupts each CPU took
+between two reads.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MAX_BYTES = 4 << 20
+
+
+@dataclass(frozen=True)
+class IrqRow:
+    counts: dict[int, int]  # cpu → interrupts since boot
+    name: str  # the last column(s): chip, hwirq, action names
+
+
+def parse_interrupts(text: str) -> dict[str, IrqRow]:
+    """Rows of ``/proc/interrupts`` by IRQ (numbered ones only); CPU columns follow the header."""
+    lines = text.splitlines()
+    if not lines:
+        return {}
+    cpus = [int(h[3:]) for h in lines[0].split() if h.startswith("CPU") and h[3:].isdigit()]
+    rows: dict[str, IrqRow] = {}
+    for line in lines[1:]:
+        head, _, rest = line.partition(":")
+        irq = head.strip()
+        if not irq.isdigit():
+            continue
+        parts = rest.split()
+        counts: dict[int, int] = {}
+        for cpu, value in zip(cpus, parts, strict=False):
+            if not value.isdigit():
+                break
+            counts[cpu] = int(value)
+        rows[irq] = IrqRow(counts, " ".join(parts[len(counts) :]))
+    return rows
+
+
+def read_interrupts(path: str = "/proc/interrupts") -> dict[str, IrqRow] | None:
+    """None when the file cannot be read (no /proc, a container that hides it)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_BYTES)
+    except OSError:
+        return None
+    return parse_interrupts(data.decode("ascii", errors="replace"))
+
+
+def nic_irqs(rows: dict[str, IrqRow], net: str = "/sys/class/net") -> dict[str, list[str]]:
+    """Interface → its IRQ numbers (physical interfaces only: those with a ``device`` in sysfs)."""
+    out: dict[str, list[str]] = {}
+    try:
+        names = sorted(os.listdir(net))
+    except OSError:
+        return out
+    for iface in names:
+        device = Path(net, iface, "device")
+        if not device.exists():
+            continue
+        irqs: set[str] = set()
+        for msi in (device / "msi_irqs", device / ".." / "msi_irqs"):
+            try:
+                irqs.update(n for n in os.listdir(msi) if n.isdigit())
+            except OSError:
+                continue
+        virtio = os.path.basename(os.path.realpath(device))
+        pattern = re.compile(
+            rf"(^|\s){re.escape(iface)}[-_]|(^|\s)ena(\s|-|$)"
+            + (rf"|(^|\s){re.escape(virtio)}-(input|output)" if virtio.startswith("virtio") else "")
+        )
+        irqs.update(irq for irq, row in rows.items() if pattern.search(row.name))
+        # config/event vectors of the device are no queues: keep the ones named as queues when known
+        named = {
+            i for i in irqs if i in rows and re.search(r"(?i)(rx|tx|input|output|queue|comp)", rows[i].name)
+        }
+        out[iface] = sorted(named or irqs, key=int)
+    return out
+
+
+@dataclass
+class NicInterrupts:
+    """Per interface, the interrupts each CPU took between two reads of ``/proc/interrupts``."""
+
+    per_cpu: dict[str, dict[int, int]]  # iface → cpu → interrupts in the window
+    irqs: dict[str, list[str]]
+
+    def cpus_of(self, iface: str) -> list[int]:
+        return sorted(c for c, n in self.per_cpu.get(iface, {}).items() if n > 0)
+
+    def text(self, cpus: list[int]) -> str:
+        """Whether the NIC queues' interrupts landed on ``cpus`` (the hot ones), in a sentence."""
+        if not self.per_cpu:
+            return "no NIC queue interrupts found in /proc/interrupts"
+        parts = []
+        for iface, counts in sorted(self.per_cpu.items()):
+            total = sum(counts.values())
+            on_hot = sum(counts.get(c, 0) for c in cpus)
+            where = ", ".join(f"cpu{c} {n:,}" for c, n in sorted(counts.items()) if n) or "none"
+            verdict = (
+                f"{on_hot * 100 // total}% on the hot CPU(s)" if total else "no interrupts in the window"
+            )
+            parts.append(f"{iface} queue interrupts: {where} ({verdict})")
+        return "; ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "irqs": self.irqs,
+            "per_cpu": {i: {f"cpu{c}": n for c, n in sorted(v.items())} for i, v in self.per_cpu.items()},
+        }
+
+
+def nic_interrupts(
+    before: dict[str, IrqRow], after: dict[str, IrqRow], irqs: dict[str, list[str]]
+) -> NicInterrupts:
+    """Interrupts per CPU between two reads, summed over each interface's IRQs (a CPU absent at
+    either read, or a count that went backwards, contributes nothing)."""
+    per_cpu: dict[str, dict[int, int]] = {}
+    for iface, numbers in irqs.items():
+        counts: dict[int, int] = {}
+        for irq in numbers:
+            a, b = before.get(irq), after.get(irq)
+            if a is None or b is None:
+                continue
+            for cpu, n in b.counts.items():
+                counts[cpu] = counts.get(cpu, 0) + max(0, n - a.counts.get(cpu, n))
+        if numbers:
+            per_cpu[iface] = counts
+    return NicInterrupts(per_cpu, irqs)
