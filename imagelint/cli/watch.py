@@ -53,6 +53,7 @@ def watch(
     journal_every: Annotated[str, typer.Option("--journal-every", help="Journal poll period.")] = "10s",
     walk_every: Annotated[str, typer.Option("--walk-every", help="memory.stat walk period.")] = "60s",
     judge_every: Annotated[str, typer.Option("--judge-every", help="Soak rules period.")] = "5m",
+    cpu_every: Annotated[str, typer.Option("--cpu-every", help="/proc/stat read period.")] = "1s",
     duration: Annotated[
         str | None, typer.Option("--duration", "-d", help="Stop after this long (default: until SIGTERM).")
     ] = None,
@@ -102,6 +103,7 @@ def watch(
             ("journal_every", journal_every, "--journal-every"),
             ("walk_every", walk_every, "--walk-every"),
             ("judge_every", judge_every, "--judge-every"),
+            ("cpu_every", cpu_every, "--cpu-every"),
         )
     }
     if npd is not None:
@@ -127,6 +129,7 @@ def watch(
         journal_every=seconds["journal_every"],
         walk_every=seconds["walk_every"],
         judge_every=seconds["judge_every"],
+        cpu_every=seconds["cpu_every"],
         journal_dir=journal_dir,
         journal_from_start=journal_from_start,
         proc_root=proc_root,

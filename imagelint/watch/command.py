@@ -9,6 +9,7 @@ that is down, reported on stderr and as ``imagelint_source_up 0``; the watch kee
 from __future__ import annotations
 
 import importlib.util
+import math
 import sys
 import threading
 import time
@@ -62,12 +63,22 @@ def run_watch(
     stop = threading.Event()
     deadline = None if duration is None else time.monotonic() + duration
 
+    last_write = -math.inf
+
+    def write_textfile() -> None:
+        if outputs.textfile is None:
+            return
+        try:
+            textfile.write_atomically(outputs.textfile, metrics.exposition(file_registry))
+        except OSError as exc:
+            warn(f"watch: --textfile {outputs.textfile}: {exc.strerror or exc}")
+
     def publish(state: WatchState) -> None:
-        if outputs.textfile is not None:
-            try:
-                textfile.write_atomically(outputs.textfile, metrics.exposition(file_registry))
-            except OSError as exc:
-                warn(f"watch: --textfile {outputs.textfile}: {exc.strerror or exc}")
+        nonlocal last_write
+        now = time.monotonic()
+        if now - last_write >= settings.interval:  # not every pass: the loop ticks at the CPU read rate
+            last_write = now
+            write_textfile()
         if deadline is not None and time.monotonic() >= deadline:
             stop.set()
 
@@ -78,6 +89,7 @@ def run_watch(
     try:
         with stop_on_signals(stop):
             watcher.run(stop, publish)
+        write_textfile()  # the last state, as the watch ends
     finally:
         stop.set()
         timer.cancel()

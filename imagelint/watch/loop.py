@@ -3,7 +3,8 @@
 Periods (defaults in :class:`WatchSettings`): memory-cgroup sample every ``interval`` (the trend's
 window keeps ``window`` seconds of them), ``systemctl show`` every ``units_every``, the journal every
 ``journal_every``, the memory.stat walk every ``walk_every`` (it is the symptom's own cost, so it runs
-rarely), the soak rules every ``judge_every``. Passes are scheduled on a fixed grid; a slow pass skips
+rarely), one ``/proc/stat`` read every ``cpu_every`` (per-CPU saturation), the soak rules every
+``judge_every``. Passes are scheduled on a fixed grid; a slow pass skips
 slots rather than bunching them.
 
 A source that fails is marked down with its reason (``imagelint_source_up 0``) and retried at its next
@@ -43,6 +44,7 @@ class WatchSettings:
     units_every: float = 30.0
     journal_every: float = 10.0
     walk_every: float = 60.0
+    cpu_every: float = 1.0
     judge_every: float = 300.0
     journal_dir: str = DEFAULT_JOURNAL_DIR
     journal_from_start: bool = False
@@ -102,7 +104,7 @@ class Watcher:
             ("memory_stat", s.walk_every, self._walk_memory_stat),
             ("systemd", s.units_every, self._poll_units),
             ("journal", s.journal_every, self._poll_journal),
-            ("cpu", s.interval, self._poll_cpu),
+            ("cpu", s.cpu_every, self._poll_cpu),
             ("rules", s.judge_every, self._judge),
         ]
         if rules is None:
@@ -130,7 +132,10 @@ class Watcher:
     def _walk_memory_stat(self, now: float) -> None:
         if self._sampler is None or self._sampler.layout.memory is None:
             raise _Unavailable("no memory cgroup hierarchy to walk")
-        self._walk = probe_memory_stat(self._sampler.layout)
+        try:
+            self._walk = probe_memory_stat(self._sampler.layout)
+        finally:
+            self._cpu.mask()  # the walk is our own kernel time: not judged as saturation
 
     def _poll_units(self, now: float) -> None:
         s = self.settings

@@ -168,14 +168,11 @@ def _cpu(state: WatchState) -> Iterator[Metric]:
     for cpu, value in sorted(state.cpu.saturated_seconds.items()):
         seconds.add_metric([cpu], value)
     yield seconds
-    longest = GaugeMetricFamily(
+    yield GaugeMetricFamily(
         "imagelint_cpu_saturation_longest_episode_seconds",
-        "longest saturated episode of each CPU within the window",
-        labels=["cpu"],
+        "longest episode of one CPU saturated in the kernel (others idle) within the window",
+        state.cpu.longest_episode_seconds,
     )
-    for cpu, value in sorted(state.cpu.longest_episode_seconds.items()):
-        longest.add_metric([cpu], value)
-    yield longest
 
 
 class StateCollector:

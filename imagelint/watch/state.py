@@ -30,10 +30,11 @@ class RuleOutcome:
 
 @dataclass(frozen=True)
 class CpuSaturation:
-    """Per-CPU saturation from the /proc/stat sampler (issue 18), when it is available."""
+    """Per-CPU saturation from the /proc/stat sampler (issue 18, :mod:`imagelint.watch.cpu`)."""
 
     saturated_seconds: dict[str, float]  # cpu → seconds saturated since the watch started
-    longest_episode_seconds: dict[str, float]  # cpu → longest saturated episode within the window
+    longest_episode_seconds: float  # the longest saturated episode within the window (0: none)
+    longest_episode_cpu: str | None = None
 
 
 @dataclass(frozen=True)
