@@ -8,7 +8,6 @@ that is down, reported on stderr and as ``imagelint_source_up 0``; the watch kee
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import sys
 import threading
@@ -34,10 +33,12 @@ def warn(line: str) -> None:
 
 
 def _need_client() -> None:
-    if importlib.util.find_spec("prometheus_client") is None:
+    try:
+        import prometheus_client  # noqa: F401  (the run needs it anyway: import it now, fail early)
+    except ImportError:
         raise UsageError(
             "--listen and --textfile need prometheus-client: pip install 'imagelint[watch]'", where="watch"
-        )
+        ) from None
 
 
 def run_watch(
