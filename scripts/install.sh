@@ -4,7 +4,9 @@
 #   scripts/install.sh          runtime only (enough for `make demo`)
 #   scripts/install.sh --test   also what the test suite needs: debootstrap, systemd-nspawn,
 #                               systemd-journal-remote, packer, rpm (rpmbuild + an sqlite
-#                               rpmdb for the package inventory), and the Python test tools
+#                               rpmdb for the package inventory), the disk-image tools,
+#                               prometheus (+ promtool), prometheus-node-exporter, and the
+#                               Python test tools
 # Needs root (or sudo) only when a Debian package is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +31,8 @@ if [ "$want_test" = 1 ]; then
     command -v sfdisk >/dev/null || packages+=(fdisk)
     command -v mkfs.vfat >/dev/null || packages+=(dosfstools)
     command -v cryptsetup >/dev/null || packages+=(cryptsetup-bin)
+    command -v promtool >/dev/null || packages+=(prometheus)  # server + promtool: imagelint watch tests
+    command -v prometheus-node-exporter >/dev/null || packages+=(prometheus-node-exporter)
 fi
 if [ "${#packages[@]}" -gt 0 ]; then
     sudo=""

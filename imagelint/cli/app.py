@@ -763,6 +763,7 @@ def docs_rules(
 
 
 from imagelint.cli import diff as _diff_command  # noqa: E402, F401  (registers `imagelint diff`)
+from imagelint.cli import watch as _watch_command  # noqa: E402,F401  (registers `imagelint watch`)
 
 
 def run() -> None:

@@ -689,6 +689,51 @@ class JournalFile:
         for items in self._array_chain(self.header.entry_array_offset, None):
             yield from items
 
+    def follow_offsets(
+        self, array_off: int, index: int, last_entry: int, limit: int
+    ) -> tuple[list[int], int, int]:
+        """Entries linked into the global entry-array chain after a position: following a live file.
+
+        The position is (``array_off``, ``index``): the entry array being read (0: none yet, start at
+        the header's first one) and how many of its items were consumed; ``last_entry`` is the offset
+        of the last entry already returned, which every new one must exceed. Returns at most
+        ``limit`` offsets and the new position. A zero item (the unused tail of the last array) or an
+        array beyond this mapping's end (the writer grew the file since it was mapped) ends the walk
+        for now: the writer fills it in later. Damage raises ``CorruptJournal``, as elsewhere.
+        """
+        width = 4 if self.compact else 8
+        unpack = _unpack_u32 if self.compact else _unpack_u64
+        out: list[int] = []
+        off = array_off or self.header.entry_array_offset
+        if array_off == 0:
+            index = 0
+        while off and len(out) < limit:
+            if off + ENTRY_ARRAY_ITEMS_OFFSET > self._end and not self.truncated:
+                break
+            _flags, size = self._object(off, ObjectType.ENTRY_ARRAY, ENTRY_ARRAY_ITEMS_OFFSET)
+            nxt = ENTRY_ARRAY_OBJECT.unpack(self._buf[off : off + ENTRY_ARRAY_OBJECT.size])[3]
+            n = (size - ENTRY_ARRAY_ITEMS_OFFSET) // width
+            if index < n:
+                k = min(n - index, limit - len(out))
+                for item in unpack(self._buf, off + ENTRY_ARRAY_ITEMS_OFFSET + index * width, k):
+                    if item == 0:
+                        return out, off, index
+                    if item <= last_entry:
+                        raise CorruptJournal(
+                            "entry array is not strictly ascending (corrupt or a loop)", offset=off
+                        )
+                    out.append(item)
+                    last_entry = item
+                    index += 1
+                if index < n:
+                    break
+            if not nxt:
+                break
+            if nxt <= off:
+                raise CorruptJournal("entry array chain points backwards (a loop)", offset=off)
+            off, index = nxt, 0
+        return out, off, index
+
     def _data_entry_offsets(self, data_off: int) -> list[int]:
         _h, _nh, entry_off, array_off, n_entries = self._data_links(data_off)
         if n_entries == 0 or entry_off == 0:

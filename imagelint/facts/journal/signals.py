@@ -9,12 +9,15 @@ The specs for ENA resets, NETDEV WATCHDOG, soft lockups, RCU stalls, hung tasks 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from imagelint.facts.journal.journal import Journal, sample_text
 from imagelint.facts.journal.patterns import SignalSpec
+from imagelint.facts.journal.reader import FieldValue
 from imagelint.facts.journal.restarts import max_in_window
 from imagelint.facts.journal.scan import JournalScan
+from imagelint.textmatch import Pattern
 
 
 @dataclass
@@ -86,3 +89,28 @@ def count_signal(
     for rec in per.values():
         rec.times.sort()
     return SignalReport(spec, list(per.values()), journal.scan)
+
+
+def _first_text(value: FieldValue | None) -> str | None:
+    if isinstance(value, list):
+        value = value[0] if value else None
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value
+
+
+def entry_matches(spec: SignalSpec, regex: Pattern | None, fields: Mapping[str, FieldValue]) -> bool:
+    """Whether one entry (its decoded fields) is an occurrence of ``spec``; ``regex`` is ``spec.compiled()``.
+
+    The same test ``count_signal`` makes through the index, for entries that arrive one at a time
+    (``imagelint watch`` following a live journal): every field match holds (a value or one of
+    several), then the MESSAGE pattern, if any, matches.
+    """
+    for name, wanted in spec.matches.items():
+        value = _first_text(fields.get(name))
+        if value is None or (value != wanted if isinstance(wanted, str) else value not in wanted):
+            return False
+    if regex is None:
+        return True
+    message = _first_text(fields.get("MESSAGE"))
+    return message is not None and regex.search(message) is not None

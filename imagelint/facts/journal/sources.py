@@ -123,6 +123,11 @@ def _host_journal_files(directory: str) -> list[str]:
         return []
 
 
+def host_journal_files(directory: str | os.PathLike[str]) -> list[str]:
+    """The journal file paths ``open_directory`` would read: in ``directory`` and one level down, sorted."""
+    return _host_journal_files(_as_str(directory))
+
+
 def open_directory(directory: str | os.PathLike[str]) -> Journal:
     """The journal files in a host directory and its immediate subdirectories."""
     d = _as_str(directory)

@@ -1,0 +1,208 @@
+"""Following a live journal directory: each new entry handed over exactly once, files never re-read.
+
+``JournalFollower(directory).poll()`` returns the entries appended since the previous poll, with the
+fields asked for. How each entry is counted exactly once:
+
+- **Identity is the file, not its name.** Every journal file header carries a random 128-bit
+  ``file_id``. Positions are kept per ``file_id``, so when journald rotates (renames the active
+  ``system.journal`` to ``system@<seqnum id>-<head seqnum>-<head time>.journal``, marks it
+  archived, and starts a new ``system.journal``) the renamed file keeps its position and its last
+  entries are still read from it; the new file has a new ``file_id`` and is read from its first
+  entry. A file seen under two names in one poll (a hard link, a copy) is read once.
+- **The position is where the global entry-array chain was left** (the array object and how many of
+  its items were consumed, plus the last entry offset, which the next must exceed), so a poll walks
+  only what was appended: no entry is decoded twice and no earlier array is read again. journald
+  links an entry into the arrays (and bumps ``n_entries`` in the header) only after the entry
+  object is written, so a linked entry is complete.
+- **Cheap when idle**: each poll lists the directory (and one level down, as ``journalctl
+  --directory`` does) and reads each file's header (4 KiB); a file is mapped only when its
+  ``n_entries`` moved or it is new, and unmapped again at the end of the poll.
+- **Start**: files present at the first poll are followed from their end (``from_start=False``, the
+  default: a counter counts what happened while watching), or from their beginning. A file that
+  appears later is new: it is read from its first entry.
+- **Damage**: an entry-array walk that fails leaves the position where it was (nothing from that walk
+  is handed over) and is retried at the next poll; after ``MAX_FAILURES`` consecutive failures the
+  file is given up (``FollowStats.abandoned``) rather than failing every poll. An entry that cannot be
+  decoded is skipped and counted in ``FollowStats.bad_entries``. A file that vanishes is forgotten
+  (journald vacuumed it). A file that cannot be opened or has no valid header is listed in
+  ``FollowStats.unreadable`` at each poll until it can be read.
+- **Bounded**: at most ``max_entries`` are handed over per poll; the rest wait for the next one.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Collection
+from dataclasses import dataclass, field
+
+from imagelint.facts.journal.errors import JournalError
+from imagelint.facts.journal.format import parse_header
+from imagelint.facts.journal.reader import FieldValue, JournalFile
+from imagelint.facts.journal.sources import host_journal_files
+
+HEADER_READ = 4096
+MAX_FAILURES = 3
+DEFAULT_MAX_ENTRIES = 50_000
+
+
+@dataclass(frozen=True)
+class FollowedEntry:
+    """One new entry: which file it came from, its boot, realtime (µs) and the fields asked for."""
+
+    path: str
+    boot_id: str
+    realtime_usec: int
+    fields: dict[str, FieldValue]
+
+
+@dataclass
+class _Position:
+    path: str
+    array_off: int = 0
+    index: int = 0
+    last_entry: int = 0
+    walked: int = 0  # entries walked past in this file (the header's n_entries counts them all)
+    failures: int = 0
+    abandoned: str | None = None
+
+
+@dataclass
+class FollowStats:
+    """What following has met so far (cumulative over the follower's life)."""
+
+    entries: int = 0
+    bad_entries: int = 0
+    walk_failures: int = 0
+    abandoned: dict[str, str] = field(default_factory=dict)  # path → why it is no longer followed
+    files: int = 0  # files followed at the last poll
+    unreadable: dict[str, str] = field(default_factory=dict)  # at the last poll: path → why not opened
+    last_error: str | None = None
+
+
+class JournalUnavailable(Exception):
+    """The directory cannot be listed (missing, or not readable): the journal source is down."""
+
+
+class JournalFollower:
+    """Follows the journal files in ``directory`` (see the module docstring)."""
+
+    def __init__(
+        self,
+        directory: str,
+        fields: Collection[str],
+        *,
+        from_start: bool = False,
+        max_entries: int = DEFAULT_MAX_ENTRIES,
+    ) -> None:
+        self.directory = directory
+        self.fields = frozenset(fields)
+        self.from_start = from_start
+        self.max_entries = max_entries
+        self.stats = FollowStats()
+        self._positions: dict[bytes, _Position] = {}
+        self._first_poll = True
+
+    def _check_directory(self) -> None:
+        try:
+            st = os.stat(self.directory)
+        except OSError as exc:
+            raise JournalUnavailable(f"{self.directory}: {exc.strerror or exc}") from None
+        if not stat.S_ISDIR(st.st_mode):
+            raise JournalUnavailable(f"{self.directory}: not a directory")
+        if not os.access(self.directory, os.R_OK | os.X_OK):
+            raise JournalUnavailable(f"{self.directory}: permission denied")
+
+    def poll(self) -> list[FollowedEntry]:
+        """The entries appended since the last poll, oldest file first; raises ``JournalUnavailable``."""
+        self._check_directory()
+        out: list[FollowedEntry] = []
+        seen: set[bytes] = set()
+        self.stats.unreadable = {}
+        skip_existing = self._first_poll and not self.from_start
+        for path in host_journal_files(self.directory):
+            if len(out) >= self.max_entries:
+                break
+            self._follow_file(path, seen, out, skip_existing)
+        for file_id in [f for f in self._positions if f not in seen]:
+            del self._positions[file_id]  # vacuumed, or renamed out of the directory
+        self.stats.files = len(seen)
+        self._first_poll = False
+        return out
+
+    def _follow_file(
+        self, path: str, seen: set[bytes], out: list[FollowedEntry], skip_existing: bool
+    ) -> None:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            return  # gone since the listing (rotated away: seen under its new name next time)
+        except OSError as exc:
+            self.stats.unreadable[path] = exc.strerror or str(exc)
+            return
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                return
+            try:
+                header = parse_header(os.pread(fd, HEADER_READ, 0), st.st_size)
+            except (JournalError, OSError) as exc:
+                # not a journal, or not yet one (a file being created has no complete header)
+                self.stats.unreadable[path] = str(exc)
+                return
+            if header.file_id in seen:
+                return
+            seen.add(header.file_id)
+            pos = self._positions.get(header.file_id)
+            if pos is None:
+                pos = self._positions[header.file_id] = _Position(path)
+            pos.path = path
+            if pos.abandoned or header.n_entries <= pos.walked:
+                return
+            with os.fdopen(os.dup(fd), "rb") as f:
+                try:
+                    jf = JournalFile.from_file(f, path)
+                except (JournalError, OSError) as exc:
+                    self._failed(pos, str(exc))
+                    return
+            try:
+                self._walk(jf, pos, out, skip_existing)
+            finally:
+                jf.close()
+        finally:
+            os.close(fd)
+
+    def _walk(self, jf: JournalFile, pos: _Position, out: list[FollowedEntry], skip_existing: bool) -> None:
+        budget = self.max_entries - len(out)
+        if skip_existing:
+            budget = 1 << 62  # positioned at the end: offsets only, nothing decoded
+        try:
+            offsets, array_off, index = jf.follow_offsets(pos.array_off, pos.index, pos.last_entry, budget)
+        except JournalError as exc:
+            self._failed(pos, str(exc))
+            return
+        pos.failures = 0
+        if array_off:
+            pos.array_off, pos.index = array_off, index
+        if offsets:
+            pos.last_entry = offsets[-1]
+            pos.walked += len(offsets)
+        if skip_existing:
+            return
+        for off in offsets:
+            try:
+                boot, realtime, fields = jf.fields_at(off, self.fields)
+            except JournalError as exc:
+                self.stats.bad_entries += 1
+                self.stats.last_error = f"{pos.path}: {exc}"
+                continue
+            out.append(FollowedEntry(pos.path, boot, realtime, fields))
+            self.stats.entries += 1
+
+    def _failed(self, pos: _Position, reason: str) -> None:
+        pos.failures += 1
+        self.stats.walk_failures += 1
+        self.stats.last_error = f"{pos.path}: {reason}"
+        if pos.failures >= MAX_FAILURES:
+            pos.abandoned = reason
+            self.stats.abandoned[pos.path] = reason
