@@ -53,7 +53,7 @@ def audit(target: RootfsTarget, packs: list[RulePack], config: Config, settings:
     findings: list[Finding] = []
     errors: list[ReportError] = []
     for rule in (r for pack in packs for r in pack.rules):
-        skip = _skip_reason(rule, config, settings.scopes)
+        skip = skip_reason(rule, config, settings.scopes)
         severity = config.severity.get(rule.id) or config.severity.get(rule.name) or rule.severity
         result = RuleResult(
             rule.id,
@@ -108,7 +108,7 @@ def audit(target: RootfsTarget, packs: list[RulePack], config: Config, settings:
     return report
 
 
-def _skip_reason(rule: Rule, config: Config, scopes: tuple[Scope, ...]) -> str | None:
+def skip_reason(rule: Rule, config: Config, scopes: tuple[Scope, ...]) -> str | None:
     if not set(rule.scopes) & set(scopes):
         return f"scope {'/'.join(rule.scopes)} is not part of this run ({'/'.join(scopes)})"
     if config.select and not any(rule.matches(s) for s in config.select):

@@ -14,7 +14,7 @@ import fnmatch
 from typing import Any
 
 from imagelint.checks import register
-from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation
+from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation, PathNeed
 from imagelint.errors import ImageReadError
 
 _UNITS = {
@@ -26,6 +26,15 @@ _UNITS = {
     "exclude_units": {"type": "array", "items": {"type": "string"}, "description": "unit globs to leave out"},
 }
 _WINDOW = {"window": {"type": "number", "exclusiveMinimum": 0, "default": 3600, "description": "seconds"}}
+
+
+class _JournalKind(CheckKind):
+    """Every journal kind reads the image's journal directories."""
+
+    def paths(self, params: dict[str, Any]) -> list[PathNeed]:
+        from imagelint.facts.journal.sources import IMAGE_JOURNAL_DIRS
+
+        return [PathNeed(d, "journal") for d in IMAGE_JOURNAL_DIRS]
 
 
 def _journal(ctx: CheckContext) -> Any:
@@ -101,7 +110,7 @@ def _unit_evidence(rec: Any) -> dict[str, Any]:
 
 
 @register
-class JournalRestartLoop(CheckKind):
+class JournalRestartLoop(_JournalKind):
     name = "journal.restart_loop"
     summary = "Fires per unit and boot with at least N scheduled restarts inside a sliding window."
     parameters = {
@@ -141,7 +150,7 @@ class JournalRestartLoop(CheckKind):
 
 
 @register
-class JournalStartLimit(CheckKind):
+class JournalStartLimit(_JournalKind):
     name = "journal.start_limit"
     summary = "Fires per unit and boot that hit its start limit (structured result or PID 1's text)."
     parameters = {**_UNITS}
@@ -156,7 +165,7 @@ class JournalStartLimit(CheckKind):
 
 
 @register
-class JournalFailures(CheckKind):
+class JournalFailures(_JournalKind):
     name = "journal.failures"
     summary = "Fires per unit and boot with at least N failures (UNIT_RESULT of the unit-failed record)."
     parameters = {
@@ -180,7 +189,7 @@ class JournalFailures(CheckKind):
 
 
 @register
-class JournalSignal(CheckKind):
+class JournalSignal(_JournalKind):
     name = "journal.signal"
     summary = (
         "Fires per boot where a symptom (field matches + message regex) occurs at least N times in a window."

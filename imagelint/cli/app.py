@@ -160,7 +160,12 @@ GithubOpt = Annotated[
 @command(app)
 @friendly
 def audit(
-    root: Annotated[Path, typer.Argument(help="Root directory of the mounted image.")] = Path("/"),
+    root: Annotated[
+        Path,
+        typer.Argument(
+            help="Root directory of the mounted image, or a bundle file (.tar.gz) from the remote collector."
+        ),
+    ] = Path("/"),
     config: ConfigOpt = None,
     rules: RulesOpt = None,
     no_builtin_rules: NoBuiltinOpt = False,
@@ -266,6 +271,16 @@ def soak(
     ignore: IgnoreOpt = None,
     sarif_anchor: SarifAnchorOpt = None,
     github: GithubOpt = None,
+    from_bundle: Annotated[
+        Path | None,
+        typer.Option(
+            "--from-bundle",
+            exists=True,
+            dir_okay=False,
+            help="Judge the cgroup samples recorded in this bundle (from the remote collector) instead of "
+            "watching this host; --duration and --interval are the bundle's.",
+        ),
+    ] = None,
 ) -> None:
     """Watch this running host for a while and judge memory-cgroup growth and restart loops.
 
@@ -285,6 +300,12 @@ def soak(
 
     options = _run_options(config, rules, no_builtin_rules, formats, fail_on, select, ignore, False)
     _ci_mode(options, formats, sarif_anchor, github)
+    if from_bundle is not None:
+        from imagelint.bundle.run import soak_bundle
+        from imagelint.session import prepare, publish
+
+        packs, loaded = prepare(options)
+        raise typer.Exit(int(publish(soak_bundle(from_bundle, packs, loaded), options).exit_code))
     seconds, every = parse_duration(duration, "--duration"), parse_duration(interval, "--interval")
     verdict = run_soak_command(seconds, every, options, interactive=sys.stderr.isatty())
     raise typer.Exit(int(verdict.exit_code))

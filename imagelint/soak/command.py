@@ -14,12 +14,13 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from imagelint.config import Config
 from imagelint.engine import RunSettings, audit
 from imagelint.errors import UsageError
 from imagelint.facts.cgroups import CgroupSampler, Sample, probe_memory_stat
-from imagelint.report import ReportError, Verdict
+from imagelint.report import Report, ReportError, Verdict
 from imagelint.report.verdict import decide
-from imagelint.rulepacks import Scope
+from imagelint.rulepacks import RulePack, Scope
 from imagelint.session import RunOptions, prepare, publish
 from imagelint.soak.facts import SoakFacts
 from imagelint.soak.runner import run_soak, stop_on_signals
@@ -39,18 +40,25 @@ def run_soak_command(duration: float, interval: float, options: RunOptions, *, i
         result = run_soak(sampler, duration=duration, interval=interval, on_sample=on_sample, stop=stop)
     walk_end = probe_memory_stat(sampler.layout)
     facts = SoakFacts(result, sampler.layout, walk_start, walk_end)
+    return publish(judge_soak(HostTarget(), packs, config, facts), options)
+
+
+def judge_soak(target: RootfsTarget, packs: list[RulePack], config: Config, facts: SoakFacts) -> Report:
+    """The soak-scope rules on what a soak measured (here, or recorded in a bundle); the journal of
+    ``target`` gives the restarts logged in the window. A soak cut short cannot pass."""
+    result = facts.result
     facts.journal_restarts, facts.journal_note = journal_restarts(
-        HostTarget(), result.started_wall, result.ended_wall
+        target, result.started_wall, result.ended_wall
     )
-    report = audit(HostTarget(), packs, config, RunSettings(scopes=(Scope.SOAK,), soak=facts))
+    report = audit(target, packs, config, RunSettings(scopes=(Scope.SOAK,), soak=facts))
     report.facts["soak"] = facts.to_dict()
     report.notes.extend(facts.summary_lines())
     if result.cut_short:
-        measured = f"{result.elapsed:.0f} s of {duration:.0f} s"
+        measured = f"{result.elapsed:.0f} s of {result.duration:.0f} s"
         note = f"cut short after {measured}; the report covers what was measured"
         report.errors.append(ReportError(note, where="soak"))
         report.verdict = decide(report)
-    return publish(report, options)
+    return report
 
 
 def journal_restarts(target: RootfsTarget, since: float, until: float) -> tuple[dict[str, int] | None, str]:

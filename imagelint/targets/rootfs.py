@@ -44,7 +44,7 @@ class FileKind(StrEnum):
     OTHER = "special file"
 
 
-def _kind_of(mode: int) -> FileKind:
+def kind_of(mode: int) -> FileKind:
     for test, kind in (
         (stat.S_ISREG, FileKind.FILE),
         (stat.S_ISDIR, FileKind.DIR),
@@ -72,7 +72,7 @@ class ImageStat:
 
     @classmethod
     def from_os(cls, path: str, st: os.stat_result) -> ImageStat:
-        return cls(path, _kind_of(st.st_mode), stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid, st.st_size)
+        return cls(path, kind_of(st.st_mode), stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid, st.st_size)
 
 
 @dataclass(frozen=True)
@@ -310,7 +310,7 @@ class RootfsTarget:
             raise ImageReadError(image_path, "does not exist") from None
         except OSError as exc:
             raise ImageReadError(image_path, f"cannot stat: {exc.strerror}") from None
-        kind = _kind_of(st.st_mode)
+        kind = kind_of(st.st_mode)
         if kind is not FileKind.FILE:
             raise ImageReadError(image_path, f"is a {kind}, not a regular file; not opened")
         if st.st_size > limit:
