@@ -21,6 +21,7 @@ import contextlib
 import hashlib
 import json
 import signal
+import tempfile
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -32,12 +33,11 @@ from imagelint.aws import ec2 as ec2_ops
 from imagelint.aws import ssm as ssm_ops
 from imagelint.aws.clients import Clients, default_region
 from imagelint.aws.errors import AwsError, call
-from imagelint.aws.inputs import Inputs
 from imagelint.aws.merge import merge
 from imagelint.aws.progress import Progress
 from imagelint.aws.volume import ATTACH_DEVICE, Ec2VolumeHost, VolumeHost
 from imagelint.errors import ExitCode, ImageLintError, UsageError
-from imagelint.report import Report, Verdict, report_from_dict
+from imagelint.report import Report, Verdict
 from imagelint.report.verdict import decide
 from imagelint.session import RunOptions, prepare, publish
 
@@ -53,7 +53,7 @@ class Timing:
     poll: float = 5.0
     running_timeout: float = 600.0
     ssm_timeout: float = 600.0
-    command_margin: float = 900.0  # on top of the soak: install, audit, upload
+    command_margin: float = 900.0  # on top of the soak: collection and upload
 
 
 @dataclass
@@ -67,7 +67,6 @@ class AmiOptions:
     launch: ec2_ops.LaunchSettings = field(default_factory=ec2_ops.LaunchSettings)
     soak_seconds: float = 0.0
     soak_interval: float = 5.0
-    install_from: str | None = None  # s3://bucket/key.whl or a local wheel; None = PyPI pin
     version: str = __version__
     tag: bool = False
     on_fail: str = "none"
@@ -222,28 +221,9 @@ def _launch(
 ) -> Report:
     timing = options.timing
     assert options.report_bucket
-    shipped, urls = ship_inputs(
-        clients,
-        options.run,
-        options.report_bucket,
-        options.report_prefix,
-        run_id,
-        expires=int(
-            options.soak_seconds + timing.command_margin + timing.ssm_timeout + timing.running_timeout
-        ),
-    )
-    plan = ssm_ops.RemotePlan(
-        run_id=run_id,
-        bucket=options.report_bucket,
-        prefix=options.report_prefix,
-        bucket_region=image.region,
-        version=options.version,
-        install_url=_install_url(clients, options, run_id),
-        soak_seconds=options.soak_seconds,
-        soak_interval=options.soak_interval,
-        audit_args=remote_args(options.run),
-        inputs=urls,
-        input_args=tuple(shipped.args()),
+    expires = int(options.soak_seconds + timing.command_margin + timing.ssm_timeout + timing.running_timeout)
+    collector_plan = ssm_ops.collector_plan(
+        options.run, soak_seconds=options.soak_seconds, soak_interval=options.soak_interval
     )
     instance_id: str | None = None
     command_id: str | None = None
@@ -255,6 +235,24 @@ def _launch(
         ec2_ops.wait_running(clients.ec2, instance_id, poll=timing.poll, timeout=timing.running_timeout)
         progress.phase("waiting for SSM", instance_id)
         ssm_ops.wait_online(clients.ssm, instance_id, timeout=timing.ssm_timeout, poll=timing.poll)
+        plan = ssm_ops.RemotePlan(
+            run_id=run_id,
+            bucket=options.report_bucket,
+            prefix=options.report_prefix,
+            bucket_region=image.region,
+            version=options.version,
+            collector_plan=collector_plan,
+            uploads=(
+                (
+                    instance_id,
+                    bundle_url(
+                        clients, options.report_bucket, options.report_prefix, run_id, instance_id, expires
+                    ),
+                ),
+            ),
+            soak_seconds=options.soak_seconds,
+            soak_interval=options.soak_interval,
+        )
         progress.phase("auditing" if not plan.soak_seconds else "auditing and soaking", instance_id)
         command_id = ssm_ops.send(clients.ssm, plan, instance_ids=[instance_id])
         started = datetime.now(UTC)
@@ -275,11 +273,11 @@ def _launch(
             on_poll=show,
         )
         finished = True
-        progress.phase("collecting", f"s3://{plan.bucket}/{plan.key(instance_id, '')}")
-        parts = ssm_ops.fetch_reports(clients.s3, plan, instance_id, invocation)
-        labelled = [
-            ("soak" if "soak" in p.get("scopes", []) else "audit", report_from_dict(p)) for p in parts
-        ]
+        progress.phase("collecting", f"s3://{plan.bucket}/{plan.key(instance_id, ssm_ops.BUNDLE)}")
+        with tempfile.TemporaryDirectory(prefix="imagelint-run-") as scratch:
+            bundle = ssm_ops.fetch_bundle(clients.s3, plan, instance_id, invocation, Path(scratch))
+            progress.phase("analysing", f"{bundle.stat().st_size:,} bytes from {instance_id}")
+            labelled = ssm_ops.analyse_bundle(bundle, options.run)
         report = merge(labelled, {"kind": "ami", "path": image.image_id})
         report.target["instance_id"] = instance_id
         return report
@@ -348,54 +346,12 @@ def _volume(
                 progress.log(f"deleted {volume_id}")
 
 
-def remote_args(run: RunOptions) -> tuple[str, ...]:
-    """The command-line options the instance's imagelint runs with (shared by `ami` and `fleet`)."""
-    args: list[str] = []
-    if run.fail_on:
-        args += ["--fail-on", run.fail_on]
-    for s in run.select:
-        args += ["--select", s]
-    for s in run.ignore:
-        args += ["--ignore", s]
-    return tuple(args)
-
-
-def ship_inputs(
-    clients: Clients, run: RunOptions, bucket: str, prefix: str, run_id: str, *, expires: int
-) -> tuple[Inputs, tuple[tuple[str, str], ...]]:
-    """Upload the local config and rule packs under the run's ``input/`` prefix (before SendCommand);
-    returns what was shipped and the (relative path, presigned URL) pairs for the instance script."""
-    from imagelint.aws import inputs as inputs_ops
-
-    shipped = inputs_ops.collect(run.config_path, run.extra_rules)
-    return shipped, inputs_ops.upload(clients.s3, shipped, bucket, prefix, run_id, expires=expires)
-
-
-def _install_url(clients: Clients, options: AmiOptions, run_id: str) -> str | None:
-    """--install-from: an s3:// wheel, or a local wheel uploaded next to the reports; a presigned URL
-    lets the instance download it without the AWS CLI."""
-    source = options.install_from
-    if not source:
-        return None
-    if source.startswith("s3://"):
-        bucket, _, key = source[5:].partition("/")
-        if not bucket or not key:
-            raise UsageError(f"--install-from {source!r}: use s3://BUCKET/KEY.whl")
-    else:
-        wheel = Path(source)
-        if not wheel.is_file() or wheel.suffix != ".whl":
-            raise UsageError(f"--install-from {source!r}: not a wheel file (or give s3://BUCKET/KEY.whl)")
-        assert options.report_bucket
-        bucket, key = options.report_bucket, f"{options.report_prefix}{run_id}/{wheel.name}"
-        call(clients.s3.put_object, Bucket=bucket, Key=key, Body=wheel.read_bytes())
-    return str(
-        call(
-            clients.s3.generate_presigned_url,
-            ClientMethod="get_object",
-            Params={"Bucket": bucket, "Key": key},
-            ExpiresIn=int(options.soak_seconds + options.timing.command_margin + options.timing.ssm_timeout),
-        )
-    )
+def bundle_url(
+    clients: Clients, bucket: str, prefix: str, run_id: str, instance_id: str, expires: int
+) -> str:
+    """The presigned PUT URL an instance uploads its bundle to (SigV4, in the bucket's region)."""
+    key = f"{prefix}{run_id}/{instance_id}/{ssm_ops.BUNDLE}"
+    return str(clients.presigner(bucket).put_url(key, max(1, expires)))
 
 
 def _record(

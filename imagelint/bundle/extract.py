@@ -22,6 +22,7 @@ empty placeholders, so that listings show them, and are marked so that reading t
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import gzip
 import os
@@ -109,10 +110,8 @@ def _open_parent(base_fd: int, parts: list[str], name: str, where: str) -> int:
     fd = os.dup(base_fd)
     try:
         for part in parts[:-1]:
-            try:
+            with contextlib.suppress(FileExistsError):
                 os.mkdir(part, 0o700, dir_fd=fd)
-            except FileExistsError:
-                pass
             try:
                 nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
             except OSError as exc:

@@ -363,13 +363,6 @@ def ami(
         str, typer.Option("--soak", help="Soak length on the instance (0 = no soak): 90s, 10m.")
     ] = "10m",
     soak_interval: Annotated[str, typer.Option("--soak-interval")] = "5s",
-    install_from: Annotated[
-        str | None,
-        typer.Option(
-            "--install-from",
-            help="s3://BUCKET/KEY.whl or a local wheel (default: imagelint==VERSION from PyPI).",
-        ),
-    ] = None,
     tag: Annotated[bool, typer.Option("--tag", help="Tag the verdict on the AMI and its snapshots.")] = False,
     on_fail: Annotated[
         str, typer.Option("--on-fail", help="deregister|deprecate|none, on a fail verdict.")
@@ -430,7 +423,6 @@ def ami(
         launch=LaunchSettings(instance_type, subnet, tuple(security_groups or ()), instance_profile),
         soak_seconds=parse_duration(soak, "--soak", allow_zero=True),
         soak_interval=parse_duration(soak_interval, "--soak-interval"),
-        install_from=install_from,
         tag=tag,
         on_fail=on_fail,
         timing=Timing(poll=interval, ssm_timeout=parse_duration(ssm_timeout, "--ssm-timeout")),
