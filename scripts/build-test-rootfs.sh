@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Build (once) a real Debian bookworm root filesystem for imagelint's tests and benchmarks.
 #
-# Usage: scripts/build-test-rootfs.sh [--flavour minimal|cloud] [DEST]
+# Usage: scripts/build-test-rootfs.sh [--flavour minimal|cloud|instance] [DEST]
 #   minimal  debootstrap minbase with systemd, dbus, openssh-server and cron (the default)
+#   instance the minimal tree plus curl (a stock cloud image has curl; the remote collector's
+#            upload needs it), to boot with systemd-nspawn as a stand-in instance
 #   cloud    the minimal tree plus what cloud and Kubernetes node images carry (cloud-init,
 #            docker.io, containerd, collectd, nfs-common, chrony, rsyslog, lvm2, ...), installed
 #            the way an image build does it: `apt-get install` inside the tree, services kept from
@@ -31,7 +33,11 @@ case "$flavour" in
                sudo curl ca-certificates iproute2 ifupdown logrotate unattended-upgrades)
         name=bookworm-cloud
         ;;
-    *) echo "build-test-rootfs: unknown flavour $flavour (minimal or cloud)" >&2; exit 2 ;;
+    instance)
+        extra=(curl ca-certificates)
+        name=bookworm-instance
+        ;;
+    *) echo "build-test-rootfs: unknown flavour $flavour (minimal, cloud or instance)" >&2; exit 2 ;;
 esac
 cache="${IMAGELINT_TEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/imagelint-tests}"
 dest="${1:-$cache/$name}"

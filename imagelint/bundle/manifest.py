@@ -6,7 +6,8 @@ Lines (the path is always last, so it may hold spaces):
   ``stat``'s raw hexadecimal mode). REASON ``metadata`` (only its metadata was asked for),
   ``over-file-limit``, ``over-total-limit``, ``unreadable`` or ``special`` (FIFO, socket, device);
 - ``incomplete REASON PATH``: a directory, glob or reference list not collected in full;
-- ``unrepresentable-names N``: names with a newline, which the collector cannot list;
+- ``unrepresentable-names N``: names with a newline met (once per glob or walk that met one), which
+  the collector cannot list;
 - ``limit NAME BYTES``, ``tar RC``, ``started``/``ended`` WALL, ``root DIR``, ``collector VERSION``.
 """
 

@@ -39,6 +39,8 @@ by a collection failure, exit 94) | ``"hang"`` (the script is replaced by a long
 ends it) | ``"empty-report"`` | ``"malformed-report"`` (the uploaded ``bundle.tar.gz`` is overwritten
 after the script ran). Per instance: ``agent.faults[instance_id]`` overrides ``agent.fault`` and
 ``agent.rootfs_for[instance_id]`` overrides ``agent.rootfs`` (fleet runs with one bad instance).
+``agent.container`` (an ``nsenter`` prefix from :func:`tests.nspawn.booted`) runs the commands with
+``sh`` inside a booted image instead, with nothing of this machine in their environment.
 """
 
 from __future__ import annotations
@@ -99,6 +101,9 @@ class InstanceAgent:
         self.fault: str | None = None
         self.faults: dict[str, str | None] = {}
         self.rootfs_for: dict[str, Path] = {}
+        # an nsenter prefix into a booted container (tests/nspawn.py): the command then runs in it,
+        # with sh, with the container's own tools, systemd and journal, as on a real instance
+        self.container: list[str] | None = None
         self.invocations: dict[tuple[str, str], Invocation] = {}
         self.seen: set[str] = set()
         self.lock = threading.Lock()
@@ -199,10 +204,12 @@ class InstanceAgent:
             "AWS_SSM_INSTANCE_ID": iid,
             "NO_COLOR": "1",
         }
+        argv = ["bash", "-c", script]
+        if self.container is not None:
+            argv = [*self.container, "sh", "-c", script]
+            env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root", "AWS_SSM_INSTANCE_ID": iid}
         inv.status = "InProgress"
-        proc = subprocess.Popen(
-            ["bash", "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         inv.proc = proc
         out, err = proc.communicate()
         if self._stop.is_set():  # the environment is shutting down: its S3 may already be gone
