@@ -82,7 +82,7 @@ def _ami(env: MotoEnv, out: Path, *extra: str) -> subprocess.CompletedProcess[st
     )
 
 
-def _boot(root: Path):  # noqa: ANN202 - a context manager
+def _boot(root: Path):
     return booted(root, volatile=False, ready=lambda p: collect_live_state(prefix=p).available, timeout=120)
 
 

@@ -15,6 +15,7 @@ from imagelint.rulepacks import RulePack, Scope, builtin_pack_paths, load_packs
 from imagelint.targets import RootfsTarget
 
 PACKS = load_packs([], builtin=builtin_pack_paths())
+DEFAULT_LIMITS = Limits()
 
 
 def collect(
@@ -23,7 +24,7 @@ def collect(
     *,
     packs: list[RulePack] = PACKS,
     config: Config | None = None,
-    limits: Limits = Limits(),
+    limits: Limits = DEFAULT_LIMITS,
     env: dict[str, str] | None = None,
 ) -> Path:
     """The bundle the collector makes of ``root`` for these packs (no systemctl, no soak)."""

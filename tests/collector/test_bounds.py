@@ -131,7 +131,7 @@ def test_names_with_a_newline_are_counted_not_collected(tmp_path: Path, packs: l
     assert any("with a newline were not collected" in w.message for w in remote.warnings)
 
 
-ALLOWED = "sh mkdir readlink cat tr sort comm date mv stat tar gzip wc sleep rm".split()
+ALLOWED = "sh mkdir readlink cat tr sort comm date mv stat tar gzip wc sleep rm".split()  # noqa: SIM905
 
 
 def test_needs_only_shell_coreutils_tar_and_runs_from_a_noexec_directory(tmp_path: Path, packs: list) -> None:
