@@ -242,11 +242,12 @@ def analyse_bundle(path: Path, run: Any) -> list[tuple[str, Any]]:
 
 
 def collector_plan(run: Any, *, soak_seconds: float, soak_interval: float) -> str:
-    """plan.txt for this run: what the loaded rules read, ``systemctl show``, the soak."""
+    """plan.txt for this run: what the loaded rules read (the image, not what the boot made under
+    /run: see :func:`~imagelint.collector.plan.needs_for`), ``systemctl show``, the soak."""
     from imagelint.collector.plan import Plan, needs_for
     from imagelint.rulepacks import Scope
     from imagelint.session import prepare
 
     packs, config = prepare(run)
-    needs = needs_for(packs, config, (Scope.IMAGE, Scope.HOST, Scope.SOAK))
+    needs = needs_for(packs, config, (Scope.IMAGE, Scope.HOST, Scope.SOAK), runtime=False)
     return Plan(needs, show=True, soak_seconds=soak_seconds, soak_interval=soak_interval).text()

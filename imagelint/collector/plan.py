@@ -72,8 +72,14 @@ def _spec_needs(spec: CheckSpec) -> list[PathNeed]:
     return needs
 
 
-def needs_for(packs: list[RulePack], config: Config, scopes: tuple[Scope, ...]) -> tuple[PathNeed, ...]:
-    """The paths every rule the run would evaluate reads, once each, in a stable order."""
+def needs_for(
+    packs: list[RulePack], config: Config, scopes: tuple[Scope, ...], *, runtime: bool = True
+) -> tuple[PathNeed, ...]:
+    """The paths every rule the run would evaluate reads, once each, in a stable order.
+
+    ``runtime=False`` leaves out what a boot creates under ``/run`` (generator output, transient and
+    runtime units), keeping the volatile journal: on a throwaway instance the image is judged, as an
+    offline audit of it would judge it, and the boot's own state comes from ``systemctl show``."""
     from imagelint.engine import skip_reason
 
     seen: dict[PathNeed, None] = {}
@@ -81,6 +87,9 @@ def needs_for(packs: list[RulePack], config: Config, scopes: tuple[Scope, ...]) 
         if skip_reason(rule, config, scopes):
             continue
         for need in _spec_needs(rule.check):
-            if "\n" not in need.glob:
-                seen.setdefault(need)
+            if "\n" in need.glob:
+                continue
+            if not runtime and need.how != "journal" and (need.glob + "/").startswith("/run/"):
+                continue
+            seen.setdefault(need)
     return tuple(seen)
