@@ -52,7 +52,7 @@ def audit(target: Target, packs: list[RulePack], config: Config, settings: RunSe
     findings: list[Finding] = []
     errors: list[ReportError] = []
     for rule in (r for pack in packs for r in pack.rules):
-        skip = _skip_reason(rule, config, settings.scopes)
+        skip = skip_reason(rule, config, settings.scopes)
         severity = config.severity.get(rule.id) or config.severity.get(rule.name) or rule.severity
         result = RuleResult(
             rule.id,
@@ -145,7 +145,7 @@ def _add_baseline(report: Report, settings: RunSettings) -> None:
     )
 
 
-def _skip_reason(rule: Rule, config: Config, scopes: tuple[Scope, ...]) -> str | None:
+def skip_reason(rule: Rule, config: Config, scopes: tuple[Scope, ...]) -> str | None:
     if rule.status is RuleStatus.REMOVED:
         instead = f"; use {rule.replaced_by}" if rule.replaced_by else ""
         return f"removed since {rule.since or 'an earlier version'}{instead}"

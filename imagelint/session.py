@@ -105,6 +105,14 @@ def run_audit(
     """``live``: audit the running host (root must be /): its files as an image, plus the host-scope
     rules on the service manager's unit state (one batched ``systemctl show``)."""
     journal = journal or JournalOptions()
+    from imagelint.bundle.run import is_bundle
+
+    if is_bundle(root):  # a bundle from the remote collector: --live follows from what it holds
+        from imagelint.bundle.run import audit_bundle
+
+        packs, config = prepare(options)
+        config.require_journal = journal.require or config.require_journal
+        return publish(audit_bundle(root, packs, config), options)
     if live and root.resolve() != Path("/"):
         raise UsageError(f"--live audits the running host: give / as the root (or none), not {root}")
     packs, config = prepare(options)

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Build (once) a real Debian bookworm root filesystem for imagelint's tests and benchmarks.
 #
-# Usage: scripts/build-test-rootfs.sh [--flavour minimal|twin|cloud|vendor] [DEST]
+# Usage: scripts/build-test-rootfs.sh [--flavour minimal|twin|cloud|vendor|instance] [DEST]
 #   minimal  debootstrap minbase with systemd, dbus, openssh-server and cron (the default)
 #   twin     a second, independent debootstrap of the same suite and package list (for the test
 #            that two builds of one recipe differ in no unit)
+#   instance the minimal tree plus curl (a stock cloud image has curl; the remote collector's
+#            upload needs it), to boot with systemd-nspawn as a stand-in instance
 #   cloud    the minimal tree plus what cloud and Kubernetes node images carry (cloud-init,
 #            docker.io, containerd, collectd, nfs-common, chrony, rsyslog, lvm2, ...), installed
 #            the way an image build does it: `apt-get install` inside the tree, services kept from
@@ -36,11 +38,15 @@ case "$flavour" in
                sudo curl ca-certificates iproute2 ifupdown logrotate unattended-upgrades)
         name=bookworm-cloud
         ;;
+    instance)
+        extra=(curl ca-certificates)
+        name=bookworm-instance
+        ;;
     vendor)
         extra=(prometheus-node-exporter)
         name=bookworm-vendor
         ;;
-    *) echo "build-test-rootfs: unknown flavour $flavour (minimal, twin, cloud or vendor)" >&2; exit 2 ;;
+    *) echo "build-test-rootfs: unknown flavour $flavour (minimal, twin, cloud, vendor or instance)" >&2; exit 2 ;;
 esac
 cache="${IMAGELINT_TEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/imagelint-tests}"
 dest="${1:-$cache/$name}"

@@ -4,9 +4,10 @@ Before anything launches: the credentials must last the run (``--role-arn`` give
 ones, :mod:`imagelint.aws.credentials`) and the pre-flight checks (:func:`preflight`) pass.
 Launch mode (default), per AMI: describe and check the image → launch one throwaway instance
 (IMDSv2 required, terminates on shutdown, tagged ``imagelint:run=<run id>`` with its volumes) →
-wait until running and Online in SSM → send the imagelint script (:mod:`imagelint.aws.ssm`) → wait
-for it (soak included; the local config and ``--rules`` packs are shipped through S3 first, see
-:mod:`imagelint.aws.inputs`) → read the reports from S3 → terminate. Volume mode: create a volume from the
+wait until running and Online in SSM → send the POSIX-shell collector (:mod:`imagelint.aws.ssm`,
+:mod:`imagelint.collector`): it gathers what the loaded rules read, ``systemctl show`` and the soak's
+samples into a bundle and uploads it to a presigned URL → download the bundle and analyse it here,
+with the local config and packs (:mod:`imagelint.bundle`) → terminate. Volume mode: create a volume from the
 root snapshot in this runner's zone, attach, mount read-only, audit offline, unmount, detach, delete.
 Snapshot mode (the offline mode to use; volume mode stays for accounts that forbid the EBS direct
 APIs): read the root snapshot in place through the EBS direct APIs (:mod:`imagelint.aws.snapshot`),
@@ -27,6 +28,7 @@ import dataclasses
 import hashlib
 import json
 import signal
+import tempfile
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -38,14 +40,13 @@ from imagelint.aws import ec2 as ec2_ops
 from imagelint.aws import ssm as ssm_ops
 from imagelint.aws.clients import Clients, default_region
 from imagelint.aws.errors import AwsError, call, paginate
-from imagelint.aws.inputs import Inputs
 from imagelint.aws.merge import merge
 from imagelint.aws.progress import Progress
 from imagelint.aws.s3urls import run_expiry
 from imagelint.aws.snapshot import SnapshotSettings
 from imagelint.aws.volume import Ec2VolumeHost, VolumeHost, device_slot
 from imagelint.errors import ExitCode, ImageLintError, UsageError
-from imagelint.report import Report, Verdict, report_from_dict
+from imagelint.report import Report, Verdict
 from imagelint.report.verdict import decide
 from imagelint.session import RunOptions, prepare, publish
 
@@ -61,7 +62,7 @@ class Timing:
     poll: float = 5.0
     running_timeout: float = 600.0
     ssm_timeout: float = 600.0
-    command_margin: float = 900.0  # on top of the soak: install, audit, upload
+    command_margin: float = 900.0  # on top of the soak: collection and upload
 
 
 @dataclass
@@ -75,7 +76,6 @@ class AmiOptions:
     launch: ec2_ops.LaunchSettings = field(default_factory=ec2_ops.LaunchSettings)
     soak_seconds: float = 0.0
     soak_interval: float = 5.0
-    install_from: str | None = None  # s3://bucket/key.whl or a local wheel; None = PyPI pin
     version: str = __version__
     tag: bool = False
     on_fail: str = "none"
@@ -247,26 +247,19 @@ def _launch(
 ) -> Report:
     timing = options.timing
     assert options.report_bucket
-    shipped, urls = ship_inputs(
-        clients,
-        options.run,
-        options.report_bucket,
-        options.report_prefix,
-        run_id,
-        expires=run_expiry(per_wave=options.per_image_seconds()),
-    )
+    expires = run_expiry(per_wave=options.per_image_seconds())
     plan = ssm_ops.RemotePlan(
         run_id=run_id,
         bucket=options.report_bucket,
         prefix=options.report_prefix,
         bucket_region=image.region,
         version=options.version,
-        install_url=_install_url(clients, options, run_id),
+        collector_plan=ssm_ops.collector_plan(
+            options.run, soak_seconds=options.soak_seconds, soak_interval=options.soak_interval
+        ),
+        uploads=(),  # the instance's upload URL, once it has an id
         soak_seconds=options.soak_seconds,
         soak_interval=options.soak_interval,
-        audit_args=remote_args(options.run),
-        inputs=urls,
-        input_args=tuple(shipped.args()),
     )
     instance_type = preflight(clients, image, options, plan)
     launch = dataclasses.replace(options.launch, instance_type=instance_type)
@@ -288,6 +281,8 @@ def _launch(
             raise ssm_ops.NoReportError(
                 f"{exc}; console output: {console}" if console else f"{exc}; no console output yet"
             ) from None
+        url = bundle_url(clients, options.report_bucket, options.report_prefix, run_id, instance_id, expires)
+        plan = dataclasses.replace(plan, uploads=((instance_id, url),))
         progress.phase("auditing" if not plan.soak_seconds else "auditing and soaking", instance_id)
         command_id = ssm_ops.send(clients.ssm, plan, instance_ids=[instance_id])
         started = datetime.now(UTC)
@@ -308,11 +303,11 @@ def _launch(
             on_poll=show,
         )
         finished = True
-        progress.phase("collecting", f"s3://{plan.bucket}/{plan.key(instance_id, '')}")
-        parts = ssm_ops.fetch_reports(clients.s3, plan, instance_id, invocation)
-        labelled = [
-            ("soak" if "soak" in p.get("scopes", []) else "audit", report_from_dict(p)) for p in parts
-        ]
+        progress.phase("collecting", f"s3://{plan.bucket}/{plan.key(instance_id, ssm_ops.BUNDLE)}")
+        with tempfile.TemporaryDirectory(prefix="imagelint-run-") as scratch:
+            bundle = ssm_ops.fetch_bundle(clients.s3, plan, instance_id, invocation, Path(scratch))
+            progress.phase("analysing", f"{bundle.stat().st_size:,} bytes from {instance_id}")
+            labelled = ssm_ops.analyse_bundle(bundle, options.run)
         report = merge(labelled, {"kind": "ami", "path": image.image_id})
         report.target["instance_id"] = instance_id
         return report
@@ -405,48 +400,12 @@ def _root_snapshot(image: ec2_ops.ImageInfo) -> str:
     return image.root_snapshot
 
 
-def remote_args(run: RunOptions) -> tuple[str, ...]:
-    """The command-line options the instance's imagelint runs with (shared by `ami` and `fleet`)."""
-    args: list[str] = []
-    if run.fail_on:
-        args += ["--fail-on", run.fail_on]
-    for s in run.select:
-        args += ["--select", s]
-    for s in run.ignore:
-        args += ["--ignore", s]
-    return tuple(args)
-
-
-def ship_inputs(
-    clients: Clients, run: RunOptions, bucket: str, prefix: str, run_id: str, *, expires: int
-) -> tuple[Inputs, tuple[tuple[str, str], ...]]:
-    """Upload the local config and rule packs under the run's ``input/`` prefix (before SendCommand);
-    returns what was shipped and the (relative path, presigned URL) pairs for the instance script."""
-    from imagelint.aws import inputs as inputs_ops
-
-    shipped = inputs_ops.collect(run.config_path, run.extra_rules)
-    signer = clients.presigner(bucket) if shipped.files else None
-    return shipped, inputs_ops.upload(clients.s3, signer, shipped, bucket, prefix, run_id, expires=expires)
-
-
-def _install_url(clients: Clients, options: AmiOptions, run_id: str) -> str | None:
-    """--install-from: an s3:// wheel, or a local wheel uploaded next to the reports; a presigned URL
-    lets the instance download it without the AWS CLI."""
-    source = options.install_from
-    if not source:
-        return None
-    if source.startswith("s3://"):
-        bucket, _, key = source[5:].partition("/")
-        if not bucket or not key:
-            raise UsageError(f"--install-from {source!r}: use s3://BUCKET/KEY.whl")
-    else:
-        wheel = Path(source)
-        if not wheel.is_file() or wheel.suffix != ".whl":
-            raise UsageError(f"--install-from {source!r}: not a wheel file (or give s3://BUCKET/KEY.whl)")
-        assert options.report_bucket
-        bucket, key = options.report_bucket, f"{options.report_prefix}{run_id}/{wheel.name}"
-        call(clients.s3.put_object, Bucket=bucket, Key=key, Body=wheel.read_bytes())
-    return str(clients.presigner(bucket).get_url(key, run_expiry(per_wave=options.per_image_seconds())))
+def bundle_url(
+    clients: Clients, bucket: str, prefix: str, run_id: str, instance_id: str, expires: int
+) -> str:
+    """The presigned PUT URL an instance uploads its bundle to (SigV4, in the bucket's region)."""
+    key = f"{prefix}{run_id}/{instance_id}/{ssm_ops.BUNDLE}"
+    return str(clients.presigner(bucket).put_url(key, max(1, expires)))
 
 
 def _store(clients: Clients, checked: Checked, options: AmiOptions, body: bytes, progress: Progress) -> None:

@@ -9,18 +9,21 @@ and one verdict, decided by :func:`imagelint.report.verdict.decide` on every ins
 An instance that sent no usable report (its command failed, was cancelled at the deadline, or SSM
 stopped it at ``MaxErrors``) gets a row with verdict ``inconclusive``, its
 command status and the reason as an error; the fleet's verdict is then ``inconclusive`` (exit 3)
-unless another instance fails (exit 1: a fail is never hidden by an unreadable part). The local
-config and rule packs are shipped to every instance as in ``imagelint ami``
-(:mod:`imagelint.aws.inputs`).
+unless another instance fails (exit 1: a fail is never hidden by an unreadable part). Each
+instance runs the collector and uploads a bundle; the runner analyses every bundle with the local
+config and rule packs (:mod:`imagelint.bundle.run`). The tagged instances are listed before the
+command is sent, each with its own presigned upload URL.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from imagelint import __version__
 from imagelint.aws import ssm as ssm_ops
@@ -29,7 +32,7 @@ from imagelint.aws.errors import AwsError, call
 from imagelint.aws.merge import empty_report, merge
 from imagelint.aws.progress import Progress
 from imagelint.errors import UsageError
-from imagelint.report import Report, Verdict, report_from_dict
+from imagelint.report import Report, Verdict
 from imagelint.session import RunOptions, prepare, publish
 
 
@@ -84,20 +87,11 @@ class FleetTiming:
 
 def timing(clients: Clients, target: dict[str, object], options: FleetOptions) -> FleetTiming:
     """Count the targets (running instances with the tag) and size the run's waves."""
-    from imagelint.aws.errors import paginate
+    return sized(len(_tagged_instances(clients, target)), options)
 
-    values = target["Values"]
-    assert isinstance(values, list)
-    pages = paginate(
-        clients.ec2,
-        "describe_instances",
-        "Reservations",
-        Filters=[
-            {"Name": str(target["Key"]), "Values": values},
-            {"Name": "instance-state-name", "Values": ["running"]},
-        ],
-    )
-    count = sum(len(r.get("Instances", [])) for r in pages)
+
+def sized(count: int, options: FleetOptions) -> FleetTiming:
+    """The waves ``count`` targets run in (SSM's MaxConcurrency at a time), and each wave's length."""
     waves = math.ceil(max(1, count) / concurrency_of(options.max_concurrency, max(1, count)))
     return FleetTiming(count, waves, options.soak_seconds + options.timeout_margin)
 
@@ -110,11 +104,13 @@ def run_fleet(options: FleetOptions) -> Verdict:
     region = default_region(options.region)
     clients = Clients(region)
     from imagelint.aws import credentials, preflight
-    from imagelint.aws.command import remote_args, ship_inputs
+    from imagelint.aws.command import bundle_url
     from imagelint.aws.s3urls import run_expiry
 
     run_id = str(uuid.uuid4())
-    sizes = timing(clients, target, options)
+    # the instances the tag names now: each gets its own upload URL (one that joins later has none)
+    targets = _tagged_instances(clients, target)
+    sizes = sized(len(targets), options)
     expires = run_expiry(targets=sizes.waves, per_wave=sizes.wave_seconds)
     preflight.check_execution_timeout(int(options.soak_seconds) + 900)
     preflight.check_bucket(
@@ -125,25 +121,21 @@ def run_fleet(options: FleetOptions) -> Verdict:
     )
     clients.get("s3")  # the session exists from here
     credentials.check_lifetime(clients.session, expires + 600, role=False)
-    shipped, urls = ship_inputs(
-        clients,
-        options.run,
-        options.report_bucket,
-        options.report_prefix,
-        run_id,
-        expires=expires,
-    )
     plan = ssm_ops.RemotePlan(
         run_id=run_id,
         bucket=options.report_bucket,
         prefix=options.report_prefix,
         bucket_region=region,
         version=options.version,
+        collector_plan=ssm_ops.collector_plan(
+            options.run, soak_seconds=options.soak_seconds, soak_interval=options.soak_interval
+        ),
+        uploads=tuple(
+            (iid, bundle_url(clients, options.report_bucket, options.report_prefix, run_id, iid, expires))
+            for iid in targets
+        ),
         soak_seconds=options.soak_seconds,
         soak_interval=options.soak_interval,
-        audit_args=remote_args(options.run),
-        inputs=urls,
-        input_args=tuple(shipped.args()),
     )
     with Progress(interactive=options.interactive) as progress:
         progress.phase("sending", f"{options.target} in {region} (run {plan.run_id})")
@@ -176,9 +168,25 @@ def run_fleet(options: FleetOptions) -> Verdict:
             raise
         progress.phase("collecting", f"s3://{plan.bucket}/{plan.prefix}{plan.run_id}/")
         invocations = _invocations(clients, command_id)
-        report = _combine(clients, plan, command_id, invocations, options.target)
+        report = _combine(clients, plan, command_id, invocations, options.target, options.run)
         progress.log(f"{len(invocations)} instance(s): {report.verdict.value}")
     return publish(report, options.run)
+
+
+def _tagged_instances(clients: Clients, target: dict[str, object]) -> list[str]:
+    """Running instances with the target's tag (SSM sends only to running, managed ones), sorted."""
+    from imagelint.aws.errors import paginate
+
+    pages = paginate(
+        clients.ec2,
+        "describe_instances",
+        "Reservations",
+        Filters=[
+            {"Name": str(target["Key"]), "Values": target["Values"]},
+            {"Name": "instance-state-name", "Values": ["running"]},
+        ],
+    )
+    return sorted(i["InstanceId"] for r in pages for i in r.get("Instances", []))
 
 
 def _invocations(clients: Clients, command_id: str) -> list[dict[str, object]]:
@@ -204,6 +212,7 @@ def _combine(
     command_id: str,
     invocations: list[dict[str, object]],
     selector: str,
+    run: RunOptions,
 ) -> Report:
     target = {"kind": "fleet", "path": selector, "run_id": plan.run_id}
     if not invocations:
@@ -213,12 +222,15 @@ def _combine(
     for invocation in sorted(invocations, key=lambda i: str(i.get("InstanceId"))):
         iid = str(invocation["InstanceId"])
         try:
-            remote = ssm_ops.fetch_reports(
-                clients.s3, plan, iid, functools.partial(_details, clients, command_id, dict(invocation))
-            )
-            labelled = [
-                ("soak" if "soak" in r.get("scopes", []) else "audit", report_from_dict(r)) for r in remote
-            ]
+            with tempfile.TemporaryDirectory(prefix="imagelint-fleet-") as scratch:
+                bundle = ssm_ops.fetch_bundle(
+                    clients.s3,
+                    plan,
+                    iid,
+                    functools.partial(_details, clients, command_id, dict(invocation)),
+                    Path(scratch),
+                )
+                labelled = ssm_ops.analyse_bundle(bundle, run)
             one = merge(labelled, {"kind": "host", "path": iid}, instance_id=iid)
         except ssm_ops.NoReportError as exc:
             one = empty_report({"kind": "host", "path": iid}, str(exc))

@@ -1,143 +1,103 @@
-"""SSM side: wait for the agent, send the imagelint script, wait for it, read the reports from S3.
+"""SSM side: wait for the agent, send the collector, wait for it, fetch the bundle from S3.
 
-The script (:func:`remote_script`) runs on the instance as root under ``AWS-RunShellScript``:
+The instance only answers (the InSpec "train" model): the ``commands`` of ``AWS-RunShellScript``
+(:func:`remote_script`) write the collector (``imagelint/collector/collect.sh``) and its plan
+(:mod:`imagelint.collector.plan`: the paths the loaded rules read, ``systemctl show``, the soak)
+into a fresh work directory (``mktemp -d`` under ``$TMPDIR``, else ``/var/tmp``), run it as
+``sh collect.sh DIR`` (never executing a file there, so a ``noexec`` mount is fine), and upload
+the bundle with ``curl -T`` to a presigned PUT URL (SigV4, the bucket's region:
+:mod:`imagelint.aws.s3urls`) at ``s3://BUCKET/PREFIX<run id>/<instance id>/bundle.tar.gz``. On the
+instance: a POSIX shell, coreutils, tar (gzip when present), systemctl and curl; no Python, no
+package, no internet but S3.
 
-1. installs imagelint into a fresh venv (pinned version from PyPI, or a wheel given by a presigned
-   URL), unless ``IL`` (path of an installed ``imagelint``) and ``PY`` (its Python) are already set;
-2. downloads the run's shipped config and rule packs (:mod:`imagelint.aws.inputs`, uploaded to
-   ``s3://BUCKET/PREFIX<run id>/input/``) through presigned URLs into the work directory (exit 91
-   when it cannot);
-3. runs ``imagelint audit / --live`` and, when a soak is asked for, ``imagelint soak``, each writing
-   its JSON report into a work directory (text output goes to stdout, which SSM caps at 24,000
-   characters: stdout is for people, the reports are for the CLI), both with ``-c`` / ``-r`` for the
-   shipped files, so the local run's waivers, expected units, parameters and packs apply;
-4. uploads ``audit.json``, ``soak.json`` and ``status.json`` (the exit codes) with boto3 (an
-   imagelint dependency, so present in its venv) to
-   ``s3://BUCKET/PREFIX<run id>/<instance id>/``; the instance id comes from
-   ``AWS_SSM_INSTANCE_ID``, which the SSM agent sets for every command.
+The runner downloads the bundle and runs the engine on it locally (:mod:`imagelint.bundle.run`)
+with the local config and rule packs, so nothing needs shipping to the instance. The script exits
+0 once the bundle is uploaded, whatever the image's verdict; 93 when it has no work directory, 94
+when collection failed, 92 when the upload failed, 95 when it has no upload URL for its instance
+id (a fleet instance that joined the target after the run started): then the run is inconclusive.
 
-The script exits 0 once the reports are uploaded, whatever the verdict (the verdict is in the
-reports; a failing image must not count as an SSM error against ``--max-errors``), and 90-93 when
-it could not install, run or upload: then the CLI has no report and the run is inconclusive.
+In tests, ``IL_ROOT`` makes the collector read a directory instead of ``/`` and an empty
+``IL_LIVE`` leaves out ``systemctl show`` (the stand-in machine is not the booted image).
 """
 
 from __future__ import annotations
 
-import json
 import shlex
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from imagelint.aws.errors import AwsError, call, missing_object
 from imagelint.errors import ExitCode, ImageLintError
 
 TERMINAL = {"Success", "Failed", "Cancelled", "TimedOut", "Undeliverable", "Terminated", "DeliveryTimedOut"}
-REPORT_FILES = ("audit.json", "soak.json")
+BUNDLE = "bundle.tar.gz"
+MAX_BUNDLE = 1536 * 1024 * 1024  # bytes downloaded at most
+_EOF = "IMAGELINT_COLLECTOR_EOF"
 
 
 class NoReportError(ImageLintError):
-    """The instance never produced a usable report: inconclusive."""
+    """The instance never produced a usable bundle: inconclusive."""
 
     exit_code = ExitCode.INCONCLUSIVE
 
 
 @dataclass(frozen=True)
 class RemotePlan:
-    """What runs on the instance and where its reports go."""
+    """What runs on the instance and where its bundle goes."""
 
     run_id: str
     bucket: str
     prefix: str  # ends with "/" or is empty
     bucket_region: str
     version: str
-    install_url: str | None = None  # presigned URL of a wheel; None = the pinned version from PyPI
+    collector_plan: str = ""  # plan.txt for collect.sh
+    uploads: tuple[tuple[str, str], ...] = ()  # (instance id, presigned PUT URL of its bundle)
     soak_seconds: float = 0.0
     soak_interval: float = 5.0
-    audit_args: tuple[str, ...] = ()  # e.g. --fail-on, --select, passed to both commands
-    inputs: tuple[tuple[str, str], ...] = ()  # shipped files: (path relative to input/, presigned URL)
-    input_args: tuple[tuple[str, str], ...] = ()  # ("-c" | "-r", relative path): passed to both commands
 
     def key(self, instance_id: str, name: str) -> str:
         return f"{self.prefix}{self.run_id}/{instance_id}/{name}"
 
     @property
     def execution_timeout(self) -> int:
-        """SSM's run-time limit: the soak plus room for install, audit and upload."""
+        """SSM's run-time limit: the soak plus room for collection and upload."""
         return int(self.soak_seconds) + 900
 
 
 def remote_script(plan: RemotePlan) -> list[str]:
     """The ``commands`` of AWS-RunShellScript, one shell line each."""
+    from imagelint.collector import script_text
+
     q = shlex.quote
-    extra = " ".join([*(f'{opt} "$W/in"/{q(rel)}' for opt, rel in plan.input_args), *map(q, plan.audit_args)])
-    if plan.install_url:
-        install = (
-            f'curl -fsSL -o "$W/imagelint.whl" {q(plan.install_url)} '
-            '&& "$W/venv/bin/pip" install -q "$W/imagelint.whl"'
-        )
-    else:
-        install = f'"$W/venv/bin/pip" install -q {q("imagelint==" + plan.version)}'
     lines = [
-        f"# imagelint {plan.version} run {plan.run_id}",
+        f"# imagelint {plan.version} run {plan.run_id}: collect, upload; the analysis runs at home",
         "set -u",
-        "W=$(mktemp -d /tmp/imagelint.XXXXXX) || exit 93",
+        'W=$(mktemp -d "${TMPDIR:-/var/tmp}/imagelint.XXXXXX") || exit 93',
         'IID="${AWS_SSM_INSTANCE_ID:-$(TOKEN=$(curl -fsS -X PUT '
         '-H "X-aws-ec2-metadata-token-ttl-seconds: 60" '
         'http://169.254.169.254/latest/api/token) && curl -fsS -H "X-aws-ec2-metadata-token: $TOKEN" '
         'http://169.254.169.254/latest/meta-data/instance-id)}"',
-        'if [ -z "${IL:-}" ]; then',
-        '  python3 -m venv "$W/venv" || { echo "imagelint: python3 -m venv failed" >&2; exit 90; }',
-        f'  {install} || {{ echo "imagelint: install failed" >&2; exit 90; }}',
-        '  IL="$W/venv/bin/imagelint"; PY="$W/venv/bin/python"',
-        "fi",
-    ]
-    if plan.inputs:
-        source = f"{plan.prefix}{plan.run_id}/input/"
-        download = (
-            "import os, sys, urllib.request\n"
-            "d = sys.argv[1]\n"
-            f"for rel, url in {[list(pair) for pair in plan.inputs]!r}:\n"
-            "    path = os.path.join(d, rel)\n"
-            "    os.makedirs(os.path.dirname(path), exist_ok=True)\n"
-            "    with urllib.request.urlopen(url, timeout=60) as r, open(path, 'wb') as f:\n"
-            "        f.write(r.read())\n"
-        )
-        lines.append(
-            f'"$PY" -c {q(download)} "$W/in" || {{ echo "imagelint: could not download the config and '
-            f'rule packs from s3://{plan.bucket}/{source}" >&2; exit 91; }}'
-        )
-    lines += [
-        'cd "$W"',
-        f'"$IL" audit "${{IL_ROOT:-/}}" ${{IL_LIVE---live}} -f text -f json:"$W/audit.json" {extra}; '
-        "AUDIT=$?",
-    ]
-    if plan.soak_seconds > 0:
-        lines.append(
-            f'"$IL" soak -d {plan.soak_seconds:g}s -i {plan.soak_interval:g}s -f text -f json:"$W/soak.json" '
-            f"{extra}; SOAK=$?"
-        )
-    else:
-        lines.append("SOAK=")
-    dest = plan.prefix + plan.run_id
-    upload = (
-        "import boto3, json, os, sys\n"
-        "w, iid = sys.argv[1], sys.argv[2]\n"
-        f"s3 = boto3.client('s3', region_name={plan.bucket_region!r})\n"
-        "status = {'audit': os.environ.get('AUDIT'), 'soak': os.environ.get('SOAK') or None}\n"
-        f"for name in {list(REPORT_FILES)!r}:\n"
-        "    path = os.path.join(w, name)\n"
-        "    if os.path.exists(path):\n"
-        f"        s3.upload_file(path, {plan.bucket!r}, {dest!r} + '/' + iid + '/' + name)\n"
-        f"s3.put_object(Bucket={plan.bucket!r}, Key={dest!r} + '/' + iid + '/status.json',"
-        " Body=json.dumps(status).encode())\n"
-    )
-    lines += [
-        "export AUDIT SOAK",
-        f'"$PY" -c {q(upload)} "$W" "$IID" '
-        f'|| {{ echo "imagelint: upload to s3://{plan.bucket} failed" >&2; exit 92; }}',
-        'echo "imagelint: reports uploaded (audit exit $AUDIT${SOAK:+, soak exit $SOAK})"',
+        'case "$IID" in',
+        *(f"  {q(iid)}) URL={q(url)} ;;" for iid, url in plan.uploads),
+        '  *) echo "imagelint: no upload URL for instance $IID in run ' + plan.run_id + '" >&2; exit 95 ;;',
+        "esac",
+        f"cat > \"$W/collect.sh\" <<'{_EOF}'",
+        *script_text().splitlines(),
+        _EOF,
+        f"cat > \"$W/plan.txt\" <<'{_EOF}'",
+        *plan.collector_plan.splitlines(),
+        _EOF,
+        '[ -z "${IL_ROOT:-}" ] || printf \'root %s\\n\' "$IL_ROOT" >> "$W/plan.txt"',
+        '[ -n "${IL_LIVE-x}" ] || echo "show 0" >> "$W/plan.txt"',
+        'BUNDLE=$(sh "$W/collect.sh" "$W") || '
+        '{ echo "imagelint: collection failed" >&2; rm -rf "$W"; exit 94; }',
+        'curl -fsS --retry 3 -T "$BUNDLE" "$URL" || '
+        f'{{ echo "imagelint: upload to s3://{plan.bucket} failed" >&2; rm -rf "$W"; exit 92; }}',
+        'echo "imagelint: bundle uploaded ($(wc -c < "$BUNDLE") bytes)"',
         'rm -rf "$W"',
         "exit 0",
     ]
@@ -234,38 +194,23 @@ def cancel(ssm: Any, command_id: str, instance_ids: list[str] | None = None) -> 
         pass  # best effort: the instance is terminated next anyway
 
 
-def fetch_reports(
+def fetch_bundle(
     s3: Any,
     plan: RemotePlan,
     instance_id: str,
     invocation: dict[str, Any] | Callable[[], dict[str, Any]],
-) -> list[dict[str, Any]]:
-    """The instance's JSON reports from S3; NoReportError (inconclusive) when none is usable.
-
-    ``invocation`` (``GetCommandInvocation``'s reply, or a function that fetches it only when the
-    reports are missing) gives the status, exit code and stderr for the error message."""
-    found: list[dict[str, Any]] = []
-    expected = ["audit.json"] + (["soak.json"] if plan.soak_seconds > 0 else [])
-    problems: list[str] = []
-    for name in expected:
-        key = plan.key(instance_id, name)
-        try:
-            body = call(s3.get_object, Bucket=plan.bucket, Key=key)["Body"].read()
-        except AwsError as exc:
-            if missing_object(exc):  # 404, or 403 without s3:ListBucket: not uploaded
-                problems.append(f"the instance did not upload {name}")
-                continue
+    directory: Path,
+) -> Path:
+    """Download the instance's bundle into ``directory``; NoReportError (inconclusive) when there is
+    none. ``invocation`` (``GetCommandInvocation``'s reply, or a function that fetches it only when
+    needed) gives the status, exit code and stderr for the message. Without ``s3:ListBucket`` a
+    missing object answers 403, not 404: either way the instance did not upload."""
+    key = plan.key(instance_id, BUNDLE)
+    try:
+        reply = call(s3.get_object, Bucket=plan.bucket, Key=key)
+    except AwsError as exc:
+        if not missing_object(exc):  # 404, or 403 without s3:ListBucket: not uploaded
             raise
-        try:
-            data = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
-            problems.append(f"{name} is not JSON ({len(body)} bytes)")
-            continue
-        if not _looks_like_report(data):
-            problems.append(f"{name} is not an imagelint report")
-            continue
-        found.append(data)
-    if problems:
         if callable(invocation):
             invocation = invocation()
         status = invocation.get("Status", "?")
@@ -273,17 +218,39 @@ def fetch_reports(
         stderr = " ".join(str(invocation.get("StandardErrorContent", "")).split())[-300:]
         detail = f"; stderr: {stderr}" if stderr else ""
         raise NoReportError(
-            f"{instance_id} did not report ({', '.join(problems)} at s3://{plan.bucket}/"
-            f"{plan.key(instance_id, '')}); command {status}, exit code {code}{detail}"
-        )
-    return found
+            f"{instance_id} did not upload its bundle (no s3://{plan.bucket}/{key}); "
+            f"command {status}, exit code {code}{detail}"
+        ) from None
+    size = int(reply.get("ContentLength") or 0)
+    if size > MAX_BUNDLE:
+        raise NoReportError(f"{instance_id}: its bundle is {size:,} bytes, over {MAX_BUNDLE:,}; not read")
+    path = Path(tempfile.mkstemp(prefix=f"{instance_id}-", suffix=".tar.gz", dir=directory)[1])
+    got = 0
+    with path.open("wb") as out:
+        for chunk in iter(lambda: reply["Body"].read(1 << 20), b""):
+            got += len(chunk)
+            if got > MAX_BUNDLE:
+                raise NoReportError(f"{instance_id}: its bundle is over {MAX_BUNDLE:,} bytes; not read")
+            out.write(chunk)
+    return path
 
 
-def _looks_like_report(data: Any) -> bool:
-    return (
-        isinstance(data, dict)
-        and data.get("verdict") in ("pass", "fail", "inconclusive")
-        and isinstance(data.get("findings"), list)
-        and isinstance(data.get("rules"), list)
-        and isinstance(data.get("target"), dict)
-    )
+def analyse_bundle(path: Path, run: Any) -> list[tuple[str, Any]]:
+    """("audit", report) and ("soak", report) of a downloaded bundle, with the local config and packs."""
+    from imagelint.bundle.run import bundle_reports
+    from imagelint.session import prepare
+
+    packs, config = prepare(run)
+    return bundle_reports(path, packs, config)
+
+
+def collector_plan(run: Any, *, soak_seconds: float, soak_interval: float) -> str:
+    """plan.txt for this run: what the loaded rules read (the image, not what the boot made under
+    /run: see :func:`~imagelint.collector.plan.needs_for`), ``systemctl show``, the soak."""
+    from imagelint.collector.plan import Plan, needs_for
+    from imagelint.rulepacks import Scope
+    from imagelint.session import prepare
+
+    packs, config = prepare(run)
+    needs = needs_for(packs, config, (Scope.IMAGE, Scope.HOST, Scope.SOAK), runtime=False)
+    return Plan(needs, show=True, soak_seconds=soak_seconds, soak_interval=soak_interval).text()

@@ -36,6 +36,20 @@ class Observation:
         }
 
 
+@dataclass(frozen=True)
+class PathNeed:
+    """An image path or glob a check kind reads, declared so that a remote collector gathers it.
+
+    ``how``: ``content`` (the matches with their content), ``metadata`` (lstat only), ``tree`` (the
+    matches and everything below them, metadata), ``tree-content`` (the same with content),
+    ``journal`` (a tree of journal files, with the journal size cap), ``sshd`` (the file and what its
+    ``Include`` lines name), ``unit-references`` (every absolute path the collected unit files name).
+    """
+
+    glob: str
+    how: str = "content"
+
+
 class NotApplicable(Exception):
     """Raised by a check whose subject is absent from the target (no sshd installed, no journal kept)."""
 
@@ -166,6 +180,10 @@ class CheckKind(ABC):
     parameters: ClassVar[dict[str, Any]]  # JSON Schema "properties" of the parameters
     required: ClassVar[tuple[str, ...]] = ()
     variables: ClassVar[dict[str, str]] = {}  # template variables each observation provides, with meaning
+
+    def paths(self, params: dict[str, Any]) -> list[PathNeed]:
+        """The image paths this check reads with these parameters (for the remote collector)."""
+        return []
 
     def validate(self, params: dict[str, Any]) -> None:  # noqa: B027 - optional hook
         """Semantic checks beyond the schema (compile regexes...). Raise ParamError."""

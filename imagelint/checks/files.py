@@ -21,7 +21,7 @@ from typing import Any
 
 from imagelint import textmatch
 from imagelint.checks import register
-from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation, ParamError
+from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation, ParamError, PathNeed
 from imagelint.errors import ImageReadError
 from imagelint.facts.accounts import read_ids
 from imagelint.targets import FileKind, ImageStat
@@ -84,6 +84,19 @@ def _expand(ctx: CheckContext, params: dict[str, Any]) -> list[str]:
             if not any(fnmatch.fnmatchcase(path, ex) for ex in excluded):
                 seen.setdefault(path)
     return list(seen)
+
+
+def declared(params: dict[str, Any], how: str, tree_how: str = "tree") -> list[PathNeed]:
+    """``paths`` as collector needs: a glob with ``**`` becomes a tree below its fixed part."""
+    needs = []
+    for pattern in params["paths"]:
+        parts = pattern.split("/")
+        if "**" in parts:
+            top = "/".join(parts[: parts.index("**")]) or "/"
+            needs.append(PathNeed(top, tree_how if how == "content" else "tree"))
+        else:
+            needs.append(PathNeed(pattern, how))
+    return needs
 
 
 def _typed(ctx: CheckContext, params: dict[str, Any], default: tuple[str, ...] = ()) -> list[ImageStat]:
@@ -213,6 +226,9 @@ class FilePresent(CheckKind):
         **_GROUP_VARIABLES,
     }
 
+    def paths(self, params: dict[str, Any]) -> list[PathNeed]:
+        return declared(params, "tree" if params.get("group_by") else "metadata")
+
     def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
         min_size = params.get("min_size", 0)
         found = [
@@ -230,6 +246,9 @@ class FileAbsent(CheckKind):
     parameters = {**_PATHS}
     required = ("paths",)
     variables = {"pattern": "the glob that matched nothing"}
+
+    def paths(self, params: dict[str, Any]) -> list[PathNeed]:
+        return declared(params, "metadata")
 
     def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
         return [
@@ -269,6 +288,9 @@ class FileContains(CheckKind):
     def validate(self, params: dict[str, Any]) -> None:
         _validate_regex(params)
 
+    def paths(self, params: dict[str, Any]) -> list[PathNeed]:
+        return declared(params, "content", "tree-content")
+
     def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
         regex = _compile(params)
         limit = params.get("max_per_file", 1)
@@ -291,6 +313,9 @@ class FileLacks(CheckKind):
 
     def validate(self, params: dict[str, Any]) -> None:
         _validate_regex(params)
+
+    def paths(self, params: dict[str, Any]) -> list[PathNeed]:
+        return declared(params, "content", "tree-content")
 
     def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
         regex = _compile(params)
@@ -318,6 +343,9 @@ class FileEmpty(CheckKind):
         "size": "size in bytes",
         **_GROUP_VARIABLES,
     }
+
+    def paths(self, params: dict[str, Any]) -> list[PathNeed]:
+        return declared(params, "content", "tree-content")
 
     def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
         found = []
@@ -366,6 +394,15 @@ class FilePermissions(CheckKind):
         "problem": "what is wrong (with group_by: when it is the same for all)",
         **_GROUP_VARIABLES,
     }
+
+    def paths(self, params: dict[str, Any]) -> list[PathNeed]:
+        needs = declared(params, "tree" if params.get("recursive") or params.get("group_by") else "metadata")
+        needs += [
+            PathNeed(table)
+            for key, table in (("owner", "/etc/passwd"), ("group", "/etc/group"))
+            if key in params
+        ]
+        return needs
 
     def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
         any_bits = int(params.get("mode_any", "0"), 8)

@@ -13,11 +13,20 @@ import datetime as dt
 from typing import Any
 
 from imagelint.checks import register
-from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation
+from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation, PathNeed
 from imagelint.checks.params import UNITS, name_selected
 from imagelint.errors import ImageReadError
 
 _WINDOW = {"window": {"type": "number", "exclusiveMinimum": 0, "default": 3600, "description": "seconds"}}
+
+
+class _JournalKind(CheckKind):
+    """Every journal kind reads the image's journal directories."""
+
+    def paths(self, params: dict[str, Any]) -> list[PathNeed]:
+        from imagelint.facts.journal.sources import IMAGE_JOURNAL_DIRS
+
+        return [PathNeed(d, "journal") for d in IMAGE_JOURNAL_DIRS]
 
 
 def _journal(ctx: CheckContext) -> Any:
@@ -88,7 +97,7 @@ def _unit_evidence(rec: Any) -> dict[str, Any]:
 
 
 @register
-class JournalRestartLoop(CheckKind):
+class JournalRestartLoop(_JournalKind):
     name = "journal.restart_loop"
     summary = "Fires per unit and boot with at least N scheduled restarts inside a sliding window."
     parameters = {
@@ -128,7 +137,7 @@ class JournalRestartLoop(CheckKind):
 
 
 @register
-class JournalStartLimit(CheckKind):
+class JournalStartLimit(_JournalKind):
     name = "journal.start_limit"
     summary = "Fires per unit and boot that hit its start limit (structured result or PID 1's text)."
     parameters = {**UNITS}
@@ -143,7 +152,7 @@ class JournalStartLimit(CheckKind):
 
 
 @register
-class JournalFailures(CheckKind):
+class JournalFailures(_JournalKind):
     name = "journal.failures"
     summary = "Fires per unit and boot with at least N failures (UNIT_RESULT of the unit-failed record)."
     parameters = {
@@ -167,7 +176,7 @@ class JournalFailures(CheckKind):
 
 
 @register
-class JournalSignal(CheckKind):
+class JournalSignal(_JournalKind):
     name = "journal.signal"
     summary = (
         "Fires per boot where a symptom (field matches + message regex) occurs at least N times in a window."

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from imagelint.checks import register
-from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation
+from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation, PathNeed
 from imagelint.facts.sshd import SSHD_CONFIG, read_sshd_config
 
 
@@ -26,6 +26,9 @@ class SshdOption(CheckKind):
     }
     required = ("option", "values", "default")
     variables = {"option": "the keyword", "value": "its effective value", "source": "file:line, or 'default'"}
+
+    def paths(self, params: dict[str, Any]) -> list[PathNeed]:
+        return [PathNeed(params.get("config", SSHD_CONFIG), "sshd")]
 
     def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
         path = params.get("config", SSHD_CONFIG)

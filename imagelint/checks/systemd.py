@@ -20,9 +20,10 @@ import fnmatch
 from typing import TYPE_CHECKING, Any
 
 from imagelint.checks import register
-from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation, ParamError
+from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation, ParamError, PathNeed
 from imagelint.checks.params import UNITS
 from imagelint.facts.systemd.enablement import (
+    DSH_STATE,
     ENABLED_STATES,
     distinct_units,
     enabling_links,
@@ -127,11 +128,29 @@ def _base_evidence(ctx: CheckContext, index: UnitIndex, unit: Unit) -> dict[str,
     }
 
 
+class _UnitKind(CheckKind):
+    """Every image kind on units reads the unit index: unit directories, presets, system.conf,
+    the package manager's enablement records, and what the unit files name (executables,
+    EnvironmentFile=, condition paths) or find in the executable search path."""
+
+    def paths(self, params: dict[str, Any]) -> list[PathNeed]:
+        from imagelint.facts.systemd.execs import DEFAULT_EXEC_PATH
+        from imagelint.facts.systemd.manager import DROPIN_DIRS, MAIN
+        from imagelint.facts.systemd.paths import PRESET_DIRS, RAW_SEARCH_PATH
+
+        needs = [
+            PathNeed(d, "tree-content") for d in (*RAW_SEARCH_PATH, *PRESET_DIRS, *DROPIN_DIRS, DSH_STATE)
+        ]
+        needs += [PathNeed(MAIN), PathNeed("", "unit-references")]
+        needs += [PathNeed(f"{d}/*", "metadata") for d in DEFAULT_EXEC_PATH]
+        return needs
+
+
 # -- image kinds ----------------------------------------------------------------------------------
 
 
 @register
-class UnitEnabled(CheckKind):
+class UnitEnabled(_UnitKind):
     name = "systemd.unit_enabled"
     summary = (
         "Fires for each matching unit that is enabled or started at boot (with `reachable: true`: only "
@@ -177,7 +196,7 @@ class UnitEnabled(CheckKind):
 
 
 @register
-class ExecMissing(CheckKind):
+class ExecMissing(_UnitKind):
     name = "systemd.exec_missing"
     summary = (
         "Fires for each unit started at boot that would run an executable (Exec*=) or read an "
@@ -225,7 +244,7 @@ class ExecMissing(CheckKind):
 
 
 @register
-class RestartUnbounded(CheckKind):
+class RestartUnbounded(_UnitKind):
     name = "systemd.restart_unbounded"
     summary = (
         "Fires for each service with Restart= whose RestartSec= and start limit (unit values, else the "
@@ -288,7 +307,7 @@ def _restart_loop(ctx: CheckContext, unit: Unit) -> tuple[Assignment, dict[str, 
 
 
 @register
-class UnitUnexpected(CheckKind):
+class UnitUnexpected(_UnitKind):
     name = "systemd.unit_unexpected"
     summary = (
         "Fires for each unit started at boot that was enabled (not static or indirect) although it is "
@@ -363,7 +382,7 @@ def _unexpected(ctx: CheckContext, index: UnitIndex, unit: Unit, params: dict[st
 
 
 @register
-class UnitBroken(CheckKind):
+class UnitBroken(_UnitKind):
     name = "systemd.unit_broken"
     summary = (
         "Fires for what systemd-analyze verify would refuse: unknown sections, a service without a "
@@ -441,7 +460,7 @@ class UnitBroken(CheckKind):
 
 
 @register
-class EnabledNeverStarted(CheckKind):
+class EnabledNeverStarted(_UnitKind):
     name = "systemd.enabled_not_started"
     summary = (
         "Fires for each unit enabled (linked into a .wants/, .requires/ or .upholds/ directory) only "
@@ -485,7 +504,7 @@ _CONDITION = {"type": "object", "required": ["kind"], "description": "a check sp
 
 
 @register
-class BootFailureLoop(CheckKind):
+class BootFailureLoop(_UnitKind):
     name = "systemd.boot_failure_loop"
     summary = (
         "Fires for each service that is started at boot, will fail (evidence: an executable or "
@@ -537,6 +556,16 @@ class BootFailureLoop(CheckKind):
         "start_limit": "the start limit, and where it is set",
         "why": "why the start limit can never trip",
     }
+
+    def paths(self, params: dict[str, Any]) -> list[PathNeed]:
+        from imagelint.checks import registry
+
+        needs = super().paths(params)
+        for spec in [v["unless"] for v in params.get("vendor_config", ())] + [
+            o["check"] for o in params.get("observed", ())
+        ]:
+            needs += registry()[spec["kind"]].paths(_spec_params(spec))
+        return needs
 
     def validate(self, params: dict[str, Any]) -> None:
         from imagelint.checks import registry

@@ -176,7 +176,11 @@ GithubOpt = Annotated[
 @friendly
 def audit(
     root: Annotated[
-        Path, typer.Argument(help="Root directory of the mounted image, or a disk image file.")
+        Path,
+        typer.Argument(
+            help="Root directory of the mounted image, a disk image file, or a bundle file (.tar.gz) "
+            "from the remote collector."
+        ),
     ] = Path("/"),
     config: ConfigOpt = None,
     rules: RulesOpt = None,
@@ -327,6 +331,16 @@ def soak(
     ignore: IgnoreOpt = None,
     sarif_anchor: SarifAnchorOpt = None,
     github: GithubOpt = None,
+    from_bundle: Annotated[
+        Path | None,
+        typer.Option(
+            "--from-bundle",
+            exists=True,
+            dir_okay=False,
+            help="Judge the cgroup samples recorded in this bundle (from the remote collector) instead of "
+            "watching this host; --duration and --interval are the bundle's.",
+        ),
+    ] = None,
 ) -> None:
     """Watch this running host for a while and judge memory-cgroup growth and restart loops.
 
@@ -346,6 +360,12 @@ def soak(
 
     options = _run_options(config, rules, no_builtin_rules, formats, fail_on, select, ignore, False)
     _ci_mode(options, formats, sarif_anchor, github)
+    if from_bundle is not None:
+        from imagelint.bundle.run import soak_bundle
+        from imagelint.session import prepare, publish
+
+        packs, loaded = prepare(options)
+        raise typer.Exit(int(publish(soak_bundle(from_bundle, packs, loaded), options).exit_code))
     seconds, every = parse_duration(duration, "--duration"), parse_duration(interval, "--interval")
     verdict = run_soak_command(seconds, every, options, interactive=sys.stderr.isatty())
     raise typer.Exit(int(verdict.exit_code))
@@ -408,13 +428,6 @@ def ami(
         str, typer.Option("--soak", help="Soak length on the instance (0 = no soak): 90s, 10m.")
     ] = "10m",
     soak_interval: Annotated[str, typer.Option("--soak-interval")] = "5s",
-    install_from: Annotated[
-        str | None,
-        typer.Option(
-            "--install-from",
-            help="s3://BUCKET/KEY.whl or a local wheel (default: imagelint==VERSION from PyPI).",
-        ),
-    ] = None,
     tag: Annotated[bool, typer.Option("--tag", help="Tag the verdict on the AMI and its snapshots.")] = False,
     on_fail: Annotated[
         str, typer.Option("--on-fail", help="deregister|deprecate|none, on a fail verdict.")
@@ -499,7 +512,6 @@ def ami(
         launch=LaunchSettings(instance_type, subnet, tuple(security_groups or ()), instance_profile),
         soak_seconds=parse_duration(soak, "--soak", allow_zero=True),
         soak_interval=parse_duration(soak_interval, "--soak-interval"),
-        install_from=install_from,
         tag=tag,
         on_fail=on_fail,
         timing=Timing(poll=interval, ssm_timeout=parse_duration(ssm_timeout, "--ssm-timeout")),

@@ -429,38 +429,23 @@ class CgroupSampler:
         if layout.memory == "v1":
             assert layout.v1_memory_path is not None
             proc_path = self.proc_root / "cgroups"
-            row = parse_proc_cgroups(_read_text(proc_path), where=str(proc_path)).get("memory")
-            if row is None:
-                raise CgroupReadError("the memory row disappeared", where=str(proc_path))
+            proc_text = _read_text(proc_path)
             try:
                 live, per_subtree = count_memory_dirs(layout.v1_memory_path, subtree_depth=self.subtree_depth)
             except OSError as exc:
                 raise CgroupReadError(exc.strerror or str(exc), where=str(layout.v1_memory_path)) from None
-            # The two reads are not atomic: a cgroup made between them can make this -1 for a moment.
-            dying = max(0, row.num_cgroups - live)
-            v1_subtrees = [SubtreeCount(p, "v1", n, None) for p, n in per_subtree.items()]
-            return Sample(
+            v1_subtrees = tuple(SubtreeCount(p, "v1", n, None) for p, n in per_subtree.items())
+            return sample_from_counts(
                 mono,
                 wall,
                 layout,
-                live,
-                dying,
-                "proc_cgroups_minus_dirs",
-                row.num_cgroups,
                 v2_root,
                 (*v1_subtrees, *subtrees),
                 truncated,
+                proc_cgroups=(proc_text, str(proc_path)),
+                v1_dirs=live,
             )
-        if layout.memory == "v2":
-            assert v2_root is not None
-            if v2_root.has_memory_counts:
-                live, dying = v2_root.subsys["memory"], v2_root.dying_subsys["memory"]
-                source: DyingSource = "nr_dying_subsys_memory"
-            else:
-                live, dying = v2_root.nr_descendants + 1, v2_root.nr_dying_descendants
-                source = "nr_dying_descendants"
-            return Sample(mono, wall, layout, live, dying, source, None, v2_root, tuple(subtrees), truncated)
-        return Sample(mono, wall, layout, None, None, None, None, v2_root, tuple(subtrees), truncated)
+        return sample_from_counts(mono, wall, layout, v2_root, tuple(subtrees), truncated)
 
     def _v2_subtrees(self, v2_path: Path, root_stat: CgroupStat, out: list[SubtreeCount]) -> bool:
         if self.subtree_depth < 1 or root_stat.nr_descendants == 0:
@@ -511,6 +496,57 @@ class CgroupSampler:
         except OSError as exc:
             raise CgroupReadError(exc.strerror or str(exc), where=stat_path) from None
         return parse_cgroup_stat(text, where=stat_path)
+
+
+def sample_from_counts(
+    mono: float,
+    wall: float,
+    layout: CgroupLayout,
+    v2_root: CgroupStat | None,
+    subtrees: tuple[SubtreeCount, ...] = (),
+    truncated: bool = False,
+    *,
+    proc_cgroups: tuple[str, str] | None = None,
+    v1_dirs: int | None = None,
+) -> Sample:
+    """A :class:`Sample` from what was read: on v1, ``/proc/cgroups`` (text, where) and the live
+    directory count; on v2, the root ``cgroup.stat``. Shared by the sampler and recorded bundles."""
+    if layout.memory == "v1":
+        if proc_cgroups is None or v1_dirs is None:
+            raise CgroupReadError("no /proc/cgroups or memory directory count", where="memory cgroups")
+        row = parse_proc_cgroups(proc_cgroups[0], where=proc_cgroups[1]).get("memory")
+        if row is None:
+            raise CgroupReadError("the memory row disappeared", where=proc_cgroups[1])
+        # The two reads are not atomic: a cgroup made between them can make this -1 for a moment.
+        dying = max(0, row.num_cgroups - v1_dirs)
+        return Sample(
+            mono,
+            wall,
+            layout,
+            v1_dirs,
+            dying,
+            "proc_cgroups_minus_dirs",
+            row.num_cgroups,
+            v2_root,
+            subtrees,
+            truncated,
+        )
+    if layout.memory == "v2":
+        if v2_root is None:
+            raise CgroupReadError("no root cgroup.stat", where=str(layout.v2_path))
+        if v2_root.has_memory_counts:
+            live, dying = v2_root.subsys["memory"], v2_root.dying_subsys["memory"]
+            source: DyingSource = "nr_dying_subsys_memory"
+        else:
+            live, dying = v2_root.nr_descendants + 1, v2_root.nr_dying_descendants
+            source = "nr_dying_descendants"
+        return Sample(mono, wall, layout, live, dying, source, None, v2_root, subtrees, truncated)
+    return Sample(mono, wall, layout, None, None, None, None, v2_root, subtrees, truncated)
+
+
+def v2_subtree(path: str, stat: CgroupStat) -> SubtreeCount:
+    """A v2 subtree's counts from its ``cgroup.stat``."""
+    return _v2_subtree(path, stat)
 
 
 def _v2_subtree(path: str, stat: CgroupStat) -> SubtreeCount:

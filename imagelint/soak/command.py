@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from imagelint.config import Config
 from imagelint.engine import RunSettings, audit
 from imagelint.errors import UsageError
 from imagelint.facts.cgroups import CgroupSampler, ProbeResult, Sample, probe_memory_stat
@@ -22,12 +23,13 @@ from imagelint.facts.cpustat import ProcStatError
 from imagelint.facts.interrupts import nic_interrupts, nic_irqs, read_interrupts
 from imagelint.facts.journal.window import restarts_logged_between
 from imagelint.facts.soak import SoakFacts
-from imagelint.report import ReportError, Verdict
+from imagelint.report import Report, ReportError, Verdict
 from imagelint.report.verdict import decide
-from imagelint.rulepacks import Scope
+from imagelint.rulepacks import RulePack, Scope
 from imagelint.session import RunOptions, prepare, publish
 from imagelint.soak.runner import run_soak, stop_on_signals
 from imagelint.targets import HostTarget
+from imagelint.targets.interface import Target
 
 PLAIN_PROGRESS_EVERY_S = 30
 WALK_EVERY = 5  # time the memory.stat walk after every 5th sample too, beside the per-CPU reads
@@ -67,18 +69,25 @@ def run_soak_command(duration: float, interval: float, options: RunOptions, *, i
     facts = SoakFacts(result, sampler.layout, walk_start, walk_end, cpu=record, cpu_note=cpu_note)
     if irqs_before is not None and irqs_after is not None:
         facts.nic_interrupts = nic_interrupts(irqs_before, irqs_after, nic_irqs(irqs_after))
+    return publish(judge_soak(HostTarget(), packs, config, facts), options)
+
+
+def judge_soak(target: Target, packs: list[RulePack], config: Config, facts: SoakFacts) -> Report:
+    """The soak-scope rules on what a soak measured (here, or recorded in a bundle); the journal of
+    ``target`` gives the restarts logged in the window. A soak cut short cannot pass."""
+    result = facts.result
     facts.journal_restarts, facts.journal_note = restarts_logged_between(
-        HostTarget(), result.started_wall, result.ended_wall
+        target, result.started_wall, result.ended_wall
     )
-    report = audit(HostTarget(), packs, config, RunSettings(scopes=(Scope.SOAK,), sources=(facts,)))
+    report = audit(target, packs, config, RunSettings(scopes=(Scope.SOAK,), sources=(facts,)))
     report.facts["soak"] = facts.to_dict()
     report.notes.extend(facts.summary_lines())
     if result.cut_short:
-        measured = f"{result.elapsed:.0f} s of {duration:.0f} s"
+        measured = f"{result.elapsed:.0f} s of {result.duration:.0f} s"
         note = f"cut short after {measured}; the report covers what was measured"
         report.errors.append(ReportError(note, where="soak"))
         report.verdict = decide(report)
-    return publish(report, options)
+    return report
 
 
 def _cpu_sampler(duration: float) -> tuple[CpuSampler | None, str]:

@@ -55,12 +55,6 @@ variable "imagelint_version" {
   description = "Refuse to gate unless the Packer host's imagelint is this version (empty: any). The test instance gets the same version."
 }
 
-variable "imagelint_install_from" {
-  type        = string
-  default     = ""
-  description = "Install imagelint on the test instance from this wheel (s3://BUCKET/KEY.whl or a local path) instead of PyPI."
-}
-
 variable "instance_profile" {
   type        = string
   default     = ""
@@ -160,7 +154,6 @@ build {
         "IMAGELINT_CONFIG=${var.imagelint_config}",
         "IMAGELINT_SOAK_DURATION=${var.soak_duration}",
         "IMAGELINT_VERSION=${var.imagelint_version}",
-        "IMAGELINT_INSTALL_FROM=${var.imagelint_install_from}",
         "IMAGELINT_INSTANCE_PROFILE=${var.instance_profile}",
         "IMAGELINT_REPORT_BUCKET=${var.report_bucket}",
         "IMAGELINT_EXTRA_ARGS=${var.extra_args}",
@@ -176,7 +169,6 @@ build {
         "set -- ami \"$IMAGELINT_REGION:$ami\" --tag --report-bucket \"$IMAGELINT_REPORT_BUCKET\" --fail-on \"$IMAGELINT_FAIL_ON\" --soak \"$IMAGELINT_SOAK_DURATION\"",
         "if [ -n \"$IMAGELINT_INSTANCE_PROFILE\" ]; then set -- \"$@\" --instance-profile \"$IMAGELINT_INSTANCE_PROFILE\"; fi",
         "if [ -n \"$IMAGELINT_CONFIG\" ]; then set -- \"$@\" --config \"$IMAGELINT_CONFIG\"; fi",
-        "if [ -n \"$IMAGELINT_INSTALL_FROM\" ]; then set -- \"$@\" --install-from \"$IMAGELINT_INSTALL_FROM\"; fi",
         "set -- \"$@\" $IMAGELINT_EXTRA_ARGS",
         "echo \"imagelint gate: $IMAGELINT $*\"",
         "rc=0; \"$IMAGELINT\" \"$@\" || rc=$?",

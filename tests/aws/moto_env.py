@@ -23,12 +23,11 @@ forwards everything to moto except those SSM calls, which it answers from the :c
   instances it really targets (its own ``InstanceIds``, or ``Targets`` by tag against EC2), ignoring
   moto's fan-out; unknown documents are refused (status ``Failed``), unknown instances get no
   invocation;
-- for each running instance it runs the command's script for real with bash, as root, with ``IL`` /
-  ``PY`` set to this checkout's ``imagelint`` (the install step is skipped, as for an image that
-  ships imagelint), ``IL_ROOT`` set to :attr:`InstanceAgent.rootfs` and ``IL_LIVE`` empty (this
-  machine is not the booted image: the live audit becomes an offline audit of that tree; a soak
-  samples this machine's cgroups), and ``AWS_SSM_INSTANCE_ID`` set as the SSM agent does. The script
-  uploads its reports to moto's S3 itself; the agent also writes stdout where SSM would
+- for each running instance it runs the command's script for real with bash, as root, with
+  ``IL_ROOT`` set to :attr:`InstanceAgent.rootfs` (the collector reads that tree instead of ``/``)
+  and ``IL_LIVE`` empty (this machine is not the booted image: no ``systemctl show``; a soak samples
+  this machine's cgroups), and ``AWS_SSM_INSTANCE_ID`` set as the SSM agent does. The script uploads
+  its bundle to moto's S3 itself through the presigned URL; the agent also writes stdout where SSM would
   (``PREFIX/COMMAND/INSTANCE/awsrunShellScript/0.awsrunShellScript/stdout``);
 - ``GetCommandInvocation`` / ``ListCommandInvocations`` / ``ListCommands`` report the agent's real
   statuses (``InProgress`` while the script runs, ``Failed`` with the exit code when it fails);
@@ -43,12 +42,14 @@ message)`` answers every such EC2 request with that error (e.g. ``CreateTags``);
 of every request.
 
 Failure injection per run: ``agent.fault`` = ``None`` | ``"command-fails"`` (the script is replaced
-by an install failure, exit 90) | ``"hang"`` (the script is replaced by a long sleep: only a cancel
-ends it) | ``"empty-report"`` | ``"malformed-report"`` (the uploaded ``audit.json`` is overwritten
+by a collection failure, exit 94) | ``"hang"`` (the script is replaced by a long sleep: only a cancel
+ends it) | ``"empty-report"`` | ``"malformed-report"`` (the uploaded ``bundle.tar.gz`` is overwritten
 after the script ran). Per instance: ``agent.faults[instance_id]`` overrides ``agent.fault`` and
 ``agent.rootfs_for[instance_id]`` overrides ``agent.rootfs`` (fleet runs with one bad instance).
 EBS direct API faults (latency, throttling, denial, corruption, expired tokens) and the correction
 of moto's BlockSize: ``aws.ebs`` (:mod:`tests.aws.ebs_front`).
+``agent.container`` (an ``nsenter`` prefix from :func:`tests.nspawn.booted`) runs the commands with
+``sh`` inside a booted image instead, with nothing of this machine in their environment.
 """
 
 from __future__ import annotations
@@ -56,10 +57,8 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import shutil
 import socket
 import subprocess
-import sys
 import threading
 import time
 import urllib.request
@@ -113,6 +112,9 @@ class InstanceAgent:
         self.fault: str | None = None
         self.faults: dict[str, str | None] = {}
         self.rootfs_for: dict[str, Path] = {}
+        # an nsenter prefix into a booted container (tests/nspawn.py): the command then runs in it,
+        # with sh, with the container's own tools, systemd and journal, as on a real instance
+        self.container: list[str] | None = None
         self.invocations: dict[tuple[str, str], Invocation] = {}
         self.seen: set[str] = set()
         self.lock = threading.Lock()
@@ -202,24 +204,23 @@ class InstanceAgent:
         script = "\n".join(command["Parameters"]["commands"])
         fault = self.faults.get(iid, self.fault)
         if fault == "command-fails":
-            script = 'echo "imagelint: install failed" >&2; exit 90'
+            script = 'echo "imagelint: collection failed" >&2; exit 94'
         elif fault == "hang":
             script = "exec sleep 600"
-        bindir = Path(sys.executable).parent
         env = {
             **os.environ,
             **self.env.direct_env,
-            "IL": shutil.which("imagelint", path=str(bindir)) or str(bindir / "imagelint"),
-            "PY": sys.executable,
             "IL_ROOT": str(self.rootfs_for.get(iid, self.rootfs)),
             "IL_LIVE": "",
             "AWS_SSM_INSTANCE_ID": iid,
             "NO_COLOR": "1",
         }
+        argv = ["bash", "-c", script]
+        if self.container is not None:
+            argv = [*self.container, "sh", "-c", script]
+            env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root", "AWS_SSM_INSTANCE_ID": iid}
         inv.status = "InProgress"
-        proc = subprocess.Popen(
-            ["bash", "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         inv.proc = proc
         out, err = proc.communicate()
         if self._stop.is_set():  # the environment is shutting down: its S3 may already be gone
@@ -229,8 +230,9 @@ class InstanceAgent:
         s3 = self.env.client("s3", direct=True)
         if fault in ("empty-report", "malformed-report"):
             prefix = command["Comment"].removeprefix("imagelint run ")
-            key = f"imagelint/{prefix}/{iid}/audit.json"
-            s3.put_object(Bucket=self.env.bucket, Key=key, Body=b"" if fault == "empty-report" else b"{oops")
+            key = f"imagelint/{prefix}/{iid}/bundle.tar.gz"
+            body = b"" if fault == "empty-report" else b"\x1f\x8boops"
+            s3.put_object(Bucket=self.env.bucket, Key=key, Body=body)
         if command.get("OutputS3BucketName"):
             key = (
                 f"{command['OutputS3KeyPrefix']}/{command['CommandId']}/{iid}"

@@ -1,4 +1,5 @@
-"""The local config and rule packs reach the remote audit (launch mode and fleet), shipped through S3."""
+"""The local config and rule packs apply to a remote run (launch mode and fleet): the instance only
+collects what they read; the analysis runs here, so nothing is shipped to it."""
 
 from __future__ import annotations
 
@@ -101,11 +102,11 @@ def test_ami_ships_config_and_rule_packs(moto_env: MotoEnv, sample_image: Path, 
     assert proc.returncode == 1, proc.stderr
     report = json.loads(out.read_text())
     _check_remote_applied(report, config)
-    # the remote report came back with the remote's view of the config, in the run's input layout
-    assert report["facts"]["audit"]["target"]["kind"] == "rootfs"
+    # analysed here, on the bundle the instance sent; nothing was shipped to it
+    assert report["facts"]["audit"]["target"]["kind"] == "bundle"
     keys = [o["Key"] for o in moto_env.client("s3").list_objects_v2(Bucket=moto_env.bucket)["Contents"]]
-    inputs = sorted(k.split("/input/", 1)[1] for k in keys if "/input/" in k)
-    assert inputs == ["config/conf/imagelint.yaml", "config/shared/config-pack.yaml", "rules/0/extra.yaml"]
+    assert not [k for k in keys if "/input/" in k]
+    assert [k for k in keys if k.endswith("/bundle.tar.gz")]
     assert moto_env.alive() == {"instances": [], "volumes": []}
 
 

@@ -94,7 +94,7 @@ def test_command_failure_exit_3_names_the_status(moto_env: MotoEnv, sample_image
     moto_env.agent.fault = "command-fails"
     proc = ami(moto_env, moto_env.image_id, "--report-bucket", moto_env.bucket)
     assert proc.returncode == 3
-    assert "command Failed, exit code 90" in proc.stderr and "install failed" in proc.stderr
+    assert "command Failed, exit code 94" in proc.stderr and "collection failed" in proc.stderr
     assert len(moto_env.launched()) == 1
     assert moto_env.alive() == {"instances": [], "volumes": []}
 
@@ -105,7 +105,7 @@ def test_empty_or_malformed_report_exit_3(moto_env: MotoEnv, sample_image: Path)
         moto_env.agent.fault = fault
         proc = ami(moto_env, moto_env.image_id, "--report-bucket", moto_env.bucket)
         assert proc.returncode == 3, (fault, proc.stderr)
-        assert "audit.json is not JSON" in proc.stderr
+        assert "not a readable tar archive" in proc.stderr
     assert len(moto_env.launched()) == 2
     assert moto_env.alive() == {"instances": [], "volumes": []}
 

@@ -264,7 +264,7 @@ def test_fleet_failed_command_is_an_inconclusive_row(
     assert {f["evidence"]["instance_id"] for f in report["findings"]} == {good}
     assert "IL101" in {f["rule_id"] for f in report["findings"]}
     reasons = [e["message"] for e in report["errors"] if bad in e["message"]]
-    assert reasons and "command Failed, exit code 90" in reasons[0] and "install failed" in reasons[0]
+    assert reasons and "command Failed, exit code 94" in reasons[0] and "collection failed" in reasons[0]
 
 
 def test_fleet_deadline_cancels_and_is_inconclusive(

@@ -1,0 +1,293 @@
+"""Unpacking an untrusted bundle into a private directory, with every check written out.
+
+The bundle comes from a machine we do not trust. Each member is checked before anything is
+written, and the whole bundle is refused (:class:`BundleError`, exit 3) at the first member that
+fails a check:
+
+- names: ``./<image path>`` (the image) or ``imagelint/…`` (the collector's records), nothing else:
+  no absolute names, no ``..`` component, no NUL, at most 4,096 bytes and 512 components;
+- types: directories, regular files and (in the image part only) symbolic links. Hard links,
+  devices, FIFOs, sparse and other special members are refused;
+- symbolic links are created as links and never followed while extracting: every directory on
+  the way to a member is opened with ``O_NOFOLLOW`` relative to its parent, so a member "below" a
+  symlink is refused instead of being written through it;
+- each name at most once; regular files created with ``O_EXCL``, mode 0600 (directories 0700):
+  the image's modes and owners are kept as data (:attr:`Extracted.table`), never applied;
+- sizes: each file, the total content, the member count and the decompressed stream (a gzip bomb)
+  are capped.
+
+Regular files the collector described without content (``stat`` lines of the manifest) become
+empty placeholders, so that listings show them, and are marked so that reading them is an error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import gzip
+import os
+import shutil
+import stat as stat_mod
+import tarfile
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from imagelint.bundle.manifest import Manifest, parse_manifest
+from imagelint.errors import ExitCode, ImageLintError
+from imagelint.targets.rootfs import FileKind, ImageStat
+
+MAX_NAME = 4096
+MAX_COMPONENTS = 512
+META_FILE_CAP = 64 * 1024 * 1024
+
+
+class BundleError(ImageLintError):
+    """The bundle cannot be used: the run is inconclusive."""
+
+    exit_code = ExitCode.INCONCLUSIVE
+
+
+@dataclass(frozen=True)
+class Caps:
+    file: int = 256 * 1024 * 1024  # one image file (the collector's journal cap is the largest)
+    total: int = 768 * 1024 * 1024  # all extracted content
+    members: int = 400_000
+    stream: int = 1536 * 1024 * 1024  # decompressed bytes read in all (headers included)
+
+
+@dataclass
+class Extracted:
+    """An unpacked bundle: ``root`` holds the image part, ``meta`` the collector's records."""
+
+    directory: Path
+    root: Path
+    meta: Path
+    table: dict[str, ImageStat] = field(default_factory=dict)  # image path -> metadata from the bundle
+    missing: dict[str, str] = field(default_factory=dict)  # image path -> why its content is absent
+    manifest: Manifest = field(default_factory=Manifest)
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+class _Counted:
+    """A reader that refuses to produce more than ``cap`` bytes (a decompression bomb)."""
+
+    def __init__(self, inner: IO[bytes], cap: int, where: str) -> None:
+        self.inner, self.cap, self.where, self.count = inner, cap, where, 0
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.inner.read(n if n >= 0 else 1 << 20)
+        self.count += len(data)
+        if self.count > self.cap:
+            raise BundleError(f"decompresses to more than {self.cap:,} bytes; refused", where=self.where)
+        return data
+
+
+def _parts(name: str, where: str) -> tuple[str, list[str]]:
+    """(area, path components) of a member name, or BundleError."""
+    if "\0" in name or len(name.encode("utf-8", "surrogateescape")) > MAX_NAME:
+        raise BundleError(f"member name {name[:80]!r}: NUL or longer than {MAX_NAME} bytes", where=where)
+    if name == "." or name.startswith("./"):
+        area, rest = "root", name[1:]
+    elif name == "imagelint" or name.startswith("imagelint/"):
+        area, rest = "meta", name[len("imagelint") :]
+    else:
+        raise BundleError(f"member {name[:200]!r}: neither ./<image path> nor imagelint/…", where=where)
+    parts = [p for p in rest.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise BundleError(f"member {name[:200]!r}: a '..' component; refused", where=where)
+    if len(parts) > MAX_COMPONENTS:
+        raise BundleError(f"member {name[:200]!r}: more than {MAX_COMPONENTS} components", where=where)
+    return area, parts
+
+
+def _open_parent(base_fd: int, parts: list[str], name: str, where: str) -> int:
+    """A descriptor on the directory that will hold ``parts[-1]``, made (0700) where missing, never
+    through a symlink."""
+    fd = os.dup(base_fd)
+    try:
+        for part in parts[:-1]:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(part, 0o700, dir_fd=fd)
+            try:
+                nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise BundleError(
+                        f"member {name[:200]!r} lies below a symlink or a file; refused", where=where
+                    ) from None
+                raise
+            os.close(fd)
+            fd = nxt
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _image_path(parts: list[str]) -> str:
+    return "/" + "/".join(parts)
+
+
+def _write_file(fd: int, leaf: str, source: IO[bytes] | None, size: int, name: str, where: str) -> None:
+    try:
+        out = os.open(
+            leaf, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=fd
+        )
+    except FileExistsError:
+        raise BundleError(f"member {name[:200]!r} appears twice; refused", where=where) from None
+    try:
+        left = size
+        while source is not None and left > 0:
+            chunk = source.read(min(left, 1 << 20))
+            if not chunk:
+                break
+            os.write(out, chunk)
+            left -= len(chunk)
+    finally:
+        os.close(out)
+
+
+def extract(bundle: Path, caps: Caps = Caps()) -> Extracted:
+    """Unpack ``bundle`` (tar or tar.gz) into a new private temporary directory."""
+    where = str(bundle)
+    directory = Path(tempfile.mkdtemp(prefix="imagelint-bundle-"))
+    result = Extracted(directory, directory / "root", directory / "meta")
+    try:
+        _extract_into(bundle, result, caps, where)
+    except BaseException:
+        result.cleanup()
+        raise
+    return result
+
+
+def _extract_into(bundle: Path, result: Extracted, caps: Caps, where: str) -> None:
+    result.root.mkdir(0o700)
+    result.meta.mkdir(0o700)
+    try:
+        raw = open(bundle, "rb")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise BundleError(f"cannot read the bundle: {exc.strerror}", where=where) from None
+    fds = {
+        "root": os.open(result.root, os.O_RDONLY | os.O_DIRECTORY),
+        "meta": os.open(result.meta, os.O_RDONLY | os.O_DIRECTORY),
+    }
+    try:
+        magic = raw.read(2)
+        raw.seek(0)
+        stream: Any = gzip.GzipFile(fileobj=raw, mode="rb") if magic == b"\x1f\x8b" else raw
+        counted = _Counted(stream, caps.stream, where)
+        seen: set[tuple[str, str]] = set()
+        members = total = 0
+        try:
+            with tarfile.open(fileobj=counted, mode="r|") as tar:  # type: ignore[call-overload]
+                for member in tar:
+                    members += 1
+                    if members > caps.members:
+                        raise BundleError(f"more than {caps.members:,} members; refused", where=where)
+                    area, parts = _parts(member.name, where)
+                    key = (area, "/".join(parts))
+                    if key in seen:
+                        raise BundleError(f"member {member.name[:200]!r} appears twice; refused", where=where)
+                    seen.add(key)
+                    total += _member(tar, member, area, parts, fds[area], result, caps, where)
+                    if total > caps.total:
+                        raise BundleError(f"more than {caps.total:,} bytes of content; refused", where=where)
+        except (tarfile.TarError, EOFError, OSError, zlib_error()) as exc:
+            raise BundleError(f"not a readable tar archive: {exc}", where=where) from None
+        manifest_path = result.meta / "manifest.txt"
+        if not manifest_path.is_file():
+            raise BundleError(
+                "no imagelint/manifest.txt: not a bundle made by the imagelint collector", where=where
+            )
+        result.manifest = parse_manifest(manifest_path.read_bytes())
+        for path, (st, reason) in result.manifest.stats.items():
+            parts = [p for p in path.split("/") if p]
+            if path in result.table or not parts:
+                raise BundleError(f"{path}: described twice; refused", where=where)
+            fd = _open_parent(fds["root"], parts, path, where)
+            try:
+                _write_file(fd, parts[-1], None, 0, path, where)
+            finally:
+                os.close(fd)
+            result.table[path] = st
+            result.missing[path] = reason
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+        raw.close()
+
+
+def zlib_error() -> type[Exception]:
+    import zlib
+
+    return zlib.error
+
+
+def _member(
+    tar: tarfile.TarFile,
+    member: tarfile.TarInfo,
+    area: str,
+    parts: list[str],
+    base_fd: int,
+    result: Extracted,
+    caps: Caps,
+    where: str,
+) -> int:
+    """Create one checked member; returns the bytes of content written."""
+    name = member.name
+    kind: FileKind
+    if member.type in (tarfile.REGTYPE, tarfile.AREGTYPE):
+        kind = FileKind.FILE
+        limit = caps.file if area == "root" else META_FILE_CAP
+        if member.size > limit:
+            raise BundleError(
+                f"member {name[:200]!r} is {member.size:,} bytes, over {limit:,}; refused", where=where
+            )
+    elif member.type == tarfile.DIRTYPE:
+        kind = FileKind.DIR
+    elif member.type == tarfile.SYMTYPE and area == "root":
+        kind = FileKind.SYMLINK
+        if "\0" in member.linkname or len(member.linkname) > MAX_NAME or not parts:
+            raise BundleError(f"symlink {name[:200]!r}: bad target; refused", where=where)
+    else:
+        what = {
+            tarfile.LNKTYPE: "a hard link",
+            tarfile.CHRTYPE: "a character device",
+            tarfile.BLKTYPE: "a block device",
+            tarfile.FIFOTYPE: "a FIFO",
+            tarfile.SYMTYPE: "a symlink outside the image part",
+        }.get(member.type, f"of tar type {member.type!r}")
+        raise BundleError(f"member {name[:200]!r} is {what}; refused", where=where)
+    if area == "root":
+        path = _image_path(parts)
+        size = member.size if kind is FileKind.FILE else 0
+        result.table[path] = ImageStat(
+            path, kind, stat_mod.S_IMODE(member.mode), member.uid, member.gid, size
+        )
+    if not parts:  # the root directory itself
+        return 0
+    fd = _open_parent(base_fd, parts, name, where)
+    try:
+        leaf = parts[-1]
+        if kind is FileKind.DIR:
+            try:
+                os.mkdir(leaf, 0o700, dir_fd=fd)
+            except FileExistsError:
+                st = os.lstat(leaf, dir_fd=fd)
+                if not stat_mod.S_ISDIR(st.st_mode):
+                    raise BundleError(f"member {name[:200]!r} appears twice; refused", where=where) from None
+            return 0
+        if kind is FileKind.SYMLINK:
+            try:
+                os.symlink(member.linkname, leaf, dir_fd=fd)
+            except FileExistsError:
+                raise BundleError(f"member {name[:200]!r} appears twice; refused", where=where) from None
+            return 0
+        _write_file(fd, leaf, tar.extractfile(member), member.size, name, where)
+        return member.size
+    finally:
+        os.close(fd)

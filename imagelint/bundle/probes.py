@@ -1,0 +1,218 @@
+"""The live and soak facts of a bundle, from what the collector recorded (``imagelint/live``,
+``imagelint/soak``), parsed at home with the same parsers as a local run.
+
+- ``live/start.txt`` / ``live/end.txt``: the batched ``systemctl show`` (the form
+  :mod:`imagelint.facts.systemd.live` runs), with ``.status`` files (``wall``, ``booted``, ``rc``,
+  ``stderr``);
+  the start one is the live state of ``audit --live``, both are the soak's restart counters;
+- ``soak/layout`` (which hierarchies hold memory), ``soak/sample.NNNNN`` (``uptime``, ``wall``,
+  then ``@@ /proc/cgroups``, ``@@ memdirs N`` (v1), ``@@ cgroup.stat`` and ``@@ subtree NAME``
+  (v2) sections), ``soak/probe.start`` / ``probe.end`` (the memory.stat walk).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from imagelint.errors import ImageReadError
+from imagelint.facts.cgroups import (
+    CgroupLayout,
+    CgroupStat,
+    ProbeResult,
+    Sample,
+    SubtreeCount,
+    detect_layout,
+    parse_cgroup_stat,
+    sample_from_counts,
+    v2_subtree,
+)
+from imagelint.facts.soak import SoakResult
+from imagelint.facts.systemd.live import LiveState, parse_live
+from imagelint.facts.systemd.show import RestartSnapshot, parse_systemctl_show
+
+MAX_RECORD = 64 * 1024 * 1024
+
+
+def _read(path: Path) -> str:
+    if path.stat().st_size > MAX_RECORD:
+        raise ImageReadError(f"imagelint/{path.parent.name}/{path.name}", "over 64 MiB; not read")
+    return path.read_bytes().decode("utf-8", "replace")
+
+
+def _status(meta: Path, name: str) -> dict[str, str] | None:
+    path = meta / "live" / f"{name}.status"
+    if not path.is_file():
+        return None
+    values: dict[str, str] = {}
+    for line in _read(path).splitlines():
+        key, _, value = line.partition(" ")
+        values.setdefault(key, value)
+    return values
+
+
+def _float(text: str | None, where: str) -> float:
+    try:
+        return float(text or "")
+    except ValueError:
+        raise ImageReadError(where, f"not a number: {str(text)[:40]!r}") from None
+
+
+def _show(meta: Path, name: str) -> tuple[float, str | None, str | None, bool] | None:
+    """(wall, output or None, why not, booted) of one recorded ``systemctl show``."""
+    status = _status(meta, name)
+    if status is None:
+        return None
+    wall = _float(status.get("wall"), f"imagelint/live/{name}.status")
+    booted = status.get("booted") == "1"
+    if status.get("rc") != "0":
+        reason = f"systemctl show failed (exit {status.get('rc')}): {status.get('stderr', '')}".rstrip(": ")
+        if not booted:
+            reason = f"this host was not booted with systemd (no /run/systemd/system); {reason}"
+        return wall, None, reason, booted
+    return wall, _read(meta / "live" / f"{name}.txt"), None, booted
+
+
+def live_state(meta: Path) -> LiveState | None:
+    """The manager's unit states at the start of collection; None when the bundle has none."""
+    shown = _show(meta, "start")
+    if shown is None:
+        return None
+    wall, text, reason, booted = shown
+    if text is None:
+        return LiveState(wall, False, booted, reason)
+    return LiveState(wall, True, True, None, parse_live(text))
+
+
+def restart_snapshot(meta: Path, name: str) -> RestartSnapshot | None:
+    shown = _show(meta, name)
+    if shown is None:
+        return None
+    wall, text, reason, _booted = shown
+    if text is None:
+        return RestartSnapshot(wall, False, reason)
+    return RestartSnapshot(wall, True, None, parse_systemctl_show(text))
+
+
+def _sections(text: str) -> tuple[dict[str, str], list[tuple[str, str]]]:
+    head: dict[str, str] = {}
+    sections: list[tuple[str, list[str]]] = []
+    for line in text.splitlines():
+        if line.startswith("@@ "):
+            sections.append((line[3:], []))
+        elif sections:
+            sections[-1][1].append(line)
+        else:
+            key, _, value = line.partition(" ")
+            head[key] = value
+    return head, [(name, "\n".join(lines)) for name, lines in sections]
+
+
+def layout(meta: Path, scratch: Path) -> CgroupLayout:
+    """The host's cgroup layout, decided by :func:`detect_layout` on a replica of what it looks at."""
+    facts: dict[str, list[str]] = {}
+    for line in _read(meta / "soak" / "layout").splitlines():
+        key, _, value = line.partition(" ")
+        facts.setdefault(key, []).append(value)
+    samples = sorted((meta / "soak").glob("sample.*"))
+    if not samples:
+        raise ImageReadError("imagelint/soak", "no cgroup samples")
+    _, sections = _sections(_read(samples[0]))
+    proc = dict(sections).get("/proc/cgroups")
+    if proc is None:
+        raise ImageReadError(f"imagelint/soak/{samples[0].name}", "no /proc/cgroups section")
+    (scratch / "proc").mkdir(parents=True)
+    (scratch / "proc" / "cgroups").write_text(proc)
+    cg = scratch / "sys/fs/cgroup"
+    cg.mkdir(parents=True)
+    for name in facts.get("mounted", []):
+        if name and "/" not in name and name not in (".", ".."):
+            (cg / name).mkdir(exist_ok=True)
+    v2 = (facts.get("v2") or ["-"])[0]
+    if v2 in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
+        where = cg if v2 == "/sys/fs/cgroup" else cg / "unified"
+        where.mkdir(exist_ok=True)
+        (where / "cgroup.controllers").write_text((facts.get("controllers") or [""])[0] + "\n")
+    v1 = (facts.get("v1memory") or ["-"])[0]
+    if v1 != "-":
+        (cg / "memory").mkdir(exist_ok=True)
+        (cg / "memory" / "memory.limit_in_bytes").write_text("0\n")
+    found = detect_layout(scratch / "proc", cg)
+
+    def real(path: Path | None) -> Path | None:
+        return None if path is None else Path("/" + str(path.relative_to(scratch)))
+
+    from dataclasses import replace
+
+    return replace(
+        found,
+        v1_memory_path=Path(v1) if found.v1_memory_path is not None else None,
+        v2_path=real(found.v2_path),
+    )
+
+
+def samples(meta: Path, found: CgroupLayout) -> list[Sample]:
+    out: list[Sample] = []
+    for path in sorted((meta / "soak").glob("sample.*")):
+        where = f"imagelint/soak/{path.name}"
+        head, sections = _sections(_read(path))
+        v2_root: CgroupStat | None = None
+        subtrees: list[SubtreeCount] = []
+        proc: tuple[str, str] | None = None
+        dirs: int | None = None
+        for name, body in sections:
+            if name == "/proc/cgroups":
+                proc = (body, f"{where}: /proc/cgroups")
+            elif name.startswith("memdirs "):
+                dirs = int(_float(name[8:], where))
+            elif name == "cgroup.stat":
+                v2_root = parse_cgroup_stat(body, where=f"{where}: cgroup.stat")
+            elif name.startswith("subtree "):
+                subtrees.append(v2_subtree(name[8:], parse_cgroup_stat(body, where=f"{where}: {name}")))
+        mono, wall = _float(head.get("uptime"), where), _float(head.get("wall"), where)
+        out.append(
+            sample_from_counts(mono, wall, found, v2_root, tuple(subtrees), proc_cgroups=proc, v1_dirs=dirs)
+        )
+    return out
+
+
+_TIMES = re.compile(r"(\d+)m([\d.]+)s")
+
+
+def _children_cpu(text: str) -> float:
+    """User + system time of the shell's children from the output of ``times`` (its 2nd line)."""
+    values = [int(m) * 60 + float(s) for m, s in _TIMES.findall(text)]
+    return sum(values[2:4]) if len(values) >= 4 else 0.0
+
+
+def probe(meta: Path, name: str, found: CgroupLayout) -> ProbeResult | None:
+    path = meta / "soak" / f"probe.{name}"
+    if not path.is_file():
+        return None
+    values = dict(line.partition(" ")[::2] for line in _read(path).splitlines())
+    where = f"imagelint/soak/probe.{name}"
+    cpu = _children_cpu(values.get("times-after", "")) - _children_cpu(values.get("times-before", ""))
+    return ProbeResult(
+        found.memory,
+        int(_float(values.get("cgroups"), where)) - int(_float(values.get("errors"), where)),
+        _float(values.get("ns"), where) / 1e9,
+        max(0.0, cpu),
+        int(_float(values.get("bytes"), where)),
+        int(_float(values.get("errors"), where)),
+    )
+
+
+def soak_result(meta: Path, found: CgroupLayout, duration: float, interval: float) -> SoakResult:
+    taken = samples(meta, found)
+    expected = int(duration // interval) + (1 if duration % interval == 0 else 2)
+    start, end = restart_snapshot(meta, "start"), restart_snapshot(meta, "end")
+    return SoakResult(
+        duration,
+        interval,
+        taken,
+        len(taken) < expected,
+        taken[0].wall,
+        taken[-1].wall,
+        start,
+        end,
+    )

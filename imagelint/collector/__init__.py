@@ -1,0 +1,11 @@
+"""The remote collector: a POSIX-shell script (``collect.sh``, shipped as package data) that gathers
+a bundle on an instance, and the plan that tells it what to gather (:mod:`imagelint.collector.plan`)."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+
+def script_text() -> str:
+    """The collector script, as shipped inside the package."""
+    return resources.files("imagelint.collector").joinpath("collect.sh").read_text(encoding="utf-8")

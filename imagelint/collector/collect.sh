@@ -1,0 +1,451 @@
+# imagelint collector: what the instance runs. It only answers; imagelint analyses at home.
+#
+#   sh collect.sh WORKDIR        (WORKDIR/plan.txt says what to collect; never executed from /tmp)
+#
+# Uses a POSIX shell, coreutils (stat, readlink, sort, comm, date, cat, wc), tar, gzip when there
+# is one, systemctl and what the kernel exposes (/proc, /sys/fs/cgroup). No Python, no install, no
+# network: the caller uploads WORKDIR/bundle.tar.gz (or bundle.tar) with curl.
+#
+# plan.txt, one directive a line:
+#   root DIR          collect from DIR instead of / (tests)
+#   limit NAME BYTES  file (content cap per file), journal (per journal file), total (all content),
+#                     entries (paths listed in all)
+#   show 1            record `systemctl show` of every service (at the start and, with a soak, the end)
+#   soak CS EVERY     sample memory cgroups every EVERY centiseconds for CS centiseconds
+#   C GLOB            matches with their content      M GLOB  matches, metadata only
+#   T GLOB            matches and all below, metadata  R GLOB  matches and all below, with content
+#   J GLOB            as R, with the journal cap       U       paths named in the collected unit files
+#   S FILE            FILE with content, and the files its sshd `Include` lines name
+# Bundle (tar): ./<image path> entries (directories, symlinks, regular files with content) and
+# imagelint/ (manifest.txt, live/, soak/). Regular files whose content was not collected, and
+# special files, are described in manifest.txt as `stat MODE UID GID SIZE REASON PATH`.
+set -u
+W=${1:?usage: sh collect.sh WORKDIR}
+LC_ALL=C
+export LC_ALL
+NL='
+'
+B=$W/stage
+M=$B/imagelint
+mkdir -p "$M/live" "$M/soak" || exit 94
+MAN=$M/manifest.txt
+ROOT=
+FILE_CAP=16777216
+JOURNAL_CAP=268435456
+TOTAL_CAP=536870912
+ENTRY_CAP=300000
+SHOW=0
+SOAK_CS=0
+EVERY_CS=500
+TOTAL=0
+ENTRIES=0
+BADNAMES=0
+for f in want.c want.m want.j tar.lst units.lst sshd.lst; do : > "$W/$f"; done
+note() { printf '%s\n' "$*" >> "$MAN"; }
+
+# -- paths ---------------------------------------------------------------------------------------
+
+# chain PATH LIST: every component of image path PATH goes to want.m (metadata), links followed as
+# the kernel does at the root (absolute targets restart at the root, '..' stops there, 40 links at
+# most); the resolved path goes to LIST when it exists.
+chain() {
+    CANON=
+    _rest=$1
+    _cur=
+    _links=0
+    while :; do
+        while [ "${_rest#/}" != "$_rest" ]; do _rest=${_rest#/}; done
+        [ -n "$_rest" ] || break
+        case $_rest in
+            */*) _c=${_rest%%/*}; _rest=${_rest#*/} ;;
+            *) _c=$_rest; _rest= ;;
+        esac
+        case $_c in
+            .) continue ;;
+            ..) _cur=${_cur%/*}; continue ;;
+        esac
+        _cur=$_cur/$_c
+        if [ -L "$ROOT$_cur" ]; then
+            printf '%s\n' "$_cur" >> "$W/want.m"
+            _links=$((_links + 1))
+            if [ "$_links" -gt 40 ]; then note "incomplete symlink-loop $1"; return 1; fi
+            _t=$(readlink -- "$ROOT$_cur") || return 1
+            case $_t in
+                /*) _cur= ;;
+                *) _cur=${_cur%/*} ;;
+            esac
+            _rest=$_t${_rest:+/$_rest}
+        elif [ -e "$ROOT$_cur" ]; then
+            printf '%s\n' "$_cur" >> "$W/want.m"
+        else
+            return 1
+        fi
+    done
+    CANON=${_cur:-/}
+    printf '%s\n' "$CANON" >> "$2"
+}
+
+# expand GLOB: the existing image paths GLOB matches (shell globbing: '*' skips leading dots, as
+# imagelint's own glob), one per line in $W/matches
+expand() {
+    : > "$W/matches"
+    _old=$IFS
+    IFS=
+    for _p in $ROOT$1; do
+        if [ -e "$_p" ] || [ -L "$_p" ]; then
+            case $_p in *"$NL"*) BADNAMES=$((BADNAMES + 1)); continue ;; esac
+            printf '%s\n' "${_p#"$ROOT"}" >> "$W/matches"
+        fi
+    done
+    IFS=$_old
+}
+
+# walk DIR LIST FOLLOW: every entry below canonical directory DIR to LIST, level by level, never
+# through a link; with FOLLOW=1 the targets of links found are chained into LIST too.
+walk() {
+    printf '%s\n' "$1" > "$W/q.now"
+    while [ -s "$W/q.now" ]; do
+        : > "$W/q.next"
+        while IFS= read -r _d; do
+            _b=${_d%/}
+            case $_b in
+                /proc | /sys | /dev) note "incomplete virtual-filesystem $_d"; continue ;;
+            esac
+            for _e in "$ROOT$_b"/* "$ROOT$_b"/.[!.]* "$ROOT$_b"/..?*; do
+                [ -e "$_e" ] || [ -L "$_e" ] || continue
+                case $_e in *"$NL"*) BADNAMES=$((BADNAMES + 1)); continue ;; esac
+                ENTRIES=$((ENTRIES + 1))
+                if [ "$ENTRIES" -gt "$ENTRY_CAP" ]; then
+                    note "incomplete entries $_d"
+                    return 0
+                fi
+                _i=${_e#"$ROOT"}
+                if [ -L "$_e" ]; then
+                    printf '%s\n' "$_i" >> "$W/want.m"
+                    [ "$3" = 1 ] && chain "$_i" "$2"
+                elif [ -d "$_e" ]; then
+                    printf '%s\n' "$_i" >> "$W/want.m"
+                    printf '%s\n' "$_i" >> "$W/q.next"
+                else
+                    printf '%s\n' "$_i" >> "$2"
+                fi
+            done
+        done < "$W/q.now"
+        mv "$W/q.next" "$W/q.now"
+    done
+}
+
+want() {  # want KIND GLOB
+    expand "$2"
+    while IFS= read -r _m; do
+        case $1 in
+            C | S) chain "$_m" "$W/want.c" ;;
+            M) chain "$_m" "$W/want.m" ;;
+            T | R | J)
+                chain "$_m" "$W/want.m" || continue
+                case $1 in T) _l=want.m; _f=0 ;; R) _l=want.c; _f=1 ;; *) _l=want.j; _f=1 ;; esac
+                if [ -d "$ROOT$CANON" ]; then
+                    [ "$1" = R ] && printf '%s\n' "$CANON" >> "$W/units.lst"
+                    walk "$CANON" "$W/$_l" "$_f"
+                else
+                    printf '%s\n' "$CANON" >> "$W/$_l"
+                fi
+                ;;
+        esac
+    done < "$W/matches"
+}
+
+sshd_includes() {  # the files sshd's Include lines name (one level), with content
+    [ -f "$ROOT$1" ] || return 0
+    while read -r _kw _args; do
+        case $_kw in
+            [Ii][Nn][Cc][Ll][Uu][Dd][Ee])
+                _old=$IFS
+                IFS=' 	'
+                set -f
+                for _g in $_args; do
+                    case $_g in /*) ;; *) _g=/etc/ssh/$_g ;; esac
+                    set +f
+                    want C "$_g"
+                    set -f
+                done
+                set +f
+                IFS=$_old
+                ;;
+        esac
+    done < "$ROOT$1"
+}
+
+unit_refs() {  # absolute paths named in the collected unit files and drop-ins, metadata only
+    : > "$W/refs"
+    while IFS= read -r _dir; do
+        for _u in "$ROOT$_dir"/* "$ROOT$_dir"/*.d/*.conf; do
+            [ -f "$_u" ] || continue
+            tr -s ' \t="'"'"';' '\n\n\n\n\n\n' < "$_u" >> "$W/refs" 2>/dev/null
+        done
+    done < "$W/units.lst"
+    _n=0
+    sort -u "$W/refs" > "$W/refs.s"
+    while IFS= read -r _r; do
+        while :; do
+            case $_r in [-@!+:\|]*) _r=${_r#?} ;; *) break ;; esac
+        done
+        case $_r in
+            /*) ;;
+            *) continue ;;
+        esac
+        case $_r in *'$'* | *'%'*) continue ;; esac
+        _n=$((_n + 1))
+        [ "$_n" -le 20000 ] || { note "incomplete unit-references"; break; }
+        want M "$_r"
+    done < "$W/refs.s"
+}
+
+# -- live state and soak samples -----------------------------------------------------------------
+
+PROPS=Id,ActiveState,SubState,Result,NRestarts,ExecMainStatus,UnitFileState
+show() {  # show NAME: one batched `systemctl show` of every loaded service
+    {
+        printf 'wall %s\n' "$(date +%s.%N)"
+        if [ -d /run/systemd/system ]; then echo "booted 1"; else echo "booted 0"; fi
+    } > "$M/live/$1.status"
+    systemctl show --no-pager --all "--property=$PROPS" -- '*.service' > "$M/live/$1.txt" 2> "$W/show.err"
+    printf 'rc %s\n' "$?" >> "$M/live/$1.status"
+    _err=
+    IFS= read -r _err < "$W/show.err" || true
+    printf 'stderr %s\n' "${_err:-}" >> "$M/live/$1.status"
+}
+
+CG=/sys/fs/cgroup
+V2=
+V1MEM=
+layout() {
+    if [ -f "$CG/cgroup.controllers" ]; then V2=$CG; elif [ -f "$CG/unified/cgroup.controllers" ]; then V2=$CG/unified; fi
+    if [ "$V2" != "$CG" ] && [ -d "$CG/memory" ]; then
+        _real=$(readlink -f "$CG/memory")
+        if [ -e "$_real/memory.usage_in_bytes" ] || [ -e "$_real/memory.limit_in_bytes" ]; then V1MEM=$_real; fi
+    fi
+    {
+        echo "v2 ${V2:--}"
+        if [ -n "$V2" ]; then printf 'controllers %s\n' "$(cat "$V2/cgroup.controllers")"; fi
+        echo "v1memory ${V1MEM:--}"
+        for _c in "$CG"/*; do [ -d "$_c" ] && [ ! -L "$_c" ] && printf 'mounted %s\n' "${_c##*/}"; done
+    } > "$M/soak/layout"
+}
+
+count_dirs() {  # directories at and below $1, level by level (one glob a level)
+    _old=$IFS
+    IFS=
+    _n=1
+    _p=$1/*/
+    while :; do
+        set -- $_p
+        [ -d "$1" ] || break
+        _n=$((_n + $#))
+        _p=$_p*/
+    done
+    IFS=$_old
+    echo "$_n"
+}
+
+sample() {  # sample N
+    _f=$M/soak/sample.$1
+    {
+        read -r _up _idle < /proc/uptime
+        echo "uptime $_up"
+        echo "wall $(date +%s.%N)"
+        echo "@@ /proc/cgroups"
+        cat /proc/cgroups
+        if [ -n "$V1MEM" ]; then echo "@@ memdirs $(count_dirs "$V1MEM")"; fi
+        if [ -n "$V2" ]; then
+            echo "@@ cgroup.stat"
+            cat "$V2/cgroup.stat"
+            for _s in "$V2"/*/; do
+                [ -f "${_s}cgroup.stat" ] || continue
+                _s=${_s%/}
+                echo "@@ subtree ${_s##*/}"
+                cat "$_s/cgroup.stat"
+            done
+        fi
+    } > "$_f" 2>> "$M/soak/errors"
+}
+
+probe() {  # probe NAME: time one read of every live memory cgroup's memory.stat
+    _base=$V1MEM
+    [ -n "$_base" ] || _base=$V2
+    [ -n "$_base" ] || return 0
+    : > "$W/probe.lst"
+    _old=$IFS
+    IFS=
+    _pat=$_base/memory.stat
+    while :; do
+        set -- $_pat
+        [ -e "$1" ] || break
+        printf '%s\n' "$@" >> "$W/probe.lst"
+        _pat=${_pat%memory.stat}*/memory.stat
+    done
+    IFS=$NL
+    _files=$(cat "$W/probe.lst")
+    _t0=$(date +%s%N)
+    _before=$(times)
+    _bytes=$(cat $_files 2> "$W/probe.err" | wc -c)
+    _after=$(times)
+    _t1=$(date +%s%N)
+    IFS=$_old
+    {
+        echo "cgroups $(wc -l < "$W/probe.lst")"
+        echo "ns $((_t1 - _t0))"
+        echo "bytes $_bytes"
+        echo "errors $(wc -l < "$W/probe.err")"
+        echo "times-before $(printf '%s' "$_before" | tr '\n' ' ')"
+        echo "times-after $(printf '%s' "$_after" | tr '\n' ' ')"
+    } > "$M/soak/probe.$1"
+}
+
+uptime_cs() {
+    read -r _up _idle < /proc/uptime
+    _i=${_up%.*}
+    _fr=${_up#*.}00
+    _fr=${_fr%"${_fr#??}"}
+    echo $((_i * 100 + ${_fr#0}))
+}
+
+soak() {
+    layout
+    probe start
+    _t0=$(uptime_cs)
+    _k=0
+    _due=0
+    while :; do
+        sample "$(printf '%05d' "$_k")"
+        [ "$_due" -lt "$SOAK_CS" ] || break
+        _now=$(uptime_cs)
+        _k=$((_k + 1))
+        _slot=$(((_now - _t0) / EVERY_CS + 1))
+        [ "$_slot" -gt "$_k" ] && _k=$_slot
+        _due=$((_k * EVERY_CS))
+        [ "$_due" -gt "$SOAK_CS" ] && _due=$SOAK_CS
+        _wait=$((_t0 + _due - $(uptime_cs)))
+        [ "$_wait" -gt 0 ] && sleep "$((_wait / 100)).$(printf '%02d' $((_wait % 100)))"
+    done
+    probe end
+}
+
+# -- the run -------------------------------------------------------------------------------------
+
+note "imagelint-bundle 1"
+note "started $(date +%s.%N)"
+while IFS= read -r line; do
+    op=${line%% *}
+    arg=${line#"$op"}
+    arg=${arg# }
+    case $op in
+        root) ROOT=${arg%/} ;;
+        limit)
+            case ${arg%% *} in
+                file) FILE_CAP=${arg#* } ;;
+                journal) JOURNAL_CAP=${arg#* } ;;
+                total) TOTAL_CAP=${arg#* } ;;
+                entries) ENTRY_CAP=${arg#* } ;;
+            esac
+            ;;
+        show) SHOW=$arg ;;
+        soak) SOAK_CS=${arg%% *}; EVERY_CS=${arg#* } ;;
+        version) note "collector $arg" ;;
+    esac
+done < "$W/plan.txt"
+note "root ${ROOT:-/}"
+note "limit file $FILE_CAP"
+note "limit journal $JOURNAL_CAP"
+note "limit total $TOTAL_CAP"
+note "limit entries $ENTRY_CAP"
+[ "$SOAK_CS" -gt 0 ] && note "soak $SOAK_CS $EVERY_CS"
+
+[ "$SHOW" = 1 ] && show start
+if [ "$SOAK_CS" -gt 0 ]; then
+    soak
+    [ "$SHOW" = 1 ] && show end
+fi
+
+# files are collected after the soak: the journal then covers its window
+UNITS=0
+while IFS= read -r line; do
+    op=${line%% *}
+    arg=${line#"$op"}
+    arg=${arg# }
+    case $op in
+        C | M | T | R | J) want "$op" "$arg" ;;
+        S) want C "$arg"; sshd_includes "$arg" ;;
+        U) UNITS=1 ;;
+    esac
+done < "$W/plan.txt"
+[ "$UNITS" = 1 ] && unit_refs
+chain / "$W/want.m"
+
+# classify LIST CONTENT CAP: directories and links go to the tar; regular files with their content
+# while under the caps (CONTENT=1), else described in the manifest; special files described only.
+classify() {
+    _list=$1
+    _cont=$2
+    _cap=$3
+    _n=0
+    set --
+    while IFS= read -r _p; do
+        set -- "$@" "$ROOT$_p"
+        _n=$((_n + 1))
+        if [ "$_n" -ge 200 ]; then classify_batch "$@"; set --; _n=0; fi
+    done < "$_list"
+    [ "$#" -eq 0 ] || classify_batch "$@"
+}
+classify_batch() {
+    stat -c '%f %u %g %s %n|' -- "$@" 2> /dev/null > "$W/stat.out"
+    while IFS=' ' read -r _m _u _g _s _p; do
+        _p=${_p%|}
+        _p=${_p#"$ROOT"}
+        [ -n "$_p" ] || _p=/
+        _t=$((0x$_m & 0170000))
+        if [ "$_t" -eq 16384 ] || [ "$_t" -eq 40960 ]; then
+            printf '.%s\n' "$_p" >> "$W/tar.lst"
+        elif [ "$_t" -eq 32768 ]; then
+            if [ "$_cont" = 0 ]; then
+                note "stat $_m $_u $_g $_s metadata $_p"
+            elif [ "$_s" -gt "$_cap" ]; then
+                note "stat $_m $_u $_g $_s over-file-limit $_p"
+            elif [ $((TOTAL + _s)) -gt "$TOTAL_CAP" ]; then
+                note "stat $_m $_u $_g $_s over-total-limit $_p"
+            elif [ ! -r "$ROOT$_p" ]; then
+                note "stat $_m $_u $_g $_s unreadable $_p"
+            else
+                TOTAL=$((TOTAL + _s))
+                printf '.%s\n' "$_p" >> "$W/tar.lst"
+            fi
+        else
+            note "stat $_m $_u $_g $_s special $_p"
+        fi
+    done < "$W/stat.out"
+}
+sort -u "$W/want.c" > "$W/c.s"
+sort -u "$W/want.j" > "$W/j.s"
+sort -u "$W/c.s" "$W/j.s" > "$W/cj.s"
+sort -u "$W/want.m" | comm -23 - "$W/cj.s" > "$W/m.s"
+classify "$W/c.s" 1 "$FILE_CAP"
+classify "$W/j.s" 1 "$JOURNAL_CAP"
+classify "$W/m.s" 0 0
+[ "$BADNAMES" -gt 0 ] && note "unrepresentable-names $BADNAMES"
+note "content-bytes $TOTAL"
+sort -u "$W/tar.lst" > "$W/tar.s"
+tar -cf "$W/bundle.tar" -C "${ROOT:-/}" --no-recursion --no-unquote -T "$W/tar.s" 2> "$W/tar.err"
+rc=$?
+note "tar $rc"
+if [ "$rc" -gt 1 ]; then
+    cat "$W/tar.err" >&2
+    exit 94
+fi
+note "ended $(date +%s.%N)"
+tar -rf "$W/bundle.tar" -C "$B" imagelint || exit 94
+if command -v gzip > /dev/null 2>&1; then
+    gzip -f -6 "$W/bundle.tar" || exit 94
+    echo "$W/bundle.tar.gz"
+else
+    echo "$W/bundle.tar"
+fi

@@ -1,0 +1,95 @@
+"""What the collector gathers: computed at home from the loaded rule packs and the config.
+
+Each check kind declares the image paths it reads (:meth:`imagelint.checks.base.CheckKind.paths`);
+the plan is every selected rule's needs, its conditions' needs included, in the collector's
+directive form (see ``collect.sh``), plus the live and soak probes and the size caps. Rules that
+run at home only on what the bundle holds see exactly what a local audit of the instance would
+see of those paths; what the collector had to leave out (over a cap) is named in the bundle's
+manifest and makes the rules that read it inconclusive.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from imagelint import __version__
+from imagelint.checks import registry
+from imagelint.checks.base import PathNeed
+from imagelint.config import Config
+from imagelint.rulepacks import CheckSpec, RulePack, Scope
+
+DIRECTIVES = {
+    "content": "C",
+    "metadata": "M",
+    "tree": "T",
+    "tree-content": "R",
+    "journal": "J",
+    "sshd": "S",
+    "unit-references": "U",
+}
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Caps the collector keeps to (bytes, entries); the runner's extraction caps follow from them."""
+
+    file: int = 16 * 1024 * 1024  # content of one file (imagelint's own read limit)
+    journal: int = 256 * 1024 * 1024  # one journal file
+    total: int = 512 * 1024 * 1024  # all content together
+    entries: int = 300_000  # paths below walked trees
+
+
+@dataclass(frozen=True)
+class Plan:
+    needs: tuple[PathNeed, ...]
+    show: bool = True  # record `systemctl show` (the live rules)
+    soak_seconds: float = 0.0
+    soak_interval: float = 5.0
+    limits: Limits = Limits()
+    root: str | None = None  # collect from this directory instead of / (tests)
+
+    def text(self) -> str:
+        """plan.txt for ``collect.sh``."""
+        lines = [f"version {__version__}"]
+        if self.root:
+            lines.append(f"root {self.root}")
+        for name in ("file", "journal", "total", "entries"):
+            lines.append(f"limit {name} {getattr(self.limits, name)}")
+        if self.show:
+            lines.append("show 1")
+        if self.soak_seconds > 0:
+            lines.append(f"soak {round(self.soak_seconds * 100)} {max(1, round(self.soak_interval * 100))}")
+        for need in self.needs:
+            op = DIRECTIVES[need.how]
+            lines.append(op if op == "U" else f"{op} {need.glob}")
+        return "\n".join(lines) + "\n"
+
+
+def _spec_needs(spec: CheckSpec) -> list[PathNeed]:
+    needs = registry()[spec.kind].paths(spec.params)
+    for condition in (*spec.when, *spec.unless):
+        needs += _spec_needs(condition)
+    return needs
+
+
+def needs_for(
+    packs: list[RulePack], config: Config, scopes: tuple[Scope, ...], *, runtime: bool = True
+) -> tuple[PathNeed, ...]:
+    """The paths every rule the run would evaluate reads, once each, in a stable order.
+
+    ``runtime=False`` leaves out what a boot creates under ``/run`` (generator output, transient and
+    runtime units), keeping the volatile journal: on a throwaway instance the image is judged, as an
+    offline audit of it would judge it, and the boot's own state comes from ``systemctl show``."""
+    from imagelint.engine import skip_reason
+
+    seen: dict[PathNeed, None] = {}
+    for rule in (r for p in packs for r in p.rules):
+        if skip_reason(rule, config, scopes):
+            continue
+        for need in _spec_needs(rule.check):
+            if "\n" in need.glob:
+                continue
+            if not runtime and need.how != "journal" and (need.glob + "/").startswith("/run/"):
+                continue
+            seen.setdefault(need)
+    return tuple(seen)

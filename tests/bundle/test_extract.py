@@ -1,0 +1,163 @@
+"""The bundle comes from an untrusted machine: every hostile member type is refused before anything
+is written outside the private directory, and a good bundle keeps links as links and modes as data."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import tarfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from imagelint.bundle.extract import BundleError, Caps, extract
+from imagelint.targets.rootfs import FileKind
+
+MANIFEST = b"imagelint-bundle 1\ncollector test\n"
+
+
+def _add(tar: tarfile.TarFile, name: str, data: bytes = b"", **fields: object) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    for key, value in fields.items():
+        setattr(info, key, value)
+    tar.addfile(info, io.BytesIO(data) if data else None)
+
+
+def _bundle(tmp_path: Path, build: Callable[[tarfile.TarFile], None], *, manifest: bool = True) -> Path:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        _add(tar, "./", type=tarfile.DIRTYPE, mode=0o755)
+        build(tar)
+        if manifest:
+            _add(tar, "imagelint/manifest.txt", MANIFEST)
+    path = tmp_path / "bundle.tar.gz"
+    path.write_bytes(gzip.compress(buf.getvalue()))
+    return path
+
+
+def _refused(
+    tmp_path: Path, build: Callable[[tarfile.TarFile], None], words: str, caps: Caps | None = None
+) -> None:
+    before = set(os.listdir(tmp_path))
+    bundle = _bundle(tmp_path, build)
+    with pytest.raises(BundleError) as info:
+        extract(bundle, caps or Caps())
+    assert words in info.value.message, info.value.message
+    assert info.value.exit_code == 3
+    assert set(os.listdir(tmp_path)) == before | {"bundle.tar.gz"}  # nothing written beside it
+
+
+def test_a_good_bundle_keeps_links_as_links_and_modes_as_data(tmp_path: Path) -> None:
+    def build(tar: tarfile.TarFile) -> None:
+        _add(tar, "./etc", type=tarfile.DIRTYPE, mode=0o755)
+        _add(tar, "./etc/passwd-link", type=tarfile.SYMTYPE, linkname="/etc/passwd")
+        _add(tar, "./etc/escape", type=tarfile.SYMTYPE, linkname="../../../../etc/shadow")
+        _add(tar, "./usr", type=tarfile.DIRTYPE, mode=0o755)
+        _add(tar, "./usr/sudo", b"#!/bin/sh\n", mode=0o4755, uid=0, gid=0)
+
+    extracted = extract(_bundle(tmp_path, build))
+    try:
+        link = extracted.root / "etc/passwd-link"
+        assert link.is_symlink() and os.readlink(link) == "/etc/passwd"
+        assert os.readlink(extracted.root / "etc/escape") == "../../../../etc/shadow"
+        sudo = extracted.root / "usr/sudo"
+        assert sudo.stat().st_mode & 0o7777 == 0o600  # never setuid on this machine
+        assert extracted.table["/usr/sudo"].mode == 0o4755  # the image's mode is kept as data
+        assert extracted.table["/etc/escape"].kind is FileKind.SYMLINK
+        assert (extracted.directory.stat().st_mode & 0o777) == 0o700
+    finally:
+        extracted.cleanup()
+    assert not extracted.directory.exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [
+        ("/etc/passwd", "neither ./<image path> nor imagelint/"),
+        ("etc/passwd", "neither ./<image path> nor imagelint/"),
+        ("./etc/../../outside", "'..' component"),
+        ("imagelint/../x", "'..' component"),
+        ("./" + "a/" * 600 + "f", "components"),
+    ],
+)
+def test_bad_names_are_refused(tmp_path: Path, name: str, words: str) -> None:
+    _refused(tmp_path, lambda tar: _add(tar, name, b"x"), words)
+
+
+@pytest.mark.parametrize(
+    ("kind", "words"),
+    [
+        (tarfile.CHRTYPE, "a character device"),
+        (tarfile.BLKTYPE, "a block device"),
+        (tarfile.FIFOTYPE, "a FIFO"),
+        (tarfile.LNKTYPE, "a hard link"),
+        (tarfile.GNUTYPE_SPARSE, "of tar type"),
+        (tarfile.CONTTYPE, "of tar type"),
+    ],
+)
+def test_special_members_are_refused(tmp_path: Path, kind: bytes, words: str) -> None:
+    _refused(tmp_path, lambda tar: _add(tar, "./dev-or-link", type=kind, linkname="./etc/passwd"), words)
+
+
+def test_nothing_is_written_through_a_symlink(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+
+    def build(tar: tarfile.TarFile) -> None:
+        _add(tar, "./evil", type=tarfile.SYMTYPE, linkname=str(outside))
+        _add(tar, "./evil/planted", b"owned\n")
+
+    _refused(tmp_path, build, "below a symlink")
+    assert list(outside.iterdir()) == []
+
+
+def test_a_symlink_outside_the_image_part_is_refused(tmp_path: Path) -> None:
+    _refused(
+        tmp_path,
+        lambda tar: _add(tar, "imagelint/live", type=tarfile.SYMTYPE, linkname="/etc"),
+        "symlink outside",
+    )
+
+
+def test_duplicates_are_refused(tmp_path: Path) -> None:
+    def build(tar: tarfile.TarFile) -> None:
+        _add(tar, "./etc-file", b"one")
+        _add(tar, "./etc-file", b"two")
+
+    _refused(tmp_path, build, "appears twice")
+
+
+def test_sizes_and_counts_are_capped(tmp_path: Path) -> None:
+    _refused(tmp_path, lambda tar: _add(tar, "./big", b"x" * 2000), "over 1,000", Caps(file=1000))
+
+    def many(tar: tarfile.TarFile) -> None:
+        for i in range(20):
+            _add(tar, f"./f{i}", b"x" * 100)
+
+    _refused(tmp_path, many, "more than 1,500 bytes of content", Caps(total=1500))
+    _refused(tmp_path, many, "more than 10 members", Caps(members=10))
+
+
+def test_a_compression_bomb_is_bounded(tmp_path: Path) -> None:
+    # a member of 64 MiB of zeros compresses to ~64 KiB; the stream cap stops it long before the
+    # whole is inflated, even when the file and total caps would allow it
+    size = 64 * 1024 * 1024
+    header = tarfile.TarInfo("./zeros")
+    header.size = size
+    bomb = tmp_path / "bomb.tar.gz"
+    bomb.write_bytes(gzip.compress(header.tobuf(tarfile.PAX_FORMAT) + b"\0" * size, 9))
+    assert bomb.stat().st_size < 200_000
+    with pytest.raises(BundleError, match="decompresses to more than"):
+        extract(bomb, Caps(file=size, total=size, stream=4 * 1024 * 1024))
+
+
+def test_not_a_tar_and_no_manifest(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.tar.gz"
+    junk.write_bytes(b"\x1f\x8bnot gzip at all")
+    with pytest.raises(BundleError, match="not a readable tar archive"):
+        extract(junk)
+    with pytest.raises(BundleError, match=r"no imagelint/manifest\.txt"):
+        extract(_bundle(tmp_path, lambda tar: None, manifest=False))

@@ -1,0 +1,158 @@
+"""The collector keeps to its caps and says what it left out; the rules that would read what is not
+there are inconclusive, never a pass. It needs nothing but a POSIX shell, coreutils and tar, and
+works from a noexec directory."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from imagelint.collector.plan import Limits
+from imagelint.config import Config
+from imagelint.report import Verdict
+from imagelint.rulepacks import load_packs
+from tests.collector.support import bundle_report, collect, directory_report, findings, outcomes
+from tests.support import build_tree, is_root, need
+
+PACK = """\
+rules:
+  - id: T001
+    name: secret-in-config
+    title: a config holds a secret
+    severity: high
+    scope: [image]
+    check: {kind: file.contains, paths: [/etc/app/*.conf], pattern: 'secret'}
+    message: "{path}:{line}"
+    remediation: x
+  - id: T002
+    name: big-files
+    title: big files
+    severity: high
+    scope: [image]
+    check: {kind: file.present, paths: [/etc/app/*], min_size: 1500}
+    message: "{path} is {size} bytes"
+    remediation: x
+  - id: T003
+    name: world-writable
+    title: world-writable below /srv
+    severity: high
+    scope: [image]
+    check: {kind: file.permissions, paths: [/srv], recursive: true, mode_any: '0002'}
+    message: "{path}"
+    remediation: x
+  - id: T004
+    name: fifos
+    title: FIFOs below /run/app
+    severity: high
+    scope: [image]
+    check: {kind: file.present, paths: ['/run/app/*'], types: [FIFO]}
+    message: "{path}"
+    remediation: x
+"""
+
+
+@pytest.fixture
+def packs(tmp_path: Path) -> list:
+    (tmp_path / "pack.yaml").write_text(PACK)
+    return load_packs([tmp_path / "pack.yaml"], builtin=[])
+
+
+def _tree(tmp_path: Path) -> Path:
+    root = build_tree(
+        tmp_path / "image",
+        {
+            "/etc/app/small.conf": "secret=1\n",
+            "/etc/app/large.conf": "x" * 2000 + "\nsecret=2\n",
+            "/srv/data/shared": {"content": "x", "mode": "0666"},
+        },
+    )
+    for i in range(30):
+        (root / "srv" / "data" / f"f{i}").write_text("x")
+    (root / "run" / "app").mkdir(parents=True)
+    os.mkfifo(root / "run" / "app" / "pipe")
+    return root
+
+
+def _manifest(bundle: Path) -> str:
+    import tarfile
+
+    with tarfile.open(bundle) as tar:
+        member = tar.extractfile("imagelint/manifest.txt")
+        assert member is not None
+        return member.read().decode()
+
+
+def test_within_the_caps_the_bundle_agrees_with_the_tree(tmp_path: Path, packs: list) -> None:
+    root = _tree(tmp_path)
+    direct = directory_report(root, packs=packs)
+    remote = bundle_report(collect(root, tmp_path / "w", packs=packs), packs=packs)
+    assert {f[0] for f in findings(direct)} == {"T001", "T002", "T003", "T004"}
+    assert findings(remote) == findings(direct)
+    # the FIFO is described, never archived, and still found as a FIFO
+    assert any(f.rule_id == "T004" and f.evidence["type"] == "FIFO" for f in remote.findings)
+
+
+def test_a_file_over_the_cap_is_described_and_its_reader_inconclusive(tmp_path: Path, packs: list) -> None:
+    root = _tree(tmp_path)
+    bundle = collect(root, tmp_path / "w", packs=packs, limits=Limits(file=1024))
+    assert "over-file-limit /etc/app/large.conf" in _manifest(bundle)
+    remote = bundle_report(bundle, packs=packs)
+    # as for a file over imagelint's own read limit: the rule that reads it ends in error
+    assert outcomes(remote)["T001"] == "error"
+    assert any(
+        "content not collected from the instance (over-file-limit)" in e.message for e in remote.errors
+    )
+    # metadata is there all the same: the size rule sees the real size
+    assert any(f.rule_id == "T002" and f.evidence["size"] == 2010 for f in remote.findings)
+
+
+def test_the_total_cap_and_the_entry_cap(tmp_path: Path, packs: list) -> None:
+    root = _tree(tmp_path)
+    bundle = collect(root, tmp_path / "w", packs=packs, limits=Limits(total=100))
+    assert "over-total-limit /etc/app/large.conf" in _manifest(bundle)
+    bundle = collect(root, tmp_path / "w2", packs=packs, limits=Limits(entries=10))
+    assert "incomplete entries /srv/data" in _manifest(bundle)
+    remote = bundle_report(bundle, packs=packs)
+    assert outcomes(remote)["T003"] in ("error", "fail")
+    assert any("not collected in full from the instance (entries)" in e.message for e in remote.errors)
+    assert remote.verdict is not Verdict.PASS
+
+
+def test_names_with_a_newline_are_counted_not_collected(tmp_path: Path, packs: list) -> None:
+    root = _tree(tmp_path)
+    (root / "etc" / "app" / "odd\nname.conf").write_text("secret\n")
+    bundle = collect(root, tmp_path / "w", packs=packs)
+    assert "unrepresentable-names " in _manifest(bundle)  # counted each time a glob meets it
+    remote = bundle_report(bundle, packs=packs)
+    assert any("with a newline were not collected" in w.message for w in remote.warnings)
+
+
+ALLOWED = "sh mkdir readlink cat tr sort comm date mv stat tar gzip wc sleep rm".split()  # noqa: SIM905
+
+
+def test_needs_only_shell_coreutils_tar_and_runs_from_a_noexec_directory(tmp_path: Path, packs: list) -> None:
+    """PATH holds only the tools the collector may use (no python, find, grep, sed, awk), and its
+    work directory is a tmpfs mounted noexec, as /tmp is on CIS images."""
+    need(is_root(), "mounting a noexec tmpfs needs root")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for tool in ALLOWED:
+        found = shutil.which(tool)
+        assert found, tool
+        os.symlink(found, bindir / tool)
+    work = tmp_path / "noexec"
+    work.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "noexec,size=64m", "tmpfs", str(work)], check=True)
+    try:
+        root = _tree(tmp_path)
+        env = {"PATH": str(bindir), "LC_ALL": "C"}
+        bundle = collect(root, work / "w", packs=packs, env=env)
+        direct = directory_report(root, packs=packs)
+        assert findings(bundle_report(bundle, packs=packs)) == findings(direct)
+    finally:
+        subprocess.run(["umount", str(work)], check=True)
+    assert not Config().select  # the default config was used throughout
