@@ -15,9 +15,9 @@ import pytest
 from imagelint.facts.journal import open_directory, open_image
 from imagelint.facts.journal.paged import PagedBuffer
 from imagelint.targets.disk import open_disk_file
-from tests.journal.bombs import bomb_journal, normal_journal, peak_rss
-from tests.journal.conftest import have_tools
-from tests.journal.exportgen import scenario, write_journal
+from tests.facts.journal.bombs import bomb_journal, normal_journal, peak_rss
+from tests.facts.journal.conftest import have_tools
+from tests.facts.journal.exportgen import scenario, write_journal
 
 MIB = 1024 * 1024
 PEAK_LIMIT_KIB = 150 * 1024
