@@ -500,7 +500,12 @@ class EnabledNeverStarted(_UnitKind):
         return found
 
 
-_CONDITION = {"type": "object", "required": ["kind"], "description": "a check spec: {kind: ..., params}"}
+_CONDITION = {
+    "type": "object",
+    "required": ["kind"],
+    "properties": {"kind": {"type": "string"}},
+    "description": "a check spec: {kind: ..., params}",
+}
 
 
 @register
@@ -579,6 +584,7 @@ class BootFailureLoop(_UnitKind):
             kind = registry().get(spec["kind"])
             if kind is None or kind.name == self.name:
                 raise ParamError(at, f"unknown check kind {spec['kind']!r}")
+            _check_schema(kind, spec, at)  # the nested kind's own parameter schema, before its validate
             kind.validate(_spec_params(spec))
 
     def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
@@ -631,6 +637,15 @@ class _Dashed(dict[str, Any]):
 
     def __missing__(self, key: str) -> str:
         return "-"
+
+
+def _check_schema(kind: CheckKind, spec: dict[str, Any], at: list[str | int]) -> None:
+    import jsonschema
+
+    schema = {**kind.schema(), "additionalProperties": False}
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(spec))
+    if error is not None:
+        raise ParamError([*at, *error.absolute_path], error.message)
 
 
 def _spec_params(spec: dict[str, Any]) -> dict[str, Any]:

@@ -166,3 +166,38 @@ def test_config_rules_entries_are_checked_at_their_line(entry: str, expected: st
     config.write_text(f'version: 1\nrules:\n  - "{entry}"\n', encoding="utf-8")
     line = _refusal(_load_config, config)
     assert line.startswith(f"{config}:3:") and expected in line
+
+
+_NESTED = """rules:
+  - id: X100
+    name: nested-spec
+    title: t
+    severity: high
+    scope: [image]
+    check:
+      kind: systemd.boot_failure_loop
+      vendor_config:
+        - units: [ecs.service]
+          reason: r
+          unless: {UNLESS}
+    message: "{unit}"
+    remediation: fix
+"""
+
+
+# Found by benchmarks/fuzz_yaml.py (250,000 cases): a nested check spec of systemd.boot_failure_loop
+# was handed to its kind's own validation before its parameters were checked against that kind's
+# schema, so a missing or mistyped parameter escaped as KeyError/TypeError (exit 1, a traceback).
+@pytest.mark.parametrize(
+    "unless",
+    [
+        "{kind: file.contains, paths: [/etc/ecs/ecs.config]}",  # no pattern: KeyError
+        "{kind: {a: b}}",  # a kind that is a mapping: TypeError (unhashable)
+        "{kind: file.contains, paths: [/etc/x], pattern: [a, b]}",  # a list for a regex: TypeError
+    ],
+    ids=["missing-parameter", "kind-not-a-string", "pattern-not-a-string"],
+)
+def test_a_bad_nested_check_spec_is_a_usage_error_with_file_and_line(unless: str, tmp_path: Path) -> None:
+    path = tmp_path / "nested.yaml"
+    path.write_text(_NESTED.replace("{UNLESS}", unless), encoding="utf-8")
+    _refusal(_load_pack, path)  # exit 2, one line naming file:line, no traceback
