@@ -20,8 +20,16 @@ from imagelint.targets.bundle import BundleTarget
 
 
 def is_bundle(path: Path) -> bool:
-    """A file (not a directory) given where an image root is expected: read it as a bundle."""
-    return path.is_file()
+    """A file whose content is a bundle (a gzip stream, or a tar archive: ``ustar`` at byte 257).
+    Any other file given where an image root is expected is a disk image; a directory is a tree."""
+    if not path.is_file():
+        return False
+    try:
+        with path.open("rb") as f:
+            head = f.read(512)
+    except OSError:
+        return False
+    return head[:2] == b"\x1f\x8b" or head[257:262] == b"ustar"
 
 
 @contextlib.contextmanager

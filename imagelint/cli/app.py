@@ -250,9 +250,19 @@ def audit(
     from imagelint.aws.snapshot import SnapshotSettings, run_snapshot_audit, snapshot_id_of
     from imagelint.session import JournalOptions, run_audit
 
-    options = _run_options(config, rules, no_builtin_rules, formats, fail_on, select, ignore, show_waived)
+    options = _run_options(
+        config=config,
+        rules=rules,
+        no_builtin_rules=no_builtin_rules,
+        formats=formats,
+        fail_on=fail_on,
+        select=select,
+        ignore=ignore,
+        show_waived=show_waived,
+        sarif_anchor=sarif_anchor,
+        github=github,
+    )
     options.baseline, options.fail_on_new = baseline, fail_on_new
-    _ci_mode(options, formats, sarif_anchor, github)
     journal_options = JournalOptions(journal, require_journal)
     if snapshot_id_of(str(root)) and not live:
         settings = SnapshotSettings(concurrency=concurrency, partition=partition)
@@ -358,8 +368,17 @@ def soak(
     from imagelint.durations import parse_duration
     from imagelint.soak.command import run_soak_command
 
-    options = _run_options(config, rules, no_builtin_rules, formats, fail_on, select, ignore, False)
-    _ci_mode(options, formats, sarif_anchor, github)
+    options = _run_options(
+        config=config,
+        rules=rules,
+        no_builtin_rules=no_builtin_rules,
+        formats=formats,
+        fail_on=fail_on,
+        select=select,
+        ignore=ignore,
+        sarif_anchor=sarif_anchor,
+        github=github,
+    )
     if from_bundle is not None:
         from imagelint.bundle.run import soak_bundle
         from imagelint.session import prepare, publish
@@ -446,6 +465,9 @@ def ami(
     ignore: IgnoreOpt = None,
     config: ConfigOpt = None,
     rules: RulesOpt = None,
+    no_builtin_rules: NoBuiltinOpt = False,
+    sarif_anchor: SarifAnchorOpt = None,
+    github: GithubOpt = None,
 ) -> None:
     """Check an AMI before it ships: boot it, audit and soak it over SSM, tag the verdict.
 
@@ -515,7 +537,17 @@ def ami(
         tag=tag,
         on_fail=on_fail,
         timing=Timing(poll=interval, ssm_timeout=parse_duration(ssm_timeout, "--ssm-timeout")),
-        run=_run_options(config, rules, False, formats, fail_on, select, ignore, False),
+        run=_run_options(
+            config=config,
+            rules=rules,
+            no_builtin_rules=no_builtin_rules,
+            formats=formats,
+            fail_on=fail_on,
+            select=select,
+            ignore=ignore,
+            sarif_anchor=sarif_anchor,
+            github=github,
+        ),
         interactive=sys.stderr.isatty(),
         role_arn=role_arn,
         snapshot=SnapshotSettings(concurrency=concurrency),
@@ -548,6 +580,9 @@ def fleet(
     ignore: IgnoreOpt = None,
     config: ConfigOpt = None,
     rules: RulesOpt = None,
+    no_builtin_rules: NoBuiltinOpt = False,
+    sarif_anchor: SarifAnchorOpt = None,
+    github: GithubOpt = None,
 ) -> None:
     """Audit running instances through SSM Run Command; one report with a row per instance.
 
@@ -570,38 +605,44 @@ def fleet(
         soak_seconds=parse_duration(soak, "--soak", allow_zero=True),
         soak_interval=parse_duration(soak_interval, "--soak-interval"),
         poll=parse_duration(poll, "--poll"),
-        run=_run_options(config, rules, False, formats, fail_on, select, ignore, False),
+        run=_run_options(
+            config=config,
+            rules=rules,
+            no_builtin_rules=no_builtin_rules,
+            formats=formats,
+            fail_on=fail_on,
+            select=select,
+            ignore=ignore,
+            sarif_anchor=sarif_anchor,
+            github=github,
+        ),
         interactive=sys.stderr.isatty(),
     )
     raise typer.Exit(int(run_fleet(options).exit_code))
 
 
-def _ci_mode(options: Any, formats: list[str] | None, sarif_anchor: Path | None, github: bool | None) -> None:
-    """SARIF anchor and GitHub Actions mode (default on under Actions: the log gets the table,
-    the workflow gets annotations, the step summary and outputs)."""
-    import os
-
-    from imagelint.session import OutputSpec
-
-    options.sarif_anchor = str(sarif_anchor) if sarif_anchor else None
-    options.github = os.environ.get("GITHUB_ACTIONS") == "true" if github is None else github
-    if options.github and not formats:
-        options.outputs = [OutputSpec("text"), OutputSpec("github")]
-
-
 def _run_options(
+    *,
     config: Path | None,
     rules: list[Path] | None,
-    no_builtin_rules: bool,
+    no_builtin_rules: bool = False,
     formats: list[str] | None,
     fail_on: str | None,
     select: list[str] | None,
     ignore: list[str] | None,
-    show_waived: bool,
+    show_waived: bool = False,
+    sarif_anchor: Path | None = None,
+    github: bool | None = None,
 ) -> Any:
+    """The run options every rule-running command shares, from the options they declare alike.
+
+    GitHub Actions mode is on by default under Actions: the log gets the text report, the workflow
+    gets annotations, the step summary and outputs."""
+    import os
+
     from imagelint.session import OutputSpec, RunOptions
 
-    return RunOptions(
+    options = RunOptions(
         config_path=config,
         extra_rules=rules or [],
         builtin=not no_builtin_rules,
@@ -611,6 +652,11 @@ def _run_options(
         ignore=ignore or [],
         show_waived=show_waived,
     )
+    options.sarif_anchor = str(sarif_anchor) if sarif_anchor else None
+    options.github = os.environ.get("GITHUB_ACTIONS") == "true" if github is None else github
+    if options.github and not formats:
+        options.outputs = [OutputSpec("text"), OutputSpec("github")]
+    return options
 
 
 @command(rules_app, "list", codes=USAGE_ONLY, meanings=SUCCESS)
@@ -671,6 +717,7 @@ def rules_show(
     rule_id: Annotated[str, typer.Argument(help="Rule id or name, e.g. IL101.")],
     config: ConfigOpt = None,
     rules: RulesOpt = None,
+    no_builtin_rules: NoBuiltinOpt = False,
 ) -> None:
     """Show one rule in full: rationale, check, message, remediation, references.
 
@@ -679,9 +726,9 @@ def rules_show(
     from imagelint.docs import render_rule
     from imagelint.session import load_rules
 
-    packs, _ = load_rules(config, rules or [], builtin=True)
+    packs, _ = load_rules(config, rules or [], builtin=not no_builtin_rules)
     for rule in (r for p in packs for r in p.rules):
-        if rule_id in (rule.id, rule.name):
+        if rule.named_by(rule_id):
             typer.echo(render_rule(rule))
             return
     raise UsageError(f"no rule {rule_id!r} is loaded (see `imagelint rules list`)")
