@@ -4,6 +4,7 @@ calls (recorded from real runs of every flow against moto, not listed by hand) i
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import re
 from collections.abc import Iterator
@@ -40,11 +41,16 @@ def _actions(doc: dict) -> set[str]:
     return out
 
 
-def test_help_gives_the_three_policies_as_json():
+def test_help_gives_the_policies_as_json():
+    from imagelint.aws.snapshot import IAM_POLICY
+
     proc = run_cli("ami", "--help", env={"COLUMNS": "200"})
     assert proc.returncode == 0
     docs = _json_documents(proc.stdout)
-    assert docs == [policy.runner_policy(), policy.INSTANCE_TRUST, policy.instance_role_policy()]
+    # snapshot mode's own (smaller) policy, then launch mode's runner, trust and instance policies
+    expected = [IAM_POLICY, policy.runner_policy(), policy.INSTANCE_TRUST, policy.instance_role_policy()]
+    canonical = functools.partial(json.dumps, sort_keys=True)
+    assert sorted(map(canonical, docs)) == sorted(map(canonical, expected))
     assert policy.SSM_MANAGED_POLICY in proc.stdout
 
 
