@@ -96,7 +96,6 @@ def _values(aws, tmp_path: Path, **extra: str) -> dict[str, str]:
         "IMAGELINT_CONFIG": "",
         "IMAGELINT_SOAK_DURATION": "0",
         "IMAGELINT_VERSION": "",
-        "IMAGELINT_INSTALL_FROM": "",
         "IMAGELINT_INSTANCE_PROFILE": "",
         "IMAGELINT_REPORT_BUCKET": aws.bucket,
         "IMAGELINT_EXTRA_ARGS": f"--poll 0.2s -f json:{tmp_path / 'report.json'}",

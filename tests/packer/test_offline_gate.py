@@ -19,7 +19,8 @@ from tests.packer.helpers import AMI_GATE, env_names, labelled, load_hcl
 
 def _inline() -> list[str]:
     build = load_hcl(AMI_GATE)["build"][0]
-    gate = dict(labelled(build["post-processors"][0]["post-processor"]))["shell-local"]
+    steps = labelled(build["post-processors"][0]["post-processor"])
+    gate = next(body for label, body in steps if label == "shell-local")
     assert "IMAGELINT_OFFLINE_MODE" in env_names(gate)
     assert "${var.offline_mode}" in " ".join(gate["environment_vars"])
     return list(gate["inline"])
@@ -49,7 +50,6 @@ def test_the_offline_gate_fails_a_faulty_ami_before_launching(faulty_disk: Path,
             "IMAGELINT_CONFIG": "",
             "IMAGELINT_SOAK_DURATION": "0",
             "IMAGELINT_VERSION": "",
-            "IMAGELINT_INSTALL_FROM": "",
             "IMAGELINT_INSTANCE_PROFILE": "",
             "IMAGELINT_REPORT_BUCKET": aws.bucket,
             "IMAGELINT_EXTRA_ARGS": "--poll 0.2s",
