@@ -105,20 +105,33 @@ class Checked:
 # --- signals -----------------------------------------------------------------------------------
 
 
+class _Signalled(BaseException):
+    """Raised by the handler. A BaseException, like KeyboardInterrupt, so that no library's
+    ``except Exception`` (botocore has several on its request path) swallows it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
 class SignalGuard:
-    """SIGINT/SIGTERM raise :class:`Interrupted` while armed; during cleanup they are only noted."""
+    """SIGINT/SIGTERM raise :class:`Interrupted` while armed; during cleanup they are only noted,
+    and a signal noted then stops the run once the cleanup is done. :meth:`checkpoint` raises
+    again for a signal whose exception something on the way up swallowed: a signal is never lost."""
 
     def __init__(self) -> None:
         self.armed = True
         self.received: int | None = None
 
     def _handler(self, signum: int, frame: object) -> None:
-        self.received = signum
+        if self.received is None:
+            self.received = signum
         if self.armed:
-            self.armed = False
-            raise Interrupted(
-                f"interrupted by {signal.Signals(signum).name}; cleaned up what this run created"
-            )
+            raise _Signalled(signum)
+
+    def checkpoint(self) -> None:
+        if self.armed and self.received is not None:
+            raise _Signalled(self.received)
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[SignalGuard]:
@@ -127,6 +140,9 @@ class SignalGuard:
             signal.signal(s, self._handler)
         try:
             yield self
+        except _Signalled as signalled:
+            name = signal.Signals(signalled.signum).name
+            raise Interrupted(f"interrupted by {name}; cleaned up what this run created") from None
         finally:
             for s, h in old.items():
                 signal.signal(s, h)
@@ -139,7 +155,8 @@ class SignalGuard:
         try:
             yield
         finally:
-            self.armed = was and self.received is None
+            self.armed = was
+        self.checkpoint()  # reached only when the block ended normally: a signal noted in it stops the run
 
 
 # --- the command -------------------------------------------------------------------------------
@@ -288,6 +305,7 @@ def _launch(
         started = datetime.now(UTC)
 
         def show(status: str) -> None:
+            guard.checkpoint()
             if plan.soak_seconds:
                 left = plan.soak_seconds - (datetime.now(UTC) - started).total_seconds()
                 progress.update(f"{status}, soak {max(0, left):.0f}s left")
