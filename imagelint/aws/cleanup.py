@@ -10,14 +10,18 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from imagelint.aws import credentials
 from imagelint.aws import ec2 as ec2_ops
 from imagelint.aws.clients import Clients, default_region
 from imagelint.aws.errors import paginate
 
 
-def run_cleanup(region: str | None, older_than: float, *, dry_run: bool, poll: float = 5.0) -> list[str]:
+def run_cleanup(
+    region: str | None, older_than: float, *, dry_run: bool, poll: float = 5.0, role_arn: str | None = None
+) -> list[str]:
     """Terminate orphaned instances and delete orphaned volumes; returns one line per resource."""
-    clients = Clients(default_region(region))
+    name = default_region(region)
+    clients = Clients(name, credentials.run_session(role_arn, 0, name))
     cutoff = datetime.now(UTC) - timedelta(seconds=older_than)
     lines: list[str] = []
     reservations = paginate(

@@ -466,13 +466,7 @@ def _session(options: AmiOptions, pairs: list[tuple[str, str]], clients: dict[st
     needed = len(pairs) * options.per_image_seconds() + 600  # + cleanup
     if clients:
         return next(iter(clients.values())).session
-    region = pairs[0][0]
-    if options.role_arn:
-        session = credentials.role_session(options.role_arn, needed + 300, region)  # + slack
-    else:
-        import boto3
-
-        session = boto3.session.Session()
+    session = credentials.run_session(options.role_arn, needed, pairs[0][0])
     if options.mode == "launch":
         credentials.check_lifetime(session, needed, role=bool(options.role_arn))
     return session

@@ -27,6 +27,7 @@ from imagelint.errors import UsageError
 ASSUMED_TOKEN_LIFETIME = 3600.0  # seconds left assumed for a session token of unknown expiry
 MAX_ROLE_SESSION = 43200  # AssumeRole's DurationSeconds upper bound
 MIN_ROLE_SESSION = 900
+ROLE_FLOOR = 3600.0  # the default MaxSessionDuration of a role, and AWS's cap on a chained one
 
 
 def role_session(role_arn: str, seconds: float, region: str, base: Any = None) -> Any:
@@ -65,6 +66,18 @@ def role_session(role_arn: str, seconds: float, region: str, base: Any = None) -
     session = boto3.session.Session(botocore_session=core, region_name=region)
     refresh_now(session)  # fail now (AccessDenied, chained 1 h cap) rather than after the launch
     return session
+
+
+def run_session(role_arn: str | None, seconds: float, region: str) -> Any:
+    """The session of a run that needs credentials for ``seconds``: ``--role-arn``'s refreshing
+    one (with slack for the cleanup, and at least an hour: a shorter session sits inside botocore's
+    15-minute refresh window and would call AssumeRole before every request), else the
+    environment's."""
+    if role_arn:
+        return role_session(role_arn, max(seconds + 300, ROLE_FLOOR), region)
+    import boto3
+
+    return boto3.session.Session()
 
 
 def refresh_now(session: Any) -> None:

@@ -51,6 +51,7 @@ class FleetOptions:
     timeout_margin: float = 900.0
     run: RunOptions = field(default_factory=RunOptions)
     interactive: bool = False
+    role_arn: str | None = None  # assume this role (refreshing credentials) for the whole run
 
 
 def parse_target(text: str) -> dict[str, object]:
@@ -102,16 +103,19 @@ def run_fleet(options: FleetOptions) -> Verdict:
         raise UsageError("fleet mode needs --report-bucket: every instance writes its reports there")
     prepare(options.run)
     region = default_region(options.region)
-    clients = Clients(region)
     from imagelint.aws import credentials, preflight
     from imagelint.aws.command import bundle_url
     from imagelint.aws.s3urls import run_expiry
 
+    # the run's length depends on the number of targets: count them on a short session first
+    clients = Clients(region, credentials.run_session(options.role_arn, 0, region))
     run_id = str(uuid.uuid4())
     # the instances the tag names now: each gets its own upload URL (one that joins later has none)
     targets = _tagged_instances(clients, target)
     sizes = sized(len(targets), options)
     expires = run_expiry(targets=sizes.waves, per_wave=sizes.wave_seconds)
+    if options.role_arn:
+        clients = Clients(region, credentials.run_session(options.role_arn, expires + 600, region))
     preflight.check_execution_timeout(int(options.soak_seconds) + 900)
     preflight.check_bucket(
         clients.s3,
@@ -119,8 +123,7 @@ def run_fleet(options: FleetOptions) -> Verdict:
         f"{options.report_prefix}{run_id}/run.json",
         {"run_id": run_id, "target": options.target, "version": __version__},
     )
-    clients.get("s3")  # the session exists from here
-    credentials.check_lifetime(clients.session, expires + 600, role=False)
+    credentials.check_lifetime(clients.session, expires + 600, role=bool(options.role_arn))
     plan = ssm_ops.RemotePlan(
         run_id=run_id,
         bucket=options.report_bucket,

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-TOKEN = "{AWS_POLICIES}"  # expanded in `imagelint ami --help` (imagelint.cli.helptext.expand)
+TOKEN = "{AWS_POLICIES}"  # expanded in `imagelint ami check --help` (imagelint.cli.helptext.expand)
 
 RUNNER_ACTIONS: dict[str, tuple[str, ...]] = {
     "ImagelintEc2": (

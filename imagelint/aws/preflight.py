@@ -62,8 +62,8 @@ def check_instance_profile(iam: Any, given: str) -> None:
     except AwsError as exc:
         if exc.code == "NoSuchEntity":
             raise UsageError(
-                f"--instance-profile {given}: no such instance profile in this account; create it "
-                "with a role that has AmazonSSMManagedInstanceCore (`imagelint ami --help` has the policy)"
+                f"--instance-profile {given}: no such instance profile in this account; create it with a "
+                "role that has AmazonSSMManagedInstanceCore (`imagelint ami check --help` has the policy)"
             ) from None
         raise
     if not reply["InstanceProfile"].get("Roles"):

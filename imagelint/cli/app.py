@@ -11,20 +11,25 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, Literal, ParamSpec, TypeVar
 
 import typer
 
 from imagelint import __version__
-from imagelint.cli.helptext import (
-    DEFAULT_FAIL_ON_TOKEN,
-    FORMATS_TOKEN,
-    SEVERITIES_TOKEN,
-    SUCCESS,
-    command,
-    exit_codes_block,
+from imagelint.cli.helptext import SUCCESS, command, exit_codes_block
+from imagelint.cli.options import (
+    ConcurrencyOpt,
+    ConfigOpt,
+    NoBuiltinOpt,
+    PartitionOpt,
+    RegionOpt,
+    RulesOpt,
+    with_run_options,
 )
 from imagelint.errors import ExitCode, ImageLintError, TargetError, UsageError
+
+if TYPE_CHECKING:
+    from imagelint.session import RunOptions
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -101,79 +106,9 @@ def _root(
     pass
 
 
-ConfigOpt = Annotated[
-    Path | None,
-    typer.Option("--config", "-c", help="Config file (default: .imagelint.yaml in the working directory)."),
-]
-RulesOpt = Annotated[
-    list[Path] | None,
-    typer.Option("--rules", "-r", help="Extra rule pack (file or directory); repeatable."),
-]
-NoBuiltinOpt = Annotated[
-    bool, typer.Option("--no-builtin-rules", help="Do not load the built-in rule packs.")
-]
-
-
-FormatsOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--format",
-        "-f",
-        help=f"FORMAT or FORMAT:PATH, FORMAT one of: {FORMATS_TOKEN}; repeatable. "
-        "Default: text to stdout (in GitHub Actions: text and github annotations).",
-    ),
-]
-FailOnOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--fail-on",
-        metavar="SEVERITY",
-        help=f"Lowest severity that fails, one of: {SEVERITIES_TOKEN}. "
-        f"Default: fail-on in the config, else {DEFAULT_FAIL_ON_TOKEN}.",
-    ),
-]
-SelectOpt = Annotated[
-    list[str] | None,
-    typer.Option("--select", help="Run only these rules (id, name, tag:X, pack:X; globs; comma-separated)."),
-]
-IgnoreOpt = Annotated[list[str] | None, typer.Option("--ignore", help="Skip these rules (as --select).")]
-SarifAnchorOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--sarif-anchor",
-        exists=True,
-        dir_okay=False,
-        help="Repository file SARIF results point at (e.g. the Packer template); "
-        "default: the config file when it is inside the repository.",
-    ),
-]
-RegionOpt = Annotated[str | None, typer.Option("--region", help="AWS region (default: the environment's).")]
-ConcurrencyOpt = Annotated[
-    int,
-    typer.Option(
-        "--concurrency", min=1, max=64, help="ebs:snap-… and --mode snapshot: blocks fetched at once."
-    ),
-]
-PartitionOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--partition",
-        metavar="N",
-        help="Disk image: read the root filesystem from partition N (default: the one with /etc/os-release).",
-    ),
-]
-GithubOpt = Annotated[
-    bool | None,
-    typer.Option(
-        "--github/--no-github",
-        help="GitHub Actions mode: annotations by default, step summary and outputs. "
-        "Default: on when GITHUB_ACTIONS=true.",
-    ),
-]
-
-
 @command(app)
 @friendly
+@with_run_options
 def audit(
     root: Annotated[
         Path,
@@ -182,13 +117,6 @@ def audit(
             "from the remote collector."
         ),
     ] = Path("/"),
-    config: ConfigOpt = None,
-    rules: RulesOpt = None,
-    no_builtin_rules: NoBuiltinOpt = False,
-    formats: FormatsOpt = None,
-    fail_on: FailOnOpt = None,
-    select: SelectOpt = None,
-    ignore: IgnoreOpt = None,
     show_waived: Annotated[
         bool, typer.Option("--show-waived", help="List waived findings in text output.")
     ] = False,
@@ -202,8 +130,6 @@ def audit(
             "--require-journal", help="No journal at all is inconclusive (exit 3), not 'not applicable'."
         ),
     ] = False,
-    sarif_anchor: SarifAnchorOpt = None,
-    github: GithubOpt = None,
     live: Annotated[
         bool,
         typer.Option(
@@ -228,12 +154,14 @@ def audit(
     partition: PartitionOpt = None,
     region: RegionOpt = None,
     concurrency: ConcurrencyOpt = 16,
+    *,
+    run: RunOptions,
 ) -> None:
     """Audit a mounted image (a root filesystem directory) offline, or the running host with --live.
 
     Reads the image and never writes to it. The image may also be a disk image file (raw, qcow2,
     vmdk, vhd, vhdx) or ebs:snap-… (an EBS snapshot read in place through the EBS direct APIs; see
-    `imagelint ami --help` for the IAM policy). With --baseline OLD-REPORT.json each finding is
+    `imagelint ami check --help` for the IAM policy). With --baseline OLD-REPORT.json each finding is
     marked new or unchanged and the baseline's findings this image lacks are listed as absent;
     --fail-on-new then fails only on new findings (an expired waiver still fails), so an old
     image's backlog does not block adoption. Examples:
@@ -250,19 +178,8 @@ def audit(
     from imagelint.aws.snapshot import SnapshotSettings, run_snapshot_audit, snapshot_id_of
     from imagelint.session import JournalOptions, run_audit
 
-    options = _run_options(
-        config=config,
-        rules=rules,
-        no_builtin_rules=no_builtin_rules,
-        formats=formats,
-        fail_on=fail_on,
-        select=select,
-        ignore=ignore,
-        show_waived=show_waived,
-        sarif_anchor=sarif_anchor,
-        github=github,
-    )
-    options.baseline, options.fail_on_new = baseline, fail_on_new
+    options = run
+    options.show_waived, options.baseline, options.fail_on_new = show_waived, baseline, fail_on_new
     journal_options = JournalOptions(journal, require_journal)
     if snapshot_id_of(str(root)) and not live:
         settings = SnapshotSettings(concurrency=concurrency, partition=partition)
@@ -327,20 +244,12 @@ def _readable_root(root: Path) -> None:
     app, meanings={ExitCode.INCONCLUSIVE: "inconclusive: cut short, or data on the host could not be read"}
 )
 @friendly
+@with_run_options
 def soak(
     duration: Annotated[
         str, typer.Option("--duration", "-d", help="How long to watch: 90s, 10m, 1h.")
     ] = "10m",
     interval: Annotated[str, typer.Option("--interval", "-i", help="Time between samples.")] = "5s",
-    config: ConfigOpt = None,
-    rules: RulesOpt = None,
-    no_builtin_rules: NoBuiltinOpt = False,
-    formats: FormatsOpt = None,
-    fail_on: FailOnOpt = None,
-    select: SelectOpt = None,
-    ignore: IgnoreOpt = None,
-    sarif_anchor: SarifAnchorOpt = None,
-    github: GithubOpt = None,
     from_bundle: Annotated[
         Path | None,
         typer.Option(
@@ -351,6 +260,8 @@ def soak(
             "watching this host; --duration and --interval are the bundle's.",
         ),
     ] = None,
+    *,
+    run: RunOptions,
 ) -> None:
     """Watch this running host for a while and judge memory-cgroup growth and restart loops.
 
@@ -368,17 +279,7 @@ def soak(
     from imagelint.durations import parse_duration
     from imagelint.soak.command import run_soak_command
 
-    options = _run_options(
-        config=config,
-        rules=rules,
-        no_builtin_rules=no_builtin_rules,
-        formats=formats,
-        fail_on=fail_on,
-        select=select,
-        ignore=ignore,
-        sarif_anchor=sarif_anchor,
-        github=github,
-    )
+    options = run
     if from_bundle is not None:
         from imagelint.bundle.run import soak_bundle
         from imagelint.session import prepare, publish
@@ -388,275 +289,6 @@ def soak(
     seconds, every = parse_duration(duration, "--duration"), parse_duration(interval, "--interval")
     verdict = run_soak_command(seconds, every, options, interactive=sys.stderr.isatty())
     raise typer.Exit(int(verdict.exit_code))
-
-
-@command(
-    app, meanings={ExitCode.INCONCLUSIVE: "inconclusive: the instance never reported, or an AWS call failed"}
-)
-@friendly
-def ami(
-    images: Annotated[
-        list[str] | None,
-        typer.Argument(
-            help="AMI ids (ami-… or REGION:ami-…), or `cleanup` to remove orphans of earlier runs."
-        ),
-    ] = None,
-    packer_manifest: Annotated[
-        Path | None,
-        typer.Option(
-            "--packer-manifest", help="Check the AMIs of this Packer run (manifest post-processor file)."
-        ),
-    ] = None,
-    region: Annotated[
-        str | None, typer.Option("--region", help="AWS region (default: the environment's).")
-    ] = None,
-    mode: Annotated[
-        str,
-        typer.Option(
-            "--mode",
-            help="launch: boot an instance, audit --live and soak over SSM; "
-            "snapshot: read the root snapshot in place through the EBS direct APIs and audit offline, "
-            "from anywhere; volume: mount the root snapshot on this EC2 runner and audit offline.",
-        ),
-    ] = "launch",
-    concurrency: ConcurrencyOpt = 16,
-    report_bucket: Annotated[
-        str | None,
-        typer.Option("--report-bucket", help="S3 bucket for the instance's reports and the final report."),
-    ] = None,
-    report_prefix: Annotated[
-        str, typer.Option("--report-prefix", help="Key prefix in the bucket.")
-    ] = "imagelint/",
-    instance_type: Annotated[
-        str | None,
-        typer.Option("--instance-type", help="Default: t3.medium for x86_64 AMIs, t4g.medium for arm64."),
-    ] = None,
-    subnet: Annotated[
-        str | None, typer.Option("--subnet", help="Subnet id (default: the default VPC's).")
-    ] = None,
-    security_groups: Annotated[list[str] | None, typer.Option("--security-group", help="Repeatable.")] = None,
-    instance_profile: Annotated[
-        str | None,
-        typer.Option(
-            "--instance-profile",
-            help="Name or ARN; its role needs AmazonSSMManagedInstanceCore and "
-            "s3:PutObject on the report bucket.",
-        ),
-    ] = None,
-    soak: Annotated[
-        str, typer.Option("--soak", help="Soak length on the instance (0 = no soak): 90s, 10m.")
-    ] = "10m",
-    soak_interval: Annotated[str, typer.Option("--soak-interval")] = "5s",
-    tag: Annotated[bool, typer.Option("--tag", help="Tag the verdict on the AMI and its snapshots.")] = False,
-    on_fail: Annotated[
-        str, typer.Option("--on-fail", help="deregister|deprecate|none, on a fail verdict.")
-    ] = "none",
-    poll: Annotated[str, typer.Option("--poll", help="Polling interval.")] = "5s",
-    ssm_timeout: Annotated[str, typer.Option("--ssm-timeout", help="How long to wait for SSM.")] = "10m",
-    role_arn: Annotated[
-        str | None,
-        typer.Option("--role-arn", help="Assume this role for the run; its credentials refresh themselves."),
-    ] = None,
-    older_than: Annotated[str, typer.Option("--older-than", help="cleanup: only older resources.")] = "2h",
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="cleanup: list, do not remove.")] = False,
-    formats: FormatsOpt = None,
-    fail_on: FailOnOpt = None,
-    select: SelectOpt = None,
-    ignore: IgnoreOpt = None,
-    config: ConfigOpt = None,
-    rules: RulesOpt = None,
-    no_builtin_rules: NoBuiltinOpt = False,
-    sarif_anchor: SarifAnchorOpt = None,
-    github: GithubOpt = None,
-) -> None:
-    """Check an AMI before it ships: boot it, audit and soak it over SSM, tag the verdict.
-
-    Launch mode (the default) needs --report-bucket: the instance writes its reports there, with
-    the config and rule packs shipped the same way. --on-fail deregister also deletes the AMI's
-    snapshots (unless another image uses them).
-
-    Snapshot mode is the offline mode: it creates nothing and needs no EC2 runner, only this IAM
-    policy (kms:Decrypt for encrypted snapshots; narrow its Resource to the key):
-
-      {"Version": "2012-10-17", "Statement": [
-        {"Effect": "Allow", "Resource": "arn:aws:ec2:*::snapshot/*",
-         "Action": ["ebs:ListSnapshotBlocks", "ebs:GetSnapshotBlock"]},
-        {"Effect": "Allow", "Resource": "*",
-         "Action": ["ec2:DescribeImages"]},
-        {"Effect": "Allow", "Resource": "arn:aws:kms:*:*:key/*",
-         "Action": ["kms:Decrypt"]}]}
-
-    Volume mode stays for accounts that forbid the EBS direct APIs.
-
-    Every instance and volume is tagged imagelint:run=<uuid> and removed in every outcome. Examples:
-
-      imagelint ami ami-0abc… --report-bucket my-bucket --instance-profile imagelint-ssm --tag
-
-      imagelint ami --packer-manifest packer-manifest.json --report-bucket b --soak 5m --tag
-
-      imagelint ami ami-0abc… --mode snapshot --tag -f json:report.json
-
-      imagelint ami ami-0abc… --mode volume -f json:report.json
-
-      imagelint ami cleanup --older-than 2h
-
-    IAM policies, as JSON to paste:
-
-      {AWS_POLICIES}
-    """
-    from imagelint.durations import parse_duration
-
-    if images and images[0] == "cleanup":
-        from imagelint.aws.cleanup import run_cleanup
-
-        if len(images) > 1:
-            raise UsageError("`imagelint ami cleanup` takes no AMI ids")
-        for line in run_cleanup(
-            region,
-            parse_duration(older_than, "--older-than", allow_zero=True),
-            dry_run=dry_run,
-            poll=parse_duration(poll, "--poll"),
-        ):
-            typer.echo(line)
-        return
-    from imagelint.aws.command import AmiOptions, Timing, run_ami
-    from imagelint.aws.ec2 import LaunchSettings
-    from imagelint.aws.snapshot import SnapshotSettings
-
-    interval = parse_duration(poll, "--poll")
-    options = AmiOptions(
-        images=images or [],
-        packer_manifest=packer_manifest,
-        region=region,
-        mode=mode,
-        report_bucket=report_bucket,
-        report_prefix=report_prefix,
-        launch=LaunchSettings(instance_type, subnet, tuple(security_groups or ()), instance_profile),
-        soak_seconds=parse_duration(soak, "--soak", allow_zero=True),
-        soak_interval=parse_duration(soak_interval, "--soak-interval"),
-        tag=tag,
-        on_fail=on_fail,
-        timing=Timing(poll=interval, ssm_timeout=parse_duration(ssm_timeout, "--ssm-timeout")),
-        run=_run_options(
-            config=config,
-            rules=rules,
-            no_builtin_rules=no_builtin_rules,
-            formats=formats,
-            fail_on=fail_on,
-            select=select,
-            ignore=ignore,
-            sarif_anchor=sarif_anchor,
-            github=github,
-        ),
-        interactive=sys.stderr.isatty(),
-        role_arn=role_arn,
-        snapshot=SnapshotSettings(concurrency=concurrency),
-    )
-    raise typer.Exit(int(run_ami(options).exit_code))
-
-
-@command(
-    app,
-    meanings={
-        ExitCode.PASS: "pass: every instance passed",
-        ExitCode.FAIL: "fail: an instance failed",
-        ExitCode.INCONCLUSIVE: "inconclusive: an instance never reported (and none failed)",
-    },
-)
-@friendly
-def fleet(
-    target: Annotated[str, typer.Option("--target", help="tag:KEY=VALUE[,VALUE…]: the instances to check.")],
-    report_bucket: Annotated[str, typer.Option("--report-bucket", help="S3 bucket for the reports.")],
-    report_prefix: Annotated[str, typer.Option("--report-prefix")] = "imagelint/",
-    region: Annotated[str | None, typer.Option("--region")] = None,
-    max_concurrency: Annotated[str, typer.Option("--max-concurrency", help="SSM MaxConcurrency.")] = "10%",
-    max_errors: Annotated[str, typer.Option("--max-errors", help="SSM MaxErrors.")] = "10%",
-    soak: Annotated[str, typer.Option("--soak", help="Soak length on each instance (0 = none).")] = "0",
-    soak_interval: Annotated[str, typer.Option("--soak-interval")] = "5s",
-    poll: Annotated[str, typer.Option("--poll")] = "5s",
-    formats: FormatsOpt = None,
-    fail_on: FailOnOpt = None,
-    select: SelectOpt = None,
-    ignore: IgnoreOpt = None,
-    config: ConfigOpt = None,
-    rules: RulesOpt = None,
-    no_builtin_rules: NoBuiltinOpt = False,
-    sarif_anchor: SarifAnchorOpt = None,
-    github: GithubOpt = None,
-) -> None:
-    """Audit running instances through SSM Run Command; one report with a row per instance.
-
-    SSM does the fan-out (tag targets, --max-concurrency, --max-errors). The config and rule
-    packs are shipped to the instances through the report bucket. Example:
-
-      imagelint fleet --target tag:Role=gpu-node --report-bucket my-bucket \\
-          --soak 5m -f json:fleet.json
-    """
-    from imagelint.aws.fleet import FleetOptions, run_fleet
-    from imagelint.durations import parse_duration
-
-    options = FleetOptions(
-        target=target,
-        region=region,
-        report_bucket=report_bucket,
-        report_prefix=report_prefix,
-        max_concurrency=max_concurrency,
-        max_errors=max_errors,
-        soak_seconds=parse_duration(soak, "--soak", allow_zero=True),
-        soak_interval=parse_duration(soak_interval, "--soak-interval"),
-        poll=parse_duration(poll, "--poll"),
-        run=_run_options(
-            config=config,
-            rules=rules,
-            no_builtin_rules=no_builtin_rules,
-            formats=formats,
-            fail_on=fail_on,
-            select=select,
-            ignore=ignore,
-            sarif_anchor=sarif_anchor,
-            github=github,
-        ),
-        interactive=sys.stderr.isatty(),
-    )
-    raise typer.Exit(int(run_fleet(options).exit_code))
-
-
-def _run_options(
-    *,
-    config: Path | None,
-    rules: list[Path] | None,
-    no_builtin_rules: bool = False,
-    formats: list[str] | None,
-    fail_on: str | None,
-    select: list[str] | None,
-    ignore: list[str] | None,
-    show_waived: bool = False,
-    sarif_anchor: Path | None = None,
-    github: bool | None = None,
-) -> Any:
-    """The run options every rule-running command shares, from the options they declare alike.
-
-    GitHub Actions mode is on by default under Actions: the log gets the text report, the workflow
-    gets annotations, the step summary and outputs."""
-    import os
-
-    from imagelint.session import OutputSpec, RunOptions
-
-    options = RunOptions(
-        config_path=config,
-        extra_rules=rules or [],
-        builtin=not no_builtin_rules,
-        outputs=[OutputSpec.parse(f) for f in (formats or ["text"])],
-        fail_on=fail_on,
-        select=select or [],
-        ignore=ignore or [],
-        show_waived=show_waived,
-    )
-    options.sarif_anchor = str(sarif_anchor) if sarif_anchor else None
-    options.github = os.environ.get("GITHUB_ACTIONS") == "true" if github is None else github
-    if options.github and not formats:
-        options.outputs = [OutputSpec("text"), OutputSpec("github")]
-    return options
 
 
 @command(rules_app, "list", codes=USAGE_ONLY, meanings=SUCCESS)
@@ -821,6 +453,7 @@ def docs_rules(
     output.write_text(text, encoding="utf-8")
 
 
+from imagelint.cli import aws as _aws_commands  # noqa: E402, F401  (registers `ami`, `fleet`)
 from imagelint.cli import diff as _diff_command  # noqa: E402, F401  (registers `imagelint diff`)
 from imagelint.cli import watch as _watch_command  # noqa: E402,F401  (registers `imagelint watch`)
 

@@ -9,8 +9,9 @@ from typing import Annotated
 
 import typer
 
-from imagelint.cli.app import ConfigOpt, NoBuiltinOpt, RulesOpt, app, friendly, schema_app
+from imagelint.cli.app import app, friendly, schema_app
 from imagelint.cli.helptext import SUCCESS, command
+from imagelint.cli.options import ConfigOpt, NoBuiltinOpt, RulesOpt
 from imagelint.errors import ExitCode, UsageError
 
 DIFF_MEANINGS = {

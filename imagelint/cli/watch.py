@@ -6,8 +6,9 @@ from typing import Annotated
 
 import typer
 
-from imagelint.cli.app import ConfigOpt, NoBuiltinOpt, RulesOpt, app, fail, friendly
+from imagelint.cli.app import app, fail, friendly
 from imagelint.cli.helptext import command
+from imagelint.cli.options import ConfigOpt, NoBuiltinOpt, RulesOpt
 from imagelint.errors import ExitCode
 
 NPD_MEANINGS = {

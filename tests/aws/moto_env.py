@@ -358,6 +358,7 @@ class MotoEnv:
         self.refuse: dict[str, tuple[str, str]] = {}
         self.expired_keys: set[str] = set()
         self.seen_keys: list[str] = []
+        self.seen_calls: list[tuple[str, str]] = []  # (access key, Action of a query-protocol call or "")
         self.answered_not_found: list[str] = []
         self._fault_lock = threading.Lock()
 
@@ -373,6 +374,8 @@ class MotoEnv:
                 return _ec2_error("ExpiredToken", "The security token included in the request is expired")
         form = urllib.parse.parse_qs(body.decode("latin-1")) if body[:7] == b"Action=" else {}
         action = (form.get("Action") or [""])[0]
+        if key:
+            self.seen_calls.append((key.group(1), action))
         ids = [v[0] for k, v in form.items() if re.fullmatch(r"(InstanceId|VolumeId)(\.\d+)?", k)]
         with self._fault_lock:
             if action in self.refuse:

@@ -102,12 +102,49 @@ def test_expired_credentials_mid_run_with_a_role_still_clean_up(moto_env: MotoEn
     """--role-arn: every EC2/SSM/S3 call runs on the assumed role's keys; the caller's own keys
     (which could expire the moment the role is assumed) are used for AssumeRole only."""
     moto_env.agent.rootfs = sample_image
-    proc = ami(moto_env, "--role-arn", "arn:aws:iam::123456789012:role/imagelint")
+    moto_env.seen_calls.clear()
+    proc = ami(moto_env, "--role-arn", ROLE)
     assert proc.returncode == 1, proc.stderr
-    keys = list(moto_env.seen_keys)
-    first_assumed = next(i for i, k in enumerate(keys) if k.startswith("ASIA"))
-    assert "testing" in keys[:first_assumed]  # AssumeRole, with the caller's keys
-    assert all(k.startswith("ASIA") for k in keys[first_assumed:])  # everything else: the role's
+    _only_assume_role_used_the_callers_keys(moto_env)
+    assert moto_env.alive() == NOTHING
+
+
+ROLE = "arn:aws:iam::123456789012:role/imagelint"
+
+
+def _only_assume_role_used_the_callers_keys(env: MotoEnv) -> None:
+    callers = {action for key, action in env.seen_calls if not key.startswith("ASIA")}
+    assert callers == {"AssumeRole"}, env.seen_calls  # every other call ran on the role's keys
+    assert any(key.startswith("ASIA") for key, _ in env.seen_calls)
+
+
+def test_fleet_with_a_role_runs_on_the_roles_keys(moto_env: MotoEnv, sample_image: Path):
+    moto_env.agent.rootfs = sample_image
+    tags = [{"ResourceType": "instance", "Tags": [{"Key": "Role", "Value": "gpu"}]}]
+    moto_env.client("ec2").run_instances(
+        ImageId=moto_env.image_id, MinCount=1, MaxCount=1, TagSpecifications=tags
+    )
+    moto_env.seen_calls.clear()
+    proc = run_cli(
+        "fleet", "--target", "tag:Role=gpu", "--report-bucket", moto_env.bucket, "--poll", "0.2s",
+        "--role-arn", ROLE, env=moto_env.env, timeout=180,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr  # the sample image fails
+    _only_assume_role_used_the_callers_keys(moto_env)
+
+
+def test_cleanup_with_a_role_runs_on_the_roles_keys(moto_env: MotoEnv):
+    tags = [{"ResourceType": "instance", "Tags": [{"Key": "imagelint:run", "Value": "old-run"}]}]
+    moto_env.client("ec2").run_instances(
+        ImageId=moto_env.image_id, MinCount=1, MaxCount=1, TagSpecifications=tags
+    )
+    moto_env.seen_calls.clear()
+    proc = run_cli(
+        "ami", "cleanup", "--older-than", "0s", "--poll", "0.2s", "--role-arn", ROLE, env=moto_env.env
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "terminated" in proc.stdout
+    _only_assume_role_used_the_callers_keys(moto_env)
     assert moto_env.alive() == NOTHING
 
 

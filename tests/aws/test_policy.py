@@ -1,4 +1,4 @@
-"""The IAM policies in `imagelint ami --help` and the README parse as JSON, and every API the code
+"""The IAM policies in `imagelint ami check --help` and the README parse as JSON, and every API the code
 calls (recorded from real runs of every flow against moto, not listed by hand) is in the runner's."""
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def _actions(doc: dict) -> set[str]:
 def test_help_gives_the_policies_as_json():
     from imagelint.aws.snapshot import IAM_POLICY
 
-    proc = run_cli("ami", "--help", env={"COLUMNS": "200"})
+    proc = run_cli("ami", "check", "--help", env={"COLUMNS": "200"})
     assert proc.returncode == 0
     docs = _json_documents(proc.stdout)
     # snapshot mode's own (smaller) policy, then launch mode's runner, trust and instance policies

@@ -1,5 +1,5 @@
 """The IAM policy snapshot mode needs is written once (imagelint.aws.snapshot.IAM_POLICY) and the
-README and `imagelint ami --help` show exactly that policy."""
+README and `imagelint ami check --help` show exactly that policy."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def test_readme_gives_the_policy() -> None:
 
 
 def test_ami_help_gives_the_policy() -> None:
-    proc = run_cli("ami", "--help", env={"COLUMNS": "200"})
+    proc = run_cli("ami", "check", "--help", env={"COLUMNS": "200"})
     assert proc.returncode == 0, proc.stderr
     start = proc.stdout.index('{"Version"')
     text = proc.stdout[start : proc.stdout.index("]}]}", start) + 4]

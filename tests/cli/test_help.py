@@ -15,8 +15,9 @@ COMMANDS = [
     ("audit", True),
     ("units", False),
     ("soak", True),
-    ("ami", True),
-    ("ami cleanup", True),
+    ("ami", False),
+    ("ami check", True),
+    ("ami cleanup", False),
     ("fleet", True),
     ("rules", False),
     ("rules list", False),
@@ -53,7 +54,7 @@ def test_help_lists_exit_codes_and_fail_on_choices_whole(command: str, has_fail_
     assert all(len(line) <= 100 for line in text.splitlines())
 
 
-@pytest.mark.parametrize("command", ["audit", "soak", "ami", "fleet", "diff"])
+@pytest.mark.parametrize("command", ["audit", "soak", "ami", "ami check", "fleet", "diff"])
 def test_every_exit_code_is_explained(command: str) -> None:
     text = _help(command)
     for code in ExitCode:

@@ -1,0 +1,275 @@
+"""The AWS commands: `imagelint ami` (check, the default, and cleanup) and `imagelint fleet`.
+
+`imagelint ami AMI…` stays short for `imagelint ami check AMI…`: the group starts `check` when
+its first argument names no subcommand, so Packer templates and CI scripts keep working.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from typer import _click as click  # typer < 0.29 vendors click
+from typer.core import TyperGroup
+
+from imagelint.cli.app import MARKUP, app, friendly
+from imagelint.cli.helptext import command, exit_codes_block
+from imagelint.cli.options import (
+    ConcurrencyOpt,
+    PollOpt,
+    RegionOpt,
+    ReportPrefixOpt,
+    RoleArnOpt,
+    SoakIntervalOpt,
+    with_run_options,
+)
+from imagelint.errors import ExitCode
+
+if TYPE_CHECKING:
+    from imagelint.session import RunOptions
+
+AWS_INCONCLUSIVE = "inconclusive: the instance never reported, or an AWS call failed"
+CLEANUP_MEANINGS = {
+    ExitCode.PASS: "removed what was found (--dry-run: listed it)",
+    ExitCode.INCONCLUSIVE: "inconclusive: an AWS call failed (what was removed is listed)",
+}
+
+
+class CheckByDefault(TyperGroup):
+    """A group whose first argument, when it names no subcommand (an AMI id, an option), starts
+    ``check``: ``imagelint ami ami-0abc…`` is ``imagelint ami check ami-0abc…``."""
+
+    default_command = "check"
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+            args = [self.default_command, *args]
+        parsed: list[str] = super().parse_args(ctx, args)
+        return parsed
+
+
+ami_app = typer.Typer(
+    cls=CheckByDefault,
+    help="Check AMIs before they ship (`check`, the default: `imagelint ami AMI…` is `imagelint ami "
+    "check AMI…`), and remove what killed runs left behind (`cleanup`). `imagelint ami check --help` "
+    "has the modes, options and IAM policies.\n\n"
+    + exit_codes_block(meanings={ExitCode.INCONCLUSIVE: AWS_INCONCLUSIVE}),
+    no_args_is_help=True,
+    rich_markup_mode=MARKUP,
+)
+app.add_typer(ami_app, name="ami")
+
+
+@command(ami_app, "check", meanings={ExitCode.INCONCLUSIVE: AWS_INCONCLUSIVE})
+@friendly
+@with_run_options
+def ami_check(
+    images: Annotated[list[str] | None, typer.Argument(help="AMI ids (ami-… or REGION:ami-…).")] = None,
+    packer_manifest: Annotated[
+        Path | None,
+        typer.Option(
+            "--packer-manifest", help="Check the AMIs of this Packer run (manifest post-processor file)."
+        ),
+    ] = None,
+    region: RegionOpt = None,
+    mode: Annotated[
+        str,
+        typer.Option(
+            "--mode",
+            help="launch: boot an instance, audit --live and soak over SSM; "
+            "snapshot: read the root snapshot in place through the EBS direct APIs and audit offline, "
+            "from anywhere; volume: mount the root snapshot on this EC2 runner and audit offline.",
+        ),
+    ] = "launch",
+    concurrency: ConcurrencyOpt = 16,
+    report_bucket: Annotated[
+        str | None,
+        typer.Option("--report-bucket", help="S3 bucket for the instance's reports and the final report."),
+    ] = None,
+    report_prefix: ReportPrefixOpt = "imagelint/",
+    instance_type: Annotated[
+        str | None,
+        typer.Option("--instance-type", help="Default: t3.medium for x86_64 AMIs, t4g.medium for arm64."),
+    ] = None,
+    subnet: Annotated[
+        str | None, typer.Option("--subnet", help="Subnet id (default: the default VPC's).")
+    ] = None,
+    security_groups: Annotated[list[str] | None, typer.Option("--security-group", help="Repeatable.")] = None,
+    instance_profile: Annotated[
+        str | None,
+        typer.Option(
+            "--instance-profile",
+            help="Name or ARN; its role needs AmazonSSMManagedInstanceCore and "
+            "s3:PutObject on the report bucket.",
+        ),
+    ] = None,
+    soak: Annotated[
+        str, typer.Option("--soak", help="Soak length on the instance (0 = no soak): 90s, 10m.")
+    ] = "10m",
+    soak_interval: SoakIntervalOpt = "5s",
+    tag: Annotated[bool, typer.Option("--tag", help="Tag the verdict on the AMI and its snapshots.")] = False,
+    on_fail: Annotated[
+        str, typer.Option("--on-fail", help="deregister|deprecate|none, on a fail verdict.")
+    ] = "none",
+    poll: PollOpt = "5s",
+    ssm_timeout: Annotated[str, typer.Option("--ssm-timeout", help="How long to wait for SSM.")] = "10m",
+    role_arn: RoleArnOpt = None,
+    *,
+    run: RunOptions,
+) -> None:
+    """Check an AMI before it ships: boot it, audit and soak it over SSM, tag the verdict.
+
+    Launch mode (the default) needs --report-bucket: the instance writes its reports there, with
+    the config and rule packs shipped the same way. --on-fail deregister also deletes the AMI's
+    snapshots (unless another image uses them).
+
+    Snapshot mode is the offline mode: it creates nothing and needs no EC2 runner, only this IAM
+    policy (kms:Decrypt for encrypted snapshots; narrow its Resource to the key):
+
+      {"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Resource": "arn:aws:ec2:*::snapshot/*",
+         "Action": ["ebs:ListSnapshotBlocks", "ebs:GetSnapshotBlock"]},
+        {"Effect": "Allow", "Resource": "*",
+         "Action": ["ec2:DescribeImages"]},
+        {"Effect": "Allow", "Resource": "arn:aws:kms:*:*:key/*",
+         "Action": ["kms:Decrypt"]}]}
+
+    Volume mode stays for accounts that forbid the EBS direct APIs.
+
+    Every instance and volume is tagged imagelint:run=<uuid> and removed in every outcome
+    (`imagelint ami cleanup` removes what a killed run left). `imagelint ami AMI…` is short for
+    `imagelint ami check AMI…`. Examples:
+
+      imagelint ami ami-0abc… --report-bucket my-bucket --instance-profile imagelint-ssm --tag
+
+      imagelint ami --packer-manifest packer-manifest.json --report-bucket b --soak 5m --tag
+
+      imagelint ami ami-0abc… --mode snapshot --tag -f json:report.json
+
+      imagelint ami ami-0abc… --mode volume -f json:report.json
+
+    IAM policies, as JSON to paste:
+
+      {AWS_POLICIES}
+    """
+    from imagelint.aws.command import AmiOptions, Timing, run_ami
+    from imagelint.aws.ec2 import LaunchSettings
+    from imagelint.aws.snapshot import SnapshotSettings
+    from imagelint.durations import parse_duration
+
+    options = AmiOptions(
+        images=images or [],
+        packer_manifest=packer_manifest,
+        region=region,
+        mode=mode,
+        report_bucket=report_bucket,
+        report_prefix=report_prefix,
+        launch=LaunchSettings(instance_type, subnet, tuple(security_groups or ()), instance_profile),
+        soak_seconds=parse_duration(soak, "--soak", allow_zero=True),
+        soak_interval=parse_duration(soak_interval, "--soak-interval"),
+        tag=tag,
+        on_fail=on_fail,
+        timing=Timing(
+            poll=parse_duration(poll, "--poll"), ssm_timeout=parse_duration(ssm_timeout, "--ssm-timeout")
+        ),
+        run=run,
+        interactive=sys.stderr.isatty(),
+        role_arn=role_arn,
+        snapshot=SnapshotSettings(concurrency=concurrency),
+    )
+    raise typer.Exit(int(run_ami(options).exit_code))
+
+
+@command(
+    ami_app,
+    "cleanup",
+    codes=(ExitCode.PASS, ExitCode.USAGE, ExitCode.INCONCLUSIVE),
+    meanings=CLEANUP_MEANINGS,
+)
+@friendly
+def ami_cleanup(
+    region: RegionOpt = None,
+    older_than: Annotated[
+        str,
+        typer.Option(
+            "--older-than", help="Only resources launched or created longer ago (runs in progress are left)."
+        ),
+    ] = "2h",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List, do not remove.")] = False,
+    poll: PollOpt = "5s",
+    role_arn: RoleArnOpt = None,
+) -> None:
+    """Remove what earlier AMI runs left behind: instances and volumes tagged imagelint:run.
+
+    A run removes its own instances and volumes in every outcome it lives through; this sweeper
+    covers a runner that was killed outright (SIGKILL, lost network, a CI timeout). Examples:
+
+      imagelint ami cleanup --older-than 2h --dry-run
+
+      imagelint ami cleanup --region eu-west-1
+    """
+    from imagelint.aws.cleanup import run_cleanup
+    from imagelint.durations import parse_duration
+
+    for line in run_cleanup(
+        region,
+        parse_duration(older_than, "--older-than", allow_zero=True),
+        dry_run=dry_run,
+        poll=parse_duration(poll, "--poll"),
+        role_arn=role_arn,
+    ):
+        typer.echo(line)
+
+
+@command(
+    app,
+    meanings={
+        ExitCode.PASS: "pass: every instance passed",
+        ExitCode.FAIL: "fail: an instance failed",
+        ExitCode.INCONCLUSIVE: "inconclusive: an instance never reported (and none failed)",
+    },
+)
+@friendly
+@with_run_options
+def fleet(
+    target: Annotated[str, typer.Option("--target", help="tag:KEY=VALUE[,VALUE…]: the instances to check.")],
+    report_bucket: Annotated[str, typer.Option("--report-bucket", help="S3 bucket for the reports.")],
+    report_prefix: ReportPrefixOpt = "imagelint/",
+    region: RegionOpt = None,
+    max_concurrency: Annotated[str, typer.Option("--max-concurrency", help="SSM MaxConcurrency.")] = "10%",
+    max_errors: Annotated[str, typer.Option("--max-errors", help="SSM MaxErrors.")] = "10%",
+    soak: Annotated[str, typer.Option("--soak", help="Soak length on each instance (0 = none).")] = "0",
+    soak_interval: SoakIntervalOpt = "5s",
+    poll: PollOpt = "5s",
+    role_arn: RoleArnOpt = None,
+    *,
+    run: RunOptions,
+) -> None:
+    """Audit running instances through SSM Run Command; one report with a row per instance.
+
+    SSM does the fan-out (tag targets, --max-concurrency, --max-errors). The config and rule
+    packs are shipped to the instances through the report bucket. Example:
+
+      imagelint fleet --target tag:Role=gpu-node --report-bucket my-bucket \\
+          --soak 5m -f json:fleet.json
+    """
+    from imagelint.aws.fleet import FleetOptions, run_fleet
+    from imagelint.durations import parse_duration
+
+    options = FleetOptions(
+        target=target,
+        region=region,
+        report_bucket=report_bucket,
+        report_prefix=report_prefix,
+        max_concurrency=max_concurrency,
+        max_errors=max_errors,
+        soak_seconds=parse_duration(soak, "--soak", allow_zero=True),
+        soak_interval=parse_duration(soak_interval, "--soak-interval"),
+        poll=parse_duration(poll, "--poll"),
+        run=run,
+        interactive=sys.stderr.isatty(),
+        role_arn=role_arn,
+    )
+    raise typer.Exit(int(run_fleet(options).exit_code))
