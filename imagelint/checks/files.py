@@ -22,6 +22,7 @@ from typing import Any
 from imagelint import textmatch
 from imagelint.checks import register
 from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation, ParamError, PathNeed
+from imagelint.checks.params import flag
 from imagelint.errors import ImageReadError
 from imagelint.facts.accounts import read_ids
 from imagelint.targets import FileKind, ImageStat
@@ -51,7 +52,7 @@ _REGEX = {
         "description": "Python regular expression, matched per line (multiline); linear-time RE2 runs it "
         "when it can, else Python's re under a time budget",
     },
-    "ignore_case": {"type": "boolean", "default": False},
+    "ignore_case": flag(),
 }
 EXCERPT_MAX = 160
 GROUP_EXAMPLES = 3  # names shown in a grouped finding's message
@@ -64,6 +65,8 @@ _GROUP = {
         "covers it when the waiver's path glob matches the directory",
     }
 }
+# what the tree-walking kinds (file.present, file.permissions) select entries by
+_ENTRIES = {**_PATHS, **_EXCLUDE, **_TYPES, **_GROUP}
 _GROUP_VARIABLES = {
     "count": "with group_by: matches in the directory",
     "count_text": "with group_by: the count with thousands separators",
@@ -208,10 +211,7 @@ class FilePresent(CheckKind):
         "Fires for each existing path that matches the globs (something that should not be in an image)."
     )
     parameters = {
-        **_PATHS,
-        **_EXCLUDE,
-        **_TYPES,
-        **_GROUP,
+        **_ENTRIES,
         "min_size": {
             "type": "integer",
             "minimum": 0,
@@ -269,7 +269,7 @@ class FileContains(CheckKind):
         **_EXCLUDE,
         **_REGEX,
         **_GROUP,
-        "redact": {"type": "boolean", "default": False, "description": "never show the matched text's value"},
+        "redact": flag("never show the matched text's value"),
         "max_per_file": {
             "type": "integer",
             "minimum": 1,
@@ -335,7 +335,7 @@ class FileEmpty(CheckKind):
         **_PATHS,
         **_EXCLUDE,
         **_GROUP,
-        "whitespace_is_empty": {"type": "boolean", "default": False},
+        "whitespace_is_empty": flag(),
     }
     required = ("paths",)
     variables = {
@@ -361,15 +361,8 @@ class FilePermissions(CheckKind):
     name = "file.permissions"
     summary = "Fires for each matching entry whose mode bits or ownership are not as required."
     parameters = {
-        **_PATHS,
-        **_EXCLUDE,
-        **_TYPES,
-        **_GROUP,
-        "recursive": {
-            "type": "boolean",
-            "default": False,
-            "description": "also every entry below matched dirs",
-        },
+        **_ENTRIES,
+        "recursive": flag("also every entry below matched dirs"),
         "mode_any": {**_OCTAL, "description": "fire when any of these bits is set, e.g. '0002'"},
         "unless_mode_any": {
             **_OCTAL,

@@ -1,8 +1,9 @@
 """Parameter schemas that several check kinds share, and the selection they describe.
 
-``UNITS`` is the ``units`` / ``exclude_units`` pair of unit-name globs; :func:`name_selected` applies
-it to a plain unit name (journal records, the live manager's units). Kinds on the unit index match
-aliases and templates too (:func:`imagelint.facts.systemd.enablement.unit_matches`).
+:func:`flag` is a boolean parameter's schema. ``UNITS`` is the ``units`` / ``exclude_units`` pair
+of unit-name globs; :func:`name_selected` applies it to a plain unit name (journal records, the live
+manager's units). Kinds on the unit index match aliases and templates too
+(:func:`imagelint.facts.systemd.enablement.unit_matches`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,14 @@ UNITS: dict[str, Any] = {
     },
     "exclude_units": {"type": "array", "items": {"type": "string"}, "description": "unit globs to leave out"},
 }
+
+
+def flag(description: str = "", *, default: bool = False) -> dict[str, Any]:
+    """The schema of a boolean parameter."""
+    schema: dict[str, Any] = {"type": "boolean", "default": default}
+    if description:
+        schema["description"] = description
+    return schema
 
 
 def name_selected(name: str, params: dict[str, Any]) -> bool:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from imagelint.checks import register
 from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation, ParamError, PathNeed
-from imagelint.checks.params import UNITS
+from imagelint.checks.params import UNITS, flag
 from imagelint.facts.systemd.enablement import (
     DSH_STATE,
     ENABLED_STATES,
@@ -39,13 +39,7 @@ if TYPE_CHECKING:  # imported where used: rules that never touch units do not pa
 
 ARROW = " → "
 
-_AT_BOOT = {
-    "at_boot": {
-        "type": "boolean",
-        "default": True,
-        "description": "only units started at boot (reachable from default.target)",
-    }
-}
+_AT_BOOT = {"at_boot": flag("only units started at boot (reachable from default.target)", default=True)}
 
 
 # -- shared facts ---------------------------------------------------------------------------------
@@ -158,11 +152,7 @@ class UnitEnabled(_UnitKind):
     )
     parameters = {
         **UNITS,
-        "reachable": {
-            "type": "boolean",
-            "default": False,
-            "description": "require the unit to be started at boot, not merely enabled",
-        },
+        "reachable": flag("require the unit to be started at boot, not merely enabled"),
     }
     required = ("units",)
     variables = {
@@ -204,11 +194,9 @@ class ExecMissing(_UnitKind):
     )
     parameters = {
         **UNITS,
-        "include_ignored": {
-            "type": "boolean",
-            "default": False,
-            "description": "also report '-'-prefixed commands (systemd ignores their failure, even 203/EXEC)",
-        },
+        "include_ignored": flag(
+            "also report '-'-prefixed commands (systemd ignores their failure, even 203/EXEC)"
+        ),
     }
     variables = {
         "unit": "the unit",
@@ -316,11 +304,9 @@ class UnitUnexpected(_UnitKind):
     )
     parameters = {
         **UNITS,
-        "package_records": {
-            "type": "boolean",
-            "default": True,
-            "description": "count units that Debian's deb-systemd-helper recorded as enabled by a package",
-        },
+        "package_records": flag(
+            "count units that Debian's deb-systemd-helper recorded as enabled by a package", default=True
+        ),
     }
     variables = {
         "unit": "the unit",
@@ -391,21 +377,11 @@ class UnitBroken(_UnitKind):
     )
     parameters = {
         **UNITS,
-        "at_boot": {
-            "type": "boolean",
-            "default": False,
-            "description": "only units started at boot or enabled",
-        },
-        "not_at_boot": {
-            "type": "boolean",
-            "default": False,
-            "description": "only units neither started at boot nor enabled (the complement of at_boot)",
-        },
-        "problems": {
-            "type": "boolean",
-            "default": True,
-            "description": "also report the unit index's problems (unreadable files, link loops...)",
-        },
+        "at_boot": flag("only units started at boot or enabled"),
+        "not_at_boot": flag("only units neither started at boot nor enabled (the complement of at_boot)"),
+        "problems": flag(
+            "also report the unit index's problems (unreadable files, link loops...)", default=True
+        ),
     }
     variables = {
         "unit": "the unit (if any)",
@@ -519,11 +495,9 @@ class BootFailureLoop(_UnitKind):
     )
     parameters = {
         **UNITS,
-        "unexpected": {
-            "type": "boolean",
-            "default": True,
-            "description": "count 'enabled but not expected' (as systemd.unit_unexpected) as evidence",
-        },
+        "unexpected": flag(
+            "count 'enabled but not expected' (as systemd.unit_unexpected) as evidence", default=True
+        ),
         "vendor_config": {
             "type": "array",
             "description": "configuration a unit needs: where `unless` (a check spec, e.g. file.contains) "

@@ -12,7 +12,7 @@ from typing import Any
 
 from imagelint.checks import register
 from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation
-from imagelint.checks.params import UNITS, name_selected
+from imagelint.checks.params import UNITS, flag, name_selected
 from imagelint.errors import ImageReadError
 from imagelint.facts.systemd.live import LiveState, LiveUnit
 
@@ -66,11 +66,7 @@ class LiveRestarting(CheckKind):
             "minimum": 1,
             "description": "NRestarts at or above which it fires",
         },
-        "auto_restart": {
-            "type": "boolean",
-            "default": True,
-            "description": "also fire for any unit in SubState auto-restart",
-        },
+        "auto_restart": flag("also fire for any unit in SubState auto-restart", default=True),
     }
     required = ("min_restarts",)
     variables = dict(_LIVE_VARS)
