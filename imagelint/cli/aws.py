@@ -15,7 +15,7 @@ from typer import _click as click  # typer < 0.29 vendors click
 from typer.core import TyperGroup
 
 from imagelint.cli.app import MARKUP, app, friendly
-from imagelint.cli.helptext import command, exit_codes_block
+from imagelint.cli.helptext import command, command_help, expand
 from imagelint.cli.options import (
     ConcurrencyOpt,
     PollOpt,
@@ -49,13 +49,29 @@ class CheckByDefault(TyperGroup):
         parsed: list[str] = super().parse_args(ctx, args)
         return parsed
 
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        self.help = expand(self.help or "")
+        super().format_help(ctx, formatter)
 
+
+AMI_GROUP_DOC = """Check AMIs before they ship, and remove what killed runs left behind.
+
+    `imagelint ami check` (the default: `imagelint ami AMI…` is `imagelint ami check AMI…`) boots,
+    audits and soaks an AMI, or reads its root snapshot in place; `imagelint ami check --help` has
+    the modes and options. `imagelint ami cleanup` removes the instances and volumes of runs that
+    were killed outright. Examples:
+
+      imagelint ami ami-0abc… --report-bucket my-bucket --instance-profile imagelint-ssm --tag
+
+      imagelint ami cleanup --older-than 2h
+
+    IAM policies, as JSON to paste:
+
+      {AWS_POLICIES}
+    """
 ami_app = typer.Typer(
     cls=CheckByDefault,
-    help="Check AMIs before they ship (`check`, the default: `imagelint ami AMI…` is `imagelint ami "
-    "check AMI…`), and remove what killed runs left behind (`cleanup`). `imagelint ami check --help` "
-    "has the modes, options and IAM policies.\n\n"
-    + exit_codes_block(meanings={ExitCode.INCONCLUSIVE: AWS_INCONCLUSIVE}),
+    help=command_help(AMI_GROUP_DOC, meanings={ExitCode.INCONCLUSIVE: AWS_INCONCLUSIVE}),
     no_args_is_help=True,
     rich_markup_mode=MARKUP,
 )
