@@ -28,21 +28,33 @@ def _children(pid: int) -> list[int]:
 
 @contextlib.contextmanager
 def booted(
-    root: Path, *, volatile: bool, ready: Callable[[list[str]], bool], timeout: float = 60
+    root: Path,
+    *,
+    volatile: bool,
+    ready: Callable[[list[str]], bool],
+    timeout: float = 60,
+    console: Path | None = None,
+    name: str = "",
 ) -> Iterator[list[str]]:
     """Boot ``root``; yield the ``nsenter`` prefix that runs a command inside once ``ready(prefix)``.
 
     ``volatile=True`` keeps the tree read-only (changes go to a tmpfs overlay); otherwise the
-    container writes into ``root`` (its journal lands in ``root/var/log/journal``). On exit the
-    container is powered off cleanly (nspawn forwards SIGTERM as a shutdown request).
+    container writes into ``root`` (its journal lands in ``root/var/log/journal``). ``console``: a
+    file that gets the container's console (systemd's boot status lines, the getty's prompt), as an
+    instance's serial console would. ``name`` tells apart two containers booted at once. On exit the
+    container is powered off cleanly (nspawn forwards SIGTERM as a shutdown request); the prefix's
+    PID (``prefix[2]``) is the container's init, gone once it powered itself off.
     """
     need(is_root(), "booting a container needs root")
     need(shutil.which("systemd-nspawn") is not None, "systemd-nspawn is not installed")
     need(shutil.which("nsenter") is not None, "nsenter is not installed")
     argv = ["systemd-nspawn", "-q", "-D", str(root), "--register=no", "--keep-unit"]
     argv += ["--volatile=overlay"] if volatile else []
-    argv += ["-M", f"il-test-{os.getpid()}", "--boot"]
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    argv += ["-M", f"il-test-{os.getpid()}{name}", "--boot"]
+    out = console.open("wb") if console is not None else None
+    proc = subprocess.Popen(
+        argv, stdin=subprocess.DEVNULL, stdout=out or subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     try:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and proc.poll() is None:
@@ -63,3 +75,5 @@ def booted(
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)
+        if out is not None:
+            out.close()

@@ -38,6 +38,7 @@ from pathlib import Path
 from imagelint import __version__
 from imagelint.aws import ec2 as ec2_ops
 from imagelint.aws import ssm as ssm_ops
+from imagelint.aws.boot import BootWatch
 from imagelint.aws.clients import Clients, default_region
 from imagelint.aws.errors import AwsError, call, paginate
 from imagelint.aws.merge import merge
@@ -63,6 +64,8 @@ class Timing:
     running_timeout: float = 600.0
     ssm_timeout: float = 600.0
     command_margin: float = 900.0  # on top of the soak: collection and upload
+    boot_grace: float = 180.0  # after the console shows a finished boot, wait this long for the agent
+    boot_check_every: float = 30.0  # how often the SSM wait looks at the instance's state and console
 
 
 @dataclass
@@ -292,7 +295,12 @@ def _launch(
         ec2_ops.wait_running(clients.ec2, instance_id, poll=timing.poll, timeout=timing.running_timeout)
         progress.phase("waiting for SSM", instance_id)
         try:
-            ssm_ops.wait_online(clients.ssm, instance_id, timeout=timing.ssm_timeout, poll=timing.poll)
+            watch = BootWatch(
+                clients.ec2, instance_id, grace=timing.boot_grace, every=timing.boot_check_every
+            )
+            ssm_ops.wait_online(
+                clients.ssm, instance_id, timeout=timing.ssm_timeout, poll=timing.poll, doomed=watch.doomed
+            )
         except ssm_ops.NoReportError as exc:
             console = ec2_ops.console_output(clients.ec2, instance_id)
             raise ssm_ops.NoReportError(

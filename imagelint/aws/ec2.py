@@ -228,6 +228,9 @@ def launch_instance(
     return str(reply["Instances"][0]["InstanceId"])
 
 
+NOT_RUNNING = ("shutting-down", "terminated", "stopping", "stopped")  # states it does not come back from
+
+
 def describe_instance(ec2: Any, instance_id: str, *, delay: float = 1.0) -> dict[str, Any]:
     """One instance, by id, retrying the NotFound a fresh id can answer."""
     reply = retry_not_found(ec2.describe_instances, InstanceIds=[instance_id], delay=delay)
@@ -244,7 +247,7 @@ def wait_running(ec2: Any, instance_id: str, *, poll: float, timeout: float) -> 
         state = instance["State"]["Name"]
         if state == "running":
             return
-        if state in ("shutting-down", "terminated", "stopping", "stopped"):
+        if state in NOT_RUNNING:
             reason = instance.get("StateReason", {})
             why = f" ({reason.get('Message') or reason.get('Code')})" if reason else ""
             raise AwsError(
@@ -290,17 +293,24 @@ def terminate_instances(ec2: Any, instance_ids: list[str], *, wait: bool = True,
         time.sleep(poll)
 
 
-def console_output(ec2: Any, instance_id: str, limit: int = 2000) -> str:
-    """The tail of the instance's serial console (``GetConsoleOutput``), escaped for a terminal or CI
-    log; empty when there is none yet or the call fails (it only adds to another error). AWS sends
-    it base64-encoded; botocore decodes it (``decode_console_output``, UTF-8 with replacement)."""
-    from imagelint.report.escape import for_log
-
+def console_text(ec2: Any, instance_id: str) -> str:
+    """The instance's serial console as AWS gives it (``GetConsoleOutput``, the latest 64 KiB on
+    Nitro), unescaped: image output, for parsing only. Empty when there is none yet or the call
+    fails. AWS sends it base64-encoded; botocore decodes it (``decode_console_output``, UTF-8 with
+    replacement)."""
     try:
         reply = call(ec2.get_console_output, InstanceId=instance_id, Latest=True)
     except AwsError:
         return ""
-    return for_log(str(reply.get("Output") or "")[-limit:])
+    return str(reply.get("Output") or "")
+
+
+def console_output(ec2: Any, instance_id: str, limit: int = 2000) -> str:
+    """The tail of the instance's serial console, escaped for a terminal or CI log; it only adds to
+    another error."""
+    from imagelint.report.escape import for_log
+
+    return for_log(console_text(ec2, instance_id)[-limit:])
 
 
 def check_zone(ec2: Any, zone: str, image: ImageInfo) -> None:

@@ -105,9 +105,15 @@ def remote_script(plan: RemotePlan) -> list[str]:
 
 
 def wait_online(
-    ssm: Any, instance_id: str, *, timeout: float, poll: float, stop: Callable[[], bool] = lambda: False
+    ssm: Any,
+    instance_id: str,
+    *,
+    timeout: float,
+    poll: float,
+    doomed: Callable[[], str | None] = lambda: None,
 ) -> None:
-    """Poll ``DescribeInstanceInformation`` until the instance's agent is Online."""
+    """Poll ``DescribeInstanceInformation`` until the instance's agent is Online; end early when
+    ``doomed`` gives a reason it never will be (:class:`imagelint.aws.boot.BootWatch`)."""
     deadline = time.monotonic() + timeout
     while True:
         reply = call(
@@ -116,6 +122,9 @@ def wait_online(
         infos = reply.get("InstanceInformationList", [])
         if infos and infos[0].get("PingStatus") == "Online":
             return
+        reason = doomed()
+        if reason:
+            raise NoReportError(f"{instance_id} will not register with SSM: {reason}")
         if time.monotonic() > deadline:
             raise NoReportError(
                 f"{instance_id} never registered with SSM within {timeout:.0f}s (check: the image has "

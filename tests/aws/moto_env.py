@@ -35,11 +35,13 @@ forwards everything to moto except those SSM calls, which it answers from the :c
   true (set it false to model an image without a working SSM agent); ``CancelCommand`` kills it.
 
 AWS behaviour moto does not model, injected by the front (:meth:`MotoEnv.fault_for`):
-``env.not_found[action] = n`` answers the next ``n`` EC2 ``action`` requests that name an id with
-``Invalid….NotFound`` (eventual consistency right after a create); ``env.refuse[action] = (code,
-message)`` answers every such EC2 request with that error (e.g. ``CreateTags``); an access key in
-``env.expired_keys`` gets ``ExpiredToken`` for any request; ``env.seen_keys`` lists the access key
-of every request.
+``env.console`` (a function giving the text, e.g. a booted container's real console) answers
+``GetConsoleOutput`` instead of moto's fixed sample; ``env.not_found[action] = n`` answers the next
+``n`` EC2 ``action`` requests that name an id with ``Invalid….NotFound`` (eventual consistency right
+after a create); ``env.refuse[action] = (code, message)`` answers every such EC2 request with that
+error (e.g. ``CreateTags``); an access key in ``env.expired_keys`` gets ``ExpiredToken`` for any
+request; ``env.seen_keys`` lists the access key of every request, ``env.seen_calls`` each with its
+query-protocol ``Action``.
 
 Failure injection per run: ``agent.fault`` = ``None`` | ``"command-fails"`` (the script is replaced
 by a collection failure, exit 94) | ``"hang"`` (the script is replaced by a long sleep: only a cancel
@@ -62,6 +64,7 @@ import subprocess
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -288,6 +291,8 @@ class _Front(BaseHTTPRequestHandler):
         agent = self.env.agent
         if self.path.startswith("/snapshots") and self.env.ebs.handle(self, body):
             return None
+        if body.startswith(b"Action=GetConsoleOutput") and self.env.console is not None:
+            return self._send(200, {"Content-Type": "text/xml"}, _console_reply(body, self.env.console()))
         if target == "AmazonSSM.DescribeInstanceInformation":
             request = json.loads(body or b"{}")
             ids = [v for f in request.get("Filters", []) if f["Key"] == "InstanceIds" for v in f["Values"]]
@@ -318,6 +323,22 @@ class _Front(BaseHTTPRequestHandler):
         self._send(status, headers, data)
 
     do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _handle
+
+
+def _console_reply(body: bytes, text: str) -> bytes:
+    """GetConsoleOutput's answer (EC2 query protocol), the output base64-encoded as AWS sends it."""
+    import base64
+    import urllib.parse
+    from xml.sax.saxutils import escape
+
+    instance_id = urllib.parse.parse_qs(body.decode("latin-1")).get("InstanceId", [""])[0]
+    output = base64.b64encode(text.encode("utf-8", "surrogateescape")[-65536:]).decode()
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n<GetConsoleOutputResponse '
+        'xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"><requestId>injected</requestId>'
+        f"<instanceId>{escape(instance_id)}</instanceId><timestamp>2026-12-03T00:00:00.000Z</timestamp>"
+        f"<output>{output}</output></GetConsoleOutputResponse>"
+    ).encode()
 
 
 def _ec2_error(code: str, message: str) -> bytes:
@@ -358,6 +379,7 @@ class MotoEnv:
         self.refuse: dict[str, tuple[str, str]] = {}
         self.expired_keys: set[str] = set()
         self.seen_keys: list[str] = []
+        self.console: Callable[[], str] | None = None  # GetConsoleOutput's text (None: moto's sample)
         self.seen_calls: list[tuple[str, str]] = []  # (access key, Action of a query-protocol call or "")
         self.answered_not_found: list[str] = []
         self._fault_lock = threading.Lock()
