@@ -51,7 +51,8 @@ after the script ran). Per instance: ``agent.faults[instance_id]`` overrides ``a
 EBS direct API faults (latency, throttling, denial, corruption, expired tokens) and the correction
 of moto's BlockSize: ``aws.ebs`` (:mod:`tests.aws.ebs_front`).
 ``agent.container`` (an ``nsenter`` prefix from :func:`tests.nspawn.booted`) runs the commands with
-``sh`` inside a booted image instead, with nothing of this machine in their environment.
+``sh`` inside a booted image instead, with nothing of this machine in their environment;
+``agent.container_for[instance_id]`` does so per instance.
 """
 
 from __future__ import annotations
@@ -118,6 +119,7 @@ class InstanceAgent:
         # an nsenter prefix into a booted container (tests/nspawn.py): the command then runs in it,
         # with sh, with the container's own tools, systemd and journal, as on a real instance
         self.container: list[str] | None = None
+        self.container_for: dict[str, list[str]] = {}  # per instance (a fleet of booted images)
         self.invocations: dict[tuple[str, str], Invocation] = {}
         self.seen: set[str] = set()
         self.lock = threading.Lock()
@@ -219,8 +221,9 @@ class InstanceAgent:
             "NO_COLOR": "1",
         }
         argv = ["bash", "-c", script]
-        if self.container is not None:
-            argv = [*self.container, "sh", "-c", script]
+        container = self.container_for.get(iid, self.container)
+        if container is not None:
+            argv = [*container, "sh", "-c", script]
             env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root", "AWS_SSM_INSTANCE_ID": iid}
         inv.status = "InProgress"
         proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

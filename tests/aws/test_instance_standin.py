@@ -92,8 +92,9 @@ def _ami(env: MotoEnv, out: Path, *extra: str) -> subprocess.CompletedProcess[st
     )
 
 
-def _boot(root: Path):
-    return booted(root, volatile=False, ready=lambda p: collect_live_state(prefix=p).available, timeout=120)
+def _boot(root: Path, name: str = ""):
+    ready = lambda p: collect_live_state(prefix=p).available  # noqa: E731
+    return booted(root, volatile=False, ready=ready, timeout=120, name=name)
 
 
 @pytest.mark.root
@@ -134,3 +135,36 @@ def test_clean_instance_passes(moto_env: MotoEnv, instance_image: Path, tmp_path
     assert report["verdict"] == "pass" and not report["findings"]
     ran = {r["rule_id"] for r in report["rules"] if r["outcome"] == "pass"}
     assert {"IL211", "IL212", "IL401", "IL405"} <= ran  # the live and soak rules did run
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_fleet_of_a_faulty_and_a_clean_instance_gives_a_row_each(
+    moto_env: MotoEnv, instance_image: Path, tmp_path: Path
+) -> None:
+    faulty_root = _prepare(instance_image, tmp_path / "faulty", faulty=True)
+    clean_root = _prepare(instance_image, tmp_path / "clean", faulty=False)
+    # both containers share this machine's network: the clean one's sshd listens elsewhere, or the
+    # second sshd to start would fail on port 22 (a stand-in artefact: instances have their own)
+    (clean_root / "etc/ssh/sshd_config.d/port.conf").write_text("Port 2222\n")
+    tags = [{"ResourceType": "instance", "Tags": [{"Key": "Role", "Value": "gpu"}]}]
+    reply = moto_env.client("ec2").run_instances(
+        ImageId=moto_env.image_id, MinCount=2, MaxCount=2, TagSpecifications=tags
+    )
+    faulty, clean = sorted(i["InstanceId"] for i in reply["Instances"])
+    out = tmp_path / "fleet.json"
+    with _boot(faulty_root, "-faulty") as faulty_prefix, _boot(clean_root, "-clean") as clean_prefix:
+        moto_env.agent.container_for = {faulty: faulty_prefix, clean: clean_prefix}
+        proc = run_cli(
+            "fleet", "--target", "tag:Role=gpu", "--report-bucket", moto_env.bucket, "--poll", "0.5s",
+            "--soak", "20s", "--soak-interval", "2s", "--ignore", BOOT_ARTIFACTS, "-f", f"json:{out}",
+            env=moto_env.env, timeout=600,
+        )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    report = json.loads(out.read_text())
+    rows = {r["instance_id"]: r["verdict"] for r in report["facts"]["instances"]}
+    assert rows == {faulty: "fail", clean: "pass"}
+    by_instance = {(f["evidence"]["instance_id"], f["rule_id"], f["subject"]) for f in report["findings"]}
+    assert {i for i, _, _ in by_instance} == {faulty}  # the clean instance has no finding
+    for rule in ("IL211", "IL405", "IL206"):  # live, soak and the combination, on the real systemd
+        assert (faulty, rule, f"{faulty}: vendor-agent.service") in by_instance
