@@ -114,6 +114,8 @@ def test_prometheus_sees_dying_count_and_slope_rise(tmp_path: Path, leak: MemcgL
             )
         assert "node_textfile_scrape_error 0" in exposed
         dying_line = next(ln for ln in exposed.splitlines() if ln.startswith("imagelint_memcg_dying "))
-        assert float(dying_line.split()[1]) >= before + 20
+        # a number, not the rise again: the kernel frees dying memcgs whenever it reclaims, so the count
+        # is not monotonic (the rise was judged above, on what Prometheus scraped)
+        assert float(dying_line.split()[1]) > 0
         assert "process_cpu_seconds_total" not in prom_file.read_text()  # node_exporter has its own
     assert proc.returncode is not None
