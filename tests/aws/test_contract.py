@@ -192,6 +192,25 @@ def test_console_output_is_decoded_and_escaped(ec2):
     assert ec2_ops.console_output(ec2, IID) == ""
 
 
+def test_boot_watch_requests_and_a_panic_on_the_console(ec2):
+    from imagelint.aws.boot import BootWatch
+
+    raw = "[    2.5] Kernel panic - not syncing: VFS: Unable to mount root fs\x1b[2J\n"
+    ec2.stub.add_response("describe_instances", _instance("running"), {"InstanceIds": [IID]})
+    ec2.stub.add_response(
+        "get_console_output",
+        {"InstanceId": IID, "Output": base64.b64encode(raw.encode()).decode()},
+        {"InstanceId": IID, "Latest": True},
+    )
+    reason = BootWatch(ec2, IID, every=0).doomed()
+    assert reason == "the kernel panicked (Kernel panic - not syncing: VFS: Unable to mount root fs\\x1b[2J)"
+    stopped = _instance(
+        "stopped", StateReason={"Code": "Client.UserInitiatedShutdown", "Message": "shut down"}
+    )
+    ec2.stub.add_response("describe_instances", stopped, {"InstanceIds": [IID]})
+    assert BootWatch(ec2, IID, every=0).doomed() == "the instance is stopped (shut down)"
+
+
 def test_no_default_vpc_lists_subnets_across_pages(ec2):
     ec2.stub.add_response(
         "describe_vpcs", {"Vpcs": []}, {"Filters": [{"Name": "isDefault", "Values": ["true"]}]}
