@@ -22,7 +22,7 @@ from typing import Any
 from imagelint import textmatch
 from imagelint.checks import register
 from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation, ParamError, PathNeed
-from imagelint.checks.params import flag
+from imagelint.checks.params import flag, strings
 from imagelint.errors import ImageReadError
 from imagelint.facts.accounts import read_ids
 from imagelint.targets import FileKind, ImageStat
@@ -30,13 +30,7 @@ from imagelint.targets.interface import human_size
 
 _GLOBS = {"type": "array", "items": {"type": "string", "pattern": "^/"}, "minItems": 1}
 _PATHS = {"paths": {**_GLOBS, "description": "absolute image paths; shell globs, ** for any depth"}}
-_EXCLUDE = {
-    "exclude": {
-        "type": "array",
-        "items": {"type": "string"},
-        "description": "globs of paths to leave out (* also matches /, so '*.pub' works anywhere)",
-    }
-}
+_EXCLUDE = {"exclude": strings("globs of paths to leave out (* also matches /, so '*.pub' works anywhere)")}
 _TYPES = {
     "types": {
         "type": "array",

@@ -14,7 +14,7 @@ from typing import Any
 
 from imagelint.checks import register
 from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation, PathNeed
-from imagelint.checks.params import UNITS, name_selected
+from imagelint.checks.params import UNITS, name_selected, strings
 from imagelint.errors import ImageReadError
 
 _WINDOW = {"window": {"type": "number", "exclusiveMinimum": 0, "default": 3600, "description": "seconds"}}
@@ -157,7 +157,7 @@ class JournalFailures(_JournalKind):
     summary = "Fires per unit and boot with at least N failures (UNIT_RESULT of the unit-failed record)."
     parameters = {
         "min_failures": {"type": "integer", "minimum": 1},
-        "results": {"type": "array", "items": {"type": "string"}, "description": "only these UNIT_RESULTs"},
+        "results": strings("only these UNIT_RESULTs"),
         **UNITS,
     }
     required = ("min_failures",)

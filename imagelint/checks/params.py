@@ -1,24 +1,15 @@
 """Parameter schemas that several check kinds share, and the selection they describe.
 
-:func:`flag` is a boolean parameter's schema. ``UNITS`` is the ``units`` / ``exclude_units`` pair
-of unit-name globs; :func:`name_selected` applies it to a plain unit name (journal records, the live
-manager's units). Kinds on the unit index match aliases and templates too
-(:func:`imagelint.facts.systemd.enablement.unit_matches`).
+:func:`flag` and :func:`strings` are the schemas of a boolean and of a list of strings. ``UNITS`` is
+the ``units`` / ``exclude_units`` pair of unit-name globs; :func:`name_selected` applies it to a
+plain unit name (journal records, the live manager's units). Kinds on the unit index match aliases
+and templates too (:func:`imagelint.facts.systemd.enablement.unit_matches`).
 """
 
 from __future__ import annotations
 
 import fnmatch
 from typing import Any
-
-UNITS: dict[str, Any] = {
-    "units": {
-        "type": "array",
-        "items": {"type": "string"},
-        "description": "unit name globs to consider (on unit files, aliases match too); default all",
-    },
-    "exclude_units": {"type": "array", "items": {"type": "string"}, "description": "unit globs to leave out"},
-}
 
 
 def flag(description: str = "", *, default: bool = False) -> dict[str, Any]:
@@ -27,6 +18,20 @@ def flag(description: str = "", *, default: bool = False) -> dict[str, Any]:
     if description:
         schema["description"] = description
     return schema
+
+
+def strings(description: str = "", **extra: Any) -> dict[str, Any]:
+    """The schema of a list of strings (globs, names, values), with further keywords (minItems…)."""
+    schema: dict[str, Any] = {"type": "array", "items": {"type": "string"}, **extra}
+    if description:
+        schema["description"] = description
+    return schema
+
+
+UNITS: dict[str, Any] = {
+    "units": strings("unit name globs to consider (on unit files, aliases match too); default all"),
+    "exclude_units": strings("unit globs to leave out"),
+}
 
 
 def name_selected(name: str, params: dict[str, Any]) -> bool:

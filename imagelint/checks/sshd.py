@@ -6,6 +6,7 @@ from typing import Any
 
 from imagelint.checks import register
 from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation, PathNeed
+from imagelint.checks.params import strings
 from imagelint.facts.sshd import SSHD_CONFIG, read_sshd_config
 
 
@@ -15,12 +16,7 @@ class SshdOption(CheckKind):
     summary = "Fires when sshd's effective value of an option is one of the given values; n/a without sshd."
     parameters = {
         "option": {"type": "string", "description": "sshd_config keyword (case-insensitive)"},
-        "values": {
-            "type": "array",
-            "items": {"type": "string"},
-            "minItems": 1,
-            "description": "values that fire (case-insensitive)",
-        },
+        "values": strings("values that fire (case-insensitive)", minItems=1),
         "default": {"type": "string", "description": "sshd's built-in value when the option is not set"},
         "config": {"type": "string", "pattern": "^/", "default": SSHD_CONFIG},
     }

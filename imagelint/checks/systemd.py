@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from imagelint.checks import register
 from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation, ParamError, PathNeed
-from imagelint.checks.params import UNITS, flag
+from imagelint.checks.params import UNITS, flag, strings
 from imagelint.facts.systemd.enablement import (
     DSH_STATE,
     ENABLED_STATES,
@@ -444,11 +444,9 @@ class EnabledNeverStarted(_UnitKind):
     )
     parameters = {
         **UNITS,
-        "exclude_targets": {
-            "type": "array",
-            "items": {"type": "string"},
-            "description": "globs of targets started on demand (by udev, logind, shutdown...), not at boot",
-        },
+        "exclude_targets": strings(
+            "globs of targets started on demand (by udev, logind, shutdown...), not at boot"
+        ),
     }
     variables = {
         "unit": "the unit",
@@ -507,7 +505,7 @@ class BootFailureLoop(_UnitKind):
                 "required": ["units", "unless", "reason"],
                 "additionalProperties": False,
                 "properties": {
-                    "units": {"type": "array", "items": {"type": "string"}},
+                    "units": strings(),
                     "unless": _CONDITION,
                     "reason": {"type": "string"},
                 },
