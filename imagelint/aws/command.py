@@ -23,14 +23,11 @@ sweep by the run tag catches anything a lost reply would have hidden.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import json
-import signal
 import tempfile
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,16 +41,13 @@ from imagelint.aws.errors import AwsError, call, paginate
 from imagelint.aws.merge import merge
 from imagelint.aws.progress import Progress
 from imagelint.aws.s3urls import run_expiry
+from imagelint.aws.signals import SignalGuard
 from imagelint.aws.snapshot import SnapshotSettings
 from imagelint.aws.volume import Ec2VolumeHost, VolumeHost, device_slot
-from imagelint.errors import ExitCode, ImageLintError, UsageError
+from imagelint.errors import UsageError
 from imagelint.report import Report, Verdict
 from imagelint.report.verdict import decide
 from imagelint.session import RunOptions, prepare, publish
-
-
-class Interrupted(ImageLintError):
-    exit_code = ExitCode.INCONCLUSIVE
 
 
 @dataclass(frozen=True)
@@ -103,63 +97,6 @@ class Checked:
     image: ec2_ops.ImageInfo
     report: Report
     run_id: str
-
-
-# --- signals -----------------------------------------------------------------------------------
-
-
-class _Signalled(BaseException):
-    """Raised by the handler. A BaseException, like KeyboardInterrupt, so that no library's
-    ``except Exception`` (botocore has several on its request path) swallows it."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-class SignalGuard:
-    """SIGINT/SIGTERM raise :class:`Interrupted` while armed; during cleanup they are only noted,
-    and a signal noted then stops the run once the cleanup is done. :meth:`checkpoint` raises
-    again for a signal whose exception something on the way up swallowed: a signal is never lost."""
-
-    def __init__(self) -> None:
-        self.armed = True
-        self.received: int | None = None
-
-    def _handler(self, signum: int, frame: object) -> None:
-        if self.received is None:
-            self.received = signum
-        if self.armed:
-            raise _Signalled(signum)
-
-    def checkpoint(self) -> None:
-        if self.armed and self.received is not None:
-            raise _Signalled(self.received)
-
-    @contextlib.contextmanager
-    def installed(self) -> Iterator[SignalGuard]:
-        old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-        for s in old:
-            signal.signal(s, self._handler)
-        try:
-            yield self
-        except _Signalled as signalled:
-            name = signal.Signals(signalled.signum).name
-            raise Interrupted(f"interrupted by {name}; cleaned up what this run created") from None
-        finally:
-            for s, h in old.items():
-                signal.signal(s, h)
-
-    @contextlib.contextmanager
-    def cleanup(self) -> Iterator[None]:
-        """Cleanup must finish: a second Ctrl-C or SIGTERM does not cut it short."""
-        was = self.armed
-        self.armed = False
-        try:
-            yield
-        finally:
-            self.armed = was
-        self.checkpoint()  # reached only when the block ended normally: a signal noted in it stops the run
 
 
 # --- the command -------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from imagelint.aws.clients import Clients, default_region
 from imagelint.aws.errors import AwsError, call
 from imagelint.aws.merge import empty_report, merge
 from imagelint.aws.progress import Progress
+from imagelint.aws.signals import SignalGuard
 from imagelint.errors import UsageError
 from imagelint.report import Report, Verdict
 from imagelint.session import RunOptions, prepare, publish
@@ -140,7 +141,8 @@ def run_fleet(options: FleetOptions) -> Verdict:
         soak_seconds=options.soak_seconds,
         soak_interval=options.soak_interval,
     )
-    with Progress(interactive=options.interactive) as progress:
+    guard = SignalGuard()
+    with guard.installed(), Progress(interactive=options.interactive) as progress:
         progress.phase("sending", f"{options.target} in {region} (run {plan.run_id})")
         command_id = ssm_ops.send(
             clients.ssm,
@@ -154,6 +156,7 @@ def run_fleet(options: FleetOptions) -> Verdict:
         deadline = time.monotonic() + sizes.total
         try:
             while True:
+                guard.checkpoint()
                 command = call(clients.ssm.list_commands, CommandId=command_id)["Commands"][0]
                 status = command.get("Status", "Pending")
                 progress.update(
@@ -166,8 +169,9 @@ def run_fleet(options: FleetOptions) -> Verdict:
                     ssm_ops.cancel(clients.ssm, command_id)
                     break
                 time.sleep(options.poll)
-        except BaseException:
-            ssm_ops.cancel(clients.ssm, command_id)
+        except BaseException:  # SIGINT/SIGTERM (SignalGuard), or an error: the fleet stops its command
+            with guard.cleanup():
+                ssm_ops.cancel(clients.ssm, command_id)
             raise
         progress.phase("collecting", f"s3://{plan.bucket}/{plan.prefix}{plan.run_id}/")
         invocations = _invocations(clients, command_id)

@@ -1,4 +1,4 @@
-"""SignalGuard: SIGINT/SIGTERM always end an AMI run as Interrupted (exit 3), after cleanup.
+"""SignalGuard: SIGINT/SIGTERM always end an AMI or fleet run as Interrupted (exit 3), after cleanup.
 
 Real signals, sent to this process with os.kill; no handler is called by hand."""
 
@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from imagelint.aws.command import Interrupted, SignalGuard
+from imagelint.aws.signals import Interrupted, SignalGuard
 from imagelint.errors import ExitCode
 
 
