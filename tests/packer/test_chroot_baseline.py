@@ -9,12 +9,12 @@ import sys
 from pathlib import Path
 
 from tests.formats.ci_helpers import SAMPLE_CONFIG, sample_image
-from tests.packer.helpers import CHROOT, env_names, labelled, load_hcl, variables
+from tests.packer.helpers import CHROOT, env_names, labelled, load_template, variables
 from tests.support import run_cli
 
 
 def _gate(env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
-    doc = load_hcl(CHROOT)
+    doc = load_template(CHROOT)
     _, gate = labelled(doc["build"][0]["provisioner"])[-1]
     assert set(env) == set(env_names(gate))  # every variable the commands read, and only those
     script = "\n".join(gate["inline"])
@@ -23,7 +23,7 @@ def _gate(env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
 
 
 def test_the_chroot_gate_fails_only_on_what_the_source_image_lacked(tmp_path: Path) -> None:
-    declared = variables(load_hcl(CHROOT))
+    declared = variables(load_template(CHROOT))
     assert declared["baseline_report"]["default"] == "" and declared["fail_on_new"]["default"] is False
     image = sample_image(tmp_path / "mnt")
     source = tmp_path / "source-ami-report.json"

@@ -12,15 +12,13 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from tests.packer.helpers import PACKER_DIR, VENV_BIN, labelled, load_hcl, packer, strip_packer_block
+from tests.packer.helpers import QEMU, VENV_BIN, copy_for_packer_1_6_6, labelled, load_template, packer
 from tests.support import need
 from tests.targets.disk import images
 
-QEMU = PACKER_DIR / "qemu" / "imagelint-qemu-gate.pkr.hcl"
-
 
 def _gate() -> dict:
-    build = load_hcl(QEMU)["build"][0]
+    build = load_template(QEMU)["build"][0]
     chain = build["post-processors"][0]["post-processor"]
     (label, body), *_rest = labelled(chain)
     assert label == "shell-local"
@@ -28,7 +26,7 @@ def _gate() -> dict:
 
 
 def test_the_gate_is_the_first_post_processor_and_reads_the_builders_qcow2():
-    doc = load_hcl(QEMU)
+    doc = load_template(QEMU)
     source = doc["source"][0]["qemu"]["image"]
     assert source["format"] == "qcow2"
     gate = _gate()
@@ -42,9 +40,7 @@ def test_the_gate_is_the_first_post_processor_and_reads_the_builders_qcow2():
 
 
 def test_packer_1_6_6_validates_the_template(tmp_path: Path):
-    work = tmp_path / "qemu"
-    work.mkdir()
-    (work / QEMU.name).write_text(strip_packer_block(QEMU.read_text()))
+    work = copy_for_packer_1_6_6(tmp_path / "packer") / QEMU.name
     result = packer(
         "validate",
         "-var",

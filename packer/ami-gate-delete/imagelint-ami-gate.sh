@@ -1,0 +1,1 @@
+../ami-gate/imagelint-ami-gate.sh

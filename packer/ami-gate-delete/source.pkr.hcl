@@ -1,0 +1,1 @@
+../ami-gate/source.pkr.hcl

@@ -1,0 +1,1 @@
+../ami-gate/variables.pkr.hcl
