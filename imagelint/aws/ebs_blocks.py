@@ -11,8 +11,13 @@ not name was never written and reads as zeros, without a request.
   blocks asks for all of them at once; sequential reads (a read starting where the last one ended)
   grow a read-ahead window of following *allocated* blocks, doubling up to ``readahead`` blocks
   (default 16), the way the kernel's read-ahead does. Random reads get no read-ahead.
+- **Prefetch** (:meth:`prefetch`): the filesystem reader above names byte ranges it will read soon
+  (the disk target's hints: ext4 inode tables, the directories a tree walk descends into next); their
+  blocks are requested at once on the pool, without waiting, so reads issued one at a time by a
+  single-threaded parser find them fetched in parallel.
 - **Counters** (:meth:`stats`): blocks listed (allocated), blocks and bytes fetched, cache hits,
-  zero-block reads, requests, retries and throttling; the disk target puts them in the report.
+  zero-block reads, read-ahead and prefetch, requests, retries and throttling; the disk target puts
+  them in the report.
 
 The first failure of a fetch (denied, not found, checksum, retries exhausted) is kept: a filesystem
 reader may turn an I/O error into "file unreadable", so :meth:`raise_if_failed` lets the caller end
@@ -24,7 +29,7 @@ from __future__ import annotations
 import io
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -61,11 +66,14 @@ class SnapshotStream(io.RawIOBase):
         self.cache_blocks = max(1, cache_bytes // BLOCK_SIZE)
         self.concurrency = concurrency
         self.readahead = max(0, min(readahead, self.cache_blocks // 2))
+        self.prefetch_limit = self.cache_blocks // 2  # prefetched blocks held for the reader at a time
         self.on_fetch = on_fetch
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="ebs-block")
         self._lock = threading.Lock()
         self._cache: OrderedDict[int, bytes] = OrderedDict()
         self._inflight: dict[int, Future[bytes]] = {}
+        self._pinned: set[int] = set()  # prefetched, not read yet: in flight or cached, never evicted
+        self._failed: dict[int, BaseException] = {}  # prefetched blocks whose fetch failed, not read yet
         self._pos = 0
         self._last_end = -1
         self._streak = 0
@@ -76,6 +84,8 @@ class SnapshotStream(io.RawIOBase):
             "cache_hits": 0,
             "zero_block_reads": 0,
             "readahead_blocks": 0,
+            "prefetch_blocks": 0,
+            "prefetch_dropped": 0,
             "bytes_read": 0,
         }
 
@@ -134,7 +144,51 @@ class SnapshotStream(io.RawIOBase):
             self._pool.shutdown(wait=True, cancel_futures=True)
             with self._lock:
                 self._cache.clear()
+                self._pinned.clear()
+                self._failed.clear()
         super().close()
+
+    # --- prefetch ---------------------------------------------------------------------------------
+
+    def prefetch(self, ranges: Iterable[tuple[int, int]]) -> int:
+        """Start fetching the blocks of byte ranges ``(offset, length)`` the reader will read soon;
+        returns at once, with the number of blocks requested.
+
+        Each allocated block the ranges touch is requested once, in the order given: blocks already
+        cached or in flight, blocks named twice and blocks the snapshot never stored (zeros) are
+        skipped. A prefetched block is kept in the cache until it is read once (eviction passes it
+        over), and at most :attr:`prefetch_limit` (half the cache) are held so at a time: a prefetch
+        never evicts what an earlier one fetched for the reader, and what does not fit is dropped
+        (counted; those blocks are read when asked for, as without a prefetch).
+
+        A failed fetch is what a read's failed fetch is: the first failure is kept (:attr:`failure`,
+        :meth:`raise_if_failed`), and the read that needs the block raises the same ``OSError`` a
+        read's own fetch would have raised, without asking again.
+        """
+        wanted: dict[int, None] = {}
+        for offset, length in ranges:
+            if length <= 0 or offset >= self.size:
+                continue
+            first = max(0, offset) // BLOCK_SIZE
+            last = (min(self.size, offset + length) - 1) // BLOCK_SIZE
+            for index in range(first, last + 1):
+                if index in self._allocated:
+                    wanted.setdefault(index)
+        requested = 0
+        with self._lock:
+            if self.closed:
+                return 0
+            for index in wanted:
+                if index in self._cache or index in self._inflight or index in self._failed:
+                    continue
+                if len(self._pinned) >= self.prefetch_limit:
+                    self._counts["prefetch_dropped"] += 1
+                    continue
+                self._pinned.add(index)
+                self._inflight[index] = self._pool.submit(self._fetch, index)
+                requested += 1
+            self._counts["prefetch_blocks"] += requested
+        return requested
 
     # --- blocks -----------------------------------------------------------------------------------
 
@@ -142,6 +196,13 @@ class SnapshotStream(io.RawIOBase):
         """The cached block as a done future, the one in flight, or a new fetch (None: no room for
         read-ahead)."""
         with self._lock:
+            if not ahead:
+                self._pinned.discard(index)
+                failed = self._failed.pop(index, None)
+                if failed is not None:  # a prefetch fetched it and failed: this read raises that
+                    refused: Future[bytes] = Future()
+                    refused.set_exception(failed)
+                    return refused
             if index in self._cache:
                 if not ahead:
                     self._cache.move_to_end(index)
@@ -152,7 +213,8 @@ class SnapshotStream(io.RawIOBase):
             if index in self._inflight:
                 return self._inflight[index]
             if ahead and (
-                len(self._cache) + len(self._inflight) >= self.cache_blocks
+                index in self._failed
+                or len(self._cache) + len(self._inflight) >= self.cache_blocks
                 or len(self._inflight) >= self.concurrency
             ):
                 return None
@@ -165,26 +227,34 @@ class SnapshotStream(io.RawIOBase):
     def _fetch(self, index: int) -> bytes:
         try:
             data = self.api.fetch(index)
-        except ImageLintError as exc:
+        except BaseException as exc:
             with self._lock:
-                self._failure = self._failure or exc
+                if isinstance(exc, ImageLintError):
+                    self._failure = self._failure or exc
                 self._inflight.pop(index, None)
-            raise
-        except BaseException:
-            with self._lock:
-                self._inflight.pop(index, None)
+                if index in self._pinned:  # prefetched: kept for the read that needs the block
+                    self._pinned.discard(index)
+                    self._failed[index] = exc
             raise
         with self._lock:
             self._inflight.pop(index, None)
             self._cache[index] = data
-            while len(self._cache) > self.cache_blocks:
-                self._cache.popitem(last=False)
+            self._evict()
             self._counts["blocks_fetched"] += 1
             self._counts["bytes_fetched"] += len(data)
             snapshot = dict(self._counts)
         if self.on_fetch is not None:
             self.on_fetch(snapshot)
         return data
+
+    def _evict(self) -> None:
+        """Drop least recently used blocks down to the bound, passing over prefetched blocks not read
+        yet (at most half the cache, so there is always another to drop). Called with the lock held."""
+        while len(self._cache) > self.cache_blocks:
+            victim = next((i for i in self._cache if i not in self._pinned), None)
+            if victim is None:
+                return
+            del self._cache[victim]
 
     def _block(self, index: int, future: Future[bytes] | None) -> bytes:
         if index not in self._allocated:
@@ -228,6 +298,7 @@ class SnapshotStream(io.RawIOBase):
         counters = self.api.counters
         with self._lock:
             counts = dict(self._counts)
+            counts["prefetch_unread"] = len(self._pinned) + len(self._failed)
         return {
             "block_size": BLOCK_SIZE,
             "volume_bytes": self.size,
