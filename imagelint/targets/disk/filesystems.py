@@ -12,9 +12,11 @@ from __future__ import annotations
 import stat
 import struct
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any, BinaryIO
 
 from imagelint.targets.disk.errors import DiskImageError
+from imagelint.targets.disk.prefetch import Hint, Ranges, ext_data_ranges, ext_inode_tables
 from imagelint.targets.disk.probe import EXT, XFS, read_at
 from imagelint.targets.interface import FileKind, ImageStat, kind_of
 
@@ -56,15 +58,27 @@ def _wrap(exc: Exception) -> OSError:
 
 
 class Filesystem:
-    """A mounted-in-memory filesystem: lookups by resolved components, listings cached and bounded."""
+    """A mounted-in-memory filesystem: lookups by resolved components, listings cached and bounded.
 
-    def __init__(self, fstype: str, fs: Any, uuid: str, label: str) -> None:
+    ``hint`` (:mod:`.prefetch`), when the disk below can fetch ahead, is given byte ranges of the
+    filesystem that are about to be read; it never changes what is read.
+    """
+
+    def __init__(self, fstype: str, fs: Any, uuid: str, label: str, hint: Hint | None = None) -> None:
         self.fstype = fstype
         self.fs = fs
         self.uuid = uuid
         self.label = label
+        self._hint = hint if fstype == EXT else None
         self._dirs: OrderedDict[Parts, dict[str, Any]] = OrderedDict()
         self._ext_stats: dict[int, tuple[int, int, int, int]] = {}
+        if self._hint is not None:
+            try:
+                ranges = ext_inode_tables(fs)
+            except Exception:
+                ranges = []  # an unexpected descriptor table: no hint, the reads find out
+            if ranges:
+                self._hint(ranges)
 
     def _stat_fields(self, node: Any) -> tuple[int, int, int, int]:
         """(mode, uid, gid, size) of an inode."""
@@ -125,6 +139,30 @@ class Filesystem:
             if node is None:
                 return None
         return node
+
+    # -- read hints -------------------------------------------------------------------------------
+
+    def prefetch_dirs(self, dirs: Sequence[Parts]) -> None:
+        """Hint the data blocks of directories a walk is about to list (resolved paths in this
+        filesystem). Only directories whose parent listing is cached are hinted, so the hint itself
+        lists nothing; one whose blocks cannot be worked out is left for the listing to read."""
+        if self._hint is None:
+            return
+        ranges: Ranges = []
+        for parts in dirs:
+            if parts:
+                parent = self._dirs.get(parts[:-1])
+                node = None if parent is None else parent.get(parts[-1])
+            else:
+                node = self.fs.root
+            if node is None:
+                continue
+            try:
+                ranges += ext_data_ranges(node)
+            except Exception:
+                continue
+        if ranges:
+            self._hint(ranges)
 
     # -- the backend ------------------------------------------------------------------------------
 
@@ -205,9 +243,12 @@ def _check_size(fstype: str, needed: int, size: int, where: str) -> None:
         )
 
 
-def open_filesystem(fstype: str, stream: BinaryIO, size: int, where: str) -> Filesystem:
+def open_filesystem(
+    fstype: str, stream: BinaryIO, size: int, where: str, hint: Hint | None = None
+) -> Filesystem:
     """Open a filesystem found on a volume of ``size`` bytes, refusing one that does not fit in it
-    (truncated) or was not cleanly unmounted (see the module doc)."""
+    (truncated) or was not cleanly unmounted (see the module doc). ``hint`` takes read hints in
+    the volume's bytes (:mod:`.prefetch`); ext4's inode tables are hinted once opened."""
     try:
         if fstype == EXT:
             from dissect.extfs import ExtFS
@@ -224,7 +265,7 @@ def open_filesystem(fstype: str, stream: BinaryIO, size: int, where: str) -> Fil
                 raise DiskImageError(
                     "the ext4 filesystem is marked as having errors; run e2fsck", where=where
                 )
-            return Filesystem(EXT, ext, str(ext.uuid), ext.volume_name)
+            return Filesystem(EXT, ext, str(ext.uuid), ext.volume_name, hint)
         if fstype == XFS:
             from dissect.xfs import XFS as XFSReader
 
