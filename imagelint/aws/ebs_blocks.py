@@ -66,7 +66,7 @@ class SnapshotStream(io.RawIOBase):
         self.cache_blocks = max(1, cache_bytes // BLOCK_SIZE)
         self.concurrency = concurrency
         self.readahead = max(0, min(readahead, self.cache_blocks // 2))
-        self.prefetch_limit = self.cache_blocks // 2  # prefetched blocks held for the reader at a time
+        self.prefetch_limit = self.cache_blocks * 3 // 4  # prefetched, unread blocks held at a time
         self.on_fetch = on_fetch
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="ebs-block")
         self._lock = threading.Lock()
@@ -74,6 +74,9 @@ class SnapshotStream(io.RawIOBase):
         self._inflight: dict[int, Future[bytes]] = {}
         self._pinned: set[int] = set()  # prefetched, not read yet: in flight or cached, never evicted
         self._failed: dict[int, BaseException] = {}  # prefetched blocks whose fetch failed, not read yet
+        self._queued: OrderedDict[int, None] = OrderedDict()  # prefetched, waiting for a free worker
+        self._prefetching: set[int] = set()  # prefetch fetches given to the pool, not done
+        self._closing = False
         self._pos = 0
         self._last_end = -1
         self._streak = 0
@@ -141,6 +144,9 @@ class SnapshotStream(io.RawIOBase):
 
     def close(self) -> None:
         if not self.closed:
+            with self._lock:
+                self._closing = True
+                self._queued.clear()
             self._pool.shutdown(wait=True, cancel_futures=True)
             with self._lock:
                 self._cache.clear()
@@ -156,15 +162,57 @@ class SnapshotStream(io.RawIOBase):
 
         Each allocated block the ranges touch is requested once, in the order given: blocks already
         cached or in flight, blocks named twice and blocks the snapshot never stored (zeros) are
-        skipped. A prefetched block is kept in the cache until it is read once (eviction passes it
-        over), and at most :attr:`prefetch_limit` (half the cache) are held so at a time: a prefetch
-        never evicts what an earlier one fetched for the reader, and what does not fit is dropped
-        (counted; those blocks are read when asked for, as without a prefetch).
+        skipped. At most ``concurrency`` prefetched blocks are in the pool at a time, the rest wait
+        in order for a free worker, so a read's own fetch waits behind a few prefetches at most (and
+        a read of a block still waiting fetches it at once). A prefetched block is kept in the cache
+        until it is read once (eviction passes it over), and at most :attr:`prefetch_limit` (three
+        quarters of the cache) are held so at a time: a prefetch never evicts what an earlier one
+        fetched for the reader, the rest of the cache stays for reads, and what does not fit is
+        dropped (counted; those blocks are read when asked for, as without a prefetch).
 
         A failed fetch is what a read's failed fetch is: the first failure is kept (:attr:`failure`,
         :meth:`raise_if_failed`), and the read that needs the block raises the same ``OSError`` a
         read's own fetch would have raised, without asking again.
         """
+        wanted = self._indexes(ranges)
+        requested = 0
+        with self._lock:
+            if self.closed:
+                return 0
+            for index in wanted:
+                if (
+                    index in self._cache
+                    or index in self._inflight
+                    or index in self._pinned
+                    or index in self._failed
+                ):
+                    continue
+                if len(self._pinned) >= self.prefetch_limit:
+                    self._counts["prefetch_dropped"] += 1
+                    continue
+                self._pinned.add(index)
+                self._queued[index] = None
+                requested += 1
+            self._counts["prefetch_blocks"] += requested
+            self._pump()
+        return requested
+
+    def _pump(self) -> None:
+        """Give waiting prefetches to the pool while fewer than ``concurrency`` are in it (lock held)."""
+        while self._queued and len(self._prefetching) < self.concurrency and not self._closing:
+            index, _ = self._queued.popitem(last=False)
+            self._prefetching.add(index)
+            self._inflight[index] = self._pool.submit(self._fetch, index)
+
+    def fetched(self, ranges: Iterable[tuple[int, int]]) -> bool:
+        """Whether reading the byte ranges now would wait for nothing: every allocated block they
+        touch is cached (a block never written reads as zeros and needs no fetch)."""
+        indexes = set(self._indexes(ranges))
+        with self._lock:
+            return all(index in self._cache for index in indexes)
+
+    def _indexes(self, ranges: Iterable[tuple[int, int]]) -> list[int]:
+        """The allocated blocks byte ranges touch, in order, once each."""
         wanted: dict[int, None] = {}
         for offset, length in ranges:
             if length <= 0 or offset >= self.size:
@@ -174,21 +222,7 @@ class SnapshotStream(io.RawIOBase):
             for index in range(first, last + 1):
                 if index in self._allocated:
                     wanted.setdefault(index)
-        requested = 0
-        with self._lock:
-            if self.closed:
-                return 0
-            for index in wanted:
-                if index in self._cache or index in self._inflight or index in self._failed:
-                    continue
-                if len(self._pinned) >= self.prefetch_limit:
-                    self._counts["prefetch_dropped"] += 1
-                    continue
-                self._pinned.add(index)
-                self._inflight[index] = self._pool.submit(self._fetch, index)
-                requested += 1
-            self._counts["prefetch_blocks"] += requested
-        return requested
+        return list(wanted)
 
     # --- blocks -----------------------------------------------------------------------------------
 
@@ -212,7 +246,10 @@ class SnapshotStream(io.RawIOBase):
                 return done
             if index in self._inflight:
                 return self._inflight[index]
-            if ahead and (
+            promoted = index in self._queued  # prefetched, still waiting for a worker: fetched now
+            if promoted:
+                del self._queued[index]
+            elif ahead and (
                 index in self._failed
                 or len(self._cache) + len(self._inflight) >= self.cache_blocks
                 or len(self._inflight) >= self.concurrency
@@ -220,7 +257,7 @@ class SnapshotStream(io.RawIOBase):
                 return None
             future = self._pool.submit(self._fetch, index)
             self._inflight[index] = future
-            if ahead:
+            if ahead and not promoted:
                 self._counts["readahead_blocks"] += 1
             return future
 
@@ -235,9 +272,13 @@ class SnapshotStream(io.RawIOBase):
                 if index in self._pinned:  # prefetched: kept for the read that needs the block
                     self._pinned.discard(index)
                     self._failed[index] = exc
+                self._prefetching.discard(index)
+                self._pump()
             raise
         with self._lock:
             self._inflight.pop(index, None)
+            self._prefetching.discard(index)
+            self._pump()
             self._cache[index] = data
             self._evict()
             self._counts["blocks_fetched"] += 1
@@ -249,7 +290,8 @@ class SnapshotStream(io.RawIOBase):
 
     def _evict(self) -> None:
         """Drop least recently used blocks down to the bound, passing over prefetched blocks not read
-        yet (at most half the cache, so there is always another to drop). Called with the lock held."""
+        yet (at most three quarters of the cache, so there is always another to drop). Called with
+        the lock held."""
         while len(self._cache) > self.cache_blocks:
             victim = next((i for i in self._cache if i not in self._pinned), None)
             if victim is None:

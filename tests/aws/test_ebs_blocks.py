@@ -305,13 +305,13 @@ def test_a_prefetch_never_read_still_ends_the_run_with_its_failure(
 def test_prefetch_is_bounded_and_never_evicts_what_it_fetched(
     env: MotoEnv, aws: tuple[MotoEnv, str], image: Path
 ) -> None:
-    """A cache of 4 blocks holds at most 2 prefetched blocks not read yet; reads of other blocks
+    """A cache of 4 blocks holds at most 3 prefetched blocks not read yet; reads of other blocks
     evict around them, and what does not fit is dropped, not fetched."""
     data = image.read_bytes()
     with stream(aws, cache_bytes=4 * BLOCK_SIZE, readahead=0) as s:
-        assert s.prefetch_limit == 2
-        assert s.prefetch([(5 * BLOCK_SIZE, 5 * BLOCK_SIZE)]) == 2  # 5 and 6; 7, 8, 9 dropped
-        assert s.stats()["prefetch_dropped"] == 3
+        assert s.prefetch_limit == 3
+        assert s.prefetch([(5 * BLOCK_SIZE, 5 * BLOCK_SIZE)]) == 3  # 5, 6, 7; 8 and 9 dropped
+        assert s.stats()["prefetch_dropped"] == 2
         for index in (0, 1, 2, 10, 11, 12, 100):  # more than the cache holds
             s.seek(index * BLOCK_SIZE)
             s.read(10)
@@ -320,11 +320,40 @@ def test_prefetch_is_bounded_and_never_evicts_what_it_fetched(
             s.seek(index * BLOCK_SIZE + 7)
             assert s.read(100) == data[index * BLOCK_SIZE + 7 : index * BLOCK_SIZE + 107]
         assert s.stats()["cache_hits"] == hits + 2  # still cached: never evicted
-        assert s.prefetch([(7 * BLOCK_SIZE, 3 * BLOCK_SIZE)]) == 2  # read: room again (7, 8)
+        assert s.prefetch([(7 * BLOCK_SIZE, 3 * BLOCK_SIZE)]) == 2  # 7 is held still; room for 8, 9
+        assert s.stats()["prefetch_unread"] == 3
         stats = s.stats()
-    assert env.ebs.gets.count(5) == env.ebs.gets.count(6) == 1
-    assert 9 not in env.ebs.gets
-    assert stats["prefetch_blocks"] == 4 and stats["prefetch_dropped"] == 4
+    assert env.ebs.gets.count(5) == env.ebs.gets.count(6) == env.ebs.gets.count(7) == 1
+    assert stats["prefetch_blocks"] == 5 and stats["prefetch_dropped"] == 2
+
+
+def test_prefetches_take_turns_and_a_read_goes_first(env: MotoEnv, aws: tuple[MotoEnv, str]) -> None:
+    """At most ``concurrency`` prefetched blocks are in the pool at a time; a read of one still
+    waiting for a worker is fetched at once, before the prefetches queued ahead of it."""
+    env.ebs.hold = threading.Event()
+    try:
+        with stream(aws, concurrency=2, readahead=0) as s:
+            assert s.prefetch([(5 * BLOCK_SIZE, 6 * BLOCK_SIZE)]) == 6  # 5..10
+            assert wait_for(lambda: env.ebs.in_flight == 2, timeout=30)
+            assert not s.fetched([(5 * BLOCK_SIZE, 1)])
+            reader = threading.Thread(target=lambda: (s.seek(10 * BLOCK_SIZE), s.read(10)))
+            reader.start()
+            assert wait_for(lambda: s.stats()["prefetch_unread"] == 5, timeout=30)  # 10 is the read's
+            env.ebs.hold.set()
+            reader.join(timeout=60)
+            for index in range(5, 10):
+                s.seek(index * BLOCK_SIZE)
+                s.read(10)
+            assert s.fetched([(5 * BLOCK_SIZE, 5 * BLOCK_SIZE), (3 * BLOCK_SIZE, 10)])  # 3: never written
+            assert not s.fetched([(100 * BLOCK_SIZE, 1)])
+            stats = s.stats()
+    finally:
+        env.ebs.hold.set()
+    assert sorted(env.ebs.gets[:2]) == [5, 6]
+    assert env.ebs.gets.index(10) < env.ebs.gets.index(9)  # the read went before the queued 7, 8, 9
+    assert sorted(env.ebs.gets) == list(range(5, 11))
+    assert env.ebs.max_in_flight <= 3  # 2 workers (the front may count one reply late)
+    assert stats["prefetch_blocks"] == 6 and stats["readahead_blocks"] == 0
 
 
 # Last in the module: its own MotoEnv resets moto's process-global backends (the module's snapshot

@@ -14,19 +14,18 @@ What is hinted (ext2/3/4 only; XFS gets none):
 - in a tree walk, the data blocks of a directory's subdirectories before the walk descends into
   them (:func:`ext_data_ranges`), so one level's directory blocks are fetched in parallel.
 
-Ranges are byte offsets in the filesystem; :func:`stream_hint` and :func:`shifted` turn them into
-offsets on the raw disk (a partition's start added). Volumes that are not one plain slice of the
-disk (LVM logical volumes) get no hints.
+Ranges are byte offsets in the filesystem; :class:`DiskHints` turns them into offsets on the raw
+disk (a partition's start added). Volumes that are not one plain slice of the disk (LVM logical
+volumes) get no hints.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any, Protocol, cast
 
 Ranges = list[tuple[int, int]]
-Hint = Callable[[Ranges], object]
 
 # ext4 on-disk constants (the kernel's fs/ext4/ext4.h)
 _INCOMPAT_META_BG = 0x10  # group descriptors spread over the disk: not hinted
@@ -49,25 +48,41 @@ class Prefetching(Protocol):
         ...
 
 
-def stream_hint(stream: object) -> Hint | None:
-    """The stream's ``prefetch`` when it has one, else None (no hints are computed then)."""
+class Fetched(Protocol):
+    """Optional too, beside ``prefetch``: whether reading byte ranges now would not wait."""
+
+    def fetched(self, ranges: Iterable[tuple[int, int]]) -> bool: ...
+
+
+class DiskHints:
+    """The hints of one volume, passed to its disk's ``prefetch`` (and ``fetched``) at its offset."""
+
+    def __init__(self, disk: object, offset: int = 0) -> None:
+        self._disk = disk
+        self.offset = offset
+        self.can_tell = callable(getattr(disk, "fetched", None))  # whether :meth:`fetched` knows
+
+    def within(self, offset: int | None) -> DiskHints | None:
+        """The hints of a volume starting ``offset`` bytes into this one (None: not one plain slice)."""
+        return None if offset is None else DiskHints(self._disk, self.offset + offset)
+
+    def _moved(self, ranges: Ranges) -> Ranges:
+        return [(start + self.offset, length) for start, length in ranges] if self.offset else ranges
+
+    def prefetch(self, ranges: Ranges) -> None:
+        if ranges:
+            cast(Prefetching, self._disk).prefetch(self._moved(ranges))
+
+    def fetched(self, ranges: Ranges) -> bool:
+        """Whether the disk already holds these ranges (False when it cannot tell)."""
+        return self.can_tell and cast(Fetched, self._disk).fetched(self._moved(ranges))
+
+
+def disk_hints(stream: object) -> DiskHints | None:
+    """Hints for a raw disk stream that has ``prefetch``; None for any other (nothing is computed)."""
     if not callable(getattr(stream, "prefetch", None)):
         return None
-    return cast(Prefetching, stream).prefetch
-
-
-def shifted(hint: Hint | None, offset: int | None) -> Hint | None:
-    """A hint taking ranges inside a volume that starts ``offset`` bytes into the disk (None: the
-    volume is not one plain slice of the disk, or the disk takes no hints)."""
-    if hint is None or offset is None:
-        return None
-    if offset == 0:
-        return hint
-
-    def moved(ranges: Ranges) -> object:
-        return hint([(start + offset, length) for start, length in ranges])
-
-    return moved
+    return DiskHints(stream)
 
 
 def ext_inode_tables(ext: Any) -> Ranges:

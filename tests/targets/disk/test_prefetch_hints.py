@@ -12,6 +12,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from imagelint.engine import RunSettings, audit
 from imagelint.session import load_rules
 from imagelint.targets.disk import open_disk_target
@@ -31,6 +33,8 @@ class HintedFile(io.RawIOBase):
         self._f = path.open("rb")
         self.size = path.stat().st_size
         self.hints: list[list[tuple[int, int]]] = []
+        self.clock = 0  # set by a test: how far it has got (hints are recorded with it)
+        self.clocks: list[int] = []
 
     def readable(self) -> bool:
         return True
@@ -49,11 +53,20 @@ class HintedFile(io.RawIOBase):
 
     def prefetch(self, ranges: Any) -> int:
         self.hints.append(list(ranges))
+        self.clocks.append(self.clock)
         return 0
 
     def close(self) -> None:
         self._f.close()
         super().close()
+
+
+class TellingFile(HintedFile):
+    """The same, saying every range is in (a local file waits for nothing): the filesystem then
+    lists hinted directories ahead of the walk."""
+
+    def fetched(self, ranges: Any) -> bool:
+        return True
 
 
 def _e2fs(tool: str, disk: Path, *args: str) -> str:
@@ -145,35 +158,48 @@ def _debugfs(disk: Path, commands: list[str]) -> dict[str, list[str]]:
     return out
 
 
-def test_a_walk_hints_each_directory_s_blocks_once_before_listing_it(faulty_disk: Path) -> None:
+@pytest.mark.parametrize("disk", [HintedFile, TellingFile])
+def test_a_walk_hints_each_directory_s_blocks_once(faulty_disk: Path, disk: type[HintedFile]) -> None:
     """Walking /usr hints the data blocks of every directory below it, exactly the blocks debugfs
-    lists, each directory once and before the walk lists it."""
+    lists, each directory once, whether or not the filesystem lists ahead of the walk: without
+    that, a directory is hinted when the walk lists its parent (after yielding the directory
+    itself); listing ahead, some are hinted before the walk gets to them."""
     _, block_size = _dumpe2fs_inode_tables(faulty_disk)
     want = _debugfs_directory_blocks(faulty_disk, "/usr")
     assert len(want) > 100
-    stream = HintedFile(faulty_disk)
+    stream = disk(faulty_disk)
     try:
         target = open_disk_target(stream, description="hinted")
         opened = len(stream.hints)
         seen: list[str] = []
         hinted_blocks: list[int] = []
+        hinted_when: dict[int, int] = {}  # block -> directories the walk had yielded then
         for st in target.walk("/usr"):
             if st.kind is FileKind.DIR:
                 seen.append(st.path)
-        for call in stream.hints[opened:]:
+                stream.clock = len(seen)
+        for call, clock in zip(stream.hints[opened:], stream.clocks[opened:], strict=True):
             for offset, length in call:
                 assert (offset - ROOT_START) % block_size == 0 and length % block_size == 0
                 first = (offset - ROOT_START) // block_size
                 hinted_blocks += range(first, first + length // block_size)
+                hinted_when.update(dict.fromkeys(range(first, first + length // block_size), clock))
     finally:
         stream.close()
     assert sorted(seen) == sorted(want)
     expected_blocks = [b for blocks in want.values() for b in blocks]
     assert sorted(hinted_blocks) == sorted(expected_blocks)  # all of them, none twice
+    early = [d for d, blocks in want.items() if hinted_when[blocks[0]] < seen.index(d) + 1]
+    if disk is TellingFile:
+        assert len(early) > len(want) // 4
+    else:
+        assert early == []
 
 
-def test_hints_change_nothing_in_the_audit(faulty_disk: Path) -> None:
-    """The same report (all but timings) from the image file with and without a stream taking hints."""
+@pytest.mark.parametrize("disk", [HintedFile, TellingFile])
+def test_hints_change_nothing_in_the_audit(faulty_disk: Path, disk: type[HintedFile]) -> None:
+    """The same report (all but timings) from the image file with and without a stream taking hints
+    (and listing ahead)."""
     packs, config = load_rules(None, [], builtin=True)
 
     def report(stream: Any) -> dict[str, Any]:
@@ -186,7 +212,7 @@ def test_hints_change_nothing_in_the_audit(faulty_disk: Path) -> None:
             rule.pop("duration_ms")
         return data
 
-    hinted = HintedFile(faulty_disk)
+    hinted = disk(faulty_disk)
     with_hints = report(hinted)
     assert len(hinted.hints) > 100
     assert report(faulty_disk.open("rb")) == with_hints
