@@ -25,6 +25,7 @@ MAX_CACHED_DIRS = 4096  # directory listings kept (least recently used first out
 MAX_CACHED_STATS = 200_000  # inode stat fields kept (cleared when full)
 MAX_HINTED_DIRS = 4096  # directories hinted and not listed yet, remembered for listing ahead
 MAX_LISTED_AHEAD = 256  # directories listed ahead of a walk and not asked for yet
+AHEAD_CHECKS = 128  # hinted directories looked at per listing of the walk, in turn
 _EXT_HEAD = struct.Struct("<HHI")  # i_mode, i_uid, i_size_lo
 _EXT_IDS_HIGH = struct.Struct("<HH")  # i_uid_high, i_gid_high (at 120)
 _U16 = struct.Struct("<H")
@@ -187,7 +188,8 @@ class Filesystem:
 
     def _list_ahead(self) -> None:
         """List hinted directories whose blocks are all in (reading them waits for nothing) and hint
-        their subdirectories, at most ``MAX_LISTED_AHEAD`` not yet asked for by the walk.
+        their subdirectories, at most ``MAX_LISTED_AHEAD`` not yet asked for by the walk. Each call
+        looks at ``AHEAD_CHECKS`` hinted directories, oldest first; one not in yet goes to the back.
 
         A walk lists one directory at a time and descends first: without this, the subdirectories
         of a directory are hinted only when the walk gets to it, so every directory with
@@ -196,15 +198,17 @@ class Filesystem:
         a directory whose listing fails here is left for the walk to list and report.
         """
         assert self._hints is not None
-        for parts, ranges in list(self._hinted.items()):
-            if len(self._ahead) >= MAX_LISTED_AHEAD:
+        if len(self._ahead) >= MAX_LISTED_AHEAD:
+            self._ahead &= self._dirs.keys()  # forget those whose listing has left the cache
+        for _ in range(min(AHEAD_CHECKS, len(self._hinted))):
+            if len(self._ahead) >= MAX_LISTED_AHEAD or not self._hinted:
                 return
+            parts, ranges = self._hinted.popitem(last=False)
             if parts in self._dirs:
-                del self._hinted[parts]
-                continue
+                continue  # the walk has listed it
             if not self._hints.fetched(ranges):
+                self._hinted[parts] = ranges  # not in yet: its turn comes again
                 continue
-            del self._hinted[parts]
             node = self._listed_node(parts)
             if node is None:
                 continue

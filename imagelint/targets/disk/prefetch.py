@@ -4,15 +4,20 @@ A disk stream may offer ``prefetch(ranges)`` (:class:`Prefetching`; the EBS snap
 it starts fetching the blocks of those byte ranges at once and returns without waiting. A stream
 without it (a local image file, a qcow2 container) gets no hints and nothing here is computed for it.
 The filesystem parsers read one structure at a time, so over a remote disk every read would wait
-for its own round trip; a hint lets those waits overlap. Hints never change what is read or what a
-read returns: one that cannot be computed (an unexpected structure) is simply not given.
+for its own round trip; a hint lets those waits overlap. Hints never change what a read returns,
+and what working them out reads (the group descriptors, a hinted directory's inode and extent
+blocks) the reader reads anyway; one that cannot be worked out (an unexpected structure) is simply
+not given.
 
 What is hinted (ext2/3/4 only; XFS gets none):
 
 - when the filesystem is opened, the *used* part of every block group's inode table
   (:func:`ext_inode_tables`): every ``lstat`` of a walk reads one inode from there;
 - in a tree walk, the data blocks of a directory's subdirectories before the walk descends into
-  them (:func:`ext_data_ranges`), so one level's directory blocks are fetched in parallel.
+  them (:func:`ext_data_ranges`), so one level's directory blocks are fetched in parallel; when
+  the stream can also say whether ranges are in already (``fetched``, :class:`Fetched`), the
+  filesystem lists hinted directories ahead of the walk as their blocks arrive, and hints the next
+  level from there.
 
 Ranges are byte offsets in the filesystem; :class:`DiskHints` turns them into offsets on the raw
 disk (a partition's start added). Volumes that are not one plain slice of the disk (LVM logical
