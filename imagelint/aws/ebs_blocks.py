@@ -5,8 +5,9 @@
 it decides what is read, so an audit fetches a small share of the snapshot. A block the listing does
 not name was never written and reads as zeros, without a request.
 
-- **Cache**: an LRU of fetched blocks bounded in bytes (``cache_bytes``, default 64 MiB); blocks in
-  flight count against the same bound, so memory stays under ``cache_bytes`` plus one read.
+- **Cache**: an LRU of fetched blocks bounded in bytes (``cache_bytes``, default 64 MiB); read-ahead
+  blocks in flight count against the same bound, and at most ``concurrency`` prefetched blocks are
+  in flight at a time, so memory stays under ``cache_bytes`` plus those and one read.
 - **Parallel**: a thread pool of ``concurrency`` workers (default 16). A read that spans several
   blocks asks for all of them at once; sequential reads (a read starting where the last one ended)
   grow a read-ahead window of following *allocated* blocks, doubling up to ``readahead`` blocks
@@ -14,7 +15,8 @@ not name was never written and reads as zeros, without a request.
 - **Prefetch** (:meth:`prefetch`): the filesystem reader above names byte ranges it will read soon
   (the disk target's hints: ext4 inode tables, the directories a tree walk descends into next); their
   blocks are requested at once on the pool, without waiting, so reads issued one at a time by a
-  single-threaded parser find them fetched in parallel.
+  single-threaded parser find them fetched in parallel. :meth:`fetched` tells the reader whether
+  ranges are in already (the disk target then lists directories ahead of its walk).
 - **Counters** (:meth:`stats`): blocks listed (allocated), blocks and bytes fetched, cache hits,
   zero-block reads, read-ahead and prefetch, requests, retries and throttling; the disk target puts
   them in the report.
