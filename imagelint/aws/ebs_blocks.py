@@ -5,14 +5,21 @@
 it decides what is read, so an audit fetches a small share of the snapshot. A block the listing does
 not name was never written and reads as zeros, without a request.
 
-- **Cache**: an LRU of fetched blocks bounded in bytes (``cache_bytes``, default 64 MiB); blocks in
-  flight count against the same bound, so memory stays under ``cache_bytes`` plus one read.
+- **Cache**: an LRU of fetched blocks bounded in bytes (``cache_bytes``, default 64 MiB); read-ahead
+  blocks in flight count against the same bound, and at most ``concurrency`` prefetched blocks are
+  in flight at a time, so memory stays under ``cache_bytes`` plus those and one read.
 - **Parallel**: a thread pool of ``concurrency`` workers (default 16). A read that spans several
   blocks asks for all of them at once; sequential reads (a read starting where the last one ended)
   grow a read-ahead window of following *allocated* blocks, doubling up to ``readahead`` blocks
   (default 16), the way the kernel's read-ahead does. Random reads get no read-ahead.
+- **Prefetch** (:meth:`prefetch`): the filesystem reader above names byte ranges it will read soon
+  (the disk target's hints: ext4 inode tables, the directories a tree walk descends into next); their
+  blocks are requested at once on the pool, without waiting, so reads issued one at a time by a
+  single-threaded parser find them fetched in parallel. :meth:`fetched` tells the reader whether
+  ranges are in already (the disk target then lists directories ahead of its walk).
 - **Counters** (:meth:`stats`): blocks listed (allocated), blocks and bytes fetched, cache hits,
-  zero-block reads, requests, retries and throttling; the disk target puts them in the report.
+  zero-block reads, read-ahead and prefetch, requests, retries and throttling; the disk target puts
+  them in the report.
 
 The first failure of a fetch (denied, not found, checksum, retries exhausted) is kept: a filesystem
 reader may turn an I/O error into "file unreadable", so :meth:`raise_if_failed` lets the caller end
@@ -24,7 +31,7 @@ from __future__ import annotations
 import io
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -61,11 +68,17 @@ class SnapshotStream(io.RawIOBase):
         self.cache_blocks = max(1, cache_bytes // BLOCK_SIZE)
         self.concurrency = concurrency
         self.readahead = max(0, min(readahead, self.cache_blocks // 2))
+        self.prefetch_limit = self.cache_blocks * 3 // 4  # prefetched, unread blocks held at a time
         self.on_fetch = on_fetch
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="ebs-block")
         self._lock = threading.Lock()
         self._cache: OrderedDict[int, bytes] = OrderedDict()
         self._inflight: dict[int, Future[bytes]] = {}
+        self._pinned: set[int] = set()  # prefetched, not read yet: in flight or cached, never evicted
+        self._failed: dict[int, BaseException] = {}  # prefetched blocks whose fetch failed, not read yet
+        self._queued: OrderedDict[int, None] = OrderedDict()  # prefetched, waiting for a free worker
+        self._prefetching: set[int] = set()  # prefetch fetches given to the pool, not done
+        self._closing = False
         self._pos = 0
         self._last_end = -1
         self._streak = 0
@@ -76,6 +89,8 @@ class SnapshotStream(io.RawIOBase):
             "cache_hits": 0,
             "zero_block_reads": 0,
             "readahead_blocks": 0,
+            "prefetch_blocks": 0,
+            "prefetch_dropped": 0,
             "bytes_read": 0,
         }
 
@@ -131,10 +146,85 @@ class SnapshotStream(io.RawIOBase):
 
     def close(self) -> None:
         if not self.closed:
+            with self._lock:
+                self._closing = True
+                self._queued.clear()
             self._pool.shutdown(wait=True, cancel_futures=True)
             with self._lock:
                 self._cache.clear()
+                self._pinned.clear()
+                self._failed.clear()
         super().close()
+
+    # --- prefetch ---------------------------------------------------------------------------------
+
+    def prefetch(self, ranges: Iterable[tuple[int, int]]) -> int:
+        """Start fetching the blocks of byte ranges ``(offset, length)`` the reader will read soon;
+        returns at once, with the number of blocks requested.
+
+        Each allocated block the ranges touch is requested once, in the order given: blocks already
+        cached or in flight, blocks named twice and blocks the snapshot never stored (zeros) are
+        skipped. At most ``concurrency`` prefetched blocks are in the pool at a time, the rest wait
+        in order for a free worker, so a read's own fetch waits behind a few prefetches at most (and
+        a read of a block still waiting fetches it at once). A prefetched block is kept in the cache
+        until it is read once (eviction passes it over), and at most :attr:`prefetch_limit` (three
+        quarters of the cache) are held so at a time: a prefetch never evicts what an earlier one
+        fetched for the reader, the rest of the cache stays for reads, and what does not fit is
+        dropped (counted; those blocks are read when asked for, as without a prefetch).
+
+        A failed fetch is what a read's failed fetch is: the first failure is kept (:attr:`failure`,
+        :meth:`raise_if_failed`), and the read that needs the block raises the same ``OSError`` a
+        read's own fetch would have raised, without asking again.
+        """
+        wanted = self._indexes(ranges)
+        requested = 0
+        with self._lock:
+            if self.closed:
+                return 0
+            for index in wanted:
+                if (
+                    index in self._cache
+                    or index in self._inflight
+                    or index in self._pinned
+                    or index in self._failed
+                ):
+                    continue
+                if len(self._pinned) >= self.prefetch_limit:
+                    self._counts["prefetch_dropped"] += 1
+                    continue
+                self._pinned.add(index)
+                self._queued[index] = None
+                requested += 1
+            self._counts["prefetch_blocks"] += requested
+            self._pump()
+        return requested
+
+    def _pump(self) -> None:
+        """Give waiting prefetches to the pool while fewer than ``concurrency`` are in it (lock held)."""
+        while self._queued and len(self._prefetching) < self.concurrency and not self._closing:
+            index, _ = self._queued.popitem(last=False)
+            self._prefetching.add(index)
+            self._inflight[index] = self._pool.submit(self._fetch, index)
+
+    def fetched(self, ranges: Iterable[tuple[int, int]]) -> bool:
+        """Whether reading the byte ranges now would wait for nothing: every allocated block they
+        touch is cached (a block never written reads as zeros and needs no fetch)."""
+        indexes = set(self._indexes(ranges))
+        with self._lock:
+            return all(index in self._cache for index in indexes)
+
+    def _indexes(self, ranges: Iterable[tuple[int, int]]) -> list[int]:
+        """The allocated blocks byte ranges touch, in order, once each."""
+        wanted: dict[int, None] = {}
+        for offset, length in ranges:
+            if length <= 0 or offset >= self.size:
+                continue
+            first = max(0, offset) // BLOCK_SIZE
+            last = (min(self.size, offset + length) - 1) // BLOCK_SIZE
+            for index in range(first, last + 1):
+                if index in self._allocated:
+                    wanted.setdefault(index)
+        return list(wanted)
 
     # --- blocks -----------------------------------------------------------------------------------
 
@@ -142,6 +232,13 @@ class SnapshotStream(io.RawIOBase):
         """The cached block as a done future, the one in flight, or a new fetch (None: no room for
         read-ahead)."""
         with self._lock:
+            if not ahead:
+                self._pinned.discard(index)
+                failed = self._failed.pop(index, None)
+                if failed is not None:  # a prefetch fetched it and failed: this read raises that
+                    refused: Future[bytes] = Future()
+                    refused.set_exception(failed)
+                    return refused
             if index in self._cache:
                 if not ahead:
                     self._cache.move_to_end(index)
@@ -151,40 +248,57 @@ class SnapshotStream(io.RawIOBase):
                 return done
             if index in self._inflight:
                 return self._inflight[index]
-            if ahead and (
-                len(self._cache) + len(self._inflight) >= self.cache_blocks
+            promoted = index in self._queued  # prefetched, still waiting for a worker: fetched now
+            if promoted:
+                del self._queued[index]
+            elif ahead and (
+                index in self._failed
+                or len(self._cache) + len(self._inflight) >= self.cache_blocks
                 or len(self._inflight) >= self.concurrency
             ):
                 return None
             future = self._pool.submit(self._fetch, index)
             self._inflight[index] = future
-            if ahead:
+            if ahead and not promoted:
                 self._counts["readahead_blocks"] += 1
             return future
 
     def _fetch(self, index: int) -> bytes:
         try:
             data = self.api.fetch(index)
-        except ImageLintError as exc:
+        except BaseException as exc:
             with self._lock:
-                self._failure = self._failure or exc
+                if isinstance(exc, ImageLintError):
+                    self._failure = self._failure or exc
                 self._inflight.pop(index, None)
-            raise
-        except BaseException:
-            with self._lock:
-                self._inflight.pop(index, None)
+                if index in self._pinned:  # prefetched: kept for the read that needs the block
+                    self._pinned.discard(index)
+                    self._failed[index] = exc
+                self._prefetching.discard(index)
+                self._pump()
             raise
         with self._lock:
             self._inflight.pop(index, None)
+            self._prefetching.discard(index)
+            self._pump()
             self._cache[index] = data
-            while len(self._cache) > self.cache_blocks:
-                self._cache.popitem(last=False)
+            self._evict()
             self._counts["blocks_fetched"] += 1
             self._counts["bytes_fetched"] += len(data)
             snapshot = dict(self._counts)
         if self.on_fetch is not None:
             self.on_fetch(snapshot)
         return data
+
+    def _evict(self) -> None:
+        """Drop least recently used blocks down to the bound, passing over prefetched blocks not read
+        yet (at most three quarters of the cache, so there is always another to drop). Called with
+        the lock held."""
+        while len(self._cache) > self.cache_blocks:
+            victim = next((i for i in self._cache if i not in self._pinned), None)
+            if victim is None:
+                return
+            del self._cache[victim]
 
     def _block(self, index: int, future: Future[bytes] | None) -> bytes:
         if index not in self._allocated:
@@ -228,6 +342,7 @@ class SnapshotStream(io.RawIOBase):
         counters = self.api.counters
         with self._lock:
             counts = dict(self._counts)
+            counts["prefetch_unread"] = len(self._pinned) + len(self._failed)
         return {
             "block_size": BLOCK_SIZE,
             "volume_bytes": self.size,

@@ -19,9 +19,9 @@ image path asked for.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import Protocol, cast
 
 from imagelint.errors import ImageReadError
 from imagelint.targets.interface import (
@@ -68,6 +68,14 @@ class _Resolution:
     parts: Parts
     missing: bool
     links: int
+
+
+class DirectoryHints(Protocol):
+    """What a backend may add to :class:`Backend` (optional, found by ``getattr``): read hints."""
+
+    def prefetch_dirs(self, dirs: Sequence[Parts]) -> None:
+        """These resolved directories are about to be listed: start reading them if that helps
+        (a disk image over a remote disk); never changes what a listing returns."""
 
 
 def split(path: str) -> list[str]:
@@ -216,6 +224,11 @@ class ResolvingTarget:
         except OSError as exc:
             raise ImageReadError(image_path, f"cannot list directory: {exc.strerror or exc}") from None
 
+    def _hint_dirs(self, dirs: list[Parts]) -> None:
+        """Tell a backend that takes read hints (:class:`DirectoryHints`) which directories come next."""
+        if dirs and callable(getattr(self.backend, "prefetch_dirs", None)):
+            cast(DirectoryHints, self.backend).prefetch_dirs(dirs)
+
     def _scan(self, image_dir: str, parts: Parts) -> list[tuple[str, ImageStat]]:
         """(name, lstat) of each entry of a resolved directory, sorted by name; [] when it is gone."""
         try:
@@ -348,6 +361,7 @@ class ResolvingTarget:
                 yield st
                 if st.kind is FileKind.DIR:
                     subdirs.append((path, (*resolved, name), depth + 1))
+            self._hint_dirs([parts for _, parts, _ in subdirs])  # listed next, depth first
             stack.extend(reversed(subdirs))
 
 

@@ -7,10 +7,11 @@ thing a reader depends on: it reports ``BlockSize`` 512, where AWS reports 52428
 block and index unit). The front corrects that field and otherwise forwards the replies untouched.
 
 What moto cannot do, the front does on request (``env.ebs``, reset per test): added latency per
-``GetSnapshotBlock``, throttling, 503s, access denied, snapshot not found, corrupted block data, and
-expired block tokens. Errors have AWS's rest-json shape (``x-amzn-ErrorType`` header, a body with
-``Message`` and ``Reason``), so botocore parses them as it parses AWS's. The front also records the
-block indexes requested, the server-side count of ``GetSnapshotBlock`` calls.
+``GetSnapshotBlock``, holding its replies until the test lets them go, throttling, 503s, access
+denied, snapshot not found, corrupted block data, and expired block tokens. Errors have AWS's
+rest-json shape (``x-amzn-ErrorType`` header, a body with ``Message`` and ``Reason``), so botocore
+parses them as it parses AWS's. The front also records the block indexes requested, the server-side
+count of ``GetSnapshotBlock`` calls.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class EbsFaults:
     expire: int = 0  # the next N GetSnapshotBlock calls: ValidationException INVALID_BLOCK_TOKEN
     deny: str | None = None  # "list" | "get": AccessDeniedException on that call
     not_found: bool = False  # ListSnapshotBlocks: ResourceNotFoundException
+    hold: threading.Event | None = None  # GetSnapshotBlock answers only once this is set
     gets: list[int] = field(default_factory=list)  # block indexes GetSnapshotBlock was asked for
     lists: int = 0
     in_flight: int = 0
@@ -91,6 +93,9 @@ class EbsFaults:
                 self.in_flight -= 1
 
     def _answer_get(self, front: Any, body: bytes) -> bool:
+        hold = self.hold
+        if hold is not None:
+            hold.wait(timeout=60)
         if self.latency:
             time.sleep(self.latency)
         if self.deny == "get":

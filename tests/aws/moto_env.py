@@ -351,6 +351,13 @@ def _ec2_error(code: str, message: str) -> bytes:
     ).encode()
 
 
+class _FrontServer(ThreadingHTTPServer):
+    # socketserver listens with a backlog of 5: a client opening more connections at once (the EBS
+    # reader's 16 parallel block fetches) has SYNs dropped (ListenOverflows) and waits the 1 s TCP
+    # retransmit, which AWS's endpoints do not make it wait. moto's werkzeug server listens with 128.
+    request_queue_size = 128
+
+
 class MotoEnv:
     """moto's server and the SSM front on loopback, plus the stand-in agent; a context manager."""
 
@@ -362,7 +369,7 @@ class MotoEnv:
         self.moto_port = free_port()
         self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=self.moto_port, verbose=False)
         handler = type("Front", (_Front,), {"env": self})
-        self._front = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._front = _FrontServer(("127.0.0.1", 0), handler)
         self.port = int(self._front.server_address[1])
         creds = {
             "AWS_ACCESS_KEY_ID": "testing",

@@ -10,6 +10,7 @@ outcomes.
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,9 +19,16 @@ from typing import Any
 import jsonschema
 import pytest
 
+from imagelint.aws.clients import Clients
+from imagelint.aws.ebs_api import EbsApi
+from imagelint.aws.ebs_blocks import SnapshotStream
+from imagelint.engine import RunSettings, audit
+from imagelint.report.escape import json_text
 from imagelint.report.schema import report_schema
+from imagelint.session import load_rules
+from imagelint.targets.disk import open_disk_target
 from tests.aws.ebs_upload import register_image, upload_image
-from tests.aws.moto_env import MotoEnv
+from tests.aws.moto_env import REGION, MotoEnv
 from tests.support import run_cli
 
 pytestmark = pytest.mark.slow
@@ -114,6 +122,66 @@ def test_throttled_reads_are_retried_and_counted(
     assert _findings(report) == _findings(expected)
     io = report["facts"]["disk"]["io"]
     assert io["throttled"] == 4 and io["retries"] == 6
+
+
+class _NoPrefetch(io.RawIOBase):
+    """The snapshot stream without its ``prefetch``: what the disk target reads with no hints."""
+
+    def __init__(self, stream: SnapshotStream) -> None:
+        super().__init__()
+        self._s = stream
+        self.size = stream.size
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._s.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._s.tell()
+
+    def readinto(self, buffer: Any) -> int:
+        return self._s.readinto(buffer)
+
+    def stats(self) -> dict[str, int]:
+        return self._s.stats()
+
+
+def test_prefetch_changes_nothing_but_the_counters(
+    env: MotoEnv,
+    aws: tuple[MotoEnv, str, str],
+    expected: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The audit of the snapshot through the real stream, with the disk target's read hints and
+    without: the same report byte for byte but for timings and the I/O counters, and the findings of
+    the directory audit."""
+    for key, value in env.env.items():
+        monkeypatch.setenv(key, value)
+    packs, config = load_rules(None, [], builtin=True)
+
+    def report(hinted: bool) -> tuple[str, dict[str, int]]:
+        api = EbsApi(Clients(REGION).ebs(16), aws[1])
+        with SnapshotStream(api) as stream:
+            disk = stream if hinted else _NoPrefetch(stream)
+            data = audit(open_disk_target(disk, description="snap"), packs, config, RunSettings()).to_dict()
+            stream.raise_if_failed()
+        io_stats = data["facts"]["disk"].pop("io")
+        data.pop("started_at"), data.pop("duration_s")
+        for rule in data["rules"]:
+            rule.pop("duration_ms")
+        return json_text(data, indent=2), io_stats
+
+    plain, plain_io = report(hinted=False)
+    hinted, hinted_io = report(hinted=True)
+    assert hinted == plain
+    assert _findings(json.loads(hinted)) == _findings(expected)
+    assert plain_io["prefetch_blocks"] == 0
+    assert hinted_io["prefetch_blocks"] > 0 and hinted_io["prefetch_unread"] == 0
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import random
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from imagelint.aws.errors import AwsError
 from imagelint.errors import ExitCode
 from tests.aws.ebs_upload import upload_image
 from tests.aws.moto_env import REGION, MotoEnv
+from tests.support import wait_for
 
 WRITTEN = [0, 1, 2, 5, 6, 7, 8, 9, 10, 11, 12, 100, 2047]
 FAST = RetryPolicy(attempts=4, base=0.001, cap=0.01)
@@ -200,6 +202,162 @@ def test_the_stream_is_read_only(env: MotoEnv, aws: tuple[MotoEnv, str]) -> None
             s.write(b"x")
 
 
+# --- prefetch ---------------------------------------------------------------------------------------
+
+
+def test_prefetch_requests_each_block_once_without_waiting(
+    env: MotoEnv, aws: tuple[MotoEnv, str], image: Path
+) -> None:
+    """The blocks of the ranges are asked for at once and the call returns while the server still
+    holds every reply; named twice, already cached, in flight or never written: not asked again."""
+    data = image.read_bytes()
+    env.ebs.hold = threading.Event()
+    try:
+        with stream(aws, readahead=0) as s:
+            s.seek(12 * BLOCK_SIZE)
+            threading.Thread(target=env.ebs.hold.set).start()  # the read's own block comes back
+            assert s.read(10) == data[12 * BLOCK_SIZE : 12 * BLOCK_SIZE + 10]
+            env.ebs.hold.clear()
+            ranges = [
+                (5 * BLOCK_SIZE + 10, 100),  # block 5
+                (5 * BLOCK_SIZE, 3 * BLOCK_SIZE),  # 5 again, 6, 7
+                (6 * BLOCK_SIZE + 1, 1),  # 6 again
+                (3 * BLOCK_SIZE, 2 * BLOCK_SIZE),  # 3, 4: never written
+                (12 * BLOCK_SIZE, 1),  # cached
+                (100 * BLOCK_SIZE + BLOCK_SIZE - 1, 2),  # the last byte of 100 and the first of 101
+                (s.size + 5, 10),  # past the end
+            ]
+            assert s.prefetch(ranges) == 4  # 5, 6, 7, 100, with every reply held
+            assert s.stats()["blocks_fetched"] == 1
+            assert s.prefetch(ranges) == 0  # in flight now
+            env.ebs.hold.set()
+            for index in (5, 6, 7, 100):
+                s.seek(index * BLOCK_SIZE + 3)
+                assert s.read(4096) == data[index * BLOCK_SIZE + 3 : index * BLOCK_SIZE + 4099]
+            assert s.prefetch(ranges) == 0  # cached now
+            stats = s.stats()
+    finally:
+        env.ebs.hold.set()
+    assert sorted(env.ebs.gets) == [5, 6, 7, 12, 100]
+    assert stats["prefetch_blocks"] == 4 and stats["prefetch_dropped"] == 0
+    assert stats["prefetch_unread"] == 0
+    assert stats["blocks_fetched"] == 5
+
+
+def test_prefetch_fetches_in_parallel(env: MotoEnv, aws: tuple[MotoEnv, str]) -> None:
+    env.ebs.hold = threading.Event()
+    try:
+        with stream(aws, concurrency=8, readahead=0) as s:
+            assert s.prefetch([(5 * BLOCK_SIZE, 8 * BLOCK_SIZE)]) == 8
+            assert wait_for(lambda: env.ebs.in_flight == 8, timeout=30)  # all held by the server at once
+            env.ebs.hold.set()
+            s.seek(5 * BLOCK_SIZE)
+            s.read(8 * BLOCK_SIZE)
+            assert s.stats()["blocks_fetched"] == 8
+    finally:
+        env.ebs.hold.set()
+    assert sorted(env.ebs.gets) == list(range(5, 13))
+
+
+def test_a_failed_prefetch_fails_the_read_that_needs_the_block(
+    env: MotoEnv, aws: tuple[MotoEnv, str]
+) -> None:
+    """Denied: the read of a prefetched block raises what a read's own fetch raises, without a
+    second request, and the first failure is kept for the run's end."""
+    env.ebs.deny = "get"
+    with stream(aws) as plain, pytest.raises(OSError) as read_error:
+        plain.seek(6 * BLOCK_SIZE)
+        plain.read(10)
+    expected = str(read_error.value).replace("block 6", "block 5")
+    env.ebs.reset()
+    env.ebs.deny = "get"
+    with stream(aws, readahead=0) as s:
+        assert s.prefetch([(5 * BLOCK_SIZE, 1)]) == 1
+        assert wait_for(lambda: s.failure is not None, timeout=30)
+        assert s.stats()["prefetch_unread"] == 1
+        s.seek(5 * BLOCK_SIZE)
+        with pytest.raises(OSError) as prefetched_error:
+            s.read(10)
+        assert str(prefetched_error.value) == expected
+        assert isinstance(prefetched_error.value.__cause__, AwsError)
+        assert env.ebs.gets == [5]  # asked once, by the prefetch
+        with pytest.raises(AwsError, match="AccessDeniedException"):
+            s.raise_if_failed()
+        assert s.stats()["prefetch_unread"] == 0
+        s.seek(5 * BLOCK_SIZE)
+        with pytest.raises(OSError, match="AccessDeniedException"):
+            s.read(10)  # consumed: a later read asks again, as after any failed read
+    assert env.ebs.gets == [5, 5]
+
+
+def test_a_prefetch_never_read_still_ends_the_run_with_its_failure(
+    env: MotoEnv, aws: tuple[MotoEnv, str]
+) -> None:
+    env.ebs.corrupt = 100
+    s = stream(aws)
+    assert s.prefetch([(7 * BLOCK_SIZE, 1)]) == 1
+    s.close()  # waits for the pool
+    assert isinstance(s.failure, AwsError) and "ChecksumMismatch" in str(s.failure)
+    assert s.failure.exit_code == ExitCode.INCONCLUSIVE
+    assert s.prefetch([(8 * BLOCK_SIZE, 1)]) == 0  # closed: nothing is asked for
+
+
+def test_prefetch_is_bounded_and_never_evicts_what_it_fetched(
+    env: MotoEnv, aws: tuple[MotoEnv, str], image: Path
+) -> None:
+    """A cache of 4 blocks holds at most 3 prefetched blocks not read yet; reads of other blocks
+    evict around them, and what does not fit is dropped, not fetched."""
+    data = image.read_bytes()
+    with stream(aws, cache_bytes=4 * BLOCK_SIZE, readahead=0) as s:
+        assert s.prefetch_limit == 3
+        assert s.prefetch([(5 * BLOCK_SIZE, 5 * BLOCK_SIZE)]) == 3  # 5, 6, 7; 8 and 9 dropped
+        assert s.stats()["prefetch_dropped"] == 2
+        for index in (0, 1, 2, 10, 11, 12, 100):  # more than the cache holds
+            s.seek(index * BLOCK_SIZE)
+            s.read(10)
+        hits = s.stats()["cache_hits"]
+        for index in (5, 6):
+            s.seek(index * BLOCK_SIZE + 7)
+            assert s.read(100) == data[index * BLOCK_SIZE + 7 : index * BLOCK_SIZE + 107]
+        assert s.stats()["cache_hits"] == hits + 2  # still cached: never evicted
+        assert s.prefetch([(7 * BLOCK_SIZE, 3 * BLOCK_SIZE)]) == 2  # 7 is held still; room for 8, 9
+        assert s.stats()["prefetch_unread"] == 3
+        stats = s.stats()
+    assert env.ebs.gets.count(5) == env.ebs.gets.count(6) == env.ebs.gets.count(7) == 1
+    assert stats["prefetch_blocks"] == 5 and stats["prefetch_dropped"] == 2
+
+
+def test_prefetches_take_turns_and_a_read_goes_first(env: MotoEnv, aws: tuple[MotoEnv, str]) -> None:
+    """At most ``concurrency`` prefetched blocks are in the pool at a time; a read of one still
+    waiting for a worker is fetched at once, before the prefetches queued ahead of it."""
+    env.ebs.hold = threading.Event()
+    try:
+        with stream(aws, concurrency=2, readahead=0) as s:
+            assert s.prefetch([(5 * BLOCK_SIZE, 6 * BLOCK_SIZE)]) == 6  # 5..10
+            assert wait_for(lambda: env.ebs.in_flight == 2, timeout=30)
+            assert not s.fetched([(5 * BLOCK_SIZE, 1)])
+            reader = threading.Thread(target=lambda: (s.seek(10 * BLOCK_SIZE), s.read(10)))
+            reader.start()
+            assert wait_for(lambda: s.stats()["prefetch_unread"] == 5, timeout=30)  # 10 is the read's
+            env.ebs.hold.set()
+            reader.join(timeout=60)
+            for index in range(5, 10):
+                s.seek(index * BLOCK_SIZE)
+                s.read(10)
+            assert s.fetched([(5 * BLOCK_SIZE, 5 * BLOCK_SIZE), (3 * BLOCK_SIZE, 10)])  # 3: never written
+            assert not s.fetched([(100 * BLOCK_SIZE, 1)])
+            stats = s.stats()
+    finally:
+        env.ebs.hold.set()
+    assert sorted(env.ebs.gets[:2]) == [5, 6]
+    assert env.ebs.gets.index(10) < env.ebs.gets.index(9)  # the read went before the queued 7, 8, 9
+    assert sorted(env.ebs.gets) == list(range(5, 11))
+    assert env.ebs.max_in_flight <= 3  # 2 workers (the front may count one reply late)
+    assert stats["prefetch_blocks"] == 6 and stats["readahead_blocks"] == 0
+
+
+# Last in the module: its own MotoEnv resets moto's process-global backends (the module's snapshot
+# is gone after it).
 def test_a_real_disk_image_reads_back_byte_for_byte(
     faulty_disk: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

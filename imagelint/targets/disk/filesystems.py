@@ -12,15 +12,20 @@ from __future__ import annotations
 import stat
 import struct
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any, BinaryIO
 
 from imagelint.targets.disk.errors import DiskImageError
+from imagelint.targets.disk.prefetch import DiskHints, Ranges, ext_data_ranges, ext_inode_tables
 from imagelint.targets.disk.probe import EXT, XFS, read_at
 from imagelint.targets.interface import FileKind, ImageStat, kind_of
 
 Parts = tuple[str, ...]
 MAX_CACHED_DIRS = 4096  # directory listings kept (least recently used first out)
 MAX_CACHED_STATS = 200_000  # inode stat fields kept (cleared when full)
+MAX_HINTED_DIRS = 4096  # directories hinted and not listed yet, remembered for listing ahead
+MAX_LISTED_AHEAD = 256  # directories listed ahead of a walk and not asked for yet
+AHEAD_CHECKS = 128  # hinted directories looked at per listing of the walk, in turn
 _EXT_HEAD = struct.Struct("<HHI")  # i_mode, i_uid, i_size_lo
 _EXT_IDS_HIGH = struct.Struct("<HH")  # i_uid_high, i_gid_high (at 120)
 _U16 = struct.Struct("<H")
@@ -56,15 +61,28 @@ def _wrap(exc: Exception) -> OSError:
 
 
 class Filesystem:
-    """A mounted-in-memory filesystem: lookups by resolved components, listings cached and bounded."""
+    """A mounted-in-memory filesystem: lookups by resolved components, listings cached and bounded.
 
-    def __init__(self, fstype: str, fs: Any, uuid: str, label: str) -> None:
+    ``hints`` (:mod:`.prefetch`), when the disk below can fetch ahead, is told which byte ranges of
+    the filesystem are about to be read; hints never change what a lookup or listing returns.
+    """
+
+    def __init__(self, fstype: str, fs: Any, uuid: str, label: str, hints: DiskHints | None = None) -> None:
         self.fstype = fstype
         self.fs = fs
         self.uuid = uuid
         self.label = label
+        self._hints = hints if fstype == EXT else None
         self._dirs: OrderedDict[Parts, dict[str, Any]] = OrderedDict()
         self._ext_stats: dict[int, tuple[int, int, int, int]] = {}
+        self._hinted: OrderedDict[Parts, Ranges] = OrderedDict()  # hinted, not listed yet
+        self._ahead: set[Parts] = set()  # listed ahead of the walk, not asked for yet
+        if self._hints is not None:
+            try:
+                ranges = ext_inode_tables(fs)
+            except Exception:
+                ranges = []  # an unexpected descriptor table: no hint, the reads find out
+            self._hints.prefetch(ranges)
 
     def _stat_fields(self, node: Any) -> tuple[int, int, int, int]:
         """(mode, uid, gid, size) of an inode."""
@@ -126,6 +144,84 @@ class Filesystem:
                 return None
         return node
 
+    # -- read hints -------------------------------------------------------------------------------
+
+    def prefetch_dirs(self, dirs: Sequence[Parts]) -> None:
+        """Hint the data blocks of directories a walk is about to list (resolved paths in this
+        filesystem), then list ahead those hinted earlier whose blocks have arrived.
+
+        Only directories whose parent listing is cached are hinted, so hinting lists nothing; one
+        whose blocks cannot be worked out is left for its listing to read. Listing ahead
+        (:meth:`_list_ahead`) is what lets a depth-first walk fetch like a breadth-first one.
+        """
+        if self._hints is None:
+            return
+        self._hint_dirs(dirs)
+        self._list_ahead()
+
+    def _hint_dirs(self, dirs: Sequence[Parts]) -> None:
+        assert self._hints is not None
+        ranges: Ranges = []
+        for parts in dirs:
+            if parts in self._dirs or parts in self._hinted:
+                continue  # listed already, or hinted and not listed yet
+            node = self._listed_node(parts)
+            if node is None:
+                continue
+            try:
+                blocks = ext_data_ranges(node)
+            except Exception:
+                continue
+            ranges += blocks
+            if self._hints.can_tell:
+                self._hinted[parts] = blocks
+                if len(self._hinted) > MAX_HINTED_DIRS:
+                    self._hinted.popitem(last=False)
+        self._hints.prefetch(ranges)
+
+    def _listed_node(self, parts: Parts) -> Any | None:
+        """The node of ``parts`` from its parent's cached listing (the root for ``()``), or None."""
+        if not parts:
+            return self.fs.root
+        parent = self._dirs.get(parts[:-1])
+        return None if parent is None else parent.get(parts[-1])
+
+    def _list_ahead(self) -> None:
+        """List hinted directories whose blocks are all in (reading them waits for nothing) and hint
+        their subdirectories, at most ``MAX_LISTED_AHEAD`` not yet asked for by the walk. Each call
+        looks at ``AHEAD_CHECKS`` hinted directories, oldest first; one not in yet goes to the back.
+
+        A walk lists one directory at a time and descends first: without this, the subdirectories
+        of a directory are hinted only when the walk gets to it, so every directory with
+        subdirectories costs one wait. Listed ahead, they are hinted as soon as their parent's
+        blocks arrive. The listings are the ones the walk makes next (kept in the listing cache);
+        a directory whose listing fails here is left for the walk to list and report.
+        """
+        assert self._hints is not None
+        if len(self._ahead) >= MAX_LISTED_AHEAD:
+            self._ahead &= self._dirs.keys()  # forget those whose listing has left the cache
+        for _ in range(min(AHEAD_CHECKS, len(self._hinted))):
+            if len(self._ahead) >= MAX_LISTED_AHEAD or not self._hinted:
+                return
+            parts, ranges = self._hinted.popitem(last=False)
+            if parts in self._dirs:
+                continue  # the walk has listed it
+            if not self._hints.fetched(ranges):
+                self._hinted[parts] = ranges  # not in yet: its turn comes again
+                continue
+            node = self._listed_node(parts)
+            if node is None:
+                continue
+            try:
+                children = self._children(parts, node)
+                subdirs = [
+                    (*parts, name) for name, child in children.items() if child.filetype == stat.S_IFDIR
+                ]
+            except Exception:
+                continue
+            self._ahead.add(parts)
+            self._hint_dirs(subdirs)
+
     # -- the backend ------------------------------------------------------------------------------
 
     def lstat(self, parts: Parts) -> ImageStat | None:
@@ -148,6 +244,7 @@ class Filesystem:
             raise _wrap(exc) from None
 
     def _dir(self, parts: Parts) -> dict[str, Any] | None:
+        self._ahead.discard(parts)
         node = self._node(parts)
         if node is None or self._stat_fields(node)[0] & 0o170000 != stat.S_IFDIR:
             return None
@@ -205,9 +302,12 @@ def _check_size(fstype: str, needed: int, size: int, where: str) -> None:
         )
 
 
-def open_filesystem(fstype: str, stream: BinaryIO, size: int, where: str) -> Filesystem:
+def open_filesystem(
+    fstype: str, stream: BinaryIO, size: int, where: str, hints: DiskHints | None = None
+) -> Filesystem:
     """Open a filesystem found on a volume of ``size`` bytes, refusing one that does not fit in it
-    (truncated) or was not cleanly unmounted (see the module doc)."""
+    (truncated) or was not cleanly unmounted (see the module doc). ``hints`` takes read hints in
+    the volume's bytes (:mod:`.prefetch`); ext4's inode tables are hinted once opened."""
     try:
         if fstype == EXT:
             from dissect.extfs import ExtFS
@@ -224,7 +324,7 @@ def open_filesystem(fstype: str, stream: BinaryIO, size: int, where: str) -> Fil
                 raise DiskImageError(
                     "the ext4 filesystem is marked as having errors; run e2fsck", where=where
                 )
-            return Filesystem(EXT, ext, str(ext.uuid), ext.volume_name)
+            return Filesystem(EXT, ext, str(ext.uuid), ext.volume_name, hints)
         if fstype == XFS:
             from dissect.xfs import XFS as XFSReader
 

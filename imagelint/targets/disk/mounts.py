@@ -10,6 +10,7 @@ attached at run time) is recorded as such and does not stop the audit.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from imagelint.targets.disk.filesystems import Filesystem
@@ -109,6 +110,15 @@ class MountTable:
     def lstat(self, parts: Parts) -> ImageStat | None:
         fs, rest = self._route(parts)
         return fs.lstat(rest)
+
+    def prefetch_dirs(self, dirs: Sequence[Parts]) -> None:
+        """Read hints for directories about to be listed, each to the filesystem that holds it."""
+        routed: dict[int, tuple[Filesystem, list[Parts]]] = {}
+        for parts in dirs:
+            fs, rest = self._route(parts)
+            routed.setdefault(id(fs), (fs, []))[1].append(rest)
+        for fs, rests in routed.values():
+            fs.prefetch_dirs(rests)
 
     def readlink(self, parts: Parts) -> str:
         fs, rest = self._route(parts)

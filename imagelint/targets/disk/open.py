@@ -15,6 +15,7 @@ from imagelint.errors import ImageReadError
 from imagelint.targets.disk.errors import DiskImageError, require_dissect
 from imagelint.targets.disk.filesystems import Filesystem, open_filesystem
 from imagelint.targets.disk.mounts import MountTable, match_volume, parse_fstab, wanted
+from imagelint.targets.disk.prefetch import DiskHints, disk_hints
 from imagelint.targets.disk.probe import (
     LUKS,
     QCOW2,
@@ -126,6 +127,8 @@ def open_disk_target(
 
     If the stream has a ``stats()`` method returning a dict, its counters are reported under
     ``facts["disk"]["io"]`` of the report (read when the report is made, so they cover the audit).
+    If it has a ``prefetch(ranges)`` method (:class:`~imagelint.targets.disk.prefetch.Prefetching`),
+    the filesystems on it give it read hints (:mod:`imagelint.targets.disk.prefetch`).
     """
     require_dissect()
     where = description
@@ -140,7 +143,8 @@ def open_disk_target(
         raise DiskImageError(
             f"--partition {partition}: no such partition (the table has {known})", where=where
         )
-    opened = [(v, _open(v, where)) for v in volumes]
+    hints = disk_hints(stream)
+    opened = [(v, _open(v, where, hints)) for v in volumes]
     root_volume, root_fs = _pick_root(opened, layout, where, partition)
     table = MountTable(root_fs)
     facts: dict[str, Any] = {
@@ -151,7 +155,7 @@ def open_disk_target(
         "mounts": [],
     }
     target = DiskTarget(table, description, kind, facts, stream)
-    all_opened = opened if partition is None else [(v, _open(v, where)) for v in layout.volumes]
+    all_opened = opened if partition is None else [(v, _open(v, where, hints)) for v in layout.volumes]
     _mount_fstab(target, table, all_opened, root_volume, facts, where)
     return target
 
@@ -166,11 +170,17 @@ def _check_extents(layout: Layout, size: int, where: str) -> None:
             )
 
 
-def _open(volume: Volume, where: str) -> Filesystem | None:
+def _open(volume: Volume, where: str, hints: DiskHints | None) -> Filesystem | None:
     """The filesystem on a volume, or None when it holds none imagelint reads (EFI, swap, unknown)."""
     if volume.content not in READABLE:
         return None
-    return open_filesystem(volume.content, volume.stream, volume_size(volume), f"{where}: {volume.label}")
+    return open_filesystem(
+        volume.content,
+        volume.stream,
+        volume_size(volume),
+        f"{where}: {volume.label}",
+        None if hints is None else hints.within(volume.offset),
+    )
 
 
 def _is_root(fs: Filesystem) -> bool:

@@ -27,6 +27,7 @@ class Volume:
     partuuid: str | None = None
     partlabel: str | None = None
     devices: list[str] = field(default_factory=list)  # /dev/mapper/VG-LV, /dev/VG/LV
+    offset: int | None = None  # where it starts on the disk, when it is one plain slice of it (not LVM)
 
 
 def volume_size(volume: Volume) -> int:
@@ -78,7 +79,7 @@ def find_volumes(disk: BinaryIO, where: str) -> Layout:
     if whole == LVM:
         return Layout("none", _lvm_volumes(disk, where, None))
     if whole is not None:
-        return Layout("none", [Volume("disk", disk, whole)])
+        return Layout("none", [Volume("disk", disk, whole, offset=0)])
     from dissect.volume.disk import Disk
     from dissect.volume.disk.schemes import GPT, MBR
 
@@ -124,5 +125,9 @@ def find_volumes(disk: BinaryIO, where: str) -> Layout:
         if content == LVM:
             volumes += _lvm_volumes(stream, f"{where}: partition {number}", number)
             continue
-        volumes.append(Volume(f"partition {number}", stream, content, number, partuuid, partlabel))
+        volumes.append(
+            Volume(
+                f"partition {number}", stream, content, number, partuuid, partlabel, offset=int(part.offset)
+            )
+        )
     return Layout(kind, volumes)
