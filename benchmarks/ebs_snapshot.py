@@ -41,6 +41,7 @@ sys.path.insert(0, str(REPO))
 from tests.aws.disk_image import ROOT_START, gpt_ext4_image, plant_sample_faults
 from tests.aws.ebs_upload import register_image, upload_image
 from tests.aws.moto_env import MotoEnv
+from tests.aws.snapshot_streams import NoPrefetch
 
 BLOCK = 524288
 LATENCY = 0.05
@@ -156,33 +157,6 @@ def walk_floor(disk: Path) -> dict[str, int]:
         "tables": len(tables),
         "both": len(directory | tables),
     }
-
-
-class NoPrefetch(io.RawIOBase):
-    """The snapshot stream without ``prefetch``: the disk target then gives no read hints."""
-
-    def __init__(self, stream: Any) -> None:
-        super().__init__()
-        self._s = stream
-        self.size = stream.size
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        return self._s.seek(offset, whence)
-
-    def tell(self) -> int:
-        return self._s.tell()
-
-    def readinto(self, buffer: Any) -> int:
-        return self._s.readinto(buffer)
-
-    def stats(self) -> dict[str, int]:
-        return self._s.stats()
 
 
 def in_process(aws: MotoEnv, snapshot_id: str, hinted: bool) -> tuple[float, dict[str, int], str]:

@@ -10,7 +10,6 @@ outcomes.
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +28,7 @@ from imagelint.session import load_rules
 from imagelint.targets.disk import open_disk_target
 from tests.aws.ebs_upload import register_image, upload_image
 from tests.aws.moto_env import REGION, MotoEnv
+from tests.aws.snapshot_streams import NoPrefetch
 from tests.support import run_cli
 
 pytestmark = pytest.mark.slow
@@ -124,33 +124,6 @@ def test_throttled_reads_are_retried_and_counted(
     assert io["throttled"] == 4 and io["retries"] == 6
 
 
-class _NoPrefetch(io.RawIOBase):
-    """The snapshot stream without its ``prefetch``: what the disk target reads with no hints."""
-
-    def __init__(self, stream: SnapshotStream) -> None:
-        super().__init__()
-        self._s = stream
-        self.size = stream.size
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        return self._s.seek(offset, whence)
-
-    def tell(self) -> int:
-        return self._s.tell()
-
-    def readinto(self, buffer: Any) -> int:
-        return self._s.readinto(buffer)
-
-    def stats(self) -> dict[str, int]:
-        return self._s.stats()
-
-
 def test_prefetch_changes_nothing_but_the_counters(
     env: MotoEnv,
     aws: tuple[MotoEnv, str, str],
@@ -167,7 +140,7 @@ def test_prefetch_changes_nothing_but_the_counters(
     def report(hinted: bool) -> tuple[str, dict[str, int]]:
         api = EbsApi(Clients(REGION).ebs(16), aws[1])
         with SnapshotStream(api) as stream:
-            disk = stream if hinted else _NoPrefetch(stream)
+            disk = stream if hinted else NoPrefetch(stream)
             data = audit(open_disk_target(disk, description="snap"), packs, config, RunSettings()).to_dict()
             stream.raise_if_failed()
         io_stats = data["facts"]["disk"].pop("io")
