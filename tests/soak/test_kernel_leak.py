@@ -120,7 +120,11 @@ def test_short_soak_flags_a_leaking_restarter_and_not_a_clean_one(lab: MemcgLab,
     def quiet(outcome: tuple) -> bool:
         _, trend, background, _, made_per_hour = outcome
         base = max(background.slope_per_hour, 0.0) if background is not None else 0.0
-        return not (trend.growing and trend.slope_per_hour > base + made_per_hour / 4)
+        # a leak leaves one dying memcg per restart (slope ≈ the restart rate, as the leaking case
+        # asserts); a clean restarter's cgroups are freed lazily, so a few still dying at the end of
+        # a 36 s window look like growth: the line between the two is half the restart rate (a CI
+        # run saw 9 → 14 over 36 s with 19 restarts, 500/h against a 475/h line at a quarter)
+        return not (trend.growing and trend.slope_per_hour > base + made_per_hour / 2)
 
     if leak:
         result, trend, _, _, made_per_hour = attempt()
