@@ -475,6 +475,31 @@ class MotoEnv:
         reply = self.client("ec2").describe_instances(Filters=[{"Name": "tag-key", "Values": [run_tag]}])
         return [i["InstanceId"] for r in reply["Reservations"] for i in r["Instances"]]
 
+    def sigterm_while_soaking(self, *args: str, soaking: int = 1) -> tuple[int, str]:
+        """Run ``imagelint ARGS``, send it SIGTERM once ``soaking`` invocations have been running
+        for a while (the instance side is really soaking), and give its exit code and stderr."""
+        import signal
+        import sys
+
+        exe = str(Path(sys.executable).parent / "imagelint")
+        proc = subprocess.Popen(
+            [exe, *args],
+            env={**os.environ, **self.env},
+            stderr=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            running = lambda: sum(i.status == "InProgress" for i in list(self.agent.invocations.values()))  # noqa: E731
+            assert self.wait_for(lambda: running() == soaking, 60)
+            time.sleep(3)
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        return proc.returncode, err
+
     def wait_for(self, predicate: Any, timeout: float = 30.0) -> bool:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

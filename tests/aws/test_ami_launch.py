@@ -111,45 +111,12 @@ def test_empty_or_malformed_report_exit_3(moto_env: MotoEnv, sample_image: Path)
 
 
 def test_sigterm_mid_soak_cancels_terminates_exit_3(moto_env: MotoEnv, sample_image: Path) -> None:
-    import signal
-    import subprocess
-    import sys
-    import time
-
     moto_env.agent.rootfs = sample_image
-    exe = str(Path(sys.executable).parent / "imagelint")
-    args = [
-        exe,
-        "ami",
-        moto_env.image_id,
-        "--report-bucket",
-        moto_env.bucket,
-        "--poll",
-        "0.2s",
-        "--soak",
-        "60s",
-        "--soak-interval",
-        "1s",
-    ]
-    proc = subprocess.Popen(
-        args,
-        env={**__import__("os").environ, **moto_env.env},
-        stderr=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        # wait until the instance side is really soaking (its script has been running a while)
-        assert moto_env.wait_for(
-            lambda: any(i.status == "InProgress" for i in list(moto_env.agent.invocations.values())), 60
-        )
-        time.sleep(3)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 3, err
+    code, err = moto_env.sigterm_while_soaking(
+        "ami", moto_env.image_id, "--report-bucket", moto_env.bucket, "--poll", "0.2s",
+        "--soak", "60s", "--soak-interval", "1s",
+    )  # fmt: skip
+    assert code == 3, err
     assert "interrupted by SIGTERM" in err
     assert moto_env.alive() == {"instances": [], "volumes": []}
     statuses = {i.status for i in moto_env.agent.invocations.values()}

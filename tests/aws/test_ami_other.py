@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -301,27 +300,12 @@ def test_fleet_deadline_cancels_and_is_inconclusive(
 
 
 def test_fleet_sigterm_mid_soak_cancels_its_command_exit_3(moto_env: MotoEnv, sample_image: Path) -> None:
-    import signal
-    import subprocess
-    import sys
-    import time
-
     moto_env.agent.rootfs = sample_image
     _fleet_instances(moto_env, "gpu", 2)
-    exe = str(Path(sys.executable).parent / "imagelint")
-    args = [exe, "fleet", "--target", "tag:Role=gpu", "--report-bucket", moto_env.bucket, "--poll", "0.2s"]
-    args += ["--soak", "60s", "--soak-interval", "1s"]
-    proc = subprocess.Popen(args, env={**os.environ, **moto_env.env}, stderr=subprocess.PIPE, text=True)
-    try:
-        assert moto_env.wait_for(
-            lambda: sum(i.status == "InProgress" for i in list(moto_env.agent.invocations.values())) == 2, 60
-        )
-        time.sleep(3)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 3, err
+    code, err = moto_env.sigterm_while_soaking(
+        "fleet", "--target", "tag:Role=gpu", "--report-bucket", moto_env.bucket, "--poll", "0.2s",
+        "--soak", "60s", "--soak-interval", "1s", soaking=2,
+    )  # fmt: skip
+    assert code == 3, err
     assert "interrupted by SIGTERM" in err
     assert {i.status for i in moto_env.agent.invocations.values()} == {"Cancelled"}
