@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +17,7 @@ from imagelint import __version__
 from imagelint.checks import CheckContext, NotApplicable, Observation, registry
 from imagelint.checks.base import CheckSettings, FactProvider, RunLog
 from imagelint.config import Config
-from imagelint.errors import ImageLintError
+from imagelint.errors import ImageLintError, where_raised
 from imagelint.report import Finding, Outcome, Report, ReportError, RuleResult, Verdict
 from imagelint.report.verdict import decide, finding_fails
 from imagelint.rulepacks import CheckSpec, Rule, RulePack, RuleStatus, Scope, Severity
@@ -176,10 +175,10 @@ def _evaluate(
     except ImageLintError as exc:
         errors.append(ReportError(exc.message, rule_id=rule.id, where=exc.where))
         return Outcome.ERROR, str(exc), []
+    except MemoryError:
+        raise  # the run's memory limit (imagelint.limits): the whole run is inconclusive, in one line
     except Exception as exc:  # a bug in one check must not stop the others
-        frames = traceback.extract_tb(exc.__traceback__)
-        ours = [f for f in frames if "/imagelint/" in f.filename] or frames
-        where = f"{ours[-1].filename}:{ours[-1].lineno}"
+        where = where_raised(exc)
         errors.append(
             ReportError(f"internal error: {type(exc).__name__}: {exc}", rule_id=rule.id, where=where)
         )

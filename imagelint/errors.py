@@ -63,6 +63,22 @@ class ImageReadError(ImageLintError):
         self.reason = reason
 
 
+def where_raised(exc: BaseException) -> str:
+    """``imagelint/module.py:line`` of the innermost frame inside imagelint that ``exc`` passed
+    through (else the innermost frame at all): where to look when reporting an internal error."""
+    import os
+    import traceback
+
+    marker = f"{os.sep}imagelint{os.sep}"
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = [f for f in frames if marker in f.filename] or frames
+    if not ours:
+        return "?"
+    path = ours[-1].filename
+    path = "imagelint/" + path.rsplit(marker, 1)[1] if marker in path else os.path.basename(path)
+    return f"{path}:{ours[-1].lineno}"
+
+
 def source_location(path: str, line: int | None = None, column: int | None = None) -> str:
     """Format ``file:line:column`` the way compilers and editors expect (1-based)."""
     where = path

@@ -13,7 +13,6 @@ such root, unknown format).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Iterable
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from imagelint.errors import UsageError
+from imagelint.report.escape import json_text
 
 if TYPE_CHECKING:
     from imagelint.facts.systemd import UnitIndex
@@ -132,8 +132,8 @@ def units_document(
 
 
 def write_units_json(root: Path, index: UnitIndex, out: TextIO) -> None:
-    """Write ``json.dumps(units_document(root), indent=1, ensure_ascii=False)`` and a newline, the
-    same text, one unit at a time: the whole document is never held in memory."""
+    """Write ``json_text(units_document(root), indent=1)`` and a newline, the same text, one unit at
+    a time: the whole document is never held in memory."""
     head: dict[str, Any] = {
         "root": str(root),
         "search_path": list(index.search_path),
@@ -151,7 +151,8 @@ def write_units_json(root: Path, index: UnitIndex, out: TextIO) -> None:
 
 
 def _dump(value: object) -> str:
-    return json.dumps(value, indent=1, ensure_ascii=False)
+    # every string from the image made encodable and safe for a terminal (report/escape.py)
+    return json_text(value, indent=1)
 
 
 def _indented(text: str, level: int) -> str:
@@ -204,8 +205,13 @@ def render_text(document: dict[str, Any], *, color: bool) -> str:
     import io
 
     from rich.console import Console
-    from rich.markup import escape
+    from rich.markup import escape as markup
     from rich.table import Table
+
+    from imagelint.report.escape import for_log
+
+    def escape(text: str) -> str:
+        return markup(for_log(text))
 
     buffer = io.StringIO()
     width = _width() if color else 400
@@ -230,7 +236,7 @@ def render_text(document: dict[str, Any], *, color: bool) -> str:
         table.add_row(
             escape(u["name"]),
             state,
-            u["preset"],
+            escape(u["preset"] or ""),
             escape(source),
             escape(", ".join(u["dropins"])),
             escape(chain),

@@ -4,10 +4,12 @@ while a phase waits)."""
 
 from __future__ import annotations
 
-import sys
 import time
 from datetime import UTC, datetime
 from typing import Any
+
+from imagelint import stderr
+from imagelint.report.escape import for_log
 
 
 class Progress:
@@ -43,25 +45,27 @@ class Progress:
 
     def log(self, message: str) -> None:
         """A line that stays (results, cleanup actions)."""
+        safe = for_log(message)  # it may quote the instance (its console, a command's output)
         if self._status is not None:
-            self._status.console.print(message)
+            from rich.text import Text
+
+            self._status.console.print(Text(safe))
         else:
-            print(f"{self._stamp()} {message}", file=sys.stderr, flush=True)
+            stderr.line(f"{self._stamp()} {safe}")
 
     def _stamp(self) -> str:
         return f"[{datetime.now(UTC):%H:%M:%S}] +{time.monotonic() - self.started:6.1f}s"
 
     def _show(self, detail: str, *, force: bool) -> None:
         in_phase = time.monotonic() - self.phase_started
+        detail = for_log(detail)
         text = f"{self.phase_name} ({in_phase:.0f}s)" + (f" · {detail}" if detail else "")
         if self._status is not None:
-            self._status.update(text)
+            from rich.text import Text
+
+            self._status.update(Text(text))
             return
         now = time.monotonic()
         if force or now - self._last_line >= self.every:
             self._last_line = now
-            print(
-                f"{self._stamp()} {self.phase_name}" + (f": {detail}" if detail else ""),
-                file=sys.stderr,
-                flush=True,
-            )
+            stderr.line(f"{self._stamp()} {self.phase_name}" + (f": {detail}" if detail else ""))

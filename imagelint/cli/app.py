@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Literal, ParamSpec, TypeVar
 
 import typer
 
-from imagelint import __version__
+from imagelint import __version__, stderr
 from imagelint.cli.helptext import SUCCESS, command, exit_codes_block
 from imagelint.cli.options import (
     ConcurrencyOpt,
@@ -71,7 +71,7 @@ app.add_typer(docs_app, name="docs")
 
 
 def fail(message: str, code: ExitCode) -> typer.Exit:
-    typer.echo(f"imagelint: error: {message}", err=True)
+    stderr.error(message)
     return typer.Exit(int(code))
 
 
@@ -101,6 +101,14 @@ def _root(
     version: Annotated[
         bool,
         typer.Option("--version", "-V", callback=_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+    debug: Annotated[
+        bool,
+        typer.Option(
+            "--debug",
+            help="On an internal error, print the traceback after the one-line message "
+            "(also IMAGELINT_DEBUG=1). Accepted anywhere on the command line.",
+        ),
     ] = False,
 ) -> None:
     pass

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from imagelint import stderr
 from imagelint.formats.interface import RenderOptions
 from imagelint.formats.markdown import render_markdown
 from imagelint.formats.presentation import finding_level, location_text
@@ -208,7 +208,7 @@ def publish(report: Report, environ: Mapping[str, str] | None = None) -> None:
         try:
             write(Path(target))
         except OSError as exc:  # the exit code stays the gate: warn, do not mask the verdict
-            sys.stderr.write(f"imagelint: warning: {target}: cannot write ${variable}: {exc.strerror}\n")
+            stderr.warning(f"{target}: cannot write ${variable}: {exc.strerror}")
 
 
 FORMATTER = GithubFormatter()

@@ -8,12 +8,12 @@ so, and it cannot pass (a gate must not pass on a partial soak), though it can f
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from imagelint import stderr
 from imagelint.config import Config
 from imagelint.engine import RunSettings, audit
 from imagelint.errors import UsageError
@@ -24,6 +24,7 @@ from imagelint.facts.interrupts import nic_interrupts, nic_irqs, read_interrupts
 from imagelint.facts.journal.window import restarts_logged_between
 from imagelint.facts.soak import SoakFacts
 from imagelint.report import Report, ReportError, Verdict
+from imagelint.report.escape import for_log
 from imagelint.report.verdict import decide
 from imagelint.rulepacks import RulePack, Scope
 from imagelint.session import RunOptions, prepare, publish
@@ -125,7 +126,7 @@ def _progress(duration: float, interval: float, interactive: bool) -> Iterator[C
             line = status(sample)
             if count % every == 0:
                 elapsed = time.monotonic() - started
-                print(f"soak {elapsed:6.0f}s/{duration:.0f}s  {line}", file=sys.stderr, flush=True)
+                stderr.line(f"soak {elapsed:6.0f}s/{duration:.0f}s  {line}")
             count += 1
 
         yield plain
@@ -134,13 +135,14 @@ def _progress(duration: float, interval: float, interactive: bool) -> Iterator[C
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-    columns = (TextColumn("soak"), BarColumn(), TimeRemainingColumn(), TextColumn("{task.description}"))
+    description = TextColumn("{task.description}", markup=False)
+    columns = (TextColumn("soak"), BarColumn(), TimeRemainingColumn(), description)
     with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
         task = progress.add_task("starting", total=duration)
 
         def bar(sample: Sample) -> None:
             progress.update(
-                task, completed=min(duration, time.monotonic() - started), description=status(sample)
+                task, completed=min(duration, time.monotonic() - started), description=for_log(status(sample))
             )
 
         yield bar

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from imagelint import limits
 from imagelint.errors import UsageError
 from imagelint.targets.interface import Target
 
@@ -13,6 +14,7 @@ def open_target(path: str | os.PathLike[str], *, partition: int | None = None) -
 
     Raises TargetError (exit 3) when it cannot be read, UsageError (exit 2) for ``--partition`` on
     a directory or when the disk extra is not installed."""
+    limits.now_reading(path)  # a limit met from here on is reported with this path
     if os.path.isfile(path):
         from imagelint.targets.disk import open_disk_file
 

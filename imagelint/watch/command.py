@@ -9,12 +9,12 @@ that is down, reported on stderr and as ``imagelint_source_up 0``; the watch kee
 from __future__ import annotations
 
 import math
-import sys
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any
 
+from imagelint import stderr
 from imagelint.errors import UsageError
 from imagelint.session import RunOptions, prepare
 from imagelint.soak.runner import stop_on_signals
@@ -29,7 +29,7 @@ class Outputs:
 
 
 def warn(line: str) -> None:
-    print(f"imagelint: warning: {line}", file=sys.stderr, flush=True)
+    stderr.warning(line)
 
 
 def _need_client() -> None:

@@ -1,0 +1,32 @@
+"""The one way imagelint writes a message line to standard error.
+
+Messages carry strings from the image (paths, unit names, fstab mount points, a remote console), and
+stderr is a CI log like any other: a newline in a message must not start a second line, and no line
+may start a workflow command (``::error::``). Every line goes through the log channel's escaper
+(:func:`imagelint.report.escape.for_log`), whole, so it is one line whatever it quotes.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from imagelint.report.escape import for_log
+
+PROGRAM = "imagelint"
+
+
+def line(text: str) -> None:
+    """Write ``text`` as exactly one escaped line."""
+    try:
+        sys.stderr.write(for_log(text) + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass  # stderr closed: nothing else can be said
+
+
+def error(message: str) -> None:
+    line(f"{PROGRAM}: error: {message}")
+
+
+def warning(message: str) -> None:
+    line(f"{PROGRAM}: warning: {message}")

@@ -1,0 +1,100 @@
+"""The box: every command runs in a child under OS limits, and whatever kills the child is one line, exit 3."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.support import build_tree, run_cli
+
+
+def _boxed(
+    body: str, *, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """Run ``body`` (the command, returning an exit code) through ``run_boxed`` in a fresh interpreter."""
+    code = (
+        "import sys\n"
+        "from imagelint import limits\n"
+        "from imagelint.cli.box import run_boxed\n"
+        "def command():\n    limits.now_reading('/images/hostile.img')\n"
+        f"{body}\n"
+        "sys.exit(run_boxed(command, limits.from_environment()))\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, env=env, check=False
+    )
+
+
+def test_a_spinning_reader_meets_the_cpu_limit_and_is_inconclusive() -> None:
+    started = time.monotonic()
+    proc = _boxed("    while True:\n        pass", env={"IMAGELINT_CPU_LIMIT": "1"})
+    assert time.monotonic() - started < 30
+    assert proc.returncode == 3
+    assert proc.stderr == (
+        "imagelint: error: /images/hostile.img: the CPU-time limit (1 s, IMAGELINT_CPU_LIMIT) "
+        "was reached while reading it; inconclusive\n"
+    )
+
+
+def test_a_reader_that_crashes_in_c_is_one_line_naming_the_signal() -> None:
+    proc = _boxed("    import ctypes\n    ctypes.string_at(0)\n    return 0")
+    assert proc.returncode == 3
+    assert proc.stderr == (
+        "imagelint: error: /images/hostile.img: the reader died with SIGSEGV; inconclusive (please report this)\n"
+    )
+
+
+def test_memory_past_the_limit_fails_in_the_child_not_in_the_caller() -> None:
+    body = "    try:\n        bytearray(64 * 1024 * 1024)\n    except MemoryError:\n        return 42\n    return 0"
+    assert _boxed(body, env={"IMAGELINT_MEMORY_LIMIT": "32"}).returncode == 42
+    assert _boxed(body, env={"IMAGELINT_MEMORY_LIMIT": "0"}).returncode == 0
+
+
+def test_the_childs_exit_code_and_output_pass_through() -> None:
+    proc = _boxed("    print('from the child')\n    return 7")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (7, "from the child\n", "")
+
+
+def test_sigterm_to_the_parent_reaches_the_child() -> None:
+    body = (
+        "    import signal, time\n"
+        "    got = []\n"
+        "    signal.signal(signal.SIGTERM, lambda *a: got.append(1))\n"
+        "    print('ready', flush=True)\n"
+        "    while not got:\n"
+        "        time.sleep(0.05)\n"
+        "    return 5"
+    )
+    code = (
+        "import sys\nfrom imagelint import limits\nfrom imagelint.cli.box import run_boxed\n"
+        f"def command():\n{body}\n"
+        "sys.exit(run_boxed(command, limits.from_environment()))\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 5
+
+
+def test_the_real_cli_under_a_tight_memory_limit_is_inconclusive_with_the_image_named(tmp_path: Path) -> None:
+    # a 15 MB sshd_config is under the 16 MiB read cap, and takes more than 40 MiB to read and match
+    root = build_tree(tmp_path / "image", {"/etc/ssh/sshd_config": ("#" * 100 + "\n") * 150_000})
+    proc = run_cli("audit", str(root), "-f", "text", env={"IMAGELINT_MEMORY_LIMIT": "40"})
+    assert proc.returncode == 3
+    assert proc.stderr == (
+        f"imagelint: error: {root}: the memory limit (40 MiB, IMAGELINT_MEMORY_LIMIT) "
+        "was reached while reading it; inconclusive\n"
+    )
+    assert proc.stdout == ""
+    proc = run_cli("audit", str(root), "-f", "text")  # the default limit is far above it
+    assert (proc.returncode, proc.stderr) == (1, "")
+
+
+def test_a_bad_limit_value_is_a_usage_error() -> None:
+    proc = run_cli("rules", "list", env={"IMAGELINT_MEMORY_LIMIT": "²"})
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("imagelint: error: IMAGELINT_MEMORY_LIMIT='²': expected a whole number")
+    assert proc.stderr.count("\n") == 1
