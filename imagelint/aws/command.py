@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import tempfile
 import uuid
 from dataclasses import dataclass, field
@@ -46,6 +45,7 @@ from imagelint.aws.snapshot import SnapshotSettings
 from imagelint.aws.volume import Ec2VolumeHost, VolumeHost, device_slot
 from imagelint.errors import UsageError
 from imagelint.report import Report, Verdict
+from imagelint.report.escape import json_text
 from imagelint.report.verdict import decide
 from imagelint.session import RunOptions, prepare, publish
 
@@ -146,7 +146,7 @@ def run_ami(
             )
         )
         report.verdict = decide(report)
-        body = json.dumps(report.to_dict(), indent=2, sort_keys=True).encode()
+        body = json_text(report.to_dict(), indent=2, sort_keys=True).encode()
         digest = hashlib.sha256(body).hexdigest()
         for c in checked:
             _store(clients[c.region], c, options, body, progress)

@@ -39,6 +39,7 @@ from __future__ import annotations
 import base64
 import codecs
 import json
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -121,10 +122,13 @@ def clean_tree(value: Any) -> Any:
     """``value`` (JSON-like: dicts, lists, strings, numbers) with every string made encodable.
 
     No raw bytes are recorded: this is the formats' safety net for report parts that are not findings
-    (the target, notes, rule results, facts). Unchanged parts are returned as they are.
+    (the target, notes, rule results, facts). A float that is not finite (a rate over no time) has
+    no JSON form and becomes ``None``. Unchanged parts are returned as they are.
     """
     if isinstance(value, str):
         return escape_text(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
     if isinstance(value, Mapping):
         return {clean_tree(k): clean_tree(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -300,7 +304,9 @@ def _json_escape(match: re.Match[str]) -> str:
 
 def json_text(data: Any, *, indent: int | None = 2, sort_keys: bool = False) -> str:
     """``data`` as JSON text that is valid UTF-8 and safe to print: the same value ``json.dumps`` gives."""
-    text = json.dumps(clean_tree(data), indent=indent, sort_keys=sort_keys, ensure_ascii=False)
+    text = json.dumps(
+        clean_tree(data), indent=indent, sort_keys=sort_keys, ensure_ascii=False, allow_nan=False
+    )
     text = _JSON_RAW.sub(_json_escape, text)
     # "##[" can only be inside a string here; a JSON line never starts with "::"
     return neutralise_commands(text, colon="\\u003a", bracket="\\u005b")
