@@ -1,4 +1,4 @@
-"""The box: every command runs in a child under OS limits, and whatever kills the child is one line, exit 3."""
+"""The box: every command runs in a child under OS limits; whatever kills the child is one line, exit 3."""
 
 from __future__ import annotations
 
@@ -42,13 +42,12 @@ def test_a_spinning_reader_meets_the_cpu_limit_and_is_inconclusive() -> None:
 def test_a_reader_that_crashes_in_c_is_one_line_naming_the_signal() -> None:
     proc = _boxed("    import ctypes\n    ctypes.string_at(0)\n    return 0")
     assert proc.returncode == 3
-    assert proc.stderr == (
-        "imagelint: error: /images/hostile.img: the reader died with SIGSEGV; inconclusive (please report this)\n"
-    )
+    reason = "the reader died with SIGSEGV; inconclusive (please report this)"
+    assert proc.stderr == f"imagelint: error: /images/hostile.img: {reason}\n"
 
 
 def test_memory_past_the_limit_fails_in_the_child_not_in_the_caller() -> None:
-    body = "    try:\n        bytearray(64 * 1024 * 1024)\n    except MemoryError:\n        return 42\n    return 0"
+    body = "    try:\n        bytearray(64 << 20)\n    except MemoryError:\n        return 42\n    return 0"
     assert _boxed(body, env={"IMAGELINT_MEMORY_LIMIT": "32"}).returncode == 42
     assert _boxed(body, env={"IMAGELINT_MEMORY_LIMIT": "0"}).returncode == 0
 

@@ -1,4 +1,4 @@
-"""The catch-all: an error nobody foresaw is one line and exit 3 (never 1, the code of findings), never a traceback."""
+"""The catch-all: an unforeseen error is one line and exit 3 (never 1, which means findings), no traceback."""
 
 from __future__ import annotations
 
@@ -50,5 +50,5 @@ def test_an_image_whose_first_read_fails_with_eio_is_one_line_exit_3() -> None:
     # /proc/self/mem is a regular file whose read at offset 0 fails with EIO: a dying disk, for real
     proc = run_cli("audit", "/proc/self/mem")
     assert proc.returncode == 3
-    assert proc.stderr.startswith("imagelint: error: /proc/self/mem: Input/output error (OSError at imagelint/")
+    assert proc.stderr.startswith("imagelint: error: /proc/self/mem: Input/output error (OSError at ")
     assert proc.stderr.count("\n") == 1

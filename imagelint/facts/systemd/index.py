@@ -203,6 +203,15 @@ class UnitIndex:
         return _Builder(target).build()
 
 
+# Each unit indexed costs ~6 KiB; a large real image has ~2,000 (unit files, aliases and instances
+# that .wants/ links name). Past this many, the index would outgrow the run's memory: not judged.
+MAX_UNITS = 10_000
+
+
+class TooManyUnitsError(ImageReadError):
+    """An image naming more units than imagelint indexes (the run is inconclusive)."""
+
+
 class _Builder:
     def __init__(self, target: Target) -> None:
         self.target = target
@@ -234,7 +243,9 @@ class _Builder:
                     path = join(directory, name)
                     same = self.namemap.entry_paths.get(name)
                     listed[name] = same if same == path else path  # one string for both, if equal
+            _check_unit_count(len(listed), directory)
         wanted = self._link_dir_names()
+        _check_unit_count(len(listed) + len(wanted - listed.keys()), "/")
 
         units: dict[str, Unit] = {}
         for name in [*listed, *sorted(n for n in wanted if n not in listed)]:
@@ -530,6 +541,13 @@ class _Builder:
             except SpecifierError as exc:
                 self.problems.append(Problem(a.path, a.line, f"{a.key}=: {exc}"))
         return out
+
+
+def _check_unit_count(count: int, where: str) -> None:
+    if count > MAX_UNITS:
+        raise TooManyUnitsError(
+            where, f"more than {MAX_UNITS:,} units in the image: too many to index; not judged"
+        )
 
 
 def _truthy(value: str | None) -> bool:

@@ -17,7 +17,7 @@ from imagelint.facts.systemd.model import ParsedFile, Problem
 from imagelint.facts.systemd.parser import parse_unit_bytes
 from imagelint.targets.interface import FileKind, Target
 
-MAX_DIR_ENTRIES = 500_000  # per directory; 100x a large real image's unit directory
+MAX_DIR_ENTRIES = 100_000  # per directory; 50x a large real image's unit directory
 PARSE_CACHE_SIZE = 256  # parsed files kept (most recently used); any older one is parsed again
 
 

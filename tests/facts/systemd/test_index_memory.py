@@ -25,6 +25,7 @@ from imagelint.facts.systemd import UnitIndex, sources
 from imagelint.targets.rootfs import RootfsTarget
 from imagelint.units_command import build_index, units_document, write_units_json
 from tests.facts.systemd.crafted import ETC, VENDOR, link, write
+from tests.support import run_cli
 
 SERVICE = (
     "[Unit]\nDescription=unit {i}\n\n[Service]\nExecStart=/bin/true\n\n"
@@ -82,6 +83,20 @@ def test_units_command_exits_inconclusive_on_a_too_large_directory(
     assert caught.value.exit_code == ExitCode.INCONCLUSIVE
     err = capsys.readouterr().err.strip()
     assert err == f"imagelint: error: /{ETC}: more than 10 entries: too large to index; not judged"
+
+
+def test_more_units_than_the_index_holds_is_inconclusive_before_any_is_parsed(tmp_path: Path) -> None:
+    from imagelint.facts.systemd.index import MAX_UNITS
+
+    root = tmp_path / "image"
+    (root / ETC).mkdir(parents=True)
+    for i in range(MAX_UNITS + 1):  # a crafted image: hostile by count alone
+        (root / ETC / f"u{i}.service").write_text("[Service]\nExecStart=/bin/true\n")
+    proc = run_cli("units", str(root))
+    assert proc.returncode == 3
+    reason = f"more than {MAX_UNITS:,} units in the image: too many to index; not judged"
+    assert proc.stderr == f"imagelint: error: /{ETC}: {reason}\n"
+    assert proc.stdout == ""
 
 
 def test_index_keeps_only_the_assignments_asked_for(tmp_path: Path) -> None:
