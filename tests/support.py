@@ -60,6 +60,36 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
     )
 
 
+# Runs a command and prints the peak RSS (KiB) of it and everything it waited for, on the last line.
+_MEASURE = (
+    "import resource, subprocess, sys\n"
+    "proc = subprocess.run(sys.argv[1:], capture_output=True)\n"
+    "sys.stdout.buffer.write(proc.stdout); sys.stderr.buffer.write(proc.stderr)\n"
+    "print(f'\\n@@peak {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}', end='')\n"
+    "sys.exit(proc.returncode)\n"
+)
+
+
+def run_cli_measured(*args: str, env: dict[str, str] | None = None, timeout: float = 120):
+    """:func:`run_cli`, and the peak RSS in MiB of the whole run (imagelint's box and its children)."""
+    import shutil
+    import sys
+
+    exe = shutil.which("imagelint", path=str(Path(sys.executable).parent)) or "imagelint"
+    full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
+    proc = subprocess.run(
+        [sys.executable, "-c", _MEASURE, exe, *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=timeout,
+        check=False,
+    )
+    stdout, _, peak = proc.stdout.rpartition("\n@@peak ")
+    proc.stdout = stdout
+    return proc, int(peak) / 1024
+
+
 def clean_image(root: Path) -> Path:
     """Apply the hygiene pack's remediations to an image tree, as a careful image build would."""
     import glob

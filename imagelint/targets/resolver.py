@@ -9,8 +9,9 @@ every target:
   than ``MAX_SYMLINKS`` links in one lookup is a loop (an ImageReadError), as in the kernel;
 * only regular files are opened, after an ``lstat`` says so (a FIFO is never opened), and reads are
   capped (``read_limit``; a larger file is an ImageReadError, never a partial read);
-* a glob or walk visits at most ``MAX_WALK_ENTRIES`` entries and ``MAX_WALK_DEPTH`` levels, past
-  which it raises ImageReadError (the run is then inconclusive, never a pass).
+* a glob or walk visits at most ``MAX_WALK_ENTRIES`` entries and ``MAX_WALK_DEPTH`` levels, and
+  lists at most ``MAX_DIR_ENTRIES`` entries of one directory (a listing is held whole while it is
+  sorted), past which it raises ImageReadError (the run is then inconclusive, never a pass).
 
 Backends raise ``OSError`` for anything but a missing path; it becomes an ImageReadError naming the
 image path asked for.
@@ -38,6 +39,9 @@ DEFAULT_READ_LIMIT = 16 * 1024 * 1024
 MAX_CACHED_PREFIXES = 65536  # resolved directory prefixes kept (the cache is cleared when full)
 MAX_WALK_ENTRIES = 2_000_000  # entries one glob or walk may visit before the run is inconclusive
 MAX_WALK_DEPTH = 2048  # directory levels below the start (PATH_MAX allows ~2048 one-letter levels)
+# entries of one directory listed by a glob or walk (~0.5 KiB each while held): /usr/share/doc of a
+# large real image has ~3,000, a mail spool or cache directory a few tens of thousands
+MAX_DIR_ENTRIES = 200_000
 _CHUNK = 1 << 20
 
 Parts = tuple[str, ...]
@@ -51,8 +55,8 @@ class Backend(Protocol):
 
     def readlink(self, parts: Parts) -> str: ...
 
-    def scan(self, parts: Parts) -> list[tuple[str, ImageStat]] | None:
-        """(name, lstat) of each entry, in any order; None when not a directory."""
+    def scan(self, parts: Parts, limit: int) -> list[tuple[str, ImageStat]] | None:
+        """(name, lstat) of up to ``limit + 1`` entries, in any order; None when not a directory."""
 
     def kinds(self, parts: Parts, limit: int) -> dict[str, FileKind] | None:
         """name -> kind of up to ``limit + 1`` entries; None when not a directory."""
@@ -232,9 +236,13 @@ class ResolvingTarget:
     def _scan(self, image_dir: str, parts: Parts) -> list[tuple[str, ImageStat]]:
         """(name, lstat) of each entry of a resolved directory, sorted by name; [] when it is gone."""
         try:
-            entries = self.backend.scan(parts)
+            entries = self.backend.scan(parts, MAX_DIR_ENTRIES)
         except OSError as exc:
             raise ImageReadError(image_dir, f"cannot list directory: {exc.strerror or exc}") from None
+        if entries is not None and len(entries) > MAX_DIR_ENTRIES:
+            raise ImageReadError(
+                image_dir, f"more than {MAX_DIR_ENTRIES:,} entries in one directory; not read in full"
+            )
         return [] if entries is None else sorted(entries, key=lambda p: p[0])
 
     # -- content -----------------------------------------------------------------------------

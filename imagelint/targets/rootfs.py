@@ -14,6 +14,7 @@ reads use ``O_NOATIME`` where the kernel allows it so the image's access times s
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import stat
 from pathlib import Path
@@ -133,13 +134,16 @@ class _HostDirectory:
                 return None
             raise
 
-    def scan(self, parts: Parts) -> list[tuple[str, ImageStat]] | None:
+    def scan(self, parts: Parts, limit: int) -> list[tuple[str, ImageStat]] | None:
         fd = self._open_dir(parts)
         if fd is None:
             return None
         try:
             with os.scandir(fd) as it:
-                return [(e.name, ImageStat.from_os(e.name, e.stat(follow_symlinks=False))) for e in it]
+                return [
+                    (e.name, ImageStat.from_os(e.name, e.stat(follow_symlinks=False)))
+                    for e in itertools.islice(it, limit + 1)
+                ]
         finally:
             os.close(fd)
 

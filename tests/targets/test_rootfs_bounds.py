@@ -87,3 +87,32 @@ def test_resolution_through_cached_prefixes_still_follows_links_inside_the_image
     assert target.resolve("/lib/systemd/../../etc") == "/usr/etc"  # after the link, .. climbs from usr/lib
     with pytest.raises(ImageReadError, match="symlink loop"):
         target.resolve("/loop/x")
+
+
+def test_a_directory_wider_than_a_listing_holds_is_an_error_in_memory_bounded_by_the_limit(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A listing was held whole (and sorted) whatever its size: 1M entries cost ~1 GB. Now what is
+    held is bounded by MAX_DIR_ENTRIES, not by the directory (here 1,000 against 30,000 entries)."""
+    import tracemalloc
+
+    root = tmp_path / "img"
+    wide = root / "etc" / "wide"
+    wide.mkdir(parents=True)
+    fd = os.open(wide, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for i in range(30_000):
+            os.close(os.open(f"f{i}", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd))
+    finally:
+        os.close(fd)
+    monkeypatch.setattr(rootfs_module, "MAX_DIR_ENTRIES", 1000)
+    target = RootfsTarget(root)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ImageReadError, match="more than 1,000 entries in one directory") as caught:
+            list(target.walk("/etc"))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert caught.value.path == "/etc/wide"
+    assert peak < 2 * 1024 * 1024  # 30,000 listed entries take ~8 MiB

@@ -9,6 +9,7 @@ once (or run ``e2fsck``/``xfs_repair``) in the build and audit the result.
 
 from __future__ import annotations
 
+import itertools
 import stat
 import struct
 from collections import OrderedDict
@@ -250,13 +251,13 @@ class Filesystem:
             return None
         return self._children(parts, node)
 
-    def scan(self, parts: Parts) -> list[tuple[str, ImageStat]] | None:
+    def scan(self, parts: Parts, limit: int) -> list[tuple[str, ImageStat]] | None:
         try:
             children = self._dir(parts)
             if children is None:
                 return None
             out = []
-            for name, node in children.items():
+            for name, node in itertools.islice(children.items(), limit + 1):
                 mode, uid, gid, size = self._stat_fields(node)
                 out.append((name, ImageStat.from_mode(name, mode, uid, gid, size)))
             return out

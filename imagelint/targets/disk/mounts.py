@@ -124,9 +124,9 @@ class MountTable:
         fs, rest = self._route(parts)
         return fs.readlink(rest)
 
-    def scan(self, parts: Parts) -> list[tuple[str, ImageStat]] | None:
+    def scan(self, parts: Parts, limit: int) -> list[tuple[str, ImageStat]] | None:
         fs, rest = self._route(parts)
-        return fs.scan(rest)
+        return fs.scan(rest, limit)
 
     def kinds(self, parts: Parts, limit: int) -> dict[str, FileKind] | None:
         fs, rest = self._route(parts)
