@@ -20,8 +20,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-TOKEN = "{AWS_POLICIES}"  # expanded in `imagelint ami check --help` (imagelint.cli.helptext.expand)
-
 RUNNER_ACTIONS: dict[str, tuple[str, ...]] = {
     "ImagelintEc2": (
         "ec2:DescribeImages",

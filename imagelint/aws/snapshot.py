@@ -14,7 +14,6 @@ its own one-line error (exit 3), whatever the filesystem reader made of the I/O 
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import threading
 from collections.abc import Iterator
@@ -51,10 +50,6 @@ IAM_POLICY: dict[str, Any] = {
         {"Effect": "Allow", "Action": ["kms:Decrypt"], "Resource": "arn:aws:kms:*:*:key/*"},
     ],
 }
-
-
-def iam_policy_json() -> str:
-    return json.dumps(IAM_POLICY, indent=2)
 
 
 @dataclass(frozen=True)

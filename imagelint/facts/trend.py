@@ -28,7 +28,6 @@ from statistics import NormalDist
 from typing import Any
 
 SECONDS_PER_HOUR = 3600.0
-SECONDS_PER_DAY = 86400.0
 DEFAULT_ALPHA = 0.01
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import replace
-from typing import BinaryIO
 
 from imagelint.bundle.extract import Extracted
 from imagelint.errors import ImageReadError
@@ -53,10 +52,6 @@ class BundleTarget(RootfsTarget):
     def read_bytes(self, image_path: str, *, limit: int | None = None) -> bytes:
         self._content_check(image_path)
         return super().read_bytes(image_path, limit=limit)
-
-    def open_file(self, image_path: str) -> BinaryIO:
-        self._content_check(image_path)
-        return super().open_file(image_path)
 
     def _complete(self, image_path: str) -> None:
         resolved = self.resolve(image_path)

@@ -18,7 +18,6 @@ import itertools
 import os
 import stat
 from pathlib import Path
-from typing import BinaryIO
 
 from imagelint.errors import ImageReadError, TargetError
 from imagelint.targets.interface import (
@@ -37,7 +36,6 @@ from imagelint.targets.resolver import (
     MAX_WALK_ENTRIES,
     Parts,
     ResolvingTarget,
-    split,
 )
 
 __all__ = [
@@ -203,12 +201,3 @@ class RootfsTarget(ResolvingTarget):
     @property
     def description(self) -> str:
         return str(self.root)
-
-    def host_path(self, image_path: str) -> Path:
-        """The host location of an already-resolved image path (no link following here)."""
-        return self.root.joinpath(*split(image_path))
-
-    def open_file(self, image_path: str) -> BinaryIO:
-        """Open a regular file as a host file object (``mmap`` works on its ``fileno()``)."""
-        parts, _ = self._regular(image_path)
-        return os.fdopen(open_regular(image_path, self._dir.host(parts)), "rb")

@@ -297,7 +297,3 @@ def skipped_by(conds: list[Condition]) -> list[Condition] | None:
     if triggering and all(c.result is False for c in triggering):
         return triggering
     return None
-
-
-def describe(cond: Condition) -> str:
-    return f"Condition{cond.kind}={'|' if cond.trigger else ''}{'!' if cond.negate else ''}{cond.parameter}"
