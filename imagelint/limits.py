@@ -5,7 +5,10 @@ file says, before any cap of imagelint's own can apply. So each command runs in 
 under two rlimits (:mod:`imagelint.cli.box` forks it and sets them with :func:`apply`):
 
 - ``RLIMIT_DATA`` (heap and private writable mappings, Linux ≥ 4.7): whatever a parser allocates
-  past it fails with ``MemoryError``, or kills the child;
+  past it fails with ``MemoryError``, or kills the child. This, not ``RLIMIT_AS``, is the memory
+  limit: the address space also counts what is only reserved (a thread's arena and stack, a file
+  mapped to be read), so a limit tight enough to matter there breaks honest runs;
+- ``RLIMIT_AS``, the memory limit plus 4 GiB, only as a backstop against mapping bombs;
 - ``RLIMIT_CPU``: a parser that spins gets ``SIGXCPU``.
 
 Either way the run is inconclusive (exit 3), in one line that names the limit and what was being
@@ -31,6 +34,7 @@ from imagelint.errors import UsageError
 
 DEFAULT_MEMORY_MIB = 2048
 DEFAULT_CPU_SECONDS = 3600
+ADDRESS_SPACE_SLACK = 4 << 30  # reservations that are not memory: arenas, stacks, mapped files
 MEMORY_VARIABLE = "IMAGELINT_MEMORY_LIMIT"
 CPU_VARIABLE = "IMAGELINT_CPU_LIMIT"
 _SUBJECT_BYTES = 4096
@@ -70,6 +74,7 @@ def apply(limits: Limits) -> None:
     if limits.memory_mib:
         size = limits.memory_mib * 1024 * 1024
         _lower(resource.RLIMIT_DATA, size)
+        _lower(resource.RLIMIT_AS, size + ADDRESS_SPACE_SLACK)
     if limits.cpu_seconds:
         # the soft limit sends SIGXCPU; the hard one, a few seconds later, SIGKILL
         _lower(resource.RLIMIT_CPU, limits.cpu_seconds, limits.cpu_seconds + 5)

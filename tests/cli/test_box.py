@@ -8,6 +8,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.support import build_tree, run_cli
 
 
@@ -97,3 +99,22 @@ def test_a_bad_limit_value_is_a_usage_error() -> None:
     assert proc.returncode == 2
     assert proc.stderr.startswith("imagelint: error: IMAGELINT_MEMORY_LIMIT='²': expected a whole number")
     assert proc.stderr.count("\n") == 1
+
+
+def test_watch_runs_without_a_cpu_limit_and_other_commands_with_one(monkeypatch) -> None:
+    import imagelint.cli
+    import imagelint.cli.box
+
+    seen = []
+
+    def record(command, run_limits) -> int:
+        seen.append(run_limits)
+        return 0
+
+    monkeypatch.setattr(imagelint.cli.box, "run_boxed", record)
+    monkeypatch.setenv("IMAGELINT_CPU_LIMIT", "30")
+    for argv in (["imagelint", "watch", "--listen", ":0"], ["imagelint", "--debug", "audit", "/"]):
+        monkeypatch.setattr(sys, "argv", argv)
+        with pytest.raises(SystemExit):
+            imagelint.cli.main()
+    assert [(lim.cpu_seconds, lim.memory_mib) for lim in seen] == [(0, 2048), (30, 2048)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -52,3 +53,17 @@ def test_an_image_whose_first_read_fails_with_eio_is_one_line_exit_3() -> None:
     assert proc.returncode == 3
     assert proc.stderr.startswith("imagelint: error: /proc/self/mem: Input/output error (OSError at ")
     assert proc.stderr.count("\n") == 1
+
+
+def test_imagelint_debug_in_the_environment_adds_the_traceback_too(tmp_path: Path) -> None:
+    root = build_tree(tmp_path / "image", {"/etc/hostname": "x\n"})
+    env = {**os.environ, "IMAGELINT_DEBUG": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-c", BROKEN, "audit", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert proc.returncode == 3
+    assert "Traceback (most recent call last):" in proc.stderr
