@@ -86,7 +86,7 @@ def blocks_by_rule(disk: Path) -> collections.Counter[str]:
 
     stream = CountingFile(disk)
     target = open_disk_target(stream, description=str(disk))
-    packs, config = prepare(RunOptions())
+    packs, config = prepare(RunOptions()).rules
     evaluate = engine._evaluate
 
     def tagged(ctx: Any, rule: Any, errors: Any) -> Any:
@@ -170,7 +170,7 @@ def in_process(aws: MotoEnv, snapshot_id: str, hinted: bool) -> tuple[float, dic
     from tests.aws.moto_env import REGION
 
     os.environ.update(aws.env)
-    packs, config = prepare(RunOptions())
+    packs, config = prepare(RunOptions()).rules
     started = time.perf_counter()
     with SnapshotStream(EbsApi(Clients(REGION).ebs(16), snapshot_id)) as stream:
         disk = stream if hinted else NoPrefetch(stream)

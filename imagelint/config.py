@@ -114,7 +114,7 @@ class Waiver:
         return data
 
 
-@dataclass
+@dataclass(frozen=True)
 class Config:
     path: str | None = None
     sha256: str | None = None

@@ -1,7 +1,10 @@
-"""One audit run from the command line's point of view: config → rule packs → target → engine → outputs.
+"""One run from the command line's point of view: config → rule packs → target → engine → outputs.
 
-The CLI parses arguments; this module does the work so that it can be called from tests and other
-commands (the AMI flow runs the same audit) without going through typer.
+:func:`prepare` turns the command's options into a :class:`PreparedRun` once per invocation;
+:func:`evaluate` is the one caller of the engine (every door, audit, bundles, soak, watch, ``ami``,
+``fleet``, ``diff``, hands it a target and its sources), so that the config means the same through
+each; :func:`publish` writes the outputs. The CLI parses arguments; this module does the work so that
+it can be called from tests and other commands without going through typer.
 """
 
 from __future__ import annotations
@@ -10,15 +13,20 @@ import os
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from imagelint.config import Config, find_config, load_config
-from imagelint.engine import RunSettings, audit
 from imagelint.errors import UsageError
 from imagelint.formats import FORMATS, RenderOptions, get_formatter
 from imagelint.report import Report, Verdict
-from imagelint.rulepacks import Rule, RulePack, Severity, builtin_pack_paths, load_packs
+from imagelint.rulepacks import Rule, RulePack, Scope, Severity, builtin_pack_paths, load_packs
 from imagelint.targets import HostTarget
+from imagelint.targets.interface import Target
 from imagelint.targets.select import open_target
+
+if TYPE_CHECKING:
+    from imagelint.facts.soak import SoakFacts
+    from imagelint.report.baseline import Baseline
 
 
 @dataclass(frozen=True)
@@ -75,23 +83,129 @@ class JournalOptions:
     require: bool = False
 
 
-def prepare(options: RunOptions) -> tuple[list[RulePack], Config]:
-    """Load config and rule packs and apply the command line's overrides; refuse bad usage early."""
+@dataclass(frozen=True)
+class PreparedRun:
+    """Everything a command decided before it opens a target: built once per invocation by
+    :func:`prepare` (``ami`` and ``fleet`` too, whatever the number of images and instances), and
+    never changed after. The config has the command line's overrides in it already."""
+
+    options: RunOptions
+    packs: tuple[RulePack, ...]
+    config: Config
+    baseline: Baseline | None = None
+
+    @property
+    def rules(self) -> tuple[list[RulePack], Config]:
+        """The packs and config, for what only reads them (the collector's plan)."""
+        return list(self.packs), self.config
+
+
+def prepare(options: RunOptions, *, require_journal: bool = False) -> PreparedRun:
+    """Load config and rule packs, apply the command line's overrides once, refuse bad usage early."""
     # GitHub workflow commands are lines in the log: they may share stdout with one other format
     if sum(1 for o in options.outputs if o.path is None and o.format != "github") > 1:
         raise UsageError("only one --format can go to stdout; give the others a path (FORMAT:PATH)")
+    if options.fail_on_new and options.baseline is None:
+        raise UsageError("--fail-on-new needs --baseline OLD-report.json")
     packs, config = load_rules(options.config_path, options.extra_rules, builtin=options.builtin)
+    overrides: dict[str, object] = {"require_journal": require_journal or config.require_journal}
     if options.fail_on is not None:
         try:
-            config.fail_on = Severity(options.fail_on)
+            overrides["fail_on"] = Severity(options.fail_on)
         except ValueError:
             known = ", ".join(s.value for s in Severity)
             raise UsageError(f"--fail-on {options.fail_on!r}: use one of {known}") from None
     rules = [r for p in packs for r in p.rules]
     if options.select:  # the command line's selection replaces the config's; ignores add up
-        config.select = _selectors("--select", options.select, rules)
-    config.ignore += _selectors("--ignore", options.ignore, rules)
-    return packs, config
+        overrides["select"] = _selectors("--select", options.select, rules)
+    overrides["ignore"] = [*config.ignore, *_selectors("--ignore", options.ignore, rules)]
+    baseline = None
+    if options.baseline is not None:
+        from imagelint.report.baseline import load_baseline
+
+        baseline = load_baseline(options.baseline)
+    return PreparedRun(options, tuple(packs), replace(config, **overrides), baseline)  # type: ignore[arg-type]
+
+
+def evaluate(
+    run: PreparedRun,
+    target: Target,
+    *,
+    scopes: tuple[Scope, ...] = (Scope.IMAGE,),
+    sources: tuple[object, ...] = (),
+    journal: Path | None = None,
+) -> Report:
+    """The one caller of the engine: every door hands it a target, its scopes and its data sources.
+
+    The config's semantics are applied here and nowhere else, so they hold through every door: where
+    the journal is read and whether its absence is inconclusive (``require-journal``), selection,
+    severities, waivers and the baseline."""
+    from imagelint.engine import RunSettings, audit
+    from imagelint.facts.journal import JournalRequest
+
+    if Scope.SOAK not in scopes and not any(isinstance(s, JournalRequest) for s in sources):
+        request = JournalRequest(str(journal) if journal else None, required=run.config.require_journal)
+        sources = (request, *sources)
+    settings = RunSettings(
+        scopes=scopes, sources=sources, baseline=run.baseline, fail_on_new=run.options.fail_on_new
+    )
+    return audit(target, list(run.packs), run.config, settings)
+
+
+def judge_soak(run: PreparedRun, target: Target, facts: SoakFacts) -> Report:
+    """The soak-scope rules on what a soak measured (here, or recorded in a bundle); the journal of
+    ``target`` gives the restarts logged in the window. A soak cut short cannot pass."""
+    from imagelint.facts.journal.window import restarts_logged_between
+    from imagelint.report import ReportError
+    from imagelint.report.verdict import decide
+
+    result = facts.result
+    facts.journal_restarts, facts.journal_note = restarts_logged_between(
+        target, result.started_wall, result.ended_wall
+    )
+    report = evaluate(run, target, scopes=(Scope.SOAK,), sources=(facts,))
+    report.facts["soak"] = facts.to_dict()
+    report.notes.extend(facts.summary_lines())
+    if result.cut_short:
+        measured = f"{result.elapsed:.0f} s of {result.duration:.0f} s"
+        note = f"cut short after {measured}; the report covers what was measured"
+        report.errors.append(ReportError(note, where="soak"))
+        report.verdict = decide(report)
+    return report
+
+
+def audit_bundle(run: PreparedRun, path: Path) -> Report:
+    """``audit BUNDLE``: the image (and, with ``systemctl show`` output in it, the host) scope."""
+    from imagelint.bundle.run import opened
+
+    with opened(path) as bundle:
+        return bundle.annotate(evaluate(run, bundle.target, scopes=bundle.scopes, sources=bundle.sources))
+
+
+def soak_bundle(run: PreparedRun, path: Path) -> Report:
+    """``soak --from-bundle BUNDLE``: the soak the collector recorded, judged here."""
+    from imagelint.bundle.run import opened
+
+    with opened(path) as bundle:
+        facts = bundle.soak_facts()
+        if facts is None:
+            raise UsageError(
+                "the bundle holds no soak samples (it was collected without a soak)", where=str(path)
+            )
+        return judge_soak(run, bundle.target, facts)
+
+
+def bundle_reports(run: PreparedRun, path: Path) -> list[tuple[str, Report]]:
+    """("audit", report) and, with soak samples, ("soak", report): the parts a remote run merges."""
+    from imagelint.bundle.run import opened
+
+    with opened(path) as bundle:
+        audited = evaluate(run, bundle.target, scopes=bundle.scopes, sources=bundle.sources)
+        parts = [("audit", bundle.annotate(audited))]
+        facts = bundle.soak_facts()
+        if facts is not None:
+            parts.append(("soak", judge_soak(run, bundle.target, facts)))
+        return parts
 
 
 def run_audit(
@@ -107,38 +221,22 @@ def run_audit(
     journal = journal or JournalOptions()
     from imagelint.bundle.run import is_bundle
 
-    if is_bundle(root):  # a bundle from the remote collector: --live follows from what it holds
-        from imagelint.bundle.run import audit_bundle
-
-        packs, config = prepare(options)
-        config.require_journal = journal.require or config.require_journal
-        return publish(audit_bundle(root, packs, config), options)
-    if live and root.resolve() != Path("/"):
-        raise UsageError(f"--live audits the running host: give / as the root (or none), not {root}")
-    packs, config = prepare(options)
-    from imagelint.facts.journal import JournalRequest
-
-    request = JournalRequest(
-        str(journal.path) if journal.path else None, required=journal.require or config.require_journal
-    )
     if live and partition is not None:
         raise UsageError("--partition applies to disk image files, not to --live")
-    settings = RunSettings(sources=(request,))
-    if options.fail_on_new and options.baseline is None:
-        raise UsageError("--fail-on-new needs --baseline OLD-report.json")
-    if options.baseline is not None:
-        from imagelint.report.baseline import load_baseline
-
-        settings.baseline = load_baseline(options.baseline)
-        settings.fail_on_new = options.fail_on_new
+    if is_bundle(root):  # a bundle from the remote collector: --live follows from what it holds
+        return publish(audit_bundle(prepare(options, require_journal=journal.require), root), options)
+    if live and root.resolve() != Path("/"):
+        raise UsageError(f"--live audits the running host: give / as the root (or none), not {root}")
+    run = prepare(options, require_journal=journal.require)
     if live:
         from imagelint.facts.systemd.live import collect_live_state
-        from imagelint.rulepacks import Scope
 
-        settings.scopes = (Scope.IMAGE, Scope.HOST)
-        settings.sources = (request, collect_live_state())
-        return publish(audit(HostTarget(), packs, config, settings), options)
-    report = audit(open_target(root, partition=partition), packs, config, settings)
+        live_state = (collect_live_state(),)
+        report = evaluate(
+            run, HostTarget(), scopes=(Scope.IMAGE, Scope.HOST), sources=live_state, journal=journal.path
+        )
+        return publish(report, options)
+    report = evaluate(run, open_target(root, partition=partition), journal=journal.path)
     return publish(report, options)
 
 

@@ -47,7 +47,7 @@ from imagelint.errors import UsageError
 from imagelint.report import Report, Verdict
 from imagelint.report.escape import json_text
 from imagelint.report.verdict import decide
-from imagelint.session import RunOptions, prepare, publish
+from imagelint.session import PreparedRun, RunOptions, evaluate, prepare, publish
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,7 @@ def run_ami(
         raise UsageError(f"--on-fail {options.on_fail!r}: use deregister, deprecate or none")
     if options.mode == "launch" and not options.report_bucket:
         raise UsageError("launch mode needs --report-bucket: the instance writes its reports there")
-    prepare(options.run)  # refuse bad -f/--fail-on/--select before anything is launched
+    prepared = prepare(options.run)  # once, and bad -f/--fail-on/--select refused before any launch
     pairs = resolve_images(options)
     clients = clients if clients is not None else {}
     session = _session(options, pairs, clients)
@@ -136,7 +136,9 @@ def run_ami(
     with guard.installed(), Progress(interactive=options.interactive) as progress:
         for region, ami in pairs:
             region_clients = clients.setdefault(region, Clients(region, session))
-            checked.append(_check_one(region_clients, region, ami, options, guard, progress, volume_host))
+            checked.append(
+                _check_one(region_clients, region, ami, options, prepared, guard, progress, volume_host)
+            )
         report = (
             checked[0].report
             if len(checked) == 1
@@ -167,6 +169,7 @@ def _check_one(
     region: str,
     ami: str,
     options: AmiOptions,
+    prepared: PreparedRun,
     guard: SignalGuard,
     progress: Progress,
     volume_host: VolumeHost | None,
@@ -184,11 +187,12 @@ def _check_one(
         "run_id": run_id,
     }
     if options.mode == "volume":
-        report = _volume(clients, image, options, run_id, guard, progress, volume_host or Ec2VolumeHost())
+        host = volume_host or Ec2VolumeHost()
+        report = _volume(clients, image, options, prepared, run_id, guard, progress, host)
     elif options.mode == "snapshot":
-        report = _snapshot(clients, image, options, progress)
+        report = _snapshot(clients, image, options, prepared, progress)
     else:
-        report = _launch(clients, image, options, run_id, guard, progress)
+        report = _launch(clients, image, options, prepared, run_id, guard, progress)
     report.target = {**target, **{k: v for k, v in report.target.items() if k == "instance_id"}}
     progress.log(f"{region}:{ami}: {report.verdict.value}")
     return Checked(region, image, report, run_id)
@@ -198,6 +202,7 @@ def _launch(
     clients: Clients,
     image: ec2_ops.ImageInfo,
     options: AmiOptions,
+    prepared: PreparedRun,
     run_id: str,
     guard: SignalGuard,
     progress: Progress,
@@ -212,7 +217,7 @@ def _launch(
         bucket_region=image.region,
         version=options.version,
         collector_plan=ssm_ops.collector_plan(
-            options.run, soak_seconds=options.soak_seconds, soak_interval=options.soak_interval
+            prepared, soak_seconds=options.soak_seconds, soak_interval=options.soak_interval
         ),
         uploads=(),  # the instance's upload URL, once it has an id
         soak_seconds=options.soak_seconds,
@@ -270,7 +275,7 @@ def _launch(
         with tempfile.TemporaryDirectory(prefix="imagelint-run-") as scratch:
             bundle = ssm_ops.fetch_bundle(clients.s3, plan, instance_id, invocation, Path(scratch))
             progress.phase("analysing", f"{bundle.stat().st_size:,} bytes from {instance_id}")
-            labelled = ssm_ops.analyse_bundle(bundle, options.run)
+            labelled = ssm_ops.analyse_bundle(bundle, prepared)
         report = merge(labelled, {"kind": "ami", "path": image.image_id})
         report.target["instance_id"] = instance_id
         return report
@@ -316,12 +321,12 @@ def _volume(
     clients: Clients,
     image: ec2_ops.ImageInfo,
     options: AmiOptions,
+    prepared: PreparedRun,
     run_id: str,
     guard: SignalGuard,
     progress: Progress,
     host: VolumeHost,
 ) -> Report:
-    from imagelint.engine import RunSettings, audit
     from imagelint.targets import RootfsTarget
 
     root_snapshot = _root_snapshot(image)
@@ -336,9 +341,8 @@ def _volume(
             ec2_ops.attach_volume(clients.ec2, volume_id, instance_id, name, poll=options.timing.poll)
         device = host.find_device(volume_id, timeout=options.timing.running_timeout, device=name)
         progress.phase("auditing", f"{device} read-only")
-        packs, config = prepare(options.run)
         with host.mounted(device) as root:
-            report = audit(RootfsTarget(root), packs, config, RunSettings())
+            report = evaluate(prepared, RootfsTarget(root))
         report.facts["volume"] = {"volume_id": volume_id, "snapshot_id": root_snapshot, "zone": zone}
         return report
     finally:
@@ -349,12 +353,13 @@ def _volume(
                 progress.log(f"deleted {volume_id}")
 
 
-def _snapshot(clients: Clients, image: ec2_ops.ImageInfo, options: AmiOptions, progress: Progress) -> Report:
+def _snapshot(
+    clients: Clients, image: ec2_ops.ImageInfo, options: AmiOptions, prepared: PreparedRun, progress: Progress
+) -> Report:
     """Read the root snapshot in place: nothing is created, so nothing needs cleaning up."""
     from imagelint.aws.snapshot import audit_snapshot
 
-    packs, config = prepare(options.run)
-    return audit_snapshot(clients, _root_snapshot(image), packs, config, options.snapshot, progress)
+    return audit_snapshot(clients, _root_snapshot(image), prepared, options.snapshot, progress)
 
 
 def _root_snapshot(image: ec2_ops.ImageInfo) -> str:

@@ -34,7 +34,7 @@ from imagelint.aws.progress import Progress
 from imagelint.aws.signals import SignalGuard
 from imagelint.errors import UsageError
 from imagelint.report import Report, Verdict
-from imagelint.session import RunOptions, prepare, publish
+from imagelint.session import PreparedRun, RunOptions, prepare, publish
 
 
 @dataclass
@@ -102,7 +102,7 @@ def run_fleet(options: FleetOptions) -> Verdict:
     target = parse_target(options.target)
     if not options.report_bucket:
         raise UsageError("fleet mode needs --report-bucket: every instance writes its reports there")
-    prepare(options.run)
+    prepared = prepare(options.run)  # once for the whole fleet
     region = default_region(options.region)
     from imagelint.aws import credentials, preflight
     from imagelint.aws.command import bundle_url
@@ -132,7 +132,7 @@ def run_fleet(options: FleetOptions) -> Verdict:
         bucket_region=region,
         version=options.version,
         collector_plan=ssm_ops.collector_plan(
-            options.run, soak_seconds=options.soak_seconds, soak_interval=options.soak_interval
+            prepared, soak_seconds=options.soak_seconds, soak_interval=options.soak_interval
         ),
         uploads=tuple(
             (iid, bundle_url(clients, options.report_bucket, options.report_prefix, run_id, iid, expires))
@@ -175,7 +175,7 @@ def run_fleet(options: FleetOptions) -> Verdict:
             raise
         progress.phase("collecting", f"s3://{plan.bucket}/{plan.prefix}{plan.run_id}/")
         invocations = _invocations(clients, command_id)
-        report = _combine(clients, plan, command_id, invocations, options.target, options.run)
+        report = _combine(clients, plan, command_id, invocations, options.target, prepared)
         progress.log(f"{len(invocations)} instance(s): {report.verdict.value}")
     return publish(report, options.run)
 
@@ -219,7 +219,7 @@ def _combine(
     command_id: str,
     invocations: list[dict[str, object]],
     selector: str,
-    run: RunOptions,
+    run: PreparedRun,
 ) -> Report:
     target = {"kind": "fleet", "path": selector, "run_id": plan.run_id}
     if not invocations:

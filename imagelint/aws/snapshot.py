@@ -27,10 +27,8 @@ if TYPE_CHECKING:
     from imagelint.aws.clients import Clients
     from imagelint.aws.ebs_blocks import SnapshotStream
     from imagelint.aws.progress import Progress
-    from imagelint.config import Config
     from imagelint.report import Report, Verdict
-    from imagelint.rulepacks import RulePack
-    from imagelint.session import JournalOptions, RunOptions
+    from imagelint.session import JournalOptions, PreparedRun, RunOptions
 
 SPEC_PREFIX = "ebs:"
 SNAPSHOT_ID = re.compile(r"^snap-[0-9a-f]{8}([0-9a-f]{9})?$")
@@ -126,25 +124,18 @@ def snapshot_target(
 def audit_snapshot(
     clients: Clients,
     snapshot_id: str,
-    packs: list[RulePack],
-    config: Config,
+    run: PreparedRun,
     settings: SnapshotSettings,
     progress: Progress | None = None,
-    journal: JournalOptions | None = None,
+    journal: Path | None = None,
 ) -> Report:
     """The offline audit of the snapshot's root filesystem, with the stream's counters in the facts."""
-    from imagelint.engine import RunSettings, audit
-    from imagelint.facts.journal import JournalRequest
+    from imagelint.session import evaluate
 
-    request = JournalRequest(
-        str(journal.path) if journal and journal.path else None,
-        required=bool(journal and journal.require) or config.require_journal,
-    )
-    run = RunSettings(sources=(request,))
     with snapshot_target(clients, snapshot_id, settings, progress) as (target, stream):
         if progress is not None:
             progress.phase("auditing", f"{snapshot_id}: {len(stream.allocated)} blocks allocated")
-        report = audit(target, packs, config, run)
+        report = evaluate(run, target, journal=journal)
         stream.raise_if_failed()
     counts = stream.stats()
     report.facts.setdefault("disk", {})["io"] = counts
@@ -180,10 +171,10 @@ def run_snapshot_audit(
 
     snapshot_id = snapshot_id_of(spec)
     assert snapshot_id is not None
-    packs, config = prepare(options)
+    run = prepare(options, require_journal=journal.require)
     clients = Clients(default_region(region))
     with Progress(interactive=interactive) as progress:
-        report = audit_snapshot(clients, snapshot_id, packs, config, settings, progress, journal)
+        report = audit_snapshot(clients, snapshot_id, run, settings, progress, journal.path)
     report.target = {
         "kind": "ebs-snapshot",
         "path": spec,

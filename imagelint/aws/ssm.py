@@ -28,10 +28,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from imagelint.aws.errors import AwsError, call, missing_object
 from imagelint.errors import ExitCode, ImageLintError
+
+if TYPE_CHECKING:
+    from imagelint.session import PreparedRun
 
 TERMINAL = {"Success", "Failed", "Cancelled", "TimedOut", "Undeliverable", "Terminated", "DeliveryTimedOut"}
 BUNDLE = "bundle.tar.gz"
@@ -244,22 +247,19 @@ def fetch_bundle(
     return path
 
 
-def analyse_bundle(path: Path, run: Any) -> list[tuple[str, Any]]:
+def analyse_bundle(path: Path, run: PreparedRun) -> list[tuple[str, Any]]:
     """("audit", report) and ("soak", report) of a downloaded bundle, with the local config and packs."""
-    from imagelint.bundle.run import bundle_reports
-    from imagelint.session import prepare
+    from imagelint.session import bundle_reports
 
-    packs, config = prepare(run)
-    return bundle_reports(path, packs, config)
+    return bundle_reports(run, path)
 
 
-def collector_plan(run: Any, *, soak_seconds: float, soak_interval: float) -> str:
+def collector_plan(run: PreparedRun, *, soak_seconds: float, soak_interval: float) -> str:
     """plan.txt for this run: what the loaded rules read (the image, not what the boot made under
     /run: see :func:`~imagelint.collector.plan.needs_for`), ``systemctl show``, the soak."""
     from imagelint.collector.plan import Plan, needs_for
     from imagelint.rulepacks import Scope
-    from imagelint.session import prepare
 
-    packs, config = prepare(run)
+    packs, config = run.rules
     needs = needs_for(packs, config, (Scope.IMAGE, Scope.HOST, Scope.SOAK), runtime=False)
     return Plan(needs, show=True, soak_seconds=soak_seconds, soak_interval=soak_interval).text()

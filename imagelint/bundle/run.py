@@ -1,21 +1,22 @@
-"""Running the engine on a bundle: the audit (image scope, plus the host scope when the bundle
-holds ``systemctl show`` output, as ``audit --live`` on the instance would) and, when the bundle
-holds cgroup samples, the soak. Used by ``imagelint audit BUNDLE``, ``imagelint soak
---from-bundle BUNDLE`` and by ``imagelint ami`` / ``fleet`` on what their instances uploaded."""
+"""A bundle opened for a run: its tree as a target, and what the collector recorded beside it (the
+live state, so the host scope applies as ``audit --live`` on the instance would; the soak). The
+session runs the engine on it (:func:`imagelint.session.audit_bundle`, ``soak_bundle``,
+``bundle_reports``) for ``audit BUNDLE``, ``soak --from-bundle`` and ``ami`` / ``fleet``."""
 
 from __future__ import annotations
 
 import contextlib
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from imagelint.bundle import probes
 from imagelint.bundle.extract import Extracted, extract
-from imagelint.config import Config
-from imagelint.engine import RunSettings, audit
+from imagelint.facts.soak import SoakFacts
+from imagelint.facts.systemd.live import LiveState
 from imagelint.report import Report, ReportError
-from imagelint.rulepacks import RulePack, Scope
+from imagelint.rulepacks import Scope
 from imagelint.targets.bundle import BundleTarget
 
 
@@ -32,78 +33,57 @@ def is_bundle(path: Path) -> bool:
     return head[:2] == b"\x1f\x8b" or head[257:262] == b"ustar"
 
 
+@dataclass
+class OpenedBundle:
+    """A bundle opened as a target, with what the collector recorded beside the files: the live
+    state (``systemctl show``, so the host scope applies as in ``audit --live``) and the soak."""
+
+    extracted: Extracted
+    target: BundleTarget
+
+    @property
+    def live(self) -> LiveState | None:
+        return probes.live_state(self.extracted.meta)
+
+    @property
+    def scopes(self) -> tuple[Scope, ...]:
+        return (Scope.IMAGE, Scope.HOST) if self.live is not None else (Scope.IMAGE,)
+
+    @property
+    def sources(self) -> tuple[object, ...]:
+        live = self.live
+        return (live,) if live is not None else ()
+
+    def annotate(self, report: Report) -> Report:
+        """What the audit report says of the bundle itself: its manifest, names not collected."""
+        report.facts["bundle"] = self.extracted.manifest.to_dict()
+        if self.extracted.manifest.unrepresentable:
+            report.warnings.append(
+                ReportError(
+                    f"{self.extracted.manifest.unrepresentable} name(s) with a newline were not collected",
+                    where=self.target.description,
+                )
+            )
+        return report
+
+    def soak_facts(self) -> SoakFacts | None:
+        """The soak the collector recorded, as the local soak's facts; None without one."""
+        meta = self.extracted.meta
+        recorded = self.extracted.manifest.values.get("soak")
+        if not recorded:
+            return None
+        duration_cs, _, every_cs = recorded.partition(" ")
+        with tempfile.TemporaryDirectory(prefix="imagelint-layout-") as scratch:
+            layout = probes.layout(meta, Path(scratch))
+        result = probes.soak_result(meta, layout, int(duration_cs) / 100, int(every_cs) / 100)
+        start, end = probes.probe(meta, "start", layout), probes.probe(meta, "end", layout)
+        return SoakFacts(result, layout, start, end)
+
+
 @contextlib.contextmanager
-def opened(path: Path) -> Iterator[tuple[Extracted, BundleTarget]]:
+def opened(path: Path) -> Iterator[OpenedBundle]:
     extracted = extract(path)
     try:
-        yield extracted, BundleTarget(extracted, str(path))
+        yield OpenedBundle(extracted, BundleTarget(extracted, str(path)))
     finally:
         extracted.cleanup()
-
-
-def _audit(extracted: Extracted, target: BundleTarget, packs: list[RulePack], config: Config) -> Report:
-    live = probes.live_state(extracted.meta)
-    from imagelint.facts.journal import JournalRequest
-
-    journal = JournalRequest(required=config.require_journal)
-    settings = RunSettings(
-        scopes=(Scope.IMAGE, Scope.HOST) if live is not None else (Scope.IMAGE,),
-        sources=(journal, live) if live is not None else (journal,),
-    )
-    report = audit(target, packs, config, settings)
-    report.facts["bundle"] = extracted.manifest.to_dict()
-    if extracted.manifest.unrepresentable:
-        report.warnings.append(
-            ReportError(
-                f"{extracted.manifest.unrepresentable} name(s) with a newline were not collected",
-                where=target.description,
-            )
-        )
-    return report
-
-
-def _soak(extracted: Extracted, target: BundleTarget, packs: list[RulePack], config: Config) -> Report | None:
-    from imagelint.facts.soak import SoakFacts
-    from imagelint.soak.command import judge_soak
-
-    recorded = extracted.manifest.values.get("soak")
-    if not recorded:
-        return None
-    duration_cs, _, every_cs = recorded.partition(" ")
-    with tempfile.TemporaryDirectory(prefix="imagelint-layout-") as scratch:
-        layout = probes.layout(extracted.meta, Path(scratch))
-    result = probes.soak_result(extracted.meta, layout, int(duration_cs) / 100, int(every_cs) / 100)
-    facts = SoakFacts(
-        result,
-        layout,
-        probes.probe(extracted.meta, "start", layout),
-        probes.probe(extracted.meta, "end", layout),
-    )
-    return judge_soak(target, packs, config, facts)
-
-
-def bundle_reports(path: Path, packs: list[RulePack], config: Config) -> list[tuple[str, Report]]:
-    """("audit", report) and, with soak samples, ("soak", report): the parts a remote run merges."""
-    with opened(path) as (extracted, target):
-        parts = [("audit", _audit(extracted, target, packs, config))]
-        soaked = _soak(extracted, target, packs, config)
-        if soaked is not None:
-            parts.append(("soak", soaked))
-        return parts
-
-
-def audit_bundle(path: Path, packs: list[RulePack], config: Config) -> Report:
-    with opened(path) as (extracted, target):
-        return _audit(extracted, target, packs, config)
-
-
-def soak_bundle(path: Path, packs: list[RulePack], config: Config) -> Report:
-    from imagelint.errors import UsageError
-
-    with opened(path) as (extracted, target):
-        report = _soak(extracted, target, packs, config)
-    if report is None:
-        raise UsageError(
-            "the bundle holds no soak samples (it was collected without a soak)", where=str(path)
-        )
-    return report

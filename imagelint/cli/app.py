@@ -289,11 +289,9 @@ def soak(
 
     options = run
     if from_bundle is not None:
-        from imagelint.bundle.run import soak_bundle
-        from imagelint.session import prepare, publish
+        from imagelint.session import prepare, publish, soak_bundle
 
-        packs, loaded = prepare(options)
-        raise typer.Exit(int(publish(soak_bundle(from_bundle, packs, loaded), options).exit_code))
+        raise typer.Exit(int(publish(soak_bundle(prepare(options), from_bundle), options).exit_code))
     seconds, every = parse_duration(duration, "--duration"), parse_duration(interval, "--interval")
     verdict = run_soak_command(seconds, every, options, interactive=sys.stderr.isatty())
     raise typer.Exit(int(verdict.exit_code))

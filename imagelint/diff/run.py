@@ -13,12 +13,12 @@ from imagelint.report.diff_verdict import IGNORE, change_action, decide_diff
 def run_diff(
     old: Path, new: Path, config_path: Path | None, extra_rules: list[Path], *, builtin: bool = True
 ) -> DiffResult:
-    from imagelint.engine import RunSettings
-    from imagelint.session import load_rules
+    from imagelint.session import RunOptions, prepare
 
-    packs, config = load_rules(config_path, extra_rules, builtin=builtin)
-    old_side = load_side(old, packs, config, RunSettings())
-    new_side = load_side(new, packs, config, RunSettings())
+    run = prepare(RunOptions(config_path=config_path, extra_rules=extra_rules, builtin=builtin, outputs=[]))
+    config = run.config
+    old_side = load_side(old, run)
+    new_side = load_side(new, run)
     changes = compare(old_side, new_side)
     for change in changes:
         change.action = change_action(change.kind, config.diff, change.unit, failing=change.failing)

@@ -16,20 +16,18 @@ from imagelint.diff.compare import Side
 from imagelint.errors import TargetError
 
 if TYPE_CHECKING:
-    from imagelint.config import Config
-    from imagelint.engine import RunSettings
-    from imagelint.rulepacks import RulePack
+    from imagelint.session import PreparedRun
 
 
-def load_side(argument: Path, packs: list[RulePack], config: Config, settings: RunSettings) -> Side:
+def load_side(argument: Path, run: PreparedRun) -> Side:
     from imagelint.report.reading import looks_like_report
 
     if looks_like_report(argument):
         return _from_report(argument)
-    from imagelint.engine import audit
+    from imagelint.session import evaluate
     from imagelint.targets.select import open_target
 
-    report = audit(open_target(argument), packs, config, settings)
+    report = evaluate(run, open_target(argument))
     if report.inventory is None:  # pragma: no cover - every image-scope audit has one
         raise TargetError("the audit produced no inventory", where=str(argument))
     return Side(str(argument), "image", report.inventory, list(report.findings), report.verdict.value)

@@ -14,23 +14,17 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from imagelint import stderr
-from imagelint.config import Config
-from imagelint.engine import RunSettings, audit
 from imagelint.errors import UsageError
 from imagelint.facts.cgroups import CgroupSampler, ProbeResult, Sample, probe_memory_stat
 from imagelint.facts.cpusampler import CpuSampler
 from imagelint.facts.cpustat import ProcStatError
 from imagelint.facts.interrupts import nic_interrupts, nic_irqs, read_interrupts
-from imagelint.facts.journal.window import restarts_logged_between
 from imagelint.facts.soak import SoakFacts
-from imagelint.report import Report, ReportError, Verdict
+from imagelint.report import Verdict
 from imagelint.report.escape import for_log
-from imagelint.report.verdict import decide
-from imagelint.rulepacks import RulePack, Scope
-from imagelint.session import RunOptions, prepare, publish
+from imagelint.session import RunOptions, judge_soak, prepare, publish
 from imagelint.soak.runner import run_soak, stop_on_signals
 from imagelint.targets import HostTarget
-from imagelint.targets.interface import Target
 
 PLAIN_PROGRESS_EVERY_S = 30
 WALK_EVERY = 5  # time the memory.stat walk after every 5th sample too, beside the per-CPU reads
@@ -39,7 +33,7 @@ WALK_EVERY = 5  # time the memory.stat walk after every 5th sample too, beside t
 def run_soak_command(duration: float, interval: float, options: RunOptions, *, interactive: bool) -> Verdict:
     if interval > duration:
         raise UsageError(f"--interval ({interval:g}s) is longer than --duration ({duration:g}s)")
-    packs, config = prepare(options)
+    run = prepare(options)
     sampler = CgroupSampler()
     walk_start = probe_memory_stat(sampler.layout)
     stop = threading.Event()
@@ -70,25 +64,7 @@ def run_soak_command(duration: float, interval: float, options: RunOptions, *, i
     facts = SoakFacts(result, sampler.layout, walk_start, walk_end, cpu=record, cpu_note=cpu_note)
     if irqs_before is not None and irqs_after is not None:
         facts.nic_interrupts = nic_interrupts(irqs_before, irqs_after, nic_irqs(irqs_after))
-    return publish(judge_soak(HostTarget(), packs, config, facts), options)
-
-
-def judge_soak(target: Target, packs: list[RulePack], config: Config, facts: SoakFacts) -> Report:
-    """The soak-scope rules on what a soak measured (here, or recorded in a bundle); the journal of
-    ``target`` gives the restarts logged in the window. A soak cut short cannot pass."""
-    result = facts.result
-    facts.journal_restarts, facts.journal_note = restarts_logged_between(
-        target, result.started_wall, result.ended_wall
-    )
-    report = audit(target, packs, config, RunSettings(scopes=(Scope.SOAK,), sources=(facts,)))
-    report.facts["soak"] = facts.to_dict()
-    report.notes.extend(facts.summary_lines())
-    if result.cut_short:
-        measured = f"{result.elapsed:.0f} s of {result.duration:.0f} s"
-        note = f"cut short after {measured}; the report covers what was measured"
-        report.errors.append(ReportError(note, where="soak"))
-        report.verdict = decide(report)
-    return report
+    return publish(judge_soak(run, HostTarget(), facts), options)
 
 
 def _cpu_sampler(duration: float) -> tuple[CpuSampler | None, str]:

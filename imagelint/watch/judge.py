@@ -7,20 +7,18 @@ one verdict function are exactly those of ``imagelint soak``; nothing here decid
 
 from __future__ import annotations
 
-from imagelint.config import Config
-from imagelint.engine import RunSettings, audit
 from imagelint.facts.cgroups import CgroupLayout, ProbeResult, Sample
 from imagelint.facts.soak import SoakFacts, SoakResult
 from imagelint.facts.systemd.show import RestartSnapshot
 from imagelint.report.model import Outcome
-from imagelint.rulepacks import RulePack, Scope
+from imagelint.rulepacks import Scope
+from imagelint.session import PreparedRun, evaluate
 from imagelint.targets import HostTarget
 from imagelint.watch.state import RuleOutcome
 
 
 def judge_window(
-    packs: list[RulePack],
-    config: Config,
+    run: PreparedRun,
     samples: list[Sample],
     layout: CgroupLayout,
     restarts: tuple[RestartSnapshot | None, RestartSnapshot | None],
@@ -33,7 +31,7 @@ def judge_window(
         span, interval, samples, False, samples[0].wall, samples[-1].wall, restarts[0], restarts[1]
     )
     facts = SoakFacts(result, layout, walk, walk, None, "not read by imagelint watch")
-    report = audit(HostTarget(), packs, config, RunSettings(scopes=(Scope.SOAK,), sources=(facts,)))
+    report = evaluate(run, HostTarget(), scopes=(Scope.SOAK,), sources=(facts,))
     return tuple(
         RuleOutcome(r.rule_id, r.name, r.outcome.value)
         for r in report.rules

@@ -21,19 +21,21 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from imagelint.config import Config
 from imagelint.facts.cgroups import CgroupReadError, CgroupSampler, ProbeResult, Sample, probe_memory_stat
 from imagelint.facts.journal.follow import JournalUnavailable
 from imagelint.facts.systemd.live import collect_live_state
 from imagelint.facts.systemd.show import RestartSnapshot
 from imagelint.facts.trend import DEFAULT_ALPHA, Trend
-from imagelint.rulepacks import RulePack
 from imagelint.watch.cpu import CpuUnavailable, CpuWatch
 from imagelint.watch.journal import DEFAULT_JOURNAL_DIR, SignalCounter
 from imagelint.watch.state import CpuSaturation, RuleOutcome, SourceStatus, WatchState
 from imagelint.watch.units import MAX_LABELLED_UNITS, UnitSelection, UnitTracker, restart_snapshot
 from imagelint.watch.window import DEFAULT_MAX_SAMPLES, SampleWindow
+
+if TYPE_CHECKING:
+    from imagelint.session import PreparedRun
 
 
 @dataclass(frozen=True)
@@ -66,13 +68,13 @@ class _NotYet(Exception):
 
 
 class Watcher:
-    """Runs the sources; ``state`` is the latest snapshot. ``rules``: packs and config to judge, or None."""
+    """Runs the sources; ``state`` is the latest snapshot. ``rules``: the prepared run to judge, or None."""
 
     def __init__(
         self,
         settings: WatchSettings,
         *,
-        rules: tuple[list[RulePack], Config] | None = None,
+        rules: PreparedRun | None = None,
         warn: Callable[[str], None] = lambda line: None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -175,9 +177,8 @@ class Watcher:
             raise _NotYet
         first = self._snapshots[0][1] if self._snapshots else None
         last = self._snapshots[-1][1] if self._snapshots else None
-        packs, config = self.rules
         self._verdicts = judge_window(
-            packs, config, samples, self._sampler.layout, (first, last), self._walk, self.settings.interval
+            self.rules, samples, self._sampler.layout, (first, last), self._walk, self.settings.interval
         )
 
     # -- the loop --------------------------------------------------------------------------------

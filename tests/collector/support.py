@@ -50,9 +50,9 @@ def directory_report(root: Path, config: Config | None = None, packs: list[RuleP
 
 
 def bundle_report(bundle: Path, config: Config | None = None, packs: list[RulePack] = PACKS) -> Report:
-    from imagelint.bundle.run import audit_bundle
+    from imagelint.session import PreparedRun, RunOptions, audit_bundle
 
-    return audit_bundle(bundle, packs, config or Config())
+    return audit_bundle(PreparedRun(RunOptions(outputs=[]), tuple(packs), config or Config()), bundle)
 
 
 def findings(report: Report) -> set[tuple[object, ...]]:

@@ -1,0 +1,78 @@
+"""One run, every door: the session is the one caller of the engine, so the config means the same
+whichever way an image comes in (a directory, a disk image file, a collector bundle, a side of diff).
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.collector.support import collect
+from tests.support import REPO, build_tree, run_cli
+
+
+def _drivers() -> set[str]:
+    """Modules of imagelint that import the engine's ``audit`` or call ``engine.audit``."""
+    found = set()
+    for path in (REPO / "imagelint").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            imported = (
+                isinstance(node, ast.ImportFrom)
+                and node.module == "imagelint.engine"
+                and any(a.name == "audit" for a in node.names)
+            )
+            called = (
+                isinstance(node, ast.Attribute)
+                and node.attr == "audit"
+                and ast.unparse(node.value) == "engine"
+            )
+            if imported or called:
+                found.add(str(path.relative_to(REPO)))
+    return found
+
+
+def test_the_engine_has_one_driver() -> None:
+    assert _drivers() == {"imagelint/session.py"}
+
+
+@pytest.fixture(scope="module")
+def no_journal(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A small image that keeps no journal, and a config that requires one."""
+    base = tmp_path_factory.mktemp("doors")
+    root = build_tree(
+        base / "image",
+        {
+            "/etc/os-release": "ID=debian\nVERSION_ID=12\n",
+            "/usr/lib/os-release": "ID=debian\n",
+            "/etc/hostname": "",
+            "/var/log/README": "no journal here\n",
+        },
+    )
+    config = base / "require.imagelint.yaml"
+    config.write_text("require-journal: true\n")
+    return root, config
+
+
+def _disk_image(root: Path, out: Path) -> Path:
+    subprocess.run(["mke2fs", "-q", "-F", "-t", "ext4", "-d", str(root), str(out), "16M"], check=True)
+    return out
+
+
+def test_require_journal_is_inconclusive_through_every_door(
+    no_journal: tuple[Path, Path], tmp_path: Path
+) -> None:
+    root, config = no_journal
+    doors = {
+        "directory": ["audit", str(root)],
+        "disk image": ["audit", str(_disk_image(root, tmp_path / "disk.img"))],
+        "bundle": ["audit", str(collect(root, tmp_path / "collect"))],
+        "diff": ["diff", str(root), str(root)],
+    }
+    for door, args in doors.items():
+        relaxed = run_cli(*args, "-f", "json:/dev/null" if args[0] == "audit" else "text")
+        assert relaxed.returncode == 0, (door, relaxed.stdout, relaxed.stderr)  # no journal: not applicable
+        strict = run_cli(*args, "-c", str(config), "-f", "text")
+        assert strict.returncode == 3, (door, strict.stdout, strict.stderr)
