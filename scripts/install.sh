@@ -2,7 +2,7 @@
 # Install imagelint into ./.venv, with the system packages it needs on Debian.
 #
 #   scripts/install.sh          runtime only (enough for `make demo`)
-#   scripts/install.sh --test   also what the test suite needs: debootstrap, systemd-nspawn,
+#   scripts/install.sh --test   also what the test suite needs: debootstrap, systemd-nspawn, strace,
 #                               systemd-journal-remote, packer, rpm (rpmbuild + an sqlite
 #                               rpmdb for the package inventory), the disk-image tools,
 #                               prometheus (+ promtool), prometheus-node-exporter, and the
@@ -22,6 +22,7 @@ if [ "$want_test" = 1 ]; then
     [ -x /lib/systemd/systemd-journal-remote ] || packages+=(systemd-journal-remote)
     command -v packer >/dev/null || packages+=(packer)
     command -v git >/dev/null || packages+=(git)
+    command -v strace >/dev/null || packages+=(strace)  # tests that prove what a run opens
     command -v rpmbuild >/dev/null || packages+=(rpm)
     # disk-image tests: qemu-img, mkfs.xfs, LVM, sfdisk, mkfs.vfat (EFI partition), cryptsetup (LUKS)
     command -v qemu-img >/dev/null || packages+=(qemu-utils)

@@ -11,6 +11,9 @@ outcomes.
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,7 +32,7 @@ from imagelint.targets.disk import open_disk_target
 from tests.aws.ebs_upload import register_image, upload_image
 from tests.aws.moto_env import REGION, MotoEnv
 from tests.aws.snapshot_streams import NoPrefetch
-from tests.support import run_cli
+from tests.support import need, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -187,3 +190,30 @@ def test_snapshot_mode_needs_no_bucket_and_creates_nothing(
     assert proc.returncode == 1, proc.stderr
     assert env.alive() == {"instances": [], "volumes": []}
     assert env.launched() == []
+
+
+def _config_opens(args: list[str], config: Path, log: Path, env: dict[str, str]) -> int:
+    """How often a run opens the config file (strace follows imagelint's box and every thread)."""
+    import sys
+
+    exe = shutil.which("imagelint", path=str(Path(sys.executable).parent)) or "imagelint"
+    strace = ["strace", "-f", "-qq", "-e", "trace=open,openat", "-o", str(log)]
+    subprocess.run(
+        [*strace, exe, *args, "-c", str(config)], env=env, capture_output=True, timeout=300, check=False
+    )
+    return sum(1 for line in log.read_text().splitlines() if f'"{config}"' in line and "ENOENT" not in line)
+
+
+def test_ami_loads_its_config_and_rules_once_whatever_the_number_of_images(
+    env: MotoEnv, aws: tuple[MotoEnv, str, str], tmp_path: Path
+) -> None:
+    """It loaded them once to check the options, then again for each image (and after each soak)."""
+    need(shutil.which("strace") is not None, "strace is not installed")
+    config = tmp_path / "ami.imagelint.yaml"
+    config.write_text("fail-on: high\n")
+    second = register_image(env.client("ec2"), aws[1], name="imagelint-snapshot-test-2")
+    full_env = {**os.environ, **env.env, "NO_COLOR": "1"}
+    once = _config_opens(["rules", "list"], config, tmp_path / "rules.log", full_env)
+    assert once >= 1
+    two_images = ["ami", aws[2], second, "--mode", "snapshot", "-f", "json:/dev/null"]
+    assert _config_opens(two_images, config, tmp_path / "ami.log", full_env) == once
