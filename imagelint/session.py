@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 
 from imagelint.config import Config, find_config, load_config
 from imagelint.errors import UsageError
-from imagelint.formats import FORMATS, RenderOptions, get_formatter
+from imagelint.formats import FORMATS, RenderOptions, check_format, render
+from imagelint.formats.interface import REPORT
 from imagelint.report import Report, Verdict
 from imagelint.rulepacks import Rule, RulePack, Scope, Severity, builtin_pack_paths, load_packs
 from imagelint.targets import HostTarget
@@ -37,13 +38,26 @@ class OutputSpec:
     path: Path | None = None
 
     @classmethod
-    def parse(cls, spec: str) -> OutputSpec:
+    def parse(cls, spec: str, document: str = REPORT) -> OutputSpec:
+        """``FORMAT`` or ``FORMAT:PATH`` (``-`` is stdout), for a format that renders ``document``."""
         name, sep, path = spec.partition(":")
         if name not in FORMATS:
             raise UsageError(f"--format {spec!r}: unknown format {name!r} (known: {', '.join(FORMATS)})")
+        try:
+            check_format(name, document)
+        except UsageError as exc:
+            raise UsageError(f"--format {spec!r}: {exc.message}") from None
         if sep and not path:
             raise UsageError(f"--format {spec!r}: a path must follow the colon")
         return cls(name, Path(path) if path and path != "-" else None)
+
+    @staticmethod
+    def parse_all(specs: list[str], document: str = REPORT) -> list[OutputSpec]:
+        """Every ``-f`` of a command; at most one goes to stdout (GitHub's workflow commands aside)."""
+        outputs = [OutputSpec.parse(spec, document) for spec in specs]
+        if sum(1 for o in outputs if o.path is None and o.format != "github") > 1:
+            raise UsageError("only one --format can go to stdout; give the others a path (FORMAT:PATH)")
+        return outputs
 
 
 def load_rules(
@@ -242,8 +256,8 @@ def run_audit(
 
 def publish(report: Report, options: RunOptions) -> Verdict:
     """Write every requested output; the verdict decides the exit code."""
-    render = RenderOptions(show_waived=options.show_waived, sarif_anchor=options.sarif_anchor)
-    write_outputs(report, options.outputs, render)
+    render_options = RenderOptions(show_waived=options.show_waived, sarif_anchor=options.sarif_anchor)
+    write_outputs(report, options.outputs, render_options)
     if options.github:
         from imagelint.formats import github
 
@@ -260,16 +274,18 @@ def _selectors(option: str, given: list[str], rules: list[Rule]) -> list[str]:
     return selectors
 
 
-def write_outputs(report: Report, outputs: list[OutputSpec], options: RenderOptions) -> None:
+def write_outputs(
+    subject: object, outputs: list[OutputSpec], options: RenderOptions, document: str = REPORT
+) -> None:
     """Render every output first, then write them: a format that fails leaves no output half written,
-    and each file is replaced atomically (``imagelint.formats.write_file``)."""
+    and each file is replaced atomically (``imagelint.formats.write_file``). ``subject`` is the
+    ``document`` (a Report, a diff result, a units listing); every command writes through here."""
     from imagelint.formats import write_file
 
     rendered: list[tuple[OutputSpec, str]] = []
     for spec in outputs:
-        formatter = get_formatter(spec.format)
         color = spec.path is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ
-        rendered.append((spec, formatter.render(report, replace(options, color=color))))
+        rendered.append((spec, render(spec.format, document, subject, replace(options, color=color))))
     for spec, text in rendered:
         if spec.path is None:
             sys.stdout.write(text)
@@ -279,5 +295,5 @@ def write_outputs(report: Report, outputs: list[OutputSpec], options: RenderOpti
             write_file(spec.path, text)
         except OSError as exc:
             raise UsageError(
-                f"cannot write {spec.format} report: {exc.strerror}", where=str(spec.path)
+                f"cannot write {spec.format} {document}: {exc.strerror}", where=str(spec.path)
             ) from None

@@ -1,4 +1,4 @@
-"""``imagelint units [ROOT] [--format text|json]``: every unit of an image, as the index sees it.
+"""``imagelint units [ROOT] [-f text|json[:PATH]]``: every unit of an image, as the index sees it.
 
 For each unit name (those ``systemctl --root=ROOT list-unit-files`` lists, plus instances that
 ``.wants/`` links name and units reached at boot): enablement state, preset verdict, the search-path
@@ -13,9 +13,10 @@ such root, unknown format).
 
 from __future__ import annotations
 
+import io
 import os
-import sys
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
     from imagelint.facts.systemd import UnitIndex
     from imagelint.targets.interface import Target
 
-FORMATS = ("text", "json")
 ARROW = " → "
 
 _NULLABLE_STR = {"type": ["string", "null"]}
@@ -170,23 +170,37 @@ def _write_array(out: TextIO, items: Iterable[object]) -> None:
     out.write("[]" if first else "\n ]")
 
 
+@dataclass(frozen=True)
+class UnitsListing:
+    """The units document of one image, as the text and json formats render it."""
+
+    root: Path
+    index: UnitIndex
+
+    def text(self, *, color: bool) -> str:
+        return render_text({"root": str(self.root), **self.index.to_dict()}, color=color)
+
+    def json(self) -> str:
+        out = io.StringIO()
+        write_units_json(self.root, self.index, out)
+        return out.getvalue()
+
+
 def run_units(
     root: Path,
-    output_format: str,
+    formats: list[str],
     *,
-    color: bool | None = None,
     partition: int | None = None,
     target: Target | None = None,
 ) -> int:
-    if output_format not in FORMATS:
-        raise UsageError(f"--format {output_format!r}: use one of {', '.join(FORMATS)}")
-    if output_format == "json":
-        write_units_json(root, build_index(root, partition=partition, target=target), sys.stdout)
-        return 0
-    document = units_document(root, partition=partition, target=target)
-    if color is None:
-        color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
-    sys.stdout.write(render_text(document, color=color))
+    """List the units of the image at ``root`` (or of ``target``) to every ``-f FORMAT[:PATH]``."""
+    from imagelint.formats import RenderOptions
+    from imagelint.formats.interface import UNITS
+    from imagelint.session import OutputSpec, write_outputs
+
+    outputs = OutputSpec.parse_all(formats, UNITS)  # bad usage refused before the image is read
+    listing = UnitsListing(root, build_index(root, partition=partition, target=target))
+    write_outputs(listing, outputs, RenderOptions(), UNITS)
     return 0
 
 
@@ -202,8 +216,6 @@ _STATE_STYLE = {
 
 def render_text(document: dict[str, Any], *, color: bool) -> str:
     """A table of the units (colour only when asked), then the problems."""
-    import io
-
     from rich.console import Console
     from rich.markup import escape as markup
     from rich.table import Table

@@ -41,3 +41,56 @@ def test_the_guide_s_check_kind_and_rule_work(tmp_path: Path) -> None:
             assert [r.outcome for r in report.rules] == [expected]
     finally:
         unregister("file.hostname_set")
+
+
+def test_a_new_format_is_one_module_and_every_command_takes_it(tmp_path: Path, monkeypatch) -> None:
+    """'How to add an output format': one module in the formats package, nothing else edited."""
+    import imagelint.formats
+    import imagelint.session
+    from imagelint.formats.interface import REPORT, UNITS
+    from imagelint.session import OutputSpec, write_outputs
+    from imagelint.units_command import UnitsListing, build_index
+
+    package = tmp_path / "formats"
+    package.mkdir()
+    (package / "tally.py").write_text(
+        textwrap.dedent(
+            """
+            from imagelint.formats.interface import REPORT, UNITS
+
+
+            class Tally:
+                name = "tally"
+                documents = (REPORT, UNITS)
+
+                def render(self, report, options):
+                    return f"{len(report.findings)} finding(s)\\n"
+
+                def render_units(self, listing, options):
+                    return f"{len(listing.index.units)} unit(s)\\n"
+
+
+            FORMATTER = Tally()
+            """
+        )
+    )
+    monkeypatch.setattr(imagelint.formats, "__path__", [*imagelint.formats.__path__, str(package)])
+    monkeypatch.syspath_prepend(str(tmp_path))
+    found = imagelint.formats._discover()
+    assert "tally" in found
+    monkeypatch.setitem(imagelint.formats.FORMATS, "tally", "formats.tally")
+    root = build_tree(
+        tmp_path / "image", {"/etc/systemd/system/a.service": "[Service]\nExecStart=/bin/true\n"}
+    )
+    report = audit(RootfsTarget(root), [], Config(), RunSettings())
+    out = tmp_path / "out"
+    write_outputs(report, [OutputSpec.parse(f"tally:{out}.report")], imagelint.formats.RenderOptions())
+    listing = UnitsListing(root, build_index(root))
+    write_outputs(
+        listing, [OutputSpec.parse(f"tally:{out}.units", UNITS)], imagelint.formats.RenderOptions(), UNITS
+    )
+    assert (Path(f"{out}.report").read_text(), Path(f"{out}.units").read_text()) == (
+        "0 finding(s)\n",
+        "1 unit(s)\n",
+    )
+    assert REPORT == "report"

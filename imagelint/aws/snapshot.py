@@ -201,15 +201,16 @@ def _disk_opener() -> Any:
     return open_disk_target
 
 
-def run_snapshot_units(spec: str, region: str | None, output_format: str, settings: SnapshotSettings) -> int:
+def run_snapshot_units(spec: str, region: str | None, formats: list[str], settings: SnapshotSettings) -> int:
     """``imagelint units ebs:snap-…``: the unit listing of the snapshot's root filesystem."""
     from imagelint.aws.clients import Clients, default_region
-    from imagelint.units_command import FORMATS, run_units
+    from imagelint.formats.interface import UNITS
+    from imagelint.session import OutputSpec
+    from imagelint.units_command import run_units
 
-    if output_format not in FORMATS:
-        raise UsageError(f"--format {output_format!r}: use one of {', '.join(FORMATS)}")
+    OutputSpec.parse_all(formats, UNITS)  # bad usage refused before any AWS call
     snapshot_id = snapshot_id_of(spec)
     assert snapshot_id is not None
     clients = Clients(default_region(region))
     with snapshot_target(clients, snapshot_id, settings) as (target, _):
-        return run_units(Path(spec), output_format, target=target)
+        return run_units(Path(spec), formats, target=target)

@@ -212,9 +212,15 @@ def units(
     root: Annotated[
         Path, typer.Argument(help="Root directory of the mounted image, or a disk image file.")
     ] = Path("/"),
-    output_format: Annotated[
-        str, typer.Option("--format", "-f", help="text (a table) or json (schema: imagelint schema units).")
-    ] = "text",
+    formats: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--format",
+            "-f",
+            help="FORMAT or FORMAT:PATH, FORMAT one of: text (a table), json (schema: imagelint schema "
+            "units); repeatable, as for audit. Default: text to stdout.",
+        ),
+    ] = None,
     partition: PartitionOpt = None,
     region: RegionOpt = None,
     concurrency: ConcurrencyOpt = 16,
@@ -228,6 +234,8 @@ def units(
 
       imagelint units /mnt/image --format json > units.json
 
+      imagelint units disk.qcow2 -f text -f json:units.json
+
       imagelint units ebs:snap-0123456789abcdef0 --region eu-west-1
     """
     from imagelint.aws.snapshot import SnapshotSettings, run_snapshot_units, snapshot_id_of
@@ -235,9 +243,9 @@ def units(
 
     if snapshot_id_of(str(root)):
         settings = SnapshotSettings(concurrency=concurrency, partition=partition)
-        raise typer.Exit(run_snapshot_units(str(root), region, output_format, settings))
+        raise typer.Exit(run_snapshot_units(str(root), region, formats or ["text"], settings))
     _readable_root(root)
-    raise typer.Exit(run_units(root, output_format, partition=partition))
+    raise typer.Exit(run_units(root, formats or ["text"], partition=partition))
 
 
 def _readable_root(root: Path) -> None:

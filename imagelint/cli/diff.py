@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -12,7 +11,7 @@ import typer
 from imagelint.cli.app import app, friendly, schema_app
 from imagelint.cli.helptext import SUCCESS, command
 from imagelint.cli.options import ConfigOpt, NoBuiltinOpt, RulesOpt
-from imagelint.errors import ExitCode, UsageError
+from imagelint.errors import ExitCode
 
 DIFF_MEANINGS = {
     ExitCode.PASS: "no change the config's diff: section fails (warnings may be listed)",
@@ -61,42 +60,15 @@ def diff(
 
       imagelint diff old.json new.json -f json:diff.json -c .imagelint.yaml
     """
-    from imagelint.diff.render import FORMATS
     from imagelint.diff.run import run_diff
+    from imagelint.formats import RenderOptions
+    from imagelint.formats.interface import DIFF
+    from imagelint.session import OutputSpec, write_outputs
 
-    outputs = [_output(spec, FORMATS) for spec in (formats or ["text"])]
-    if sum(1 for _, path in outputs if path is None) > 1:
-        raise UsageError("only one --format can go to stdout; give the others a path (FORMAT:PATH)")
+    outputs = OutputSpec.parse_all(formats or ["text"], DIFF)
     result = run_diff(old, new, config, rules or [], builtin=not no_builtin_rules)
-    _write(result, outputs)
+    write_outputs(result, outputs, RenderOptions(), DIFF)
     raise typer.Exit(int(result.verdict.exit_code))
-
-
-def _output(spec: str, known: tuple[str, ...]) -> tuple[str, Path | None]:
-    name, sep, path = spec.partition(":")
-    if name not in known:
-        raise UsageError(f"--format {spec!r}: unknown format {name!r} (known: {', '.join(known)})")
-    if sep and not path:
-        raise UsageError(f"--format {spec!r}: a path must follow the colon")
-    return name, Path(path) if path and path != "-" else None
-
-
-def _write(result: object, outputs: list[tuple[str, Path | None]]) -> None:
-    from imagelint.diff.render import render
-    from imagelint.diff.result import DiffResult
-    from imagelint.formats import write_file
-
-    assert isinstance(result, DiffResult)
-    rendered = [(path, render(result, name)) for name, path in outputs]
-    for path, text in rendered:
-        if path is None:
-            sys.stdout.write(text)
-            sys.stdout.flush()
-            continue
-        try:
-            write_file(path, text)
-        except OSError as exc:
-            raise UsageError(f"cannot write the diff: {exc.strerror}", where=str(path)) from None
 
 
 @command(schema_app, "diff", codes=(ExitCode.PASS,), meanings=SUCCESS)

@@ -1,4 +1,4 @@
-"""``imagelint diff`` output: text (one grep-able line per change), JSON and Markdown.
+"""``imagelint diff`` output for the text and markdown formats (JSON is the result's ``to_dict``).
 
 Text: a header naming both sides, then one line per change, ``ACTION KIND SUBJECT: detail``, most
 severe first, then one summary line. Markdown: a heading with the verdict, a table of the changes
@@ -9,10 +9,9 @@ string from an image is escaped for its channel (:mod:`imagelint.report.escape`)
 from __future__ import annotations
 
 from imagelint.diff.result import DiffResult
-from imagelint.report.escape import for_log, json_text
+from imagelint.report.escape import for_log
 from imagelint.report.model import Verdict
 
-FORMATS = ("text", "json", "markdown")
 MAX_MARKDOWN_ROWS = 500
 _ICON = {"fail": "❌ fail", "warn": "⚠️ warn", "allowed": "✅ allowed"}
 _VERDICT = {Verdict.PASS: "✅ PASS", Verdict.FAIL: "❌ FAIL", Verdict.INCONCLUSIVE: "⚠️ INCONCLUSIVE"}
@@ -43,10 +42,6 @@ def render_text(result: DiffResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_json(result: DiffResult) -> str:
-    return json_text(result.to_dict(), indent=2) + "\n"
-
-
 def render_markdown(result: DiffResult) -> str:
     from imagelint.formats.markdown import cell, code
 
@@ -72,7 +67,3 @@ def render_markdown(result: DiffResult) -> str:
     if len(result.changes) > MAX_MARKDOWN_ROWS:
         lines += ["", f"…and {len(result.changes) - MAX_MARKDOWN_ROWS} more change(s): see the JSON output."]
     return "\n".join(lines) + "\n"
-
-
-def render(result: DiffResult, fmt: str) -> str:
-    return {"text": render_text, "json": render_json, "markdown": render_markdown}[fmt](result)

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 from imagelint.errors import UsageError
-from imagelint.formats.interface import Formatter, RenderOptions
+from imagelint.formats.interface import REPORT, Formatter, RenderOptions
 
 _NOT_FORMATS = frozenset({"interface", "presentation", "wording"})  # shared helpers, not formats
 _ORDER = ("text", "json", "sarif", "junit", "github", "markdown")  # how help lists the first ones
@@ -43,6 +43,24 @@ def get_formatter(name: str) -> Formatter:
         raise UsageError(f"unknown output format {name!r} (known: {', '.join(FORMATS)})")
     module = importlib.import_module(FORMATS[name])
     return module.FORMATTER  # type: ignore[no-any-return]
+
+
+def check_format(name: str, document: str = REPORT) -> Formatter:
+    """The format ``name``, if it renders ``document``; else a UsageError listing those that do."""
+    formatter = get_formatter(name)
+    if document not in formatter.documents:
+        known = ", ".join(n for n in FORMATS if document in get_formatter(n).documents)
+        what = {"units": "units listing"}.get(document, document)
+        raise UsageError(f"format {name!r} cannot write a {what} (formats that can: {known})")
+    return formatter
+
+
+def render(name: str, document: str, subject: object, options: RenderOptions) -> str:
+    """``subject`` (a Report, a diff result, a units listing) rendered by format ``name``."""
+    formatter = check_format(name, document)
+    if document == REPORT:
+        return formatter.render(subject, options)  # type: ignore[arg-type]
+    return str(getattr(formatter, f"render_{document}")(subject, options))
 
 
 def write_file(path: Path, text: str) -> None:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from imagelint import stderr
-from imagelint.formats.interface import RenderOptions
+from imagelint.formats.interface import REPORT, RenderOptions
 from imagelint.formats.markdown import render_markdown
 from imagelint.formats.presentation import finding_level, location_text
 from imagelint.report import Report
@@ -113,6 +113,7 @@ def collect_annotations(report: Report, options: RenderOptions) -> list[Annotati
 
 class GithubFormatter:
     name = "github"
+    documents = (REPORT,)
 
     def render(self, report: Report, options: RenderOptions) -> str:
         every = collect_annotations(report, options)

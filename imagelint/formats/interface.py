@@ -1,4 +1,10 @@
-"""The one interface every output format implements."""
+"""The one interface every output format implements.
+
+A format renders one or more *documents*: the audit ``report`` (every format), a ``diff`` result,
+a ``units`` listing. It names them in ``documents``; for each document other than the report it has
+a ``render_<document>`` method. Every command writes its document through the same ``-f
+FORMAT[:PATH]`` (:func:`imagelint.formats.check_format`, :func:`imagelint.formats.render`).
+"""
 
 from __future__ import annotations
 
@@ -17,8 +23,12 @@ class RenderOptions:
     sarif_anchor: str | None = None  # a repository file to anchor SARIF results to (code scanning needs one)
 
 
+REPORT, DIFF, UNITS = "report", "diff", "units"
+
+
 class Formatter(Protocol):
     name: str
+    documents: tuple[str, ...]  # what it renders: REPORT, and maybe DIFF, UNITS
 
     def render(self, report: Report, options: RenderOptions) -> str:
         """The whole output for this report."""

@@ -7,16 +7,31 @@ escapes, so the same JSON value is safe to print to a CI log.
 
 from __future__ import annotations
 
-from imagelint.formats.interface import RenderOptions
+from typing import TYPE_CHECKING
+
+from imagelint.formats.interface import DIFF, REPORT, UNITS, RenderOptions
 from imagelint.report import Report
 from imagelint.report.escape import json_text
+
+if TYPE_CHECKING:
+    from imagelint.diff.result import DiffResult
+    from imagelint.units_command import UnitsListing
 
 
 class JsonFormatter:
     name = "json"
+    documents = (REPORT, DIFF, UNITS)
 
     def render(self, report: Report, options: RenderOptions) -> str:
         return json_text(report.to_dict(), indent=2) + "\n"
+
+    def render_diff(self, result: DiffResult, options: RenderOptions) -> str:
+        """The schema ``imagelint schema diff`` prints."""
+        return json_text(result.to_dict(), indent=2) + "\n"
+
+    def render_units(self, listing: UnitsListing, options: RenderOptions) -> str:
+        """The schema ``imagelint schema units`` prints."""
+        return listing.json()
 
 
 FORMATTER = JsonFormatter()

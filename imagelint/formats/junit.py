@@ -22,7 +22,7 @@ import datetime as dt
 import platform
 import xml.etree.ElementTree as ET
 
-from imagelint.formats.interface import RenderOptions
+from imagelint.formats.interface import REPORT, RenderOptions
 from imagelint.formats.presentation import location_text
 from imagelint.report import Finding, Outcome, Report, RuleResult
 from imagelint.report.escape import for_xml, neutralise_commands
@@ -81,6 +81,7 @@ def _testcase(result: RuleResult, findings: list[Finding], report: Report) -> ET
 
 class JunitFormatter:
     name = "junit"
+    documents = (REPORT,)
 
     def render(self, report: Report, options: RenderOptions) -> str:
         by_rule: dict[str, list[Finding]] = {}

@@ -16,7 +16,12 @@ below fail-on" rather than "3 failed", which a passing run made hard to read.
 
 from __future__ import annotations
 
-from imagelint.formats.interface import RenderOptions
+from typing import TYPE_CHECKING
+
+from imagelint.formats.interface import DIFF, REPORT, RenderOptions
+
+if TYPE_CHECKING:
+    from imagelint.diff.result import DiffResult
 from imagelint.formats.wording import failing_rules, rule_state_words, rule_states
 from imagelint.report import Finding, Outcome, Report, Verdict
 from imagelint.report.escape import for_markdown, neutralise_commands
@@ -137,10 +142,17 @@ def _size(text: str) -> int:
 
 class MarkdownFormatter:
     name = "markdown"
+    documents = (REPORT, DIFF)
 
     def render(self, report: Report, options: RenderOptions) -> str:
         # every string is escaped already; this guards the log if the Markdown is printed in CI
         return neutralise_commands(render_markdown(report), colon="&#58;", bracket="&#91;")
+
+    def render_diff(self, result: DiffResult, options: RenderOptions) -> str:
+        """A PR comment or step summary: the verdict and a table of the changes."""
+        from imagelint.diff.render import render_markdown as render_diff_markdown
+
+        return neutralise_commands(render_diff_markdown(result), colon="&#58;", bracket="&#91;")
 
 
 FORMATTER = MarkdownFormatter()

@@ -35,7 +35,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Any
 
-from imagelint.formats.interface import RenderOptions
+from imagelint.formats.interface import REPORT, RenderOptions
 from imagelint.formats.presentation import (
     anchor_uri,
     finding_level,
@@ -65,6 +65,7 @@ SECURITY_SEVERITY = {
 
 class SarifFormatter:
     name = "sarif"
+    documents = (REPORT,)
 
     def render(self, report: Report, options: RenderOptions) -> str:
         return json_text(self.document(report, options), indent=2) + "\n"

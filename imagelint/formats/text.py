@@ -43,8 +43,13 @@ import io
 import os
 import shutil
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from imagelint.formats.interface import RenderOptions
+from imagelint.formats.interface import DIFF, REPORT, UNITS, RenderOptions
+
+if TYPE_CHECKING:
+    from imagelint.diff.result import DiffResult
+    from imagelint.units_command import UnitsListing
 from imagelint.formats.wording import plural, summary_line
 from imagelint.report import Finding, Outcome, Report, RuleResult, Verdict
 from imagelint.report.escape import for_log, neutralise_commands
@@ -62,11 +67,22 @@ _VERDICT_STYLE = {Verdict.PASS: "bold green", Verdict.FAIL: "bold red", Verdict.
 
 class TextFormatter:
     name = "text"
+    documents = (REPORT, DIFF, UNITS)
 
     def render(self, report: Report, options: RenderOptions) -> str:
         if options.color and "NO_COLOR" not in os.environ:
             return neutralise_commands(_table(report, options))
         return neutralise_commands("".join(line + "\n" for line in _lines(report, options)))
+
+    def render_diff(self, result: DiffResult, options: RenderOptions) -> str:
+        """One grep-able line per change (:mod:`imagelint.diff.render`)."""
+        from imagelint.diff.render import render_text
+
+        return neutralise_commands(render_text(result))
+
+    def render_units(self, listing: UnitsListing, options: RenderOptions) -> str:
+        """A table of the units (colour on a terminal), then the problems."""
+        return neutralise_commands(listing.text(color=options.color and "NO_COLOR" not in os.environ))
 
 
 # -- the line layout ----------------------------------------------------------------------------------

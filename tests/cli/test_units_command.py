@@ -61,3 +61,21 @@ def test_units_reports_problems_and_bad_usage(tmp_path: Path) -> None:
     assert fmt.returncode == 2
     schema = run_cli("schema", "units")
     assert json.loads(schema.stdout) == UNITS_SCHEMA
+
+
+def test_units_writes_every_format_it_is_given_like_audit(tmp_path: Path) -> None:
+    from tests.facts.systemd.crafted import VENDOR, write
+
+    write(tmp_path / "image", f"{VENDOR}/a.service", "[Service]\nExecStart=/bin/true\n")
+    out = tmp_path / "out" / "units.json"
+    proc = run_cli("units", str(tmp_path / "image"), "-f", "text", "-f", f"json:{out}")
+    assert proc.returncode == 0, proc.stderr
+    assumed = "default.target → multi-user.target, assumed: the image has no default.target"
+    assert proc.stdout.splitlines()[0] == f"{tmp_path / 'image'}: 1 units, 0 started at boot ({assumed})"
+    jsonschema.validate(json.loads(out.read_text()), UNITS_SCHEMA)
+    assert [u["name"] for u in json.loads(out.read_text())["units"]] == ["a.service"]
+    two = run_cli("units", str(tmp_path / "image"), "-f", "text", "-f", "json")
+    assert two.returncode == 2 and "only one --format can go to stdout" in two.stderr
+    sarif = run_cli("units", str(tmp_path / "image"), "-f", "sarif")
+    assert sarif.returncode == 2
+    assert "format 'sarif' cannot write a units listing (formats that can: text, json)" in sarif.stderr

@@ -114,15 +114,12 @@ def test_a_failing_format_leaves_no_partial_file(tmp_path: Path, monkeypatch: py
     """A format whose output cannot be written must not truncate the report that was there."""
     import imagelint.session
 
-    class Broken:
-        name = "json"
-
-        def render(self, report: Report, options: RenderOptions) -> str:
-            return '{"half": "\udcff"}'  # what an unescaped surrogate used to do at write time
+    def broken(name: str, document: str, subject: object, options: RenderOptions) -> str:
+        return '{"half": "\udcff"}'  # what an unescaped surrogate used to do at write time
 
     previous = tmp_path / "out.json"
     previous.write_text('{"previous": "report"}\n')
-    monkeypatch.setattr(imagelint.session, "get_formatter", lambda name: Broken())
+    monkeypatch.setattr(imagelint.session, "render", broken)
     with pytest.raises(UnicodeEncodeError):
         write_outputs(_report([]), [OutputSpec("json", previous)], RenderOptions())
     assert previous.read_text() == '{"previous": "report"}\n'
