@@ -21,12 +21,11 @@ from imagelint.formats import FORMATS, RenderOptions, check_format, render
 from imagelint.formats.interface import REPORT
 from imagelint.report import Report, Verdict
 from imagelint.rulepacks import Rule, RulePack, Scope, Severity, builtin_pack_paths, load_packs
-from imagelint.targets import HostTarget
 from imagelint.targets.interface import Target
-from imagelint.targets.select import open_target
 
 if TYPE_CHECKING:
     from imagelint.facts.soak import SoakFacts
+    from imagelint.openers import Opened, OpenOptions
     from imagelint.report.baseline import Baseline
 
 
@@ -188,69 +187,57 @@ def judge_soak(run: PreparedRun, target: Target, facts: SoakFacts) -> Report:
     return report
 
 
-def audit_bundle(run: PreparedRun, path: Path) -> Report:
-    """``audit BUNDLE``: the image (and, with ``systemctl show`` output in it, the host) scope."""
-    from imagelint.bundle.run import opened
-
-    with opened(path) as bundle:
-        return bundle.annotate(evaluate(run, bundle.target, scopes=bundle.scopes, sources=bundle.sources))
-
-
 def soak_bundle(run: PreparedRun, path: Path) -> Report:
     """``soak --from-bundle BUNDLE``: the soak the collector recorded, judged here."""
-    from imagelint.bundle.run import opened
+    from imagelint.openers import open_spec
 
-    with opened(path) as bundle:
-        facts = bundle.soak_facts()
-        if facts is None:
+    with open_spec(str(path)) as opened:
+        facts = opened.soak() if opened.kind == "bundle" else None
+        if facts is None or opened.target is None:
             raise UsageError(
-                "the bundle holds no soak samples (it was collected without a soak)", where=str(path)
+                "not a bundle with soak samples (it was collected without a soak)", where=str(path)
             )
-        return judge_soak(run, bundle.target, facts)
+        return judge_soak(run, opened.target, facts)
+
+
+def audit_bundle(run: PreparedRun, path: Path) -> Report:
+    """``audit BUNDLE``: the image (and, with ``systemctl show`` output in it, the host) scope."""
+    from imagelint.openers import open_spec
+
+    with open_spec(str(path)) as opened:
+        return audit_opened(run, opened)
 
 
 def bundle_reports(run: PreparedRun, path: Path) -> list[tuple[str, Report]]:
     """("audit", report) and, with soak samples, ("soak", report): the parts a remote run merges."""
-    from imagelint.bundle.run import opened
+    from imagelint.openers import open_spec
 
-    with opened(path) as bundle:
-        audited = evaluate(run, bundle.target, scopes=bundle.scopes, sources=bundle.sources)
-        parts = [("audit", bundle.annotate(audited))]
-        facts = bundle.soak_facts()
-        if facts is not None:
-            parts.append(("soak", judge_soak(run, bundle.target, facts)))
+    with open_spec(str(path)) as opened:
+        parts = [("audit", audit_opened(run, opened))]
+        facts = opened.soak()
+        if facts is not None and opened.target is not None:
+            parts.append(("soak", judge_soak(run, opened.target, facts)))
         return parts
 
 
+def audit_opened(run: PreparedRun, opened: Opened, *, journal: Path | None = None) -> Report:
+    """The audit of what an opener opened, with what the opener adds to the report."""
+    if opened.target is None:
+        raise UsageError(f"a {opened.kind} is not an image to audit")
+    report = evaluate(run, opened.target, scopes=opened.scopes, sources=opened.sources, journal=journal)
+    return opened.annotate(report)
+
+
 def run_audit(
-    root: Path,
-    options: RunOptions,
-    journal: JournalOptions | None = None,
-    *,
-    live: bool = False,
-    partition: int | None = None,
+    spec: str, options: RunOptions, journal: JournalOptions | None = None, opening: OpenOptions | None = None
 ) -> Verdict:
-    """``live``: audit the running host (root must be /): its files as an image, plus the host-scope
-    rules on the service manager's unit state (one batched ``systemctl show``)."""
+    """``imagelint audit SPEC``: whatever the spec names (see :mod:`imagelint.openers`), audited."""
+    from imagelint.openers import open_spec
+
     journal = journal or JournalOptions()
-    from imagelint.bundle.run import is_bundle
-
-    if live and partition is not None:
-        raise UsageError("--partition applies to disk image files, not to --live")
-    if is_bundle(root):  # a bundle from the remote collector: --live follows from what it holds
-        return publish(audit_bundle(prepare(options, require_journal=journal.require), root), options)
-    if live and root.resolve() != Path("/"):
-        raise UsageError(f"--live audits the running host: give / as the root (or none), not {root}")
     run = prepare(options, require_journal=journal.require)
-    if live:
-        from imagelint.facts.systemd.live import collect_live_state
-
-        live_state = (collect_live_state(),)
-        report = evaluate(
-            run, HostTarget(), scopes=(Scope.IMAGE, Scope.HOST), sources=live_state, journal=journal.path
-        )
-        return publish(report, options)
-    report = evaluate(run, open_target(root, partition=partition), journal=journal.path)
+    with open_spec(spec, opening) as opened:
+        report = audit_opened(run, opened, journal=journal.path)
     return publish(report, options)
 
 

@@ -25,6 +25,7 @@ from imagelint.report.escape import json_text
 
 if TYPE_CHECKING:
     from imagelint.facts.systemd import UnitIndex
+    from imagelint.openers import OpenOptions
     from imagelint.targets.interface import Target
 
 ARROW = " → "
@@ -186,21 +187,21 @@ class UnitsListing:
         return out.getvalue()
 
 
-def run_units(
-    root: Path,
-    formats: list[str],
-    *,
-    partition: int | None = None,
-    target: Target | None = None,
-) -> int:
-    """List the units of the image at ``root`` (or of ``target``) to every ``-f FORMAT[:PATH]``."""
+def run_units(spec: str, formats: list[str], opening: OpenOptions | None = None) -> int:
+    """List the units of the image ``spec`` names (any kind :mod:`imagelint.openers` opens) to every
+    ``-f FORMAT[:PATH]``."""
+    from imagelint.facts.systemd import UnitIndex
     from imagelint.formats import RenderOptions
     from imagelint.formats.interface import UNITS
+    from imagelint.openers import open_spec
     from imagelint.session import OutputSpec, write_outputs
 
     outputs = OutputSpec.parse_all(formats, UNITS)  # bad usage refused before the image is read
-    listing = UnitsListing(root, build_index(root, partition=partition, target=target))
-    write_outputs(listing, outputs, RenderOptions(), UNITS)
+    with open_spec(spec, opening) as opened:
+        if opened.target is None:
+            raise UsageError(f"a {opened.kind} has no units to list", where=spec)
+        listing = UnitsListing(Path(spec), UnitIndex.build(opened.target))
+        write_outputs(listing, outputs, RenderOptions(), UNITS)
     return 0
 
 

@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from imagelint.aws.clients import Clients
     from imagelint.aws.ebs_blocks import SnapshotStream
     from imagelint.aws.progress import Progress
-    from imagelint.report import Report, Verdict
-    from imagelint.session import JournalOptions, PreparedRun, RunOptions
+    from imagelint.report import Report
+    from imagelint.session import PreparedRun
 
 SPEC_PREFIX = "ebs:"
 SNAPSHOT_ID = re.compile(r"^snap-[0-9a-f]{8}([0-9a-f]{9})?$")
@@ -137,11 +137,18 @@ def audit_snapshot(
             progress.phase("auditing", f"{snapshot_id}: {len(stream.allocated)} blocks allocated")
         report = evaluate(run, target, journal=journal)
         stream.raise_if_failed()
+    return stream_facts(report, snapshot_id, clients.region, stream, progress)
+
+
+def stream_facts(
+    report: Report, snapshot_id: str, region: str, stream: SnapshotStream, progress: Progress | None
+) -> Report:
+    """The stream's counters in the report's facts (and a line of them in the progress log)."""
     counts = stream.stats()
     report.facts.setdefault("disk", {})["io"] = counts
     report.facts["snapshot"] = {
         "snapshot_id": snapshot_id,
-        "region": clients.region,
+        "region": region,
         "volume_bytes": stream.size,
         "blocks_allocated": counts["blocks_listed"],
         "blocks_fetched": counts["blocks_fetched"],
@@ -153,35 +160,6 @@ def audit_snapshot(
             f"({counts['bytes_fetched'] / MIB:.1f} MiB)"
         )
     return report
-
-
-def run_snapshot_audit(
-    spec: str,
-    region: str | None,
-    options: RunOptions,
-    journal: JournalOptions,
-    settings: SnapshotSettings,
-    *,
-    interactive: bool,
-) -> Verdict:
-    """``imagelint audit ebs:snap-…``: audit, then write the outputs; the verdict decides the exit code."""
-    from imagelint.aws.clients import Clients, default_region
-    from imagelint.aws.progress import Progress
-    from imagelint.session import prepare, publish
-
-    snapshot_id = snapshot_id_of(spec)
-    assert snapshot_id is not None
-    run = prepare(options, require_journal=journal.require)
-    clients = Clients(default_region(region))
-    with Progress(interactive=interactive) as progress:
-        report = audit_snapshot(clients, snapshot_id, run, settings, progress, journal.path)
-    report.target = {
-        "kind": "ebs-snapshot",
-        "path": spec,
-        "snapshot_id": snapshot_id,
-        "region": clients.region,
-    }
-    return publish(report, options)
 
 
 def _disk_opener() -> Any:
@@ -199,18 +177,3 @@ def _disk_opener() -> Any:
             "which this build of imagelint does not have"
         ) from None
     return open_disk_target
-
-
-def run_snapshot_units(spec: str, region: str | None, formats: list[str], settings: SnapshotSettings) -> int:
-    """``imagelint units ebs:snap-…``: the unit listing of the snapshot's root filesystem."""
-    from imagelint.aws.clients import Clients, default_region
-    from imagelint.formats.interface import UNITS
-    from imagelint.session import OutputSpec
-    from imagelint.units_command import run_units
-
-    OutputSpec.parse_all(formats, UNITS)  # bad usage refused before any AWS call
-    snapshot_id = snapshot_id_of(spec)
-    assert snapshot_id is not None
-    clients = Clients(default_region(region))
-    with snapshot_target(clients, snapshot_id, settings) as (target, _):
-        return run_units(Path(spec), formats, target=target)

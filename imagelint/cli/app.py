@@ -26,7 +26,7 @@ from imagelint.cli.options import (
     RulesOpt,
     with_run_options,
 )
-from imagelint.errors import ExitCode, ImageLintError, TargetError, UsageError
+from imagelint.errors import ExitCode, ImageLintError, UsageError
 
 if TYPE_CHECKING:
     from imagelint.session import RunOptions
@@ -183,19 +183,19 @@ def audit(
       imagelint audit /mnt/new --baseline last-release.json --fail-on-new -f sarif:new.sarif
       imagelint audit ebs:snap-0123456789abcdef0 --region eu-west-1
     """
-    from imagelint.aws.snapshot import SnapshotSettings, run_snapshot_audit, snapshot_id_of
+    from imagelint.openers import OpenOptions
     from imagelint.session import JournalOptions, run_audit
 
     options = run
     options.show_waived, options.baseline, options.fail_on_new = show_waived, baseline, fail_on_new
-    journal_options = JournalOptions(journal, require_journal)
-    if snapshot_id_of(str(root)) and not live:
-        settings = SnapshotSettings(concurrency=concurrency, partition=partition)
-        verdict = run_snapshot_audit(
-            str(root), region, options, journal_options, settings, interactive=sys.stderr.isatty()
-        )
-    else:
-        verdict = run_audit(root, options, journal_options, live=live, partition=partition)
+    opening = OpenOptions(
+        partition=partition,
+        region=region,
+        concurrency=concurrency,
+        live=live,
+        interactive=sys.stderr.isatty(),
+    )
+    verdict = run_audit(str(root), options, JournalOptions(journal, require_journal), opening)
     raise typer.Exit(int(verdict.exit_code))
 
 
@@ -238,22 +238,11 @@ def units(
 
       imagelint units ebs:snap-0123456789abcdef0 --region eu-west-1
     """
-    from imagelint.aws.snapshot import SnapshotSettings, run_snapshot_units, snapshot_id_of
+    from imagelint.openers import OpenOptions
     from imagelint.units_command import run_units
 
-    if snapshot_id_of(str(root)):
-        settings = SnapshotSettings(concurrency=concurrency, partition=partition)
-        raise typer.Exit(run_snapshot_units(str(root), region, formats or ["text"], settings))
-    _readable_root(root)
-    raise typer.Exit(run_units(root, formats or ["text"], partition=partition))
-
-
-def _readable_root(root: Path) -> None:
-    """As ``audit``: an image root that does not exist or is not a directory is inconclusive (3)."""
-    if not root.exists():
-        raise TargetError("image root does not exist", where=str(root))
-    if not root.is_dir() and not root.is_file():
-        raise TargetError("image root is not a directory or a disk image file", where=str(root))
+    opening = OpenOptions(partition=partition, region=region, concurrency=concurrency)
+    raise typer.Exit(run_units(str(root), formats or ["text"], opening))
 
 
 @command(

@@ -10,7 +10,7 @@ import typer
 
 from imagelint.cli.app import app, friendly, schema_app
 from imagelint.cli.helptext import SUCCESS, command
-from imagelint.cli.options import ConfigOpt, NoBuiltinOpt, RulesOpt
+from imagelint.cli.options import ConcurrencyOpt, ConfigOpt, NoBuiltinOpt, RegionOpt, RulesOpt
 from imagelint.errors import ExitCode
 
 DIFF_MEANINGS = {
@@ -21,19 +21,20 @@ DIFF_MEANINGS = {
     ExitCode.INCONCLUSIVE: "inconclusive: a side could not be read (in full): no such image or report, "
     "not a report, an audit that could not read its data",
 }
-SideArg = Annotated[
-    Path, typer.Argument(help="An image root directory (as audit takes) or a JSON report file.")
-]
 
 
 @command(app, "diff", meanings=DIFF_MEANINGS)
 @friendly
 def diff(
-    old: Annotated[Path, typer.Argument(help="The previous image: a root directory or its JSON report.")],
-    new: Annotated[Path, typer.Argument(help="The new image: a root directory or its JSON report.")],
+    old: Annotated[
+        Path, typer.Argument(help="The previous image (anything audit takes) or its JSON report.")
+    ],
+    new: Annotated[Path, typer.Argument(help="The new image (anything audit takes) or its JSON report.")],
     config: ConfigOpt = None,
     rules: RulesOpt = None,
     no_builtin_rules: NoBuiltinOpt = False,
+    region: RegionOpt = None,
+    concurrency: ConcurrencyOpt = 16,
     formats: Annotated[
         list[str] | None,
         typer.Option(
@@ -49,8 +50,9 @@ def diff(
     limit that can no longer trip), executables that appeared or vanished, drop-ins, the default
     target, packages, os-release and kernel command line, and findings new or resolved.
 
-    OLD and NEW are image roots (audited now with the same rules and config) or JSON reports of
-    `imagelint audit -f json:…` (their inventory and findings). Which kinds of change fail or warn
+    OLD and NEW are images in any form audit takes (a root directory, a disk image file, ebs:snap-…,
+    a collector bundle; audited now with the same rules and config) or JSON reports of `imagelint
+    audit -f json:…` (their inventory and findings). Which kinds of change fail or warn
     is the config's diff: section (`imagelint schema config`); by default a new boot unit and a
     new failing finding fail, everything else warns. Examples:
 
@@ -59,14 +61,20 @@ def diff(
       imagelint diff last-release.json /mnt/candidate -f text -f markdown:diff.md
 
       imagelint diff old.json new.json -f json:diff.json -c .imagelint.yaml
+
+      imagelint diff /mnt/last-release candidate.qcow2
+
+      imagelint diff ebs:snap-0aaaaaaaaaaaaaaaa ebs:snap-0bbbbbbbbbbbbbbbb --region eu-west-1
     """
     from imagelint.diff.run import run_diff
     from imagelint.formats import RenderOptions
     from imagelint.formats.interface import DIFF
+    from imagelint.openers import OpenOptions
     from imagelint.session import OutputSpec, write_outputs
 
     outputs = OutputSpec.parse_all(formats or ["text"], DIFF)
-    result = run_diff(old, new, config, rules or [], builtin=not no_builtin_rules)
+    opening = OpenOptions(region=region, concurrency=concurrency)
+    result = run_diff(old, new, config, rules or [], builtin=not no_builtin_rules, opening=opening)
     write_outputs(result, outputs, RenderOptions(), DIFF)
     raise typer.Exit(int(result.verdict.exit_code))
 

@@ -1,0 +1,106 @@
+"""From what the command line names to an opened target: one registry, one module per kind.
+
+Every command that takes an image (``audit``, ``units``, both sides of ``diff``, ``ami check`` in its
+modes) turns its argument into a target here and nowhere else, so every command accepts every kind:
+a directory (a mounted image), a disk image file, ``ebs:snap-…``, a collector bundle, the running
+host (``--live``) and, where a command asks for it (``diff``), a JSON report.
+
+An opener module defines ``OPENER`` with ``kind``, ``order`` (lower is asked first: a prefix before a
+sniff of the content, a sniff before "any regular file"), ``claims(spec, options)`` and
+``open(spec, options)``, a context manager yielding :class:`Opened`. Modules are found by listing
+this package: adding a kind of target is one module here and its test.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import pkgutil
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from imagelint import limits
+from imagelint.errors import TargetError, UsageError
+from imagelint.rulepacks import Scope
+
+if TYPE_CHECKING:
+    from imagelint.facts.soak import SoakFacts
+    from imagelint.report import Report
+    from imagelint.targets.interface import Target
+
+
+@dataclass(frozen=True)
+class OpenOptions:
+    """How targets are opened: what the command line said besides the spec itself."""
+
+    partition: int | None = None
+    region: str | None = None
+    concurrency: int = 16
+    live: bool = False
+    reports: bool = False  # a JSON report is a side (diff), not an error
+    interactive: bool = False
+
+
+def _unchanged(report: Report) -> Report:
+    return report
+
+
+@dataclass
+class Opened:
+    """An opened target with what was collected beside it, ready for the session to run."""
+
+    kind: str
+    target: Target | None  # None for a JSON report (``report`` is set instead)
+    scopes: tuple[Scope, ...] = (Scope.IMAGE,)
+    sources: tuple[object, ...] = ()
+    annotate: Callable[[Report], Report] = _unchanged  # what the opener adds to the report
+    soak: Callable[[], SoakFacts | None] = lambda: None  # a soak recorded with the target
+    report: Any = None  # a report read back (``reports=True``): (dict, sha256)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Opener(Protocol):
+    kind: str
+    order: int
+
+    def claims(self, spec: str, options: OpenOptions) -> bool: ...
+
+    def open(self, spec: str, options: OpenOptions) -> contextlib.AbstractContextManager[Opened]: ...
+
+
+def _discover() -> list[Opener]:
+    found = [
+        importlib.import_module(f"{__name__}.{m.name}").OPENER
+        for m in pkgutil.iter_modules(__path__)
+        if not m.name.startswith("_")
+    ]
+    return sorted(found, key=lambda o: o.order)
+
+
+_OPENERS: list[Opener] = []
+
+
+def openers() -> list[Opener]:
+    """Every opener, in the order they are asked."""
+    if not _OPENERS:
+        _OPENERS.extend(_discover())
+    return _OPENERS
+
+
+@contextlib.contextmanager
+def open_spec(spec: str, options: OpenOptions | None = None) -> Iterator[Opened]:
+    """The target ``spec`` names (a limit met while it is read is reported with it)."""
+    options = options or OpenOptions()
+    for opener in openers():
+        if opener.claims(spec, options):
+            limits.now_reading(spec)
+            with opener.open(spec, options) as opened:
+                yield opened
+            return
+    raise TargetError("image root does not exist", where=spec)
+
+
+def refuse_partition(spec: str, options: OpenOptions) -> None:
+    if options.partition is not None:
+        raise UsageError(f"--partition applies to disk image files, not to {spec}")
