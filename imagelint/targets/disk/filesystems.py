@@ -21,6 +21,7 @@ from imagelint.targets.disk.probe import EXT, XFS, read_at
 from imagelint.targets.interface import FileKind, ImageStat, kind_of
 
 Parts = tuple[str, ...]
+MAX_DIR_ENTRIES = 200_000  # entries of one directory listed (a listing is held whole)
 MAX_CACHED_DIRS = 4096  # directory listings kept (least recently used first out)
 MAX_CACHED_STATS = 200_000  # inode stat fields kept (cleared when full)
 MAX_HINTED_DIRS = 4096  # directories hinted and not listed yet, remembered for listing ahead
@@ -67,11 +68,14 @@ class Filesystem:
     the filesystem are about to be read; hints never change what a lookup or listing returns.
     """
 
-    def __init__(self, fstype: str, fs: Any, uuid: str, label: str, hints: DiskHints | None = None) -> None:
+    def __init__(
+        self, fstype: str, fs: Any, uuid: str, label: str, hints: DiskHints | None = None, *, size: int = 0
+    ) -> None:
         self.fstype = fstype
         self.fs = fs
         self.uuid = uuid
         self.label = label
+        self._bytes = size or (1 << 63)  # the filesystem's size: no directory is larger
         self._hints = hints if fstype == EXT else None
         self._dirs: OrderedDict[Parts, dict[str, Any]] = OrderedDict()
         self._ext_stats: dict[int, tuple[int, int, int, int]] = {}
@@ -125,7 +129,15 @@ class Filesystem:
         if cached is not None:
             self._dirs.move_to_end(parts)
             return cached
-        children = {name: child for name, child in self._iter(node) if name not in (".", "..")}
+        size = int(node.size)
+        if size > self._bytes:
+            raise OSError(0, f"corrupt directory: it claims {size} bytes in a {self._bytes}-byte filesystem")
+        children: dict[str, Any] = {}
+        for name, child in self._iter(node):
+            if name not in (".", ".."):
+                children[name] = child
+                if len(children) > MAX_DIR_ENTRIES:
+                    raise OSError(0, f"a directory of more than {MAX_DIR_ENTRIES} entries; not listed")
         self._dirs[parts] = children
         if len(self._dirs) > MAX_CACHED_DIRS:
             self._dirs.popitem(last=False)
@@ -310,9 +322,9 @@ def open_filesystem(
     the volume's bytes (:mod:`.prefetch`); ext4's inode tables are hinted once opened."""
     try:
         if fstype == EXT:
-            from dissect.extfs import ExtFS
+            from imagelint.targets.disk.extmap import bounded_extfs
 
-            ext = ExtFS(stream)
+            ext = bounded_extfs()(stream)
             _check_size(fstype, ext.block_count * ext.block_size, size, where)
             if ext.sb.s_feature_incompat & _EXT_RECOVER:
                 raise DiskImageError(
@@ -324,7 +336,9 @@ def open_filesystem(
                 raise DiskImageError(
                     "the ext4 filesystem is marked as having errors; run e2fsck", where=where
                 )
-            return Filesystem(EXT, ext, str(ext.uuid), ext.volume_name, hints)
+            return Filesystem(
+                EXT, ext, str(ext.uuid), ext.volume_name, hints, size=ext.block_count * ext.block_size
+            )
         if fstype == XFS:
             from dissect.xfs import XFS as XFSReader
 
@@ -336,7 +350,7 @@ def open_filesystem(
                     "lies: unmount it cleanly or run xfs_repair in the build, then audit",
                     where=where,
                 )
-            return Filesystem(XFS, xfs, str(xfs.uuid), xfs.name)
+            return Filesystem(XFS, xfs, str(xfs.uuid), xfs.name, size=xfs.sb.sb_dblocks * xfs.block_size)
     except DiskImageError:
         raise
     except ImportError:

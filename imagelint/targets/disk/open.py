@@ -9,9 +9,11 @@ the table; for LVM, the partition holding the physical volume). Every failure is
 from __future__ import annotations
 
 import os
+import stat
 from typing import Any, BinaryIO
 
 from imagelint.errors import ImageReadError
+from imagelint.targets.disk.containers import check_container
 from imagelint.targets.disk.errors import DiskImageError, require_dissect
 from imagelint.targets.disk.filesystems import Filesystem, open_filesystem
 from imagelint.targets.disk.mounts import MountTable, match_volume, parse_fstab, wanted
@@ -66,14 +68,59 @@ def is_disk_image(path: str | os.PathLike[str]) -> bool:
     return os.path.isfile(path)
 
 
-def open_disk_file(path: str | os.PathLike[str], *, partition: int | None = None) -> DiskTarget:
-    """Open a disk image file (raw, qcow2, vmdk, vhd, vhdx: found by content, not by extension)."""
-    require_dissect()
-    where = os.fspath(path)
+def _not_a_file(mode: int) -> str | None:
+    """What a non-regular file is, for the refusal; None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    kinds = (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISDIR, "a directory"),
+    )
+    for test, name in kinds:
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def refuse_special(where: str, mode: int) -> None:
+    """A device node, FIFO or socket named as the image: refused (reading one may hang or read the host)."""
+    what = _not_a_file(mode)
+    if what is not None:
+        raise DiskImageError(
+            f"is {what}, not a disk image file; imagelint reads regular files only", where=where
+        )
+
+
+def open_image_file(where: str) -> BinaryIO:
+    """The named file opened for reading, refused unless it is a regular file: stat first (a FIFO is
+    never opened), then opened without blocking, then fstat (it was not swapped for another kind)."""
     try:
-        fh: BinaryIO = open(where, "rb")  # noqa: SIM115 (the target keeps it open)
+        refuse_special(where, os.stat(where).st_mode)
+        fd = os.open(where, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise DiskImageError(f"cannot open: {exc.strerror}", where=where) from None
+    try:
+        refuse_special(where, os.fstat(fd).st_mode)
+        os.set_blocking(fd, True)
+        fh = open(fd, "rb", closefd=True)
+        fh.raw.name = ""  # dissect looks for parent and extent files beside a handle's name: give none
+        return fh
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def open_disk_file(path: str | os.PathLike[str], *, partition: int | None = None) -> DiskTarget:
+    """Open a disk image file (raw, qcow2, vmdk, vhd, vhdx: found by content, not by extension).
+
+    Only that file is opened: a container that needs another one (a parent, backing or extent
+    file) is refused, as is anything but a regular file (:mod:`.containers`)."""
+    require_dissect()
+    where = os.fspath(path)
+    fh = open_image_file(where)
     fmt = container_format(fh)
     disk = _open_container(fmt, fh, where)
     return open_disk_target(disk, description=where, partition=partition, container=fmt)
@@ -82,15 +129,13 @@ def open_disk_file(path: str | os.PathLike[str], *, partition: int | None = None
 def _open_container(fmt: str, fh: BinaryIO, where: str) -> Any:
     if fmt == RAW:
         return fh
+    check_container(fmt, fh, where)
     fh.seek(0)  # sniffing moved it (a fixed VHD's footer is at the end)
     try:
         if fmt == QCOW2:
-            from pathlib import Path
-
             from dissect.hypervisor.disk.qcow2 import QCow2
 
-            fh.close()
-            return QCow2(Path(where)).open()  # a backing file is looked for beside the image only
+            return QCow2(fh).open()  # a handle, not a path: dissect looks for no file beside it
         if fmt == VMDK:
             from dissect.hypervisor.disk.vmdk import VMDK as VMDKReader
 
@@ -104,13 +149,8 @@ def _open_container(fmt: str, fh: BinaryIO, where: str) -> Any:
 
             return VHDReader(fh)
     except Exception as exc:
-        text = str(exc)
-        if "backing" in text:
-            raise DiskImageError(
-                f"{fmt}: the backing file is missing or unreadable ({text})", where=where
-            ) from None
         raise DiskImageError(
-            f"{fmt}: corrupt or truncated container ({type(exc).__name__}: {text})", where=where
+            f"{fmt}: corrupt or truncated container ({type(exc).__name__}: {exc})", where=where
         ) from None
     raise AssertionError(fmt)
 
@@ -226,9 +266,11 @@ def _mount_fstab(
 ) -> None:
     """Mount what the root's /etc/fstab mounts at boot, in file order, each at its path inside the image."""
     try:
+        if target.stat("/etc/fstab") is None:
+            return
         text = target.read_text("/etc/fstab", limit=MAX_FSTAB_BYTES).text
-    except ImageReadError:
-        return
+    except ImageReadError as exc:  # a mount it names could hide what the audit must see
+        raise DiskImageError(f"cannot read the root's /etc/fstab: {exc.reason}", where=where) from None
     for entry in parse_fstab(text):
         if not wanted(entry):
             continue
