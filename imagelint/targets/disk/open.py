@@ -105,12 +105,13 @@ def open_image_file(where: str) -> BinaryIO:
     try:
         refuse_special(where, os.fstat(fd).st_mode)
         os.set_blocking(fd, True)
-        fh = open(fd, "rb", closefd=True)
-        fh.raw.name = ""  # dissect looks for parent and extent files beside a handle's name: give none
-        return fh
     except BaseException:
         os.close(fd)
         raise
+    fh = open(fd, "rb")  # noqa: SIM115 (the target keeps it open)
+    # dissect looks for parent and extent files beside a handle's name: it is given none
+    fh.raw.name = ""  # type: ignore[attr-defined]
+    return fh
 
 
 def open_disk_file(path: str | os.PathLike[str], *, partition: int | None = None) -> DiskTarget:
