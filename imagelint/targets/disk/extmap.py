@@ -15,6 +15,7 @@ at the file's last block, counts a hole as one run however large, and reads at m
 from __future__ import annotations
 
 import functools
+import itertools
 import struct
 from typing import Any
 
@@ -29,6 +30,13 @@ _INDEX = struct.Struct("<IIH2x")  # ei_block, ei_leaf_lo, ei_leaf_hi
 _UNINIT = 0x8000
 
 Runs = list[tuple[int | None, int]]
+
+
+def _leaf(first: int, length: int, start_hi: int, start_lo: int) -> tuple[int, int, int, bool]:
+    """(logical block, blocks, physical block, uninitialised) of an extent (a length over 32768 marks
+    an uninitialised one, as the kernel reads it)."""
+    uninitialised = length > _UNINIT
+    return first, length - _UNINIT if uninitialised else length, (start_hi << 32) | start_lo, uninitialised
 
 
 class _Map:
@@ -90,29 +98,38 @@ class _Map:
             raise self.corrupt(f"eh_entries {entries} beyond eh_max {room} or the node's room for {fits}")
         if node_depth > MAX_EXTENT_DEPTH or (depth is not None and node_depth != depth):
             raise self.corrupt(f"eh_depth {node_depth} (expected {depth if depth is not None else '<= 5'})")
-        for i in range(entries):
-            if self.done():
-                return  # extents past the file's size (preallocated) are never read
-            offset = _NODE_HEADER.size + i * _EXTENT.size
-            if node_depth == 0:
-                self.extent(*_EXTENT.unpack_from(raw, offset))
-            else:
-                _first, leaf_lo, leaf_hi = _INDEX.unpack_from(raw, offset)
-                self.extent_node(self.read_block((leaf_hi << 32) | leaf_lo), node_depth - 1)
+        at = [_NODE_HEADER.size + i * _EXTENT.size for i in range(entries)]
+        if node_depth == 0:
+            extents = [_leaf(*_EXTENT.unpack_from(raw, offset)) for offset in at]
+            self.check_leaf(extents)
+            for first, length, start, uninitialised in extents:
+                if self.done() or first >= self.blocks:
+                    return  # preallocated past the file's size: never read
+                self.add(None, first - self.position)
+                self.add(None if uninitialised else start, length)
+            return
+        index = [_INDEX.unpack_from(raw, offset) for offset in at]
+        if any(later[0] <= earlier[0] for earlier, later in itertools.pairwise(index)):
+            raise self.corrupt("index entries out of order (a subtree named twice)")
+        for first, leaf_lo, leaf_hi in index:
+            if self.done() or first >= self.blocks:
+                return
+            self.extent_node(self.read_block((leaf_hi << 32) | leaf_lo), node_depth - 1)
 
-    def extent(self, first: int, length: int, start_hi: int, start_lo: int) -> None:
-        uninitialised = length > _UNINIT
-        if uninitialised:
-            length -= _UNINIT
-        start = (start_hi << 32) | start_lo
-        if length == 0 or first < self.position:
-            raise self.corrupt(
-                f"extent at logical block {first} of {length} blocks overlaps or is out of order"
-            )
-        if start + length > self.block_count:
-            raise self.corrupt(f"extent at block {start} of {length} blocks is past the filesystem")
-        self.add(None, first - self.position)
-        self.add(None if uninitialised else start, length)
+    def check_leaf(self, extents: list[tuple[int, int, int, bool]]) -> None:
+        """The kernel's checks of a leaf (in order, not empty, inside the filesystem), and no written
+        extent past the file's last block (only an uninitialised one, preallocated, may lie there)."""
+        end = self.position
+        for first, length, start, uninitialised in extents:
+            if length == 0 or first < end:
+                raise self.corrupt(
+                    f"extent at logical block {first} of {length} blocks: out of order or empty"
+                )
+            if start + length > self.block_count:
+                raise self.corrupt(f"extent at block {start} of {length} blocks is past the filesystem")
+            if first >= self.blocks and not uninitialised:
+                raise self.corrupt(f"extent at logical block {first} is past the file's {self.blocks} blocks")
+            end = first + length
 
     # -- indirect blocks (ext2/3) -----------------------------------------------------------------
 
