@@ -16,7 +16,7 @@ Two things are refused here, each as one :class:`DiskImageError` line naming the
 from __future__ import annotations
 
 import struct
-from typing import BinaryIO
+from typing import Any, BinaryIO
 from uuid import UUID
 
 from imagelint.targets.disk.errors import DiskImageError, shown
@@ -49,6 +49,50 @@ _VHDX_KEY_VALUE = struct.Struct("<IIHH")
 _VHD_FOOTER = struct.Struct(">8sIIQIIIIQQII")  # ... disk_type at 60
 _VHD_DYNAMIC = struct.Struct(">8sQQIII")
 _VHD_FIXED, _VHD_DYNAMIC_DISK, _VHD_DIFFERENCING = 2, 3, 4
+
+
+class Guarded:
+    """A container's virtual disk as dissect reads it, whose reads fail only with DiskImageError.
+
+    dissect.hypervisor reads tables lazily, as the disk is read: a corrupt entry then raises
+    whatever the parser meets (EOFError, ValueError, zlib.error...). Through this stream it is one
+    line naming the container and the offset, wherever the read came from."""
+
+    def __init__(self, disk: Any, fmt: str, where: str) -> None:
+        self._disk = disk
+        self._fmt = fmt
+        self._where = where
+        self.size = int(disk.size)
+
+    def _failed(self, what: str, exc: Exception) -> DiskImageError:
+        return DiskImageError(
+            f"{self._fmt}: corrupt container: {what} failed ({type(exc).__name__}: {exc})", where=self._where
+        )
+
+    def read(self, length: int = -1) -> bytes:
+        at = self._disk.tell()
+        try:
+            data: bytes = self._disk.read(length)
+        except DiskImageError:
+            raise
+        except Exception as exc:
+            raise self._failed(f"reading {length} bytes at byte {at}", exc) from None
+        return data
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        try:
+            return int(self._disk.seek(offset, whence))
+        except Exception as exc:
+            raise self._failed(f"seeking to {offset}", exc) from None
+
+    def tell(self) -> int:
+        return int(self._disk.tell())
+
+    def seekable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return True
 
 
 def _corrupt(fmt: str, what: str, where: str) -> DiskImageError:

@@ -13,7 +13,7 @@ import stat
 from typing import Any, BinaryIO
 
 from imagelint.errors import ImageReadError
-from imagelint.targets.disk.containers import check_container
+from imagelint.targets.disk.containers import Guarded, check_container
 from imagelint.targets.disk.errors import DiskImageError, require_dissect
 from imagelint.targets.disk.filesystems import Filesystem, open_filesystem
 from imagelint.targets.disk.mounts import MountTable, match_volume, parse_fstab, wanted
@@ -136,19 +136,19 @@ def _open_container(fmt: str, fh: BinaryIO, where: str) -> Any:
         if fmt == QCOW2:
             from dissect.hypervisor.disk.qcow2 import QCow2
 
-            return QCow2(fh).open()  # a handle, not a path: dissect looks for no file beside it
+            return Guarded(QCow2(fh).open(), fmt, where)  # a handle, not a path: no file looked for beside it
         if fmt == VMDK:
             from dissect.hypervisor.disk.vmdk import VMDK as VMDKReader
 
-            return VMDKReader(fh)
+            return Guarded(VMDKReader(fh), fmt, where)
         if fmt == VHDX:
             from dissect.hypervisor.disk.vhdx import VHDX as VHDXReader
 
-            return VHDXReader(fh)
+            return Guarded(VHDXReader(fh), fmt, where)
         if fmt == VHD:
             from dissect.hypervisor.disk.vhd import VHD as VHDReader
 
-            return VHDReader(fh)
+            return Guarded(VHDReader(fh), fmt, where)
     except Exception as exc:
         raise DiskImageError(
             f"{fmt}: corrupt or truncated container ({type(exc).__name__}: {exc})", where=where
@@ -224,7 +224,16 @@ def _open(volume: Volume, where: str, hints: DiskHints | None) -> Filesystem | N
     )
 
 
-def _is_root(fs: Filesystem) -> bool:
+def _is_root(volume: Volume, fs: Filesystem, where: str) -> bool:
+    try:
+        return _has_root_markers(fs)
+    except OSError as exc:
+        raise DiskImageError(
+            f"{volume.label}: the {fs.fstype} filesystem is unreadable: {exc.strerror or exc}", where=where
+        ) from None
+
+
+def _has_root_markers(fs: Filesystem) -> bool:
     if any(fs.lstat(tuple(m.strip("/").split("/"))) is not None for m in _ROOT_MARKERS):
         return True
     return fs.lstat(("etc",)) is not None and fs.lstat(("usr",)) is not None
@@ -233,7 +242,7 @@ def _is_root(fs: Filesystem) -> bool:
 def _pick_root(
     opened: list[tuple[Volume, Filesystem | None]], layout: Layout, where: str, partition: int | None
 ) -> tuple[Volume, Filesystem]:
-    candidates = [(v, fs) for v, fs in opened if fs is not None and _is_root(fs)]
+    candidates = [(v, fs) for v, fs in opened if fs is not None and _is_root(v, fs, where)]
     if len(candidates) == 1:
         return candidates[0]
     if len(candidates) > 1:
