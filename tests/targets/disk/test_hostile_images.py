@@ -32,8 +32,9 @@ TIMEOUT = 60
 # runs the CLI under an address-space limit and reports its exit, output and peak RSS as JSON
 _MEASURE = textwrap.dedent(
     """
-    import json, resource, subprocess, sys
+    import json, resource, subprocess, sys, time
     limit = int(sys.argv[1])
+    start = time.monotonic()
     def cap():
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     try:
@@ -43,6 +44,7 @@ _MEASURE = textwrap.dedent(
     except subprocess.TimeoutExpired:
         out = {"rc": None, "stdout": "", "stderr": "", "timeout": True}
     out["maxrss_kib"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    out["seconds"] = time.monotonic() - start
     print(json.dumps(out))
     """
 )
@@ -55,6 +57,7 @@ class Run:
     stderr: str
     timeout: bool
     maxrss_kib: int
+    seconds: float
 
 
 def _exe() -> str:
@@ -76,6 +79,10 @@ def measured(*args: str, trace: Path | None = None) -> Run:
 
 def one_line_inconclusive(image: Path, *expected: str, trace: Path | None = None) -> str:
     run = measured("audit", str(image), trace=trace)
+    print(
+        f"{image.name}: exit {run.rc}, peak RSS {run.maxrss_kib} KiB, {run.seconds:.2f} s:",
+        run.stderr.strip(),
+    )
     assert not run.timeout, f"no answer within {TIMEOUT} s"
     lines = run.stderr.strip().splitlines()
     assert run.rc == 3, (run.rc, run.stderr[-2000:])
@@ -275,6 +282,7 @@ def test_an_inode_claiming_a_tebibyte(tmp_path: Path, fstype: str) -> None:
     )
     small_images.set_inode_size(fs, journal, 1 << 40)
     run = measured("audit", str(fs))
+    print(f"{fs.name} (1 TiB journal): exit {run.rc}, peak RSS {run.maxrss_kib} KiB, {run.seconds:.2f} s")
     assert not run.timeout and run.rc == 3, (run.rc, run.stderr[-2000:])
     assert "INCONCLUSIVE" in run.stdout and run.maxrss_kib <= MAX_RSS_KIB, run.maxrss_kib
     small_images.set_inode_size(fs, "/etc/fstab", 1 << 40)
