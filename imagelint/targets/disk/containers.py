@@ -95,6 +95,49 @@ class Guarded:
         return True
 
 
+_EMBEDDED_LBA = 0x20000  # a compressed grain's marker holds its LBA (streamOptimized)
+
+
+def bound_grains(vmdk: Any, where: str) -> Any:
+    """Make each compressed sparse extent of a dissect VMDK inflate a grain to at most its grain size.
+
+    dissect reads a grain's marker and inflates all it says (``zlib.decompress``): a few KiB of a
+    crafted grain become gigabytes. The marker's size is checked against the grain and the inflating
+    stops at the grain's size, as qemu does."""
+    for disk in getattr(vmdk, "disks", []):
+        if hasattr(disk, "_read_compressed_grain"):
+            disk._read_compressed_grain = _GrainReader(disk, where)
+    return vmdk
+
+
+class _GrainReader:
+    def __init__(self, disk: Any, where: str) -> None:
+        self._disk = disk
+        self._where = where
+        self._grain = int(disk.header.grain_size) * 512
+        self._marker = 12 if disk.header.flags & _EMBEDDED_LBA else 4
+
+    def __call__(self, sector: int) -> bytes:
+        import zlib
+
+        fh = self._disk.fh
+        fh.seek(sector * 512)
+        head = fh.read(self._marker)
+        if len(head) < self._marker:
+            raise _corrupt(
+                VMDK, f"the compressed grain at sector {sector} is past the end of the file", self._where
+            )
+        (length,) = struct.unpack_from("<I", head, self._marker - 4)
+        if length > 2 * self._grain + 4096:  # deflate never grows a grain that much
+            raise DiskImageError(
+                f"{VMDK}: corrupt compressed grain: {length} bytes at sector {sector} for a "
+                f"{self._grain}-byte grain",
+                where=self._where,
+            )
+        data = zlib.decompressobj().decompress(fh.read(length), self._grain)
+        return bytes(data)
+
+
 def _corrupt(fmt: str, what: str, where: str) -> DiskImageError:
     return DiskImageError(f"{fmt}: corrupt header: {what}", where=where)
 

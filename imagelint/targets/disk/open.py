@@ -13,7 +13,7 @@ import stat
 from typing import Any, BinaryIO
 
 from imagelint.errors import ImageReadError
-from imagelint.targets.disk.containers import Guarded, check_container
+from imagelint.targets.disk.containers import Guarded, bound_grains, check_container
 from imagelint.targets.disk.errors import DiskImageError, require_dissect
 from imagelint.targets.disk.filesystems import Filesystem, open_filesystem
 from imagelint.targets.disk.mounts import MountTable, match_volume, parse_fstab, wanted
@@ -140,7 +140,7 @@ def _open_container(fmt: str, fh: BinaryIO, where: str) -> Any:
         if fmt == VMDK:
             from dissect.hypervisor.disk.vmdk import VMDK as VMDKReader
 
-            return Guarded(VMDKReader(fh), fmt, where)
+            return Guarded(bound_grains(VMDKReader(fh), where), fmt, where)
         if fmt == VHDX:
             from dissect.hypervisor.disk.vhdx import VHDX as VHDXReader
 

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import textwrap
 import uuid
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -287,3 +288,28 @@ def test_an_inode_claiming_a_tebibyte(tmp_path: Path, fstype: str) -> None:
     assert "INCONCLUSIVE" in run.stdout and run.maxrss_kib <= MAX_RSS_KIB, run.maxrss_kib
     small_images.set_inode_size(fs, "/etc/fstab", 1 << 40)
     one_line_inconclusive(fs, "/etc/fstab", "read limit")
+
+
+@pytest.mark.parametrize("mib", [128, 512])
+def test_a_stream_optimized_vmdk_grain_that_inflates_to_many_mib(tmp_path: Path, mib: int) -> None:
+    """The grain holding the disk's first sectors replaced by deflate that inflates to 128 MiB (its
+    marker's length fits a grain: the inflating stops at the grain) or to 512 MiB (the marker's
+    length does not: refused unread)."""
+    _tools("mke2fs", "qemu-img")
+    fs = small_images.ext(tmp_path / "root.ext4", {"/noise": os.urandom(3 << 20).hex()[: 3 << 20]})
+    image = small_images.convert(fs, tmp_path / "bomb.vmdk", "vmdk", "-o", "subformat=streamOptimized")
+    size = image.stat().st_size
+    with open(image, "rb") as f:
+        (directory,) = struct.unpack_from("<Q", f.read(512), 56)
+        if directory == (1 << 64) - 1:  # the grain directory's place is in the footer
+            f.seek(size - 1024)
+            (directory,) = struct.unpack_from("<Q", f.read(512), 56)
+        f.seek(directory * 512)
+        (table,) = struct.unpack("<I", f.read(4))
+        f.seek(table * 512)
+        (grain,) = struct.unpack("<I", f.read(4))
+    squeeze = zlib.compressobj(9)
+    bomb = b"".join(squeeze.compress(bytes(1 << 20)) for _ in range(mib)) + squeeze.flush()
+    assert grain * 512 + 12 + len(bomb) < size - 4096
+    small_images.patch(image, grain * 512, struct.pack("<QI", 0, len(bomb)) + bomb)
+    one_line_inconclusive(image, "")
