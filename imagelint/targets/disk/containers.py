@@ -28,7 +28,8 @@ _ONLY_NAMED = "imagelint opens only the file named: merge it into one image firs
 
 _QCOW2 = struct.Struct(">4sIQIIQIIQQIIQ")  # ... snapshots_offset (72 bytes, version 2)
 _QCOW2_INCOMPAT = struct.Struct(">Q")  # at 72 (version 3)
-_QCOW2_DATA_FILE = 1 << 2
+_QCOW2_CORRUPT, _QCOW2_DATA_FILE, _QCOW2_EXTENDED_L2 = 1 << 1, 1 << 2, 1 << 4
+_QCOW2_KNOWN = 0x1F  # dirty, corrupt, external data file, compression type, extended L2
 _QCOW2_EXT_DATA_FILE = 0x44415441
 
 _VMDK = struct.Struct("<4sIIQQQQIQQQ")
@@ -176,6 +177,15 @@ def _check_qcow2(fh: BinaryIO, size: int, where: str) -> None:
         raise _has_parent(QCOW2, f'backing file "{shown(name)}"', where)
     if version >= 3 and len(head) >= 80:
         (incompatible,) = _QCOW2_INCOMPAT.unpack_from(head, 72)
+        if incompatible & ~_QCOW2_KNOWN:
+            raise _corrupt(QCOW2, f"unknown incompatible features {incompatible:#x}", where)
+        if incompatible & _QCOW2_CORRUPT:
+            raise DiskImageError(f"{QCOW2}: marked corrupt by qemu (run qemu-img check -r all)", where=where)
+        if incompatible & _QCOW2_EXTENDED_L2:  # dissect's subcluster runs can span gigabytes of zeros
+            raise DiskImageError(
+                f"{QCOW2}: extended L2 entries are not supported: convert it (qemu-img convert -O qcow2)",
+                where=where,
+            )
         if incompatible & _QCOW2_DATA_FILE:
             raise DiskImageError(
                 f"{QCOW2}: keeps its data in an external data file; {_ONLY_NAMED}", where=where

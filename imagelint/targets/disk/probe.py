@@ -15,7 +15,10 @@ def read_at(stream: BinaryIO, offset: int, length: int) -> bytes:
     """``length`` bytes at ``offset`` (fewer at the end; none at an offset no disk reaches)."""
     if not 0 <= offset < MAX_OFFSET:
         return b""
-    stream.seek(offset)
+    try:
+        stream.seek(offset)
+    except OSError:
+        return b""  # past what the file's filesystem can hold (EINVAL): past the file
     return stream.read(length)
 
 

@@ -105,7 +105,7 @@ def find_volumes(disk: BinaryIO, where: str) -> Layout:
         if not part.size or part.type in (0x05, 0x0F, 0x85, 0xEE):  # extended containers, protective MBR
             continue
         stream = part.open()
-        if kind == "gpt" and part.raw is not None:
+        if kind == "gpt" and hasattr(part.raw, "last_lba"):  # not a hybrid MBR's entry
             # a GPT entry's last LBA is inclusive (dissect.volume 3.18 counts one sector short)
             from dissect.util.stream import RangeStream
 
