@@ -9,7 +9,8 @@ or any aligned word of the header area) set to a value that lies (0, all ones, 2
 :func:`run_case` runs ``open_disk_file`` on it and reads a little through the target (os-release,
 fstab, a bounded walk) in a child forked with ``RLIMIT_AS`` and an alarm. Refusing the image with the
 project's errors is a good answer; any other exception, a death by signal or a timeout is a crash,
-counted under its signature (exception type and the innermost imagelint or dissect frame).
+counted under its signature (exception type and the innermost imagelint or dissect frame), and so
+is a peak RSS over ``MAX_CASE_RSS_KIB``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from pathlib import Path
 from tests.targets.disk import small_images
 
 ADDRESS_SPACE = 1 << 30
+MAX_CASE_RSS_KIB = 256 * 1024  # more is a crash too (a MemoryError under the limit may pass as a refusal)
 MIB = 1 << 20
 PART = MIB  # where _partitioned puts the first partition
 INTERESTING = [
@@ -288,6 +290,8 @@ def run_case(case: Case, base: Path, work: Path, timeout: float) -> Outcome:
         answer = "crash:timeout" if sig == signal.SIGALRM else f"crash:killed by {signal.Signals(sig).name}"
     elif not answer:
         answer = f"crash:exit {os.WEXITSTATUS(status)} without an answer"
+    if usage.ru_maxrss > MAX_CASE_RSS_KIB and not answer.startswith("crash:"):
+        answer = f"crash:peak RSS over {MAX_CASE_RSS_KIB // 1024} MiB ({case.name})"
     result, _, signature = answer.partition(":")
     return Outcome(case, result, signature, seconds, usage.ru_maxrss)
 
