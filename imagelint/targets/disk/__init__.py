@@ -4,6 +4,11 @@
 * :func:`open_disk_target`: any seekable read-only stream of a *raw* disk (the EBS snapshot reader
   hands one over), with an optional ``stats()`` method whose counters land in the report.
 
+Only the file named is opened: a device node, FIFO or socket is refused, and so is a container that
+needs another file (a VMDK or VHDX parent, a qcow2 backing or data file, a differencing VHD, a VMDK
+descriptor's extents). Header counts are checked against the file or volume before dissect builds a
+table from them (:mod:`.containers`, :mod:`.tables`, :mod:`.extmap`); what does not fit is corruption.
+
 The root filesystem is found whatever the table (GPT, MBR, none, LVM), other filesystems are mounted
 in the root's ``/etc/fstab`` order, and paths resolve through the shared resolver like any target.
 The on-disk formats are read by the dissect libraries (AGPL-3.0), an optional extra:

@@ -33,3 +33,10 @@ def require_dissect() -> None:
             raise MissingExtraError(
                 f"reading disk images needs the optional disk extra ({name} is missing): {EXTRA_HINT}"
             )
+
+
+def shown(raw: bytes | str, limit: int = 120) -> str:
+    """A name read from the image, fit for the one stderr line: printable ASCII, escapes for the rest, cut."""
+    text = raw.decode("utf-8", "backslashreplace") if isinstance(raw, bytes) else raw
+    escaped = text[:limit].encode("unicode_escape").decode("ascii").replace('"', '\\"')
+    return escaped + ("..." if len(text) > limit else "")

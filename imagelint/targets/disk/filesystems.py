@@ -22,6 +22,7 @@ from imagelint.targets.disk.probe import EXT, XFS, read_at
 from imagelint.targets.interface import FileKind, ImageStat, kind_of
 
 Parts = tuple[str, ...]
+MAX_DIR_ENTRIES = 200_000  # entries of one directory listed (a listing is held whole)
 MAX_CACHED_DIRS = 4096  # directory listings kept (least recently used first out)
 MAX_CACHED_STATS = 200_000  # inode stat fields kept (cleared when full)
 MAX_HINTED_DIRS = 4096  # directories hinted and not listed yet, remembered for listing ahead
@@ -68,11 +69,14 @@ class Filesystem:
     the filesystem are about to be read; hints never change what a lookup or listing returns.
     """
 
-    def __init__(self, fstype: str, fs: Any, uuid: str, label: str, hints: DiskHints | None = None) -> None:
+    def __init__(
+        self, fstype: str, fs: Any, uuid: str, label: str, hints: DiskHints | None = None, *, size: int = 0
+    ) -> None:
         self.fstype = fstype
         self.fs = fs
         self.uuid = uuid
         self.label = label
+        self._bytes = size or (1 << 63)  # the filesystem's size: no directory is larger
         self._hints = hints if fstype == EXT else None
         self._dirs: OrderedDict[Parts, dict[str, Any]] = OrderedDict()
         self._ext_stats: dict[int, tuple[int, int, int, int]] = {}
@@ -126,7 +130,15 @@ class Filesystem:
         if cached is not None:
             self._dirs.move_to_end(parts)
             return cached
-        children = {name: child for name, child in self._iter(node) if name not in (".", "..")}
+        size = int(node.size)
+        if size > self._bytes:
+            raise OSError(0, f"corrupt directory: it claims {size} bytes in a {self._bytes}-byte filesystem")
+        children: dict[str, Any] = {}
+        for name, child in self._iter(node):
+            if name not in (".", ".."):
+                children[name] = child
+                if len(children) > MAX_DIR_ENTRIES:
+                    raise OSError(0, f"a directory of more than {MAX_DIR_ENTRIES} entries; not listed")
         self._dirs[parts] = children
         if len(self._dirs) > MAX_CACHED_DIRS:
             self._dirs.popitem(last=False)
@@ -296,6 +308,54 @@ def _filetype(fstype: str, node: Any) -> int:
     return int(node.filetype)
 
 
+def _power_of_two(value: int, low: int, high: int) -> bool:
+    return low <= value <= high and not value & (value - 1)
+
+
+def _check_ext_superblock(stream: BinaryIO, where: str) -> None:
+    """The superblock fields dissect.extfs shifts, divides and sizes by, checked before it does
+    (``1024 << s_log_block_size`` of 2^32-1 is a 512 MiB integer)."""
+    sb = read_at(stream, 1024, 1024).ljust(1024, b"\0")
+    blocks_per_group, _, inodes_per_group = struct.unpack_from("<III", sb, 32)
+    log_block, log_cluster = struct.unpack_from("<II", sb, 24)
+    (rev,) = _U32.unpack_from(sb, 76)
+    (inode_size,) = _U16.unpack_from(sb, 88)
+    (desc_size,) = _U16.unpack_from(sb, 254)
+    bad = None
+    if log_block > 6 or log_cluster > 6:
+        bad = f"s_log_block_size {log_block} / s_log_cluster_size {log_cluster} (blocks of 1 to 64 KiB)"
+    elif not 0 < blocks_per_group <= 8 << (10 + log_block) or not 0 < inodes_per_group <= 8 << (
+        10 + log_block
+    ):
+        bad = f"s_blocks_per_group {blocks_per_group} / s_inodes_per_group {inodes_per_group}"
+    elif rev and not _power_of_two(inode_size, 128, 1024 << log_block):
+        bad = f"s_inode_size {inode_size}"
+    elif desc_size and not _power_of_two(desc_size, 32, 1024):
+        bad = f"s_desc_size {desc_size}"
+    if bad:
+        raise DiskImageError(f"the ext4 superblock is corrupt: {bad}", where=where)
+
+
+def _check_xfs_superblock(stream: BinaryIO, where: str) -> None:
+    """The XFS superblock's sizes and logs (dissect.xfs shifts and multiplies by them), checked first."""
+    sb = read_at(stream, 0, 512).ljust(512, b"\0")
+    (block_size,) = struct.unpack_from(">I", sb, 4)
+    (ag_blocks, ag_count) = struct.unpack_from(">II", sb, 84)
+    inode_size, per_block = struct.unpack_from(">HH", sb, 104)
+    block_log, _sector_log, inode_log, per_block_log, ag_log = struct.unpack_from(">BBBBB", sb, 120)
+    bad = None
+    if not _power_of_two(block_size, 512, 65536) or block_size != 1 << block_log:
+        bad = f"sb_blocksize {block_size} (sb_blocklog {block_log})"
+    elif not _power_of_two(inode_size, 256, 2048) or inode_size != 1 << inode_log:
+        bad = f"sb_inodesize {inode_size} (sb_inodelog {inode_log})"
+    elif per_block != block_size // inode_size or per_block != 1 << per_block_log:
+        bad = f"sb_inopblock {per_block} (sb_inopblog {per_block_log})"
+    elif not 0 < ag_blocks <= 1 << ag_log or ag_log > 31 or ag_count == 0:
+        bad = f"sb_agblocks {ag_blocks} (sb_agblklog {ag_log}), sb_agcount {ag_count}"
+    if bad:
+        raise DiskImageError(f"the XFS superblock is corrupt: {bad}", where=where)
+
+
 def _check_size(fstype: str, needed: int, size: int, where: str) -> None:
     if needed > size:
         raise DiskImageError(
@@ -311,9 +371,10 @@ def open_filesystem(
     the volume's bytes (:mod:`.prefetch`); ext4's inode tables are hinted once opened."""
     try:
         if fstype == EXT:
-            from dissect.extfs import ExtFS
+            from imagelint.targets.disk.extmap import bounded_extfs
 
-            ext = ExtFS(stream)
+            _check_ext_superblock(stream, where)
+            ext = bounded_extfs()(stream)
             _check_size(fstype, ext.block_count * ext.block_size, size, where)
             if ext.sb.s_feature_incompat & _EXT_RECOVER:
                 raise DiskImageError(
@@ -325,19 +386,22 @@ def open_filesystem(
                 raise DiskImageError(
                     "the ext4 filesystem is marked as having errors; run e2fsck", where=where
                 )
-            return Filesystem(EXT, ext, str(ext.uuid), ext.volume_name, hints)
+            return Filesystem(
+                EXT, ext, str(ext.uuid), ext.volume_name, hints, size=ext.block_count * ext.block_size
+            )
         if fstype == XFS:
             from dissect.xfs import XFS as XFSReader
 
+            _check_xfs_superblock(stream, where)
             xfs = XFSReader(stream)
             _check_size(fstype, xfs.sb.sb_dblocks * xfs.block_size, size, where)
-            if not _xfs_log_clean(xfs, stream):
+            if not _xfs_log_clean(xfs, stream, size, where):
                 raise DiskImageError(
                     "the XFS log is dirty (the filesystem was not cleanly unmounted); not read as it "
                     "lies: unmount it cleanly or run xfs_repair in the build, then audit",
                     where=where,
                 )
-            return Filesystem(XFS, xfs, str(xfs.uuid), xfs.name)
+            return Filesystem(XFS, xfs, str(xfs.uuid), xfs.name, size=xfs.sb.sb_dblocks * xfs.block_size)
     except DiskImageError:
         raise
     except ImportError:
@@ -357,7 +421,7 @@ _XLOG_HEADER = struct.Struct(">IIIIQQII")  # magic, cycle, version, len, lsn, ta
 MAX_LOG_BYTES = 2 * 1024 * 1024 * 1024
 
 
-def _xfs_log_clean(xfs: Any, stream: BinaryIO) -> bool:
+def _xfs_log_clean(xfs: Any, stream: BinaryIO, size: int, where: str) -> bool:
     """Whether the internal log's head record is an unmount record (what ``xlog_find_tail`` checks).
 
     The head is the record with the highest log sequence number; a clean unmount writes one record
@@ -369,6 +433,11 @@ def _xfs_log_clean(xfs: Any, stream: BinaryIO) -> bool:
     agno, agbno = sb.sb_logstart >> sb.sb_agblklog, sb.sb_logstart & ((1 << sb.sb_agblklog) - 1)
     start = (agno * sb.sb_agblocks + agbno) * sb.sb_blocksize
     length = min(sb.sb_logblocks * sb.sb_blocksize, MAX_LOG_BYTES)
+    if start + length > size:
+        raise DiskImageError(
+            f"the XFS log ({sb.sb_logblocks} blocks at block {sb.sb_logstart}) is past the end of its volume",
+            where=where,
+        )
     best: tuple[int, int] | None = None  # (lsn, offset of the record header)
     chunk = 1 << 20
     for base in range(0, length, chunk):

@@ -9,9 +9,11 @@ the table; for LVM, the partition holding the physical volume). Every failure is
 from __future__ import annotations
 
 import os
+import stat
 from typing import Any, BinaryIO
 
 from imagelint.errors import ImageReadError
+from imagelint.targets.disk.containers import Guarded, bound_grains, check_container
 from imagelint.targets.disk.errors import DiskImageError, require_dissect
 from imagelint.targets.disk.filesystems import Filesystem, open_filesystem
 from imagelint.targets.disk.mounts import MountTable, match_volume, parse_fstab, wanted
@@ -66,14 +68,60 @@ def is_disk_image(path: str | os.PathLike[str]) -> bool:
     return os.path.isfile(path)
 
 
-def open_disk_file(path: str | os.PathLike[str], *, partition: int | None = None) -> DiskTarget:
-    """Open a disk image file (raw, qcow2, vmdk, vhd, vhdx: found by content, not by extension)."""
-    require_dissect()
-    where = os.fspath(path)
+def _not_a_file(mode: int) -> str | None:
+    """What a non-regular file is, for the refusal; None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    kinds = (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISDIR, "a directory"),
+    )
+    for test, name in kinds:
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def refuse_special(where: str, mode: int) -> None:
+    """A device node, FIFO or socket named as the image: refused (reading one may hang or read the host)."""
+    what = _not_a_file(mode)
+    if what is not None:
+        raise DiskImageError(
+            f"is {what}, not a disk image file; imagelint reads regular files only", where=where
+        )
+
+
+def open_image_file(where: str) -> BinaryIO:
+    """The named file opened for reading, refused unless it is a regular file: stat first (a FIFO is
+    never opened), then opened without blocking, then fstat (it was not swapped for another kind)."""
     try:
-        fh: BinaryIO = open(where, "rb")  # noqa: SIM115 (the target keeps it open)
+        refuse_special(where, os.stat(where).st_mode)
+        fd = os.open(where, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise DiskImageError(f"cannot open: {exc.strerror}", where=where) from None
+    try:
+        refuse_special(where, os.fstat(fd).st_mode)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    fh = open(fd, "rb")  # noqa: SIM115 (the target keeps it open)
+    # dissect looks for parent and extent files beside a handle's name: it is given none
+    fh.raw.name = ""  # type: ignore[attr-defined]
+    return fh
+
+
+def open_disk_file(path: str | os.PathLike[str], *, partition: int | None = None) -> DiskTarget:
+    """Open a disk image file (raw, qcow2, vmdk, vhd, vhdx: found by content, not by extension).
+
+    Only that file is opened: a container that needs another one (a parent, backing or extent
+    file) is refused, as is anything but a regular file (:mod:`.containers`)."""
+    require_dissect()
+    where = os.fspath(path)
+    fh = open_image_file(where)
     fmt = container_format(fh)
     disk = _open_container(fmt, fh, where)
     return open_disk_target(disk, description=where, partition=partition, container=fmt)
@@ -82,35 +130,28 @@ def open_disk_file(path: str | os.PathLike[str], *, partition: int | None = None
 def _open_container(fmt: str, fh: BinaryIO, where: str) -> Any:
     if fmt == RAW:
         return fh
+    check_container(fmt, fh, where)
     fh.seek(0)  # sniffing moved it (a fixed VHD's footer is at the end)
     try:
         if fmt == QCOW2:
-            from pathlib import Path
-
             from dissect.hypervisor.disk.qcow2 import QCow2
 
-            fh.close()
-            return QCow2(Path(where)).open()  # a backing file is looked for beside the image only
+            return Guarded(QCow2(fh).open(), fmt, where)  # a handle, not a path: no file looked for beside it
         if fmt == VMDK:
             from dissect.hypervisor.disk.vmdk import VMDK as VMDKReader
 
-            return VMDKReader(fh)
+            return Guarded(bound_grains(VMDKReader(fh), where), fmt, where)
         if fmt == VHDX:
             from dissect.hypervisor.disk.vhdx import VHDX as VHDXReader
 
-            return VHDXReader(fh)
+            return Guarded(VHDXReader(fh), fmt, where)
         if fmt == VHD:
             from dissect.hypervisor.disk.vhd import VHD as VHDReader
 
-            return VHDReader(fh)
+            return Guarded(VHDReader(fh), fmt, where)
     except Exception as exc:
-        text = str(exc)
-        if "backing" in text:
-            raise DiskImageError(
-                f"{fmt}: the backing file is missing or unreadable ({text})", where=where
-            ) from None
         raise DiskImageError(
-            f"{fmt}: corrupt or truncated container ({type(exc).__name__}: {text})", where=where
+            f"{fmt}: corrupt or truncated container ({type(exc).__name__}: {exc})", where=where
         ) from None
     raise AssertionError(fmt)
 
@@ -183,7 +224,16 @@ def _open(volume: Volume, where: str, hints: DiskHints | None) -> Filesystem | N
     )
 
 
-def _is_root(fs: Filesystem) -> bool:
+def _is_root(volume: Volume, fs: Filesystem, where: str) -> bool:
+    try:
+        return _has_root_markers(fs)
+    except OSError as exc:
+        raise DiskImageError(
+            f"{volume.label}: the {fs.fstype} filesystem is unreadable: {exc.strerror or exc}", where=where
+        ) from None
+
+
+def _has_root_markers(fs: Filesystem) -> bool:
     if any(fs.lstat(tuple(m.strip("/").split("/"))) is not None for m in _ROOT_MARKERS):
         return True
     return fs.lstat(("etc",)) is not None and fs.lstat(("usr",)) is not None
@@ -192,7 +242,7 @@ def _is_root(fs: Filesystem) -> bool:
 def _pick_root(
     opened: list[tuple[Volume, Filesystem | None]], layout: Layout, where: str, partition: int | None
 ) -> tuple[Volume, Filesystem]:
-    candidates = [(v, fs) for v, fs in opened if fs is not None and _is_root(fs)]
+    candidates = [(v, fs) for v, fs in opened if fs is not None and _is_root(v, fs, where)]
     if len(candidates) == 1:
         return candidates[0]
     if len(candidates) > 1:
@@ -226,9 +276,11 @@ def _mount_fstab(
 ) -> None:
     """Mount what the root's /etc/fstab mounts at boot, in file order, each at its path inside the image."""
     try:
+        if target.stat("/etc/fstab") is None:
+            return
         text = target.read_text("/etc/fstab", limit=MAX_FSTAB_BYTES).text
-    except ImageReadError:
-        return
+    except ImageReadError as exc:  # a mount it names could hide what the audit must see
+        raise DiskImageError(f"cannot read the root's /etc/fstab: {exc.reason}", where=where) from None
     for entry in parse_fstab(text):
         if not wanted(entry):
             continue

@@ -8,8 +8,17 @@ from typing import BinaryIO
 QCOW2, VMDK, VHD, VHDX, RAW = "qcow2", "vmdk", "vhd", "vhdx", "raw"
 
 
+MAX_OFFSET = 1 << 62  # past any disk; an offset from a header beyond it reads nothing
+
+
 def read_at(stream: BinaryIO, offset: int, length: int) -> bytes:
-    stream.seek(offset)
+    """``length`` bytes at ``offset`` (fewer at the end; none at an offset no disk reaches)."""
+    if not 0 <= offset < MAX_OFFSET:
+        return b""
+    try:
+        stream.seek(offset)
+    except OSError:
+        return b""  # past what the file's filesystem can hold (EINVAL): past the file
     return stream.read(length)
 
 

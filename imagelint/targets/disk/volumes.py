@@ -2,7 +2,8 @@
 
 Each :class:`Volume` says what it holds (by superblock magic, :mod:`.probe`) and the names fstab may
 use for it (partition number, PARTUUID, PARTLABEL, LVM device paths). Partition tables and LVM
-metadata are read by dissect.volume.
+metadata are read by dissect.volume, once :mod:`.tables` has checked their counts. Only GPT and MBR
+are read (an Apple or BSD label holds no filesystem imagelint reads).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any, BinaryIO
 
 from imagelint.targets.disk.errors import DiskImageError
 from imagelint.targets.disk.probe import LVM, stream_size, volume_content
+from imagelint.targets.disk.tables import check_lvm, check_partition_table
 
 MAX_VOLUMES = 256
 
@@ -45,6 +47,7 @@ class Layout:
 def _lvm_volumes(stream: BinaryIO, where: str, number: int | None) -> list[Volume]:
     from dissect.volume.lvm import LVM2
 
+    check_lvm(stream, stream_size(stream), where)
     try:
         lvm = LVM2(stream)
         vg = lvm.volume_group
@@ -80,32 +83,29 @@ def find_volumes(disk: BinaryIO, where: str) -> Layout:
         return Layout("none", _lvm_volumes(disk, where, None))
     if whole is not None:
         return Layout("none", [Volume("disk", disk, whole, offset=0)])
-    from dissect.volume.disk import Disk
     from dissect.volume.disk.schemes import GPT, MBR
 
-    try:
-        disk.seek(0)
-        table = Disk(disk)
-    except Exception:
+    kind = check_partition_table(disk, stream_size(disk), where)
+    if kind is None:
         raise DiskImageError(
             "no partition table (GPT or MBR) or filesystem recognised: unknown, corrupt or truncated",
             where=where,
+        )
+    try:
+        disk.seek(0)
+        scheme: Any = GPT(disk) if kind == "gpt" else MBR(disk)
+        partitions = scheme.partitions
+    except Exception as exc:
+        raise DiskImageError(
+            f"corrupt {kind.upper()} partition table ({type(exc).__name__}: {exc})", where=where
         ) from None
-    scheme: Any = table.scheme
-    kind = (
-        "gpt"
-        if isinstance(scheme, GPT)
-        else "mbr"
-        if isinstance(scheme, MBR)
-        else type(scheme).__name__.lower()
-    )
     volumes: list[Volume] = []
     signature = getattr(getattr(scheme, "mbr", None), "vol_no", None)
-    for part in table.partitions[:MAX_VOLUMES]:
+    for part in partitions[:MAX_VOLUMES]:
         if not part.size or part.type in (0x05, 0x0F, 0x85, 0xEE):  # extended containers, protective MBR
             continue
         stream = part.open()
-        if kind == "gpt" and part.raw is not None:
+        if kind == "gpt" and hasattr(part.raw, "last_lba"):  # not a hybrid MBR's entry
             # a GPT entry's last LBA is inclusive (dissect.volume 3.18 counts one sector short)
             from dissect.util.stream import RangeStream
 
