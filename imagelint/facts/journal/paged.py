@@ -111,6 +111,13 @@ class PagedBuffer:
         base = first << PAGE_SHIFT
         return joined[start - base : stop - base]
 
+    def whole(self) -> bool:
+        """Whether the file still reaches the size it had when opened (one positioned read)."""
+        try:
+            return self._size == 0 or bool(self._f.pread(self._size - 1, 1))
+        except OSError:
+            return False
+
     def find(self, sub: bytes, start: int = 0, end: int | None = None) -> int:
         end = self._size if end is None else min(end, self._size)
         at = self[start:end].find(sub)

@@ -302,6 +302,10 @@ class JournalFile:
         if not isinstance(self._buf, bytes):
             self._buf.close()
 
+    def shrank(self) -> bool:
+        """Whether the file is shorter now than when it was opened (truncated under the reader)."""
+        return isinstance(self._buf, PagedBuffer) and not self._buf.whole()
+
     def __repr__(self) -> str:
         return f"JournalFile({self.name!r})"
 
