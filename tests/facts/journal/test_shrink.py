@@ -17,6 +17,7 @@ import pytest
 
 from imagelint.facts.journal import CorruptJournal, JournalFile, open_path
 from imagelint.facts.journal.errors import FileShrank
+from imagelint.facts.journal.follow import MAX_FAILURES, JournalFollower
 from tests.facts.journal.conftest import journal_file
 from tests.facts.journal.midread import MidRead
 from tests.support import wait_for
@@ -70,3 +71,27 @@ def test_a_journal_cut_after_opening_is_read_in_part(copied: Path) -> None:
         (report,) = journal.scan.files
     assert n == 0
     assert report.status == "partial" and "shrank" in (report.reason or ""), report
+
+
+def test_the_follower_keeps_its_place_in_a_cut_file_until_it_is_whole(copied: Path) -> None:
+    """Cut between polls (as often as a file would be abandoned for damage), then restored in place:
+    followed on from where it was, so every entry is handed over exactly once."""
+    path = journal_file(copied)
+    whole = path.read_bytes()
+    follower = JournalFollower(str(copied), {"MESSAGE"}, from_start=True, max_entries=30_000)
+    first = follower.poll()
+    assert len(first) == 30_000 and not follower.stats.shrunk
+    os.truncate(path, SMALL)
+    for _ in range(MAX_FAILURES + 1):
+        assert follower.poll() == []
+        assert follower.stats.shrunk == {str(path): f"the file shrank from {len(whole)} to {SMALL} bytes"}
+    with open(path, "r+b") as f:
+        f.write(whole)
+    rest = []
+    while batch := follower.poll():
+        rest += batch
+    assert not follower.stats.shrunk and not follower.stats.abandoned
+    cursors = [(e.realtime_usec, e.fields["MESSAGE"]) for e in first + rest]
+    with open_path(copied) as journal:
+        expected = [(e["__REALTIME_TIMESTAMP"], e["MESSAGE"]) for e in journal.entries({"MESSAGE"})]
+    assert cursors == expected
