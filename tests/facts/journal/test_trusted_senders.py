@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from imagelint.facts.journal import analyze_restarts, open_directory
+from imagelint.facts.journal.window import restarts_logged_between
+from imagelint.targets.rootfs import RootfsTarget
 from tests.facts.journal.conftest import have_tools
 from tests.facts.journal.exportgen import PID1, Host, forger, user_manager, write_journal
 from tests.support import run_cli
@@ -26,8 +28,9 @@ def _cycles(host: Host, unit: str, n: int) -> bytes:
 
 @pytest.fixture(scope="module")
 def mixed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """PID 1's crash loop of real.service (3 turns) and a user manager's of app.service (4), among
-    forgeries by uid 1000 of every record the analysis counts, for real.service and for others."""
+    """An image whose journal holds PID 1's crash loop of real.service (3 turns) and a user manager's
+    of app.service (4), among forgeries by uid 1000 of every record the analysis counts, for
+    real.service and for others."""
     have_tools()
     host = Host(21)
     host.new_boot(1_736_000_000_000_000)
@@ -43,11 +46,13 @@ def mixed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     host.sender = user_manager(1500, 1000)
     export += _cycles(host, "app.service", 4)
     host.sender = PID1
-    return write_journal(export, tmp_path_factory.mktemp("mixed"))
+    root = tmp_path_factory.mktemp("mixed") / "image"
+    write_journal(export, root / "var/log/journal")
+    return root
 
 
 def test_only_pid1_and_user_managers_are_counted(mixed: Path) -> None:
-    with open_directory(mixed) as journal:
+    with open_directory(mixed / "var/log/journal") as journal:
         report = analyze_restarts(journal)
     units = {(u.unit, u.manager): u for u in report.units}
     assert set(units) == {("real.service", "system"), ("app.service", "user")}, sorted(units)
@@ -56,6 +61,12 @@ def test_only_pid1_and_user_managers_are_counted(mixed: Path) -> None:
     assert real.last_exit is not None
     assert units[("app.service", "user")].restarts == 4
     assert report.untrusted > 0
+
+
+def test_the_soak_cites_only_genuine_restarts(mixed: Path) -> None:
+    """What a soak cites from the journal for its window (``restarts_logged_between``)."""
+    counts, _note = restarts_logged_between(RootfsTarget(mixed), 1_700_000_000, 1_800_000_000)
+    assert counts == {"app.service": 4, "real.service": 3}
 
 
 @pytest.fixture(scope="module")
