@@ -166,22 +166,29 @@ class JournalFollower:
                 return
             inode = (st.st_dev, st.st_ino)
             inodes.add(inode)
+            try:
+                header = parse_header(os.pread(fd, HEADER_READ, 0), st.st_size)
+                unreadable = None
+            except (JournalError, OSError) as exc:
+                header, unreadable = None, str(exc)
             largest, known_id = self._inodes.get(inode, (0, None))
-            if st.st_size < largest:
+            # the same file, smaller: not a freed inode number given to a new file (another file id)
+            if st.st_size < largest and (header is None or header.file_id == known_id):
                 self.stats.shrunk[path] = f"the file shrank from {largest} to {st.st_size} bytes"
                 if known_id is not None:
                     seen.add(known_id)  # its position is kept for when it is whole again
                 return
-            try:
-                header = parse_header(os.pread(fd, HEADER_READ, 0), st.st_size)
-            except (JournalError, OSError) as exc:
+            if header is None:
                 # not a journal, or not yet one (a file being created has no complete header)
-                self.stats.unreadable[path] = str(exc)
+                self.stats.unreadable[path] = unreadable or "no header"
                 return
             if header.file_id in seen:
                 return
             seen.add(header.file_id)
-            self._inodes[inode] = (st.st_size, header.file_id)
+            self._inodes[inode] = (
+                max(st.st_size, largest if known_id == header.file_id else 0),
+                header.file_id,
+            )
             pos = self._positions.get(header.file_id)
             if pos is None:
                 pos = self._positions[header.file_id] = _Position(path)

@@ -95,3 +95,21 @@ def test_the_follower_keeps_its_place_in_a_cut_file_until_it_is_whole(copied: Pa
     with open_path(copied) as journal:
         expected = [(e["__REALTIME_TIMESTAMP"], e["MESSAGE"]) for e in journal.entries({"MESSAGE"})]
     assert cursors == expected
+
+
+def test_a_smaller_journal_under_a_reused_inode_is_a_new_file(
+    copied: Path, journals: dict[str, Path]
+) -> None:
+    """Inode numbers are reused (journald vacuums a file, creates another): a smaller file with another
+    file id under a known inode is new, read from its start, not a cut file."""
+    path = journal_file(copied)
+    other = journal_file(journals["keyed"]).read_bytes()
+    follower = JournalFollower(str(copied), {"MESSAGE"}, from_start=True, max_entries=1_000_000)
+    assert follower.poll()
+    with open(path, "r+b") as f:  # the same inode, another journal in it
+        f.truncate(0)
+        f.write(other)
+    new = follower.poll()
+    assert not follower.stats.shrunk
+    with open_path(journal_file(journals["keyed"])) as journal:
+        assert len(new) == sum(1 for _ in journal.entries({"MESSAGE"}))
