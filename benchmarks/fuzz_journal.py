@@ -7,7 +7,10 @@ copies re-encoded with XZ and LZ4). Each case applies one to four mutations draw
 stream (``tests/facts/journal/mutate.py``, shared with the hypothesis tests: truncation, zeroed ranges,
 bit flips, noise, online state, huge counts and offsets, corrupt object headers, links, entry and
 array items, hash buckets and compressed payloads, small decompression bombs) and reads the result
-through every public path. A *crash* is any exception other than the documented ``JournalError``
+through every public path. One case in three also cuts the file while it is read (truncated to a
+random size after a random number of entries, or right after opening), so the reads that follow
+meet a file that shrank under them (each must be a ``FileShrank`` recorded as a problem, never
+SIGBUS or a short buffer). A *crash* is any exception other than the documented ``JournalError``
 types, a case slower than ``--timeout``, or a peak RSS growth past ``--max-growth-mib``.
 
 Prints the cases run, the distinct crash signatures (exception type + innermost frame) with a count
@@ -75,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             # one case in four reads the damaged file together with its pristine base (a merge)
             companion = base.data if case % 4 == 3 else None
-            outcome = read_all(data, companion=companion, seconds=args.timeout)
+            cut = (rng.randrange(0, 64), rng.randrange(0, len(data) + 1)) if case % 3 == 1 else None
+            outcome = read_all(data, companion=companion, seconds=args.timeout, cut=cut)
         except JournalError:
             documented += 1
             continue
@@ -86,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
                 import traceback
 
                 text = "".join(traceback.format_exception(exc))
-                crashes[sig] = (case, f"base={base.name} mutations={mutations}\n{text}")
+                crashes[sig] = (case, f"base={base.name} mutations={mutations} cut={cut}\n{text}")
                 print(f"case {case}: NEW CRASH {sig}", flush=True)
             continue
         finally:
@@ -98,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         if outcome.peak_growth_kib > args.max_growth_mib * 1024:
             sig = f"MemoryBound exceeded ({outcome.peak_growth_kib // 1024} MiB) on {base.name}"
             counts[sig] = counts.get(sig, 0) + 1
-            crashes.setdefault(sig, (case, f"base={base.name} mutations={mutations}"))
+            crashes.setdefault(sig, (case, f"base={base.name} mutations={mutations} cut={cut}"))
         if args.progress and (case + 1) % args.progress == 0:
             rate = (case + 1) / (time.perf_counter() - started)
             print(f"  {case + 1} cases, {len(crashes)} crash signature(s), {rate:.0f} cases/s", flush=True)

@@ -156,10 +156,13 @@ class Watcher:
             self._signals.poll()
         except JournalUnavailable as exc:
             raise _Unavailable(str(exc)) from None
-        unreadable = self._signals.stats.unreadable
+        stats = self._signals.stats
+        unreadable = stats.unreadable
         for path in sorted(set(unreadable) - self._unreadable_said):
             self.warn(f"watch: journal: {path}: {unreadable[path]}")
         self._unreadable_said = set(unreadable)
+        if stats.shrunk:  # entries may be missing until the file is whole again: not a full count
+            raise _Unavailable("; ".join(f"{path}: {why}" for path, why in sorted(stats.shrunk.items())))
 
     def _poll_cpu(self, now: float) -> None:
         try:

@@ -24,3 +24,8 @@ class UnsupportedJournal(JournalError):
 
 class CorruptJournal(JournalError):
     """The file's structure is inconsistent (truncated, overwritten, or still being written)."""
+
+
+class FileShrank(CorruptJournal):
+    """The file got shorter while it was read (truncated under the reader): what is past the new end
+    is gone, so the read is incomplete; the file may be whole again later (see ``follow``)."""

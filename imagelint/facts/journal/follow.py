@@ -15,8 +15,9 @@ fields asked for. How each entry is counted exactly once:
   links an entry into the arrays (and bumps ``n_entries`` in the header) only after the entry
   object is written, so a linked entry is complete.
 - **Cheap when idle**: each poll lists the directory (and one level down, as ``journalctl
-  --directory`` does) and reads each file's header (4 KiB); a file is mapped only when its
-  ``n_entries`` moved or it is new, and unmapped again at the end of the poll.
+  --directory`` does) and reads each file's header (4 KiB); a file is opened for reading (positioned
+  reads through a page cache, never a mapping: see ``reader``) only when its ``n_entries`` moved or
+  it is new, and closed again at the end of the poll.
 - **Start**: files present at the first poll are followed from their end (``from_start=False``, the
   default: a counter counts what happened while watching), or from their beginning. A file that
   appears later is new: it is read from its first entry.
@@ -26,6 +27,12 @@ fields asked for. How each entry is counted exactly once:
   decoded is skipped and counted in ``FollowStats.bad_entries``. A file that vanishes is forgotten
   (journald vacuumed it). A file that cannot be opened or has no valid header is listed in
   ``FollowStats.unreadable`` at each poll until it can be read.
+- **Shrinking**: journald only ever appends to a file, so a file (an inode) smaller than it was seen
+  before, or one that comes up short while it is walked (``FileShrank``), has been cut under us. It is
+  listed in ``FollowStats.shrunk`` at each poll until it is back to at least the size seen; its
+  position is kept and nothing from a walk cut short is handed over, so when the file is whole again
+  it is followed on from where it was, each entry still counted once. (A mapping would have died of
+  SIGBUS instead.)
 - **Bounded**: at most ``max_entries`` are handed over per poll; the rest wait for the next one.
 """
 
@@ -36,10 +43,11 @@ import stat
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
-from imagelint.facts.journal.errors import JournalError
+from imagelint.facts.journal.errors import FileShrank, JournalError
 from imagelint.facts.journal.format import parse_header
 from imagelint.facts.journal.reader import FieldValue, JournalFile
 from imagelint.facts.journal.sources import host_journal_files
+from imagelint.targets.rootfs import HostFile
 
 HEADER_READ = 4096
 MAX_FAILURES = 3
@@ -77,6 +85,7 @@ class FollowStats:
     abandoned: dict[str, str] = field(default_factory=dict)  # path → why it is no longer followed
     files: int = 0  # files followed at the last poll
     unreadable: dict[str, str] = field(default_factory=dict)  # at the last poll: path → why not opened
+    shrunk: dict[str, str] = field(default_factory=dict)  # at the last poll: path → how it was cut
     last_error: str | None = None
 
 
@@ -101,6 +110,8 @@ class JournalFollower:
         self.max_entries = max_entries
         self.stats = FollowStats()
         self._positions: dict[bytes, _Position] = {}
+        # (st_dev, st_ino) → (the largest size seen, the file id its header gave then)
+        self._inodes: dict[tuple[int, int], tuple[int, bytes | None]] = {}
         self._first_poll = True
 
     def _check_directory(self) -> None:
@@ -118,12 +129,16 @@ class JournalFollower:
         self._check_directory()
         out: list[FollowedEntry] = []
         seen: set[bytes] = set()
+        inodes: set[tuple[int, int]] = set()
         self.stats.unreadable = {}
+        self.stats.shrunk = {}
         skip_existing = self._first_poll and not self.from_start
         for path in host_journal_files(self.directory):
             if len(out) >= self.max_entries:
                 break
-            self._follow_file(path, seen, out, skip_existing)
+            self._follow_file(path, seen, inodes, out, skip_existing)
+        for inode in [i for i in self._inodes if i not in inodes]:
+            del self._inodes[inode]
         for file_id in [f for f in self._positions if f not in seen]:
             del self._positions[file_id]  # vacuumed, or renamed out of the directory
         self.stats.files = len(seen)
@@ -131,7 +146,12 @@ class JournalFollower:
         return out
 
     def _follow_file(
-        self, path: str, seen: set[bytes], out: list[FollowedEntry], skip_existing: bool
+        self,
+        path: str,
+        seen: set[bytes],
+        inodes: set[tuple[int, int]],
+        out: list[FollowedEntry],
+        skip_existing: bool,
     ) -> None:
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
@@ -144,40 +164,74 @@ class JournalFollower:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
                 return
+            inode = (st.st_dev, st.st_ino)
+            inodes.add(inode)
             try:
                 header = parse_header(os.pread(fd, HEADER_READ, 0), st.st_size)
+                unreadable = None
             except (JournalError, OSError) as exc:
+                header, unreadable = None, str(exc)
+            largest, known_id = self._inodes.get(inode, (0, None))
+            # the same file, smaller: not a freed inode number given to a new file (another file id)
+            if st.st_size < largest and (header is None or header.file_id == known_id):
+                self.stats.shrunk[path] = f"the file shrank from {largest} to {st.st_size} bytes"
+                if known_id is not None:
+                    seen.add(known_id)  # its position is kept for when it is whole again
+                return
+            if header is None:
                 # not a journal, or not yet one (a file being created has no complete header)
-                self.stats.unreadable[path] = str(exc)
+                self.stats.unreadable[path] = unreadable or "no header"
                 return
             if header.file_id in seen:
                 return
             seen.add(header.file_id)
+            self._inodes[inode] = (
+                max(st.st_size, largest if known_id == header.file_id else 0),
+                header.file_id,
+            )
             pos = self._positions.get(header.file_id)
             if pos is None:
                 pos = self._positions[header.file_id] = _Position(path)
             pos.path = path
             if pos.abandoned or header.n_entries <= pos.walked:
                 return
-            with os.fdopen(os.dup(fd), "rb") as f:
-                try:
-                    jf = JournalFile.from_file(f, path)
-                except (JournalError, OSError) as exc:
-                    self._failed(pos, str(exc))
-                    return
+            try:
+                jf = JournalFile.from_random(HostFile(os.dup(fd)), path)
+            except (JournalError, OSError) as exc:
+                self._failed(pos, str(exc))
+                return
             try:
                 self._walk(jf, pos, out, skip_existing)
+            except FileShrank:
+                now = os.fstat(fd).st_size
+                self.stats.shrunk[path] = f"the file shrank from {st.st_size} to {now} bytes"
             finally:
                 jf.close()
         finally:
             os.close(fd)
 
     def _walk(self, jf: JournalFile, pos: _Position, out: list[FollowedEntry], skip_existing: bool) -> None:
+        """Hand over what was linked since ``pos`` and move it on; a walk the file's shrinking cuts
+        short hands over nothing, leaves ``pos`` where it was and raises ``FileShrank``."""
         budget = self.max_entries - len(out)
         if skip_existing:
             budget = 1 << 62  # positioned at the end: offsets only, nothing decoded
+        new: list[FollowedEntry] = []
+        bad = 0
         try:
             offsets, array_off, index = jf.follow_offsets(pos.array_off, pos.index, pos.last_entry, budget)
+            for off in [] if skip_existing else offsets:
+                try:
+                    boot, realtime, fields = jf.fields_at(off, self.fields)
+                except FileShrank:
+                    raise
+                except JournalError as exc:
+                    bad += 1
+                    self.stats.last_error = f"{pos.path}: {exc}"
+                    continue
+                new.append(FollowedEntry(pos.path, boot, realtime, fields))
+        except FileShrank:
+            raise  # the caller says how far it shrank
         except JournalError as exc:
             self._failed(pos, str(exc))
             return
@@ -187,17 +241,9 @@ class JournalFollower:
         if offsets:
             pos.last_entry = offsets[-1]
             pos.walked += len(offsets)
-        if skip_existing:
-            return
-        for off in offsets:
-            try:
-                boot, realtime, fields = jf.fields_at(off, self.fields)
-            except JournalError as exc:
-                self.stats.bad_entries += 1
-                self.stats.last_error = f"{pos.path}: {exc}"
-                continue
-            out.append(FollowedEntry(pos.path, boot, realtime, fields))
-            self.stats.entries += 1
+        out.extend(new)
+        self.stats.entries += len(new)
+        self.stats.bad_entries += bad
 
     def _failed(self, pos: _Position, reason: str) -> None:
         pos.failures += 1

@@ -11,7 +11,6 @@ incompatible flag raises ``UnsupportedJournal``, a broken header ``CorruptJourna
 
 from __future__ import annotations
 
-import mmap
 import struct
 from dataclasses import dataclass
 from enum import IntEnum, IntFlag
@@ -171,9 +170,7 @@ class JournalHeader:
         return names
 
 
-def parse_header(
-    buf: bytes | bytearray | memoryview | mmap.mmap | PagedBuffer, file_size: int
-) -> JournalHeader:
+def parse_header(buf: bytes | bytearray | memoryview | PagedBuffer, file_size: int) -> JournalHeader:
     """Validate and decode the header at the start of ``buf`` (the whole mapped file).
 
     Raises ``UnsupportedJournal`` for unknown incompatible flags and ``CorruptJournal`` for anything

@@ -18,6 +18,11 @@ entries' headers). Indexed lookups visit only the entries they match, so a torn 
 a running system whose last entries were never completed, or overwritten) would otherwise read as
 complete: a file failing the check is recorded as read in part, which makes the rules relying on it
 inconclusive, while what can be read still is.
+
+A file can also be cut while it is read. A read past its new end is a problem on the file
+(``FileShrank``); and when a reading method has gone through every file, each is asked whether it
+still has the size it had when opened, so a cut that only spared the pages already read (and cached)
+is a problem too: the file is no longer what was read.
 """
 
 from __future__ import annotations
@@ -97,6 +102,7 @@ class Journal:
         self._files = files
         self.scan = scan
         self._checked = False
+        self._shrunk: set[int] = set()  # files already recorded as cut (by ``id`` of their report)
 
     def check(self) -> None:
         """Check every file's structure once, recording a torn or damaged one as read in part.
@@ -113,6 +119,13 @@ class Journal:
             reason = jf.check_structure()
             if reason is not None:
                 report.problem(f"torn or damaged: {reason}")
+
+    def _still_whole(self) -> None:
+        """Record, once per file, a file that is shorter now than when it was opened."""
+        for report, jf in self._files:
+            if id(report) not in self._shrunk and jf.shrank():
+                self._shrunk.add(id(report))
+                report.problem(f"the file shrank while being read (it was {jf.file_size} bytes)")
 
     def __enter__(self) -> Journal:
         return self
@@ -210,6 +223,17 @@ class Journal:
         *,
         by_scan: bool,
         decode: Callable[[JournalFile, int], Any] | None = None,
+    ) -> Iterator[Any]:
+        yield from self._read(offsets_of, fields, by_scan=by_scan, decode=decode)
+        self._still_whole()
+
+    def _read(
+        self,
+        offsets_of: Callable[[JournalFile], Iterable[int]],
+        fields: Collection[str] | None,
+        *,
+        by_scan: bool,
+        decode: Callable[[JournalFile, int], Any] | None,
     ) -> Iterator[Any]:
         self.check()
         chain = self._chain_order()
@@ -344,6 +368,7 @@ class Journal:
                         break
             except CorruptJournal as exc:
                 report.problem(f"index lookup failed: {exc}")
+        self._still_whole()
         out: dict[str, list[str]] = {}
         for boot, items in found.items():
             items.sort(reverse=True)

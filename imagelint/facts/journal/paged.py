@@ -1,33 +1,50 @@
-"""A journal file read by positioned reads through a bounded page cache, for targets with no real file.
+"""A journal file read by positioned reads through a bounded page cache: never a mapping.
 
-A disk image or a snapshot gives a journal as a stream (``pread(offset, length)``), not a descriptor
-to ``mmap``. :class:`PagedBuffer` offers the two operations the reader uses on a mapping, slicing and
-``find``, with at most ``MAX_CACHED`` bytes of pages kept (least recently used first out) so a full
-scan of any journal stays within a fixed memory budget. A slice larger than a few pages is read
-directly and not cached (the reader caps single values itself).
+Every journal file is read this way, wherever it comes from: a disk image or a snapshot gives a
+stream (``pread(offset, length)``) and no descriptor at all, and a file on this host or in a
+directory image may be truncated while it is read, which a mapping answers with SIGBUS (see
+``reader``). :class:`PagedBuffer` offers the two operations the reader uses, slicing and ``find``,
+with at most ``MAX_CACHED`` bytes of pages kept (least recently used first out) so a full scan of any
+journal stays within a fixed memory budget. A slice larger than a few pages is read directly and not
+cached (the reader caps single values itself).
+
+The size is fixed when the file is opened (a journal grows by appending; what a writer appends later
+is read by opening it again, see ``follow``). A read that comes back short inside that size means the
+file shrank under the reader: it raises ``FileShrank`` rather than hand over fewer bytes.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 
+from imagelint.facts.journal.errors import CorruptJournal, FileShrank
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # ``typing`` (which the interface module needs) stays off the journal's import path
     from imagelint.targets.interface import RandomAccessFile
 
-PAGE = 64 * 1024
-MAX_CACHED = 32 * 1024 * 1024  # bytes of pages kept
+PAGE_SHIFT = 16
+PAGE = 1 << PAGE_SHIFT
+MAX_CACHED = 32 * 1024 * 1024
+"""Bytes of pages kept by all the open buffers of this process together (a run may open hundreds of
+journal files): a buffer that needs a page when the budget is spent evicts from the buffer holding
+the most, itself included, least recently used first."""
 _DIRECT = 4 * PAGE  # slices at least this long bypass the cache
 
 
 class PagedBuffer:
     """Read-only, bytes-like view of a :class:`RandomAccessFile` of ``size`` bytes."""
 
-    def __init__(self, f: RandomAccessFile, size: int, *, max_cached: int = MAX_CACHED) -> None:
+    _open: set[PagedBuffer] = set()  # buffers holding pages, which share ``MAX_CACHED``
+    _cached = 0  # pages they hold
+
+    def __init__(self, f: RandomAccessFile, size: int) -> None:
         self._f = f
         self._size = size
         self._pages: OrderedDict[int, bytes] = OrderedDict()
-        self._max_pages = max(1, max_cached // PAGE)
+        # the page the last slice came from: most slices fall in the page before them
+        self._last_index = -1
+        self._last_page = b""
         self.closed = False
         self.reads = 0  # positioned reads issued (what the cache saved shows against the slices taken)
 
@@ -39,41 +56,67 @@ class PagedBuffer:
         page = pages.get(index)
         if page is not None:
             pages.move_to_end(index)
-            return page
-        page = self._read(index * PAGE, PAGE)
-        pages[index] = page
-        if len(pages) > self._max_pages:
-            pages.popitem(last=False)
+        else:
+            page = self._read(index << PAGE_SHIFT, PAGE)
+            cls = PagedBuffer
+            if cls._cached >= MAX_CACHED >> PAGE_SHIFT:
+                victim = max(cls._open, key=lambda b: len(b._pages), default=self)
+                if victim._pages:
+                    victim._pages.popitem(last=False)
+                    victim._last_index = -1
+                    cls._cached -= 1
+            pages[index] = page
+            cls._cached += 1
+            cls._open.add(self)
+        self._last_index = index
+        self._last_page = page
         return page
 
     def _read(self, offset: int, length: int) -> bytes:
         length = max(0, min(length, self._size - offset))
         chunks: list[bytes] = []
         while length > 0:
-            chunk = self._f.pread(offset, length)
+            try:
+                chunk = self._f.pread(offset, length)
+            except OSError as exc:  # an I/O error under the file: unreadable there, as damage is
+                raise CorruptJournal(f"cannot read at offset {offset}: {exc.strerror or exc}") from None
             self.reads += 1
             if not chunk:
-                break
+                raise FileShrank(
+                    f"the file shrank while being read: it was {self._size} bytes and ends before {offset}"
+                )
             chunks.append(chunk)
             offset += len(chunk)
             length -= len(chunk)
         return b"".join(chunks)
 
     def __getitem__(self, key: slice) -> bytes:
-        if not isinstance(key, slice) or key.step not in (None, 1):
+        start, stop = key.start, key.stop
+        if type(start) is int and type(stop) is int and 0 <= start < stop <= self._size and key.step is None:
+            index = start >> PAGE_SHIFT
+            if (stop - 1) >> PAGE_SHIFT == index:  # the common case: within one page
+                page = self._last_page if index == self._last_index else self._page(index)
+                base = index << PAGE_SHIFT
+                return page[start - base : stop - base]
+        elif not isinstance(key, slice) or key.step not in (None, 1):
             raise TypeError("PagedBuffer supports contiguous slices only")
-        start, stop, _ = key.indices(self._size)
-        if stop <= start:
-            return b""
+        else:
+            start, stop, _ = key.indices(self._size)
+            if stop <= start:
+                return b""
         if stop - start >= _DIRECT:
             return self._read(start, stop - start)
-        first, last = start // PAGE, (stop - 1) // PAGE
-        if first == last:
-            base = first * PAGE
-            return self._page(first)[start - base : stop - base]
+        first, last = start >> PAGE_SHIFT, (stop - 1) >> PAGE_SHIFT
         joined = b"".join(self._page(i) for i in range(first, last + 1))
-        base = first * PAGE
+        base = first << PAGE_SHIFT
         return joined[start - base : stop - base]
+
+    def whole(self) -> bool:
+        """Whether the file still reaches the size it had when opened (one positioned read)."""
+        try:
+            return self._size == 0 or bool(self._f.pread(self._size - 1, 1))
+        except OSError:
+            return False
 
     def find(self, sub: bytes, start: int = 0, end: int | None = None) -> int:
         end = self._size if end is None else min(end, self._size)
@@ -81,7 +124,11 @@ class PagedBuffer:
         return -1 if at < 0 else start + at
 
     def close(self) -> None:
+        PagedBuffer._cached -= len(self._pages)
+        PagedBuffer._open.discard(self)
         self._pages.clear()
+        self._last_page = b""
+        self._last_index = -1
         if not self.closed:
             self.closed = True
             self._f.close()

@@ -3,7 +3,9 @@
 Structured records come first: a MESSAGE_ID is stable across systemd versions and is looked up
 through the journal's index. Text patterns exist only for events that have no structured record
 in some systemd generation; each says which generations need it and which indexed match narrows
-the entries it is tried on (PID 1's own entries), so no pattern ever forces a full scan.
+the entries it is tried on (PID 1's own entries, by journald's trusted ``_PID`` and ``_UID``), so no
+pattern ever forces a full scan. Structured records are accepted from service managers only, by the
+same trusted fields (see ``restarts``): anyone can log a MESSAGE_ID.
 
 Kernel and symptom signals (ENA resets, watchdogs, lockups, OOM kills) are data for the generic
 signal matcher in ``signals``.
@@ -41,7 +43,8 @@ class TextPattern:
     key: str  # what it means, e.g. "start-limit-hit"
     regex: Pattern
     generations: str  # which systemd versions need it
-    index: dict[str, str] = field(default_factory=lambda: {"_PID": "1"})  # narrows the candidates
+    # narrows the candidates to PID 1's own entries: journald's trusted fields, which no client can set
+    index: dict[str, str] = field(default_factory=lambda: {"_PID": "1", "_UID": "0"})
 
 
 # "Start request repeated too quickly." is a plain log_unit_warning() with no MESSAGE_ID in every

@@ -1,4 +1,4 @@
-"""One journal file, memory-mapped and read defensively.
+"""One journal file, read by positioned reads and defensively.
 
 ``JournalFile`` walks the structures described in ``format``: the global entry-array chain for a
 full listing, the DATA hash table plus a DATA object's own entry-array chain for indexed
@@ -29,16 +29,21 @@ problem (``CorruptJournal``), never an allocation the file asked for.
 ``check_structure`` is the cheap integrity check ``Journal`` runs before a file's first read (see
 there): header, tail object, the global entry-array chain and the last entries, so that a torn file
 is not taken as complete when only its index is read.
+
+The file is never mapped: every byte comes from ``pread`` through a ``PagedBuffer`` (a bounded cache
+of pages), whether the file is on this host, in a directory image or in a disk image. A journal can be
+truncated while it is read (journald's vacuuming, a hostile image, a test), and a mapping of it then
+kills the process with SIGBUS at the first touch past the new end, which no Python code can catch;
+a short read instead raises ``FileShrank``, a ``CorruptJournal`` like any other damage. The cache also
+bounds what a full scan keeps resident, where a mapping would count every page touched.
 """
 
 from __future__ import annotations
 
 import itertools
-import mmap
 import operator
 import os
 import struct
-import weakref
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 
 from imagelint.facts.journal.compression import MAX_DECOMPRESSED, decompress, decompress_prefix
@@ -68,7 +73,7 @@ from imagelint.facts.journal.paged import PagedBuffer
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # ``typing`` costs milliseconds to import and is needed for annotations only
-    from typing import Any, BinaryIO
+    from typing import Any
 
     from imagelint.targets.interface import RandomAccessFile
 
@@ -130,7 +135,7 @@ _DATA_NEXT_FIELD = 32  # DataObject.next_field_offset
 _STRUCTS_KEPT = 256
 _U32: dict[int, struct.Struct] = {}
 _U64: dict[int, struct.Struct] = {}
-Buffer = mmap.mmap | bytes | PagedBuffer  # what the reader slices: a mapping, bytes, or cached pages
+Buffer = bytes | PagedBuffer  # what the reader slices: bytes, or cached pages of a file
 
 
 _ITEMS_REGULAR: dict[int, struct.Struct] = {}  # regular entry items: the object offsets, hashes skipped
@@ -173,44 +178,6 @@ def _with_repeats(pairs: list[tuple[str, Value]], fields: Collection[str] | None
         else:
             out[name] = [prev, value]
     return out
-
-
-_MAPPED: weakref.WeakSet[JournalFile] = weakref.WeakSet()
-MAPPED_BUDGET = 64 * 1024 * 1024
-"""File-backed memory this process may keep mapped before journal pages are released."""
-_PAGE = os.sysconf("SC_PAGE_SIZE")
-_GUARD_EVERY = 1024
-"""Read costs between two looks at the mapped size: an entry read near the previous one costs 1, a
-jump elsewhere in a file ``_JUMP`` (a fault maps up to 16 pages around the one touched), so scattered
-index lookups look after memory 16 times as often as a sequential scan."""
-_JUMP = 16
-_NEAR = 65_536
-_ticks = 0
-
-
-def memory_guard() -> None:
-    """Keep resident mapped journal pages under ``MAPPED_BUDGET``.
-
-    Reading through ``mmap`` maps every page touched (and the kernel maps neighbours around each
-    fault), so a full scan of a large journal would otherwise count the whole file in this
-    process's RSS. Released pages stay in the page cache and come back on a cheap minor fault.
-    """
-    try:
-        with open("/proc/self/statm", "rb") as f:
-            shared = int(f.read().split()[2]) * _PAGE
-    except (OSError, ValueError, IndexError):
-        return
-    if shared > MAPPED_BUDGET:
-        for jf in list(_MAPPED):
-            jf.release_pages()
-
-
-def _tick(cost: int) -> None:
-    global _ticks
-    _ticks += cost
-    if _ticks >= _GUARD_EVERY:
-        _ticks = 0
-        memory_guard()
 
 
 def decode(raw: bytes) -> Value:
@@ -306,44 +273,19 @@ class JournalFile:
         # a FIELD object's data list is trusted to be complete only in a file closed cleanly
         self._lists_complete = not self.truncated and h.state_name in ("offline", "archived")
         self._chain_limit = min(_MAX_CHAIN, h.n_data if h.n_data is not None else h.n_objects)
-        self._last = 0
-        if isinstance(buf, mmap.mmap):
-            _MAPPED.add(self)
 
     # -- opening -------------------------------------------------------------------------------
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> JournalFile:
-        with open(path, "rb") as f:
-            return cls.from_file(f, os.fspath(path))
+        from imagelint.targets.rootfs import HostFile  # off the import path of an image's journal
 
-    @classmethod
-    def from_file(cls, f: BinaryIO, name: str) -> JournalFile:
-        """Map an open file (the mapping outlives ``f``, which the caller may close)."""
-        return cls._map(f.fileno(), name)
-
-    @classmethod
-    def _map(cls, fd: int, name: str) -> JournalFile:
-        size = os.fstat(fd).st_size
-        if size == 0:
-            raise CorruptJournal("zero-length file")
-        buf = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
-        try:
-            return cls(buf, name, size)
-        except Exception:
-            buf.close()
-            raise
+        return cls.from_random(HostFile(os.open(path, os.O_RDONLY | os.O_CLOEXEC)), os.fspath(path))
 
     @classmethod
     def from_random(cls, f: RandomAccessFile, name: str) -> JournalFile:
-        """Read a file a target opened: mapped when it has a real descriptor (the fast path), else
-        through a bounded page cache of positioned reads (a disk image, a snapshot). Takes ``f`` over."""
-        fd = f.fileno()
-        if fd is not None:
-            try:
-                return cls._map(fd, name)
-            finally:
-                f.close()
+        """Read a file a target (or ``open``) opened, through a bounded page cache of positioned
+        reads; the size is the one ``f`` had when opened. Takes ``f`` over."""
         if f.size == 0:
             f.close()
             raise CorruptJournal("zero-length file")
@@ -357,22 +299,15 @@ class JournalFile:
     def close(self) -> None:
         self._cache.clear()
         self._selections.clear()
-        _MAPPED.discard(self)
         if not isinstance(self._buf, bytes):
             self._buf.close()
 
-    def release_pages(self) -> None:
-        """Drop this process's mapping of the file's pages (they stay in the page cache)."""
-        if isinstance(self._buf, mmap.mmap) and not self._buf.closed:
-            self._buf.madvise(mmap.MADV_DONTNEED)
+    def shrank(self) -> bool:
+        """Whether the file is shorter now than when it was opened (truncated under the reader)."""
+        return isinstance(self._buf, PagedBuffer) and not self._buf.whole()
 
     def __repr__(self) -> str:
         return f"JournalFile({self.name!r})"
-
-    def _touch(self, off: int) -> None:
-        """Account for reading near ``off`` (see ``_GUARD_EVERY``)."""
-        _tick(1 if 0 <= off - self._last < _NEAR else _JUMP)
-        self._last = off
 
     # -- objects -------------------------------------------------------------------------------
 
@@ -541,7 +476,6 @@ class JournalFile:
                     else:
                         known[off] = True
                         sel.has_large = True
-                    self._touch(off)
                     nxt = _U64_AT.unpack(buf[off + _DATA_NEXT_FIELD : off + _DATA_NEXT_FIELD + _U64_AT.size])[
                         0
                     ]
@@ -1003,7 +937,6 @@ class JournalFile:
     def entry_key(self, off: int) -> EntryKey:
         """What cross-file ordering needs of the entry at ``off``."""
         self._object(off, ObjectType.ENTRY, ENTRY_ITEMS_OFFSET)
-        self._touch(off)
         _, _, _, seqnum, realtime, monotonic, boot_id, xor_hash = ENTRY_OBJECT.unpack(
             self._buf[off : off + ENTRY_OBJECT.size]
         )
@@ -1014,7 +947,6 @@ class JournalFile:
     def entry_boot_and_time(self, off: int) -> tuple[bytes, int]:
         """(boot_id, realtime) of the entry at ``off``, without decoding its fields."""
         self._object(off, ObjectType.ENTRY, ENTRY_ITEMS_OFFSET)
-        self._touch(off)
         _, _, _, _s, realtime, _m, boot_id, _x = ENTRY_OBJECT.unpack(self._buf[off : off + ENTRY_OBJECT.size])
         if not 0 < realtime < REALTIME_MAX:
             raise CorruptJournal(f"entry has an impossible realtime stamp {realtime}", offset=off)
@@ -1040,12 +972,6 @@ class JournalFile:
         else:
             items = _regular_items(buf, off + ENTRY_ITEMS_OFFSET, n)
         self._spent = 0
-        global _ticks
-        _ticks += 1 if 0 <= off - self._last < _NEAR else _JUMP
-        self._last = off
-        if _ticks >= _GUARD_EVERY:
-            _ticks = 0
-            memory_guard()
         return (seqnum, realtime, monotonic, boot_id, xor_hash), items
 
     def _boot(self, boot_id: bytes) -> str:
@@ -1081,7 +1007,6 @@ class JournalFile:
         What an analysis needs when ``entry(off, fields)`` would be more than it asks for; the hot
         path of indexed analyses, hence written out rather than shared with ``entry``.
         """
-        global _ticks
         sel = self._selections.get(fields) if type(fields) is frozenset else None
         if sel is None:
             sel = self._selection(fields)
@@ -1103,11 +1028,6 @@ class JournalFile:
         else:
             items = _regular_items(buf, off + ENTRY_ITEMS_OFFSET, n)
         self._spent = 0
-        _ticks += 1 if 0 <= off - self._last < _NEAR else _JUMP
-        self._last = off
-        if _ticks >= _GUARD_EVERY:
-            _ticks = 0
-            memory_guard()
         pairs: list[Any]
         if sel.closed and not sel.has_large:
             pairs = list(filter(None, map(sel.known.get, items)))

@@ -14,6 +14,18 @@ unit failed, process exited) and for PID 1's own entries (for the text-only reco
 * ``failures``: failure records by ``UNIT_RESULT``; ``last_exit``: the last process-exit record;
 * ``samples``: the last few distinct messages the unit's own processes logged in that boot.
 
+Only service managers' records count, and journald's trusted fields (the underscore fields it takes
+from the kernel's credentials and the sender's cgroup; clients cannot set them) say who sent each one:
+
+* the system manager's (``UNIT=``): ``_PID=1`` and ``_UID=0``;
+* a user manager's (``USER_UNIT=``, ``manager="user"``): not PID 1, and sent from the manager's own
+  cgroup, ``_SYSTEMD_UNIT=user@<_UID>.service`` with ``_SYSTEMD_USER_UNIT=init.scope`` (or none, as
+  before user managers had an ``init.scope``), so a user's other processes cannot pass for it.
+
+Anything else carrying the same fields (``logger --journald MESSAGE_ID=5eb0… UNIT=x``, ``systemd-cat``)
+is counted in ``RestartReport.untrusted`` and nowhere else: an unprivileged user on a soaked host must
+not be able to fake a restart loop and fail the gate.
+
 Pure functions of the journal: no thresholds, no verdicts (those belong to the rules).
 """
 
@@ -39,7 +51,10 @@ from imagelint.facts.journal.scan import JournalScan
 PAIRING_USEC = 10_000_000  # a start-limit text line and its structured failure, if any, are this close
 # what a structured record is read for; the MESSAGE only of entries without a MESSAGE_ID (the text
 # patterns), so the restart, failure and exit records cost no more than these few shared values
-_FIELDS = frozenset({"MESSAGE_ID", "N_RESTARTS", "UNIT_RESULT", "EXIT_CODE", "EXIT_STATUS", *UNIT_FIELDS})
+_SENDER = ("_PID", "_UID", "_SYSTEMD_UNIT", "_SYSTEMD_USER_UNIT")  # journald's, never the client's
+_FIELDS = frozenset(
+    {"MESSAGE_ID", "N_RESTARTS", "UNIT_RESULT", "EXIT_CODE", "EXIT_STATUS", *UNIT_FIELDS, *_SENDER}
+)
 _MESSAGE = frozenset({"MESSAGE"})
 
 
@@ -126,6 +141,7 @@ class RestartReport:
     units: list[UnitRestarts]  # ordered by boot (first seen), then unit name
     boots: list[str]  # boot ids in the order they first appear
     scan: JournalScan
+    untrusted: int = 0  # records whose trusted fields say no service manager sent them (ignored)
 
     def for_unit(self, unit: str) -> list[UnitRestarts]:
         return [u for u in self.units if u.unit == unit]
@@ -142,7 +158,12 @@ class RestartReport:
         return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
 
     def to_dict(self) -> dict[str, object]:
-        return {"boots": self.boots, "units": [u.to_dict() for u in self.units], "scan": self.scan.to_dict()}
+        return {
+            "boots": self.boots,
+            "units": [u.to_dict() for u in self.units],
+            "untrusted": self.untrusted,
+            "scan": self.scan.to_dict(),
+        }
 
 
 def _first(value: object) -> str | None:
@@ -151,6 +172,26 @@ def _first(value: object) -> str | None:
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     return value if isinstance(value, str) else None
+
+
+def _sent_by(e: dict[str, FieldValue]) -> tuple[str, str] | None:
+    """(unit, "system" or "user") when a service manager sent the record ``e``, by journald's trusted
+    fields (see the module docstring); None when anyone else did. A repeated trusted field is not
+    journald's doing: None."""
+    pid, uid = e.get("_PID"), e.get("_UID")
+    if not isinstance(pid, str) or not isinstance(uid, str):
+        return None
+    if pid == "1":
+        unit = e.get("UNIT")
+        return (unit, "system") if uid == "0" and isinstance(unit, str) else None
+    unit = e.get("USER_UNIT")
+    if (
+        isinstance(unit, str)
+        and e.get("_SYSTEMD_UNIT") == f"user@{uid}.service"
+        and e.get("_SYSTEMD_USER_UNIT", "init.scope") == "init.scope"
+    ):
+        return unit, "user"
+    return None
 
 
 def _decode(jf: JournalFile, off: int) -> tuple[str, int, dict[str, FieldValue]]:
@@ -166,6 +207,7 @@ def analyze_restarts(journal: Journal, *, samples: int = 3) -> RestartReport:
     """Fold restart, failure, exit and start-limit records per (unit, boot)."""
     per: dict[tuple[str, str], UnitRestarts] = {}
     boots: dict[str, None] = {}
+    untrusted = 0
     stream = journal.match_any_decoded(
         [
             {"MESSAGE_ID": (RESTART_SCHEDULED, UNIT_FAILED, UNIT_PROCESS_EXIT)},
@@ -177,13 +219,11 @@ def analyze_restarts(journal: Journal, *, samples: int = 3) -> RestartReport:
     )
     for boot, t, e in stream:
         boots.setdefault(boot)
-        unit = _first(e.get("UNIT"))
-        manager = "system"
-        if unit is None:
-            unit = _first(e.get("USER_UNIT"))
-            manager = "user"
-            if unit is None:
-                continue
+        sender = _sent_by(e)
+        if sender is None:
+            untrusted += 1
+            continue
+        unit, manager = sender
         mid = _first(e.get("MESSAGE_ID"))
         rec = per.get((unit, boot))
         if rec is None:
@@ -224,6 +264,7 @@ def analyze_restarts(journal: Journal, *, samples: int = 3) -> RestartReport:
         [u for u in units if u.restarts or u.failures or u.start_limit_hits or u.last_exit],
         list(boots),
         journal.scan,
+        untrusted,
     )
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.facts.journal.exportgen import JOURNAL_REMOTE, MACHINE_ID, scenario, write_journal
+from tests.facts.journal.exportgen import JOURNAL_REMOTE, MACHINE_ID, large_history, scenario, write_journal
 from tests.support import need
 
 JOURNALCTL = shutil.which("journalctl")
@@ -65,3 +65,11 @@ def two_writers(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_journal(b"".join(entries[0::2]), base, name="system.journal")
     write_journal(b"".join(entries[1::2]), base, name="user-1000.journal")
     return base
+
+
+@pytest.fixture(scope="session")
+def long_journal(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A journal of 100,000 entries (10,000 crash-loop turns among noise): long enough to be read for
+    a while, so that a test can change it under a reader. Copy it before changing it."""
+    have_tools()
+    return write_journal(large_history(100_000, restart_cycles=10_000), tmp_path_factory.mktemp("long"))

@@ -18,6 +18,7 @@ import random
 import struct
 import subprocess
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 JOURNAL_REMOTE = "/lib/systemd/systemd-journal-remote"
@@ -28,6 +29,76 @@ STARTED_ID = "39f53479d3a045ac8e11786248231fbf"
 MACHINE_ID = "5c1f1f3c2c9d4ad3b8f3e4a7d9a0b111"
 
 Field = tuple[str, str | bytes]
+
+
+@dataclass(frozen=True)
+class Sender:
+    """Who logs a service manager's records: the trusted fields journald adds (``_PID``, ``_UID``,
+    the cgroup...) and the field naming the unit (``UNIT`` for the system manager, ``USER_UNIT`` for a
+    user's). Export format carries underscore fields as given, so a test can write any sender."""
+
+    trusted: tuple[Field, ...]
+    unit_field: str = "UNIT"
+
+
+PID1 = Sender(
+    (
+        ("_TRANSPORT", "journal"),
+        ("_PID", "1"),
+        ("_UID", "0"),
+        ("_GID", "0"),
+        ("_COMM", "systemd"),
+        ("_EXE", "/usr/lib/systemd/systemd"),
+        ("_CMDLINE", "/sbin/init"),
+        ("_CAP_EFFECTIVE", "1ffffffffff"),
+        ("_SYSTEMD_CGROUP", "/init.scope"),
+        ("_SYSTEMD_UNIT", "init.scope"),
+        ("_SYSTEMD_SLICE", "-.slice"),
+    )
+)
+
+
+def user_manager(pid: int, uid: int) -> Sender:
+    """A user's ``systemd --user`` (in ``user@UID.service/init.scope``), which logs ``USER_UNIT=``."""
+    return Sender(
+        (
+            ("_TRANSPORT", "journal"),
+            ("_PID", str(pid)),
+            ("_UID", str(uid)),
+            ("_GID", str(uid)),
+            ("_COMM", "systemd"),
+            ("_EXE", "/usr/lib/systemd/systemd"),
+            ("_CMDLINE", "/lib/systemd/systemd --user"),
+            ("_SYSTEMD_CGROUP", f"/user.slice/user-{uid}.slice/user@{uid}.service/init.scope"),
+            ("_SYSTEMD_UNIT", f"user@{uid}.service"),
+            ("_SYSTEMD_USER_UNIT", "init.scope"),
+            ("_SYSTEMD_SLICE", f"user-{uid}.slice"),
+            ("_SYSTEMD_OWNER_UID", str(uid)),
+        ),
+        unit_field="USER_UNIT",
+    )
+
+
+def forger(pid: int, uid: int, *, unit_field: str = "UNIT") -> Sender:
+    """An unprivileged user's ``logger --journald`` or ``systemd-cat`` in a login session, writing a
+    manager's fields (``MESSAGE_ID``, ``UNIT``...) into its own entries: journald still adds the truth."""
+    return Sender(
+        (
+            ("_TRANSPORT", "journal"),
+            ("_PID", str(pid)),
+            ("_UID", str(uid)),
+            ("_GID", str(uid)),
+            ("_COMM", "logger"),
+            ("_EXE", "/usr/bin/logger"),
+            ("_CMDLINE", "logger --journald"),
+            ("_SYSTEMD_CGROUP", f"/user.slice/user-{uid}.slice/session-3.scope"),
+            ("_SYSTEMD_UNIT", "session-3.scope"),
+            ("_SYSTEMD_SLICE", f"user-{uid}.slice"),
+            ("_SYSTEMD_OWNER_UID", str(uid)),
+            ("_SYSTEMD_SESSION", "3"),
+        ),
+        unit_field=unit_field,
+    )
 
 
 def export_entry(fields: list[Field]) -> bytes:
@@ -86,8 +157,9 @@ def write_journal(
 class Host:
     """Emits the entries of one machine, boot after boot, with realistic fields and clocks."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, sender: Sender = PID1) -> None:
         self.rng = random.Random(seed)
+        self.sender = sender  # who logs the service manager's records (``pid1``)
         self.hostname = "ip-10-0-3-17"
         self.boot_id = ""
         self.boot_realtime = 0
@@ -113,27 +185,18 @@ class Host:
         ]
 
     def pid1(self, unit: str, message: str, extra: list[Field] = (), *, code_func: str = "unit_log") -> bytes:
+        """A service manager's record about ``unit``: PID 1's, unless ``self.sender`` is another."""
         inv = self.invocation.setdefault(unit, self.rng.getrandbits(128).to_bytes(16, "big").hex())
         fields = [
             *self._base(),
             ("PRIORITY", "6"),
             ("SYSLOG_FACILITY", "3"),
             ("SYSLOG_IDENTIFIER", "systemd"),
-            ("_TRANSPORT", "journal"),
-            ("_PID", "1"),
-            ("_UID", "0"),
-            ("_GID", "0"),
-            ("_COMM", "systemd"),
-            ("_EXE", "/usr/lib/systemd/systemd"),
-            ("_CMDLINE", "/sbin/init"),
-            ("_CAP_EFFECTIVE", "1ffffffffff"),
-            ("_SYSTEMD_CGROUP", "/init.scope"),
-            ("_SYSTEMD_UNIT", "init.scope"),
-            ("_SYSTEMD_SLICE", "-.slice"),
+            *self.sender.trusted,
             ("CODE_FILE", "src/core/unit.c"),
             ("CODE_FUNC", code_func),
             ("CODE_LINE", "5871"),
-            ("UNIT", unit),
+            (self.sender.unit_field, unit),
             ("INVOCATION_ID", inv),
             ("MESSAGE", f"{unit}: {message}"),
             *extra,

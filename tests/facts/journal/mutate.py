@@ -16,7 +16,9 @@ Used by ``tests/facts/journal/test_fuzz.py`` (hypothesis draws the mutations) an
   small decompression bombs among the replacements).
 * ``read_all(data)`` reads the bytes through the public API (``open_files`` on a memfd, then every
   entry, the restart analysis, the built-in signals, indexed matches and the scan report), under a
-  time limit (``Timeout``), and returns a ``Outcome`` with the process's peak RSS growth.
+  time limit (``Timeout``), and returns a ``Outcome`` with the process's peak RSS growth. With
+  ``cut=(entries, size)`` the file is truncated to ``size`` bytes once ``entries`` entries have been
+  read (0: right after opening), so every later read meets a file that shrank under the reader.
 * ``signature(exc)``: exception type plus innermost frame, to count distinct crashes.
 """
 
@@ -491,7 +493,9 @@ class Outcome:
 _MATCHES = ({"_TRANSPORT": "kernel"}, {"MESSAGE_ID": "5eb03494b6584870a536b337290809b3"})
 
 
-def read_all(data: bytes, *, companion: bytes | None = None, seconds: float = 10.0) -> Outcome:
+def read_all(
+    data: bytes, *, companion: bytes | None = None, seconds: float = 10.0, cut: tuple[int, int] | None = None
+) -> Outcome:
     """Read ``data`` as a journal file through the public API, every path, within ``seconds``.
 
     With ``companion`` (typically the unmutated base) both files are read as one journal, so the
@@ -512,8 +516,12 @@ def read_all(data: bytes, *, companion: bytes | None = None, seconds: float = 10
         n = 0
         paths = [f"/proc/self/fd/{fd}" for fd in fds]
         with time_limit(seconds), open_files(paths) as journal:
+            if cut is not None and cut[0] == 0:
+                os.ftruncate(fds[0], cut[1])
             for _entry in journal.entries():
                 n += 1
+                if cut is not None and n == cut[0]:
+                    os.ftruncate(fds[0], cut[1])
             _consume(journal)  # the restart analysis and a kernel signal, as the rules use them
             if "soft-lockup" in SIGNALS:
                 count_signal(journal, SIGNALS["soft-lockup"])

@@ -76,7 +76,7 @@ def test_values_cover_the_hard_cases(journals):
     assert len(str(odd["HUGE_TEXT"])) > 4096
     jf = JournalFile.open(journal_file(journals["keyed"]))
     off = jf.find_data(b"BIG_TEXT=" + str(odd["BIG_TEXT"]).encode())
-    assert off is not None and jf._buf[off + 1] == ObjectFlag.COMPRESSED_ZSTD, (
+    assert off is not None and jf._buf[off + 1 : off + 2][0] == ObjectFlag.COMPRESSED_ZSTD, (
         "large values must be compressed"
     )
 

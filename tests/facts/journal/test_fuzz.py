@@ -57,10 +57,12 @@ SETTINGS = settings(
 )
 
 
-def check(base: Base, muts: list[Mutation], *, merged: bool = False) -> None:
+def check(
+    base: Base, muts: list[Mutation], *, merged: bool = False, cut: tuple[int, int] | None = None
+) -> None:
     data = apply(base, muts)
     try:
-        outcome = read_all(data, companion=base.data if merged else None, seconds=TIME_BOUND_S)
+        outcome = read_all(data, companion=base.data if merged else None, seconds=TIME_BOUND_S, cut=cut)
     except JournalError:
         return  # documented; the CLI maps it to exit 3 with one line
     except Timeout:
@@ -119,6 +121,29 @@ def test_lying_headers(bases: dict[str, Base], layout: str, muts: list[Mutation]
 def test_hostile_payloads(bases: dict[str, Base], layout: str, muts: list[Mutation]) -> None:
     """Compressed payloads damaged or replaced by small bombs (24 MiB of zeros, past the cap)."""
     check(bases[layout], muts)
+
+
+@settings(SETTINGS, max_examples=300)
+@given(
+    layout=st.sampled_from(["keyed", "legacy", "plain", "keyed-xz", "legacy-lz4"]),
+    muts=st.lists(mutation, max_size=2),
+    after=st.integers(0, 200),
+    size=st.floats(0, 1),
+    merged=st.booleans(),
+)
+def test_cut_while_read(
+    bases: dict[str, Base], layout: str, muts: list[Mutation], after: int, size: float, merged: bool
+) -> None:
+    """The file (mutated or not) truncated under the reader after ``after`` entries: every read past
+    the new end is a problem on the file, never a crash (positioned reads, no mapping)."""
+    base = bases[layout]
+    check(base, muts, merged=merged, cut=(after, int(size * len(base.data))))
+
+
+def test_a_file_cut_while_read_is_read_in_part(bases: dict[str, Base]) -> None:
+    """A small file is read from the pages cached before the cut: it is still not read in full."""
+    outcome = read_all(bases["keyed"].data, cut=(10, 4096))
+    assert outcome.statuses == ["partial"] and "shrank" in (outcome.reasons[0] or ""), outcome
 
 
 def test_unmutated_bases_are_sound(bases: dict[str, Base], tmp_path: Path) -> None:
