@@ -68,6 +68,15 @@ def unit_index(ctx: CheckContext) -> UnitIndex:
     return index
 
 
+def inventory_needs() -> tuple[PathNeed, ...]:
+    """What the inventory reads besides the units: a collector gathers it for a bundle's report."""
+    from imagelint.facts import bootconfig, packages
+
+    paths = [*bootconfig.OS_RELEASE, bootconfig.KERNEL_CMDLINE, bootconfig.DEFAULT_GRUB]
+    paths += [f"{bootconfig.LOADER_ENTRIES}/*.conf", packages.DPKG_STATUS, *packages.RPMDB_PATHS]
+    return tuple(PathNeed(p) for p in paths)
+
+
 def image_inventory(ctx: CheckContext) -> dict[str, Any]:
     """The report's inventory (:mod:`imagelint.facts.inventory`) from this run's shared unit index
     and manager defaults: built after the rules, it reads only what they did not. On a live host

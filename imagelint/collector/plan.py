@@ -92,4 +92,9 @@ def needs_for(
             if not runtime and need.how != "journal" and (need.glob + "/").startswith("/run/"):
                 continue
             seen.setdefault(need)
+    if Scope.IMAGE in scopes:  # every image-scope report carries the inventory
+        from imagelint.checks.systemd import inventory_needs
+
+        for need in inventory_needs():
+            seen.setdefault(need)
     return tuple(seen)

@@ -42,8 +42,15 @@ def _units(path: Path) -> list[dict]:
 
 
 @cache
-def _expected(tree: str) -> tuple[frozenset[tuple[str, str, str]], str]:
-    return frozenset(_findings(_audit(Path(tree)))), json.dumps(_units(Path(tree)), sort_keys=True)
+def _expected(tree: str) -> tuple[frozenset[tuple[str, str, str]], str, str, str]:
+    report = _audit(Path(tree))
+    units = json.dumps(_units(Path(tree)), sort_keys=True)
+    return (
+        frozenset(_findings(report)),
+        units,
+        report["verdict"],
+        json.dumps(report["inventory"], sort_keys=True),
+    )
 
 
 def _need_tools(*tools: str) -> None:
@@ -93,10 +100,11 @@ def test_a_disk_image_audits_and_lists_units_like_its_directory_tree(debian_root
         _need_tools("mkfs.xfs", "pvcreate", "losetup")
     tree = images.sample_tree(debian_rootfs)
     image = _image(debian_rootfs, name)
-    findings, units = _expected(str(tree))
+    findings, units, verdict, inventory = _expected(str(tree))
     report = _audit(image)
     assert report["errors"] == []
     assert _findings(report) == findings
+    assert (report["verdict"], json.dumps(report["inventory"], sort_keys=True)) == (verdict, inventory)
     assert report["target"] == {"kind": "disk", "path": str(image)}
     disk = report["facts"]["disk"]
     assert disk["root"]["filesystem"] == ("xfs" if "xfs" in name else "ext4")
@@ -107,6 +115,8 @@ def test_a_disk_image_audits_and_lists_units_like_its_directory_tree(debian_root
         assert {"mountpoint": "/var", "device": f"UUID={images.VAR_UUID}", "status": "mounted",
                 "volume": "partition 3", "filesystem": "ext4"} in disk["mounts"]  # fmt: skip
     assert json.dumps(_units(image), sort_keys=True) == units
+    same = run_cli("diff", str(tree), str(image), "-f", "json", timeout=300)  # the same image, two doors
+    assert (same.returncode, json.loads(same.stdout)["changes"]) == (0, []), same.stderr
 
 
 def test_the_separate_var_is_really_needed(debian_rootfs: Path) -> None:
@@ -170,7 +180,7 @@ def test_an_unprivileged_user_audits_an_image_file(debian_rootfs: Path, name: st
             capture_output=True, text=True, check=False, timeout=300, cwd="/", env=env,
         )  # fmt: skip
         assert proc.returncode == 1, proc.stderr
-        findings, _ = _expected(str(images.sample_tree(debian_rootfs)))
+        findings = _expected(str(images.sample_tree(debian_rootfs)))[0]
         assert _findings(json.loads(proc.stdout)) == findings
     finally:
         shutil.rmtree(copy.parent, ignore_errors=True)
