@@ -12,11 +12,14 @@ from pathlib import Path
 
 from imagelint.bundle import probes
 from imagelint.bundle.extract import Extracted, extract
+from imagelint.bundle.numbers import count
 from imagelint.config import Config
 from imagelint.engine import RunSettings, audit
 from imagelint.report import Report, ReportError
 from imagelint.rulepacks import RulePack, Scope
 from imagelint.targets.bundle import BundleTarget
+
+MAX_SOAK_CS = 100 * 86400 * 365  # a year of soak, in centiseconds
 
 
 def is_bundle(path: Path) -> bool:
@@ -70,9 +73,12 @@ def _soak(extracted: Extracted, target: BundleTarget, packs: list[RulePack], con
     if not recorded:
         return None
     duration_cs, _, every_cs = recorded.partition(" ")
+    where = "imagelint/manifest.txt"
+    duration = count(duration_cs, where, "soak duration (cs)", most=MAX_SOAK_CS) / 100
+    every = count(every_cs, where, "soak interval (cs)", least=1, most=MAX_SOAK_CS) / 100
     with tempfile.TemporaryDirectory(prefix="imagelint-layout-") as scratch:
         layout = probes.layout(extracted.meta, Path(scratch))
-    result = probes.soak_result(extracted.meta, layout, int(duration_cs) / 100, int(every_cs) / 100)
+    result = probes.soak_result(extracted.meta, layout, duration, every)
     facts = SoakFacts(
         result,
         layout,

@@ -1,0 +1,137 @@
+"""Numbers a bundle records are parsed strictly: a real collector soak bundle, each number replaced
+by what ``int()``/``float()`` would take or choke on, is one line and exit 3 naming the member."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import tarfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from imagelint.bundle.numbers import count, seconds
+from imagelint.collector import script_text
+from imagelint.collector.plan import Plan, needs_for
+from imagelint.config import Config
+from imagelint.errors import ImageReadError
+from imagelint.rulepacks import Scope
+from tests.bundle.support import run_cli_measured
+from tests.collector.support import DEFAULT_LIMITS, PACKS
+from tests.support import need
+
+SAMPLE = "imagelint/soak/sample.00000"
+SHOWN = b"Id=ecs.service\nNRestarts=0\nActiveState=active\nSubState=running\n"
+
+
+@pytest.fixture(scope="module")
+def soak_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What the real collector records with a short soak on this host."""
+    need(Path("/proc/cgroups").is_file(), "no /proc/cgroups")
+    work = tmp_path_factory.mktemp("collect")
+    (work / "root/etc").mkdir(parents=True)
+    plan = Plan(
+        needs_for(PACKS, Config(), (Scope.IMAGE,)),
+        show=True, soak_seconds=0.2, soak_interval=0.1, limits=DEFAULT_LIMITS, root=str(work / "root"),
+    )  # fmt: skip
+    (work / "collect.sh").write_text(script_text())
+    (work / "plan.txt").write_text(plan.text())
+    import subprocess
+
+    proc = subprocess.run(
+        ["sh", str(work / "collect.sh"), str(work)], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    return Path(proc.stdout.strip().splitlines()[-1])
+
+
+def _rewritten(bundle: Path, dest: Path, edits: dict[str, Callable[[bytes], bytes]]) -> Path:
+    out = io.BytesIO()
+    with tarfile.open(bundle) as tin, tarfile.open(fileobj=out, mode="w", format=tarfile.GNU_FORMAT) as tout:
+        for member in tin:
+            data = tin.extractfile(member).read() if member.isfile() else None  # type: ignore[union-attr]
+            if member.name in edits:
+                assert data is not None
+                data = edits[member.name](data)
+                member.size = len(data)
+            tout.addfile(member, io.BytesIO(data) if data is not None else None)
+    dest.write_bytes(gzip.compress(out.getvalue()))
+    return dest
+
+
+def _line(prefix: bytes, value: str) -> Callable[[bytes], bytes]:
+    """Replace the value of the first line starting with ``prefix``."""
+
+    def edit(data: bytes) -> bytes:
+        lines = data.split(b"\n")
+        at = next(i for i, line in enumerate(lines) if line.startswith(prefix))
+        lines[at] = prefix + value.encode()
+        return b"\n".join(lines)
+
+    return edit
+
+
+def _memory_row(value: str) -> Callable[[bytes], bytes]:
+    def edit(data: bytes) -> bytes:
+        lines = data.split(b"\n")
+        at = next(i for i, line in enumerate(lines) if line.startswith(b"memory\t"))
+        cells = lines[at].split(b"\t")
+        cells[2] = value.encode()
+        lines[at] = b"\t".join(cells)
+        return b"\n".join(lines)
+
+    return edit
+
+
+def _shown(restarts: str) -> dict[str, Callable[[bytes], bytes]]:
+    return {
+        "imagelint/live/start.status": _line(b"rc ", "0"),
+        "imagelint/live/start.txt": lambda _: SHOWN.replace(b"NRestarts=0", f"NRestarts={restarts}".encode()),
+    }
+
+
+CASES = {
+    "uptime-two-fields": ({SAMPLE: _line(b"uptime ", "6000 0")}, f"{SAMPLE}:1"),
+    "uptime-inf": ({SAMPLE: _line(b"uptime ", "inf")}, f"{SAMPLE}:1"),
+    "uptime-nan": ({SAMPLE: _line(b"uptime ", "nan")}, f"{SAMPLE}:1"),
+    "uptime-negative": ({SAMPLE: _line(b"uptime ", "-5")}, f"{SAMPLE}:1"),
+    "wall-huge": ({SAMPLE: _line(b"wall ", "1e400")}, f"{SAMPLE}:2"),
+    "wall-arabic-digits": ({SAMPLE: _line(b"wall ", "١٧٠٠٠٠٠٠٠٠")}, f"{SAMPLE}:2"),
+    "memory-row-arabic-digits": ({SAMPLE: _memory_row("٥٠")}, f"{SAMPLE}: /proc/cgroups"),
+    "memory-row-underscores": ({SAMPLE: _memory_row("5_0")}, f"{SAMPLE}: /proc/cgroups"),
+    "cgroup-stat-superscript": ({SAMPLE: _line(b"nr_descendants ", "²")}, f"{SAMPLE}: cgroup.stat"),
+    "status-wall-nan": (
+        {"imagelint/live/start.status": _line(b"wall ", "nan")},
+        "imagelint/live/start.status",
+    ),
+    "nrestarts-superscript": (_shown("²"), "imagelint/live/start.txt"),
+    "nrestarts-arabic-digits": (_shown("٣"), "imagelint/live/start.txt"),
+    "soak-interval-zero": ({"imagelint/manifest.txt": _line(b"soak ", "20 0")}, "imagelint/manifest.txt"),
+    "soak-superscript": ({"imagelint/manifest.txt": _line(b"soak ", "² 10")}, "imagelint/manifest.txt"),
+}
+
+
+def test_the_real_bundle_soaks(soak_bundle: Path) -> None:
+    measured = run_cli_measured("soak", "--from-bundle", str(soak_bundle))
+    assert measured.returncode in (0, 1), measured.stderr
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_bad_number_in_a_bundle_is_one_line_naming_the_member(
+    soak_bundle: Path, tmp_path: Path, case: str
+) -> None:
+    edits, where = CASES[case]
+    bundle = _rewritten(soak_bundle, tmp_path / "bundle.tar.gz", edits)
+    run_cli_measured("soak", "--from-bundle", str(bundle)).assert_one_line(3, where)
+
+
+@pytest.mark.parametrize("text", ["1", "0", "12.5", "1700000000.123456789"])
+def test_plain_numbers_parse(text: str) -> None:
+    assert seconds(text, "f", "x") == float(text)
+
+
+@pytest.mark.parametrize("text", ["", " 1", "1\n", "+1", "1_0", "0x10", "²", "٣", "1e3", "-0", None])
+def test_anything_else_is_not_a_count(text: str | None) -> None:
+    with pytest.raises(ImageReadError, match="f: x"):
+        count(text, "f", "x")
