@@ -18,11 +18,12 @@ The database is data, never code: an authorizer lets the one query read the base
 sqlite's limits, a wall-time budget (its progress handler) and a cap on the bytes it returns bound
 the rest.
 
-Every read is bounded. Over a bound (the status file's read cap or its parse bounds, the rpmdb's
-size, sqlite's budgets, a schema that is not plain data, more than ``MAX_PACKAGES``) raises
-ImageReadError: the run is inconclusive, never a pass on a partial list. What is merely malformed
-(a header rpm would reject, a file sqlite calls corrupt) is a problem of the result (``complete``
-false).
+Every read is bounded. What a hostile file is built to do (past the status file's parse bounds,
+the rpmdb's size, sqlite's budgets, a schema that is not plain data, more than ``MAX_PACKAGES``)
+raises ImageReadError: the run is inconclusive, one line, never a pass on a partial list. What is
+unreadable or malformed (a status file over the target's read cap, a header rpm would reject, a file
+sqlite calls corrupt) is a problem of the result (``complete`` false: the inventory is incomplete
+and a diff of it inconclusive).
 """
 
 from __future__ import annotations
@@ -140,7 +141,11 @@ def _is_file(target: Target, path: str) -> bool:
 
 def _dpkg(target: Target) -> Packages:
     result = Packages("dpkg", DPKG_STATUS)
-    data = target.read_bytes(DPKG_STATUS)  # over the read cap: ImageReadError, the run inconclusive
+    try:
+        data = target.read_bytes(DPKG_STATUS)
+    except ImageReadError as exc:  # over the read cap: an incomplete inventory (a diff is inconclusive)
+        result.problems.append(f"{DPKG_STATUS}: {exc.reason}")
+        return result
     rows: list[tuple[str, str, str]] = []
     try:
         for stanza in parse_stanzas(data, wanted=_DPKG_FIELDS):
