@@ -3,22 +3,14 @@ by what ``int()``/``float()`` would take or choke on, is one line and exit 3 nam
 
 from __future__ import annotations
 
-import gzip
-import io
-import tarfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from imagelint.bundle.numbers import count, seconds
-from imagelint.collector import script_text
-from imagelint.collector.plan import Plan, needs_for
-from imagelint.config import Config
 from imagelint.errors import ImageReadError
-from imagelint.rulepacks import Scope
-from tests.bundle.support import run_cli_measured
-from tests.collector.support import DEFAULT_LIMITS, PACKS
+from tests.bundle.support import collect_soak_bundle, rewritten, run_cli_measured
 from tests.support import need
 
 SAMPLE = "imagelint/soak/sample.00000"
@@ -27,37 +19,8 @@ SHOWN = b"Id=ecs.service\nNRestarts=0\nActiveState=active\nSubState=running\n"
 
 @pytest.fixture(scope="module")
 def soak_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """What the real collector records with a short soak on this host."""
     need(Path("/proc/cgroups").is_file(), "no /proc/cgroups")
-    work = tmp_path_factory.mktemp("collect")
-    (work / "root/etc").mkdir(parents=True)
-    plan = Plan(
-        needs_for(PACKS, Config(), (Scope.IMAGE,)),
-        show=True, soak_seconds=0.2, soak_interval=0.1, limits=DEFAULT_LIMITS, root=str(work / "root"),
-    )  # fmt: skip
-    (work / "collect.sh").write_text(script_text())
-    (work / "plan.txt").write_text(plan.text())
-    import subprocess
-
-    proc = subprocess.run(
-        ["sh", str(work / "collect.sh"), str(work)], capture_output=True, text=True, check=False
-    )
-    assert proc.returncode == 0, proc.stderr
-    return Path(proc.stdout.strip().splitlines()[-1])
-
-
-def _rewritten(bundle: Path, dest: Path, edits: dict[str, Callable[[bytes], bytes]]) -> Path:
-    out = io.BytesIO()
-    with tarfile.open(bundle) as tin, tarfile.open(fileobj=out, mode="w", format=tarfile.GNU_FORMAT) as tout:
-        for member in tin:
-            data = tin.extractfile(member).read() if member.isfile() else None  # type: ignore[union-attr]
-            if member.name in edits:
-                assert data is not None
-                data = edits[member.name](data)
-                member.size = len(data)
-            tout.addfile(member, io.BytesIO(data) if data is not None else None)
-    dest.write_bytes(gzip.compress(out.getvalue()))
-    return dest
+    return collect_soak_bundle(tmp_path_factory.mktemp("collect"))
 
 
 def _line(prefix: bytes, value: str) -> Callable[[bytes], bytes]:
@@ -122,7 +85,7 @@ def test_a_bad_number_in_a_bundle_is_one_line_naming_the_member(
     soak_bundle: Path, tmp_path: Path, case: str
 ) -> None:
     edits, where = CASES[case]
-    bundle = _rewritten(soak_bundle, tmp_path / "bundle.tar.gz", edits)
+    bundle = rewritten(soak_bundle, tmp_path / "bundle.tar.gz", edits)
     run_cli_measured("soak", "--from-bundle", str(bundle)).assert_one_line(3, where)
 
 
