@@ -31,7 +31,7 @@ from imagelint.facts.cgroups import (
 )
 from imagelint.facts.soak import SoakResult
 from imagelint.facts.systemd.live import LiveState, parse_live
-from imagelint.facts.systemd.show import RestartSnapshot, parse_systemctl_show
+from imagelint.facts.systemd.show import RestartSnapshot, parse_show_blocks, parse_systemctl_show
 
 MAX_RECORD = 64 * 1024 * 1024
 
@@ -76,6 +76,10 @@ def live_state(meta: Path) -> LiveState | None:
     wall, text, reason, booted = shown
     if text is None:
         return LiveState(wall, False, booted, reason)
+    for props in parse_show_blocks(text):  # parse_live reads a bad number as unknown: here it is refused
+        for key in ("NRestarts", "ExecMainStatus"):
+            if props.get(key):
+                count(props[key], "imagelint/live/start.txt", f"{props['Id'][:80]!r}: {key}")
     return LiveState(wall, True, True, None, parse_live(text))
 
 

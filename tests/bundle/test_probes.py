@@ -89,6 +89,16 @@ def test_a_bad_number_in_a_bundle_is_one_line_naming_the_member(
     run_cli_measured("soak", "--from-bundle", str(bundle)).assert_one_line(3, where)
 
 
+@pytest.mark.parametrize("value", ["ExecMainStatus=٣", "NRestarts=²", "ExecMainStatus=-1"])
+def test_a_bad_number_in_the_live_state_is_one_line(soak_bundle: Path, tmp_path: Path, value: str) -> None:
+    edits = {
+        "imagelint/live/start.status": _line(b"rc ", "0"),
+        "imagelint/live/start.txt": lambda _: b"Id=a.service\nActiveState=failed\n" + value.encode() + b"\n",
+    }
+    bundle = rewritten(soak_bundle, tmp_path / "bundle.tar.gz", edits)
+    run_cli_measured("audit", str(bundle)).assert_one_line(3, "imagelint/live/start.txt", value.split("=")[0])
+
+
 @pytest.mark.parametrize("text", ["1", "0", "12.5", "1700000000.123456789"])
 def test_plain_numbers_parse(text: str) -> None:
     assert seconds(text, "f", "x") == float(text)
