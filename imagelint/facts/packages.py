@@ -240,16 +240,23 @@ def _rpm(target: Target, path: str) -> Packages:
         result.problems.append(f"{path}-wal: a write-ahead log is not read (immutable read-only open)")
     with tempfile.TemporaryDirectory(prefix="imagelint-rpmdb-") as scratch:
         copy = Path(scratch) / "rpmdb.sqlite"
-        _copy_out(target, resolved, path, copy)
+        unreadable = _copy_out(target, resolved, path, copy)
+        if unreadable is not None:  # like a status file that cannot be read: an incomplete inventory
+            result.problems.append(f"{path}: {unreadable}")
+            return result
         rows = _read_rpmdb(copy, path, result)
     _collect(result, rows)
     return result
 
 
-def _copy_out(target: Target, resolved: str, path: str, copy: Path) -> None:
+def _copy_out(target: Target, resolved: str, path: str, copy: Path) -> str | None:
     """Copy the image's database to a private file, in chunks (never whole in memory), so that
-    sqlite never sees, locks or writes the image's file and pages it in through its small cache."""
-    source = target.open_random(resolved)
+    sqlite never sees, locks or writes the image's file and pages it in through its small cache.
+    Returns why it cannot be read, if it cannot."""
+    try:
+        source = target.open_random(resolved)
+    except ImageReadError as exc:
+        return exc.reason
     try:
         with open(copy, "wb") as out:
             offset = 0
@@ -263,9 +270,10 @@ def _copy_out(target: Target, resolved: str, path: str, copy: Path) -> None:
                     chunk = chunk[:18] + b"\x01\x01" + chunk[20:]
                 out.write(chunk)
     except OSError as exc:
-        raise ImageReadError(path, f"cannot read: {exc.strerror or exc}") from None
+        return f"cannot read: {exc.strerror or exc}"
     finally:
         source.close()
+    return None
 
 
 def _read_rpmdb(copy: Path, path: str, result: Packages) -> list[tuple[str, str, str]]:
