@@ -12,7 +12,7 @@ import pytest
 
 from imagelint.errors import TargetError
 from imagelint.report.reading import MAX_DEPTH, MAX_VALUES, read_report_dict
-from tests.bundle.support import run_cli_measured
+from tests.bundle.support import MAX_RSS_MIB, run_cli_measured
 from tests.formats.ci_helpers import sample_image
 from tests.support import run_cli
 
@@ -48,7 +48,7 @@ def _hostile(kind: str, report: dict, tmp_path: Path) -> tuple[Path, str]:
         path.write_text(json.dumps(report))
         with open(path, "r+b") as f:
             f.truncate(40 * 1024 * 1024)  # sparse: refused from its size, before it is read
-        return path, "larger than 16 MiB"
+        return path, "larger than 8 MiB"
     if kind == "600-deep":
         return _with_evidence(report, _nested(600), path), f"nested more than {MAX_DEPTH} levels"
     if kind == "nan":
@@ -95,3 +95,14 @@ def test_a_hostile_report_side_of_diff_is_one_line_and_exit_3(
 def test_a_device_is_refused_before_it_is_opened() -> None:
     with pytest.raises(TargetError, match="not a regular file"):
         read_report_dict(Path("/dev/zero"))
+
+
+def test_a_costly_report_within_the_bounds_is_read_within_the_memory_bound(
+    image_and_report: tuple[Path, dict], tmp_path: Path
+) -> None:
+    # just under MAX_VALUES small strings: the most Python objects a report within the bounds makes
+    image, report = image_and_report
+    costly = _with_evidence(report, {"v": ["ab"] * (MAX_VALUES * 2 - 10_000)}, tmp_path / "costly.json")
+    measured = run_cli_measured("audit", str(image), "--baseline", str(costly), timeout=60)
+    assert measured.returncode == 1, measured.stderr  # read: the sample's findings fail as before
+    assert measured.peak_mib <= MAX_RSS_MIB, f"{measured.peak_mib:.0f} MiB"
