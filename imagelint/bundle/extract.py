@@ -238,7 +238,7 @@ def _extract_into(bundle: Path, result: Extracted, caps: Caps, where: str) -> No
         raw.seek(0)
         stream: Any = gzip.GzipFile(fileobj=raw, mode="rb") if magic == b"\x1f\x8b" else raw
         counted = _Counted(stream, caps.stream, where)
-        seen: set[tuple[str, str]] = set()
+        seen: set[str] = set()
         members = total = 0
         try:
             bounded = _HeaderBudget().tarinfo()
@@ -249,10 +249,12 @@ def _extract_into(bundle: Path, result: Extracted, caps: Caps, where: str) -> No
                     if members > caps.members:
                         raise BundleError(f"more than {caps.members:,} members; refused", where=where)
                     area, parts = _parts(member.name, where)
-                    key = (area, "/".join(parts))
-                    if key in seen:
+                    # the image part's names are the table's keys; only the records' need a set
+                    key = _image_path(parts)
+                    if key in (result.table if area == "root" else seen):
                         raise BundleError(f"member {member.name[:200]!r} appears twice; refused", where=where)
-                    seen.add(key)
+                    if area == "meta":
+                        seen.add(key)
                     total += _member(tar, member, area, parts, fds[area], result, caps, where)
                     if total > caps.total:
                         raise BundleError(f"more than {caps.total:,} bytes of content; refused", where=where)
