@@ -34,6 +34,7 @@ from imagelint.facts.systemd.live import LiveState, parse_live
 from imagelint.facts.systemd.show import RestartSnapshot, parse_show_blocks, parse_systemctl_show
 
 MAX_RECORD = 64 * 1024 * 1024
+MAX_MOUNTED = 256  # entries of /sys/fs/cgroup (a v1 host: about 15)
 
 
 def _read(path: Path) -> str:
@@ -129,9 +130,14 @@ def layout(meta: Path, scratch: Path) -> CgroupLayout:
     (scratch / "proc" / "cgroups").write_text(proc)
     cg = scratch / "sys/fs/cgroup"
     cg.mkdir(parents=True)
-    for name in facts.get("mounted", []):
-        if name and "/" not in name and name not in (".", ".."):
-            (cg / name).mkdir(exist_ok=True)
+    mounted = facts.get("mounted", [])
+    if len(mounted) > MAX_MOUNTED:
+        raise ImageReadError("imagelint/soak/layout", f"more than {MAX_MOUNTED} hierarchies mounted")
+    for name in mounted:
+        # the collector lists the entries of /sys/fs/cgroup: a name a directory cannot have is forged
+        if not name or "/" in name or "\0" in name or name in (".", ".."):
+            raise ImageReadError("imagelint/soak/layout", f"mounted {name[:80]!r} is not a directory name")
+        (cg / name).mkdir(exist_ok=True)
     v2 = (facts.get("v2") or ["-"])[0]
     if v2 in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
         where = cg if v2 == "/sys/fs/cgroup" else cg / "unified"

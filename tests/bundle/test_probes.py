@@ -70,6 +70,8 @@ CASES = {
     ),
     "nrestarts-superscript": (_shown("²"), "imagelint/live/start.txt"),
     "nrestarts-arabic-digits": (_shown("٣"), "imagelint/live/start.txt"),
+    "layout-nul-name": ({"imagelint/soak/layout": _line(b"mounted ", "a\0b")}, "imagelint/soak/layout"),
+    "layout-dot-dot": ({"imagelint/soak/layout": _line(b"mounted ", "..")}, "imagelint/soak/layout"),
     "soak-interval-zero": ({"imagelint/manifest.txt": _line(b"soak ", "20 0")}, "imagelint/manifest.txt"),
     "soak-superscript": ({"imagelint/manifest.txt": _line(b"soak ", "² 10")}, "imagelint/manifest.txt"),
 }
