@@ -32,6 +32,7 @@ import contextlib
 import errno
 import gzip
 import os
+import re
 import shutil
 import stat as stat_mod
 import tarfile
@@ -53,6 +54,7 @@ META_FILE_CAP = 64 * 1024 * 1024
 MAX_EXTENDED = 16 * 1024
 MAX_PAX_TOTAL = 1024 * 1024
 MAX_CHAIN = 4
+_RECORD_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
 _LONG_NAMES = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK)
 _PAX = (tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE)
 
@@ -159,6 +161,9 @@ def _parts(name: str, where: str) -> tuple[str, list[str]]:
         raise BundleError(f"member {name[:200]!r}: a '..' component; refused", where=where)
     if len(parts) > MAX_COMPONENTS:
         raise BundleError(f"member {name[:200]!r}: more than {MAX_COMPONENTS} components", where=where)
+    if area == "meta" and not all(_RECORD_NAME.fullmatch(p) for p in parts):
+        # the collector's own names; they are printed in messages as they are
+        raise BundleError(f"member {name[:200]!r}: not a name the collector writes; refused", where=where)
     return area, parts
 
 

@@ -89,6 +89,13 @@ def test_bad_names_are_refused(tmp_path: Path, name: str, words: str) -> None:
 
 
 @pytest.mark.parametrize(
+    "name", ["imagelint/soak/sample.0\nforged: line", "imagelint/live/\x1b[31mx", "imagelint/é"]
+)
+def test_record_names_are_the_collectors_own(tmp_path: Path, name: str) -> None:
+    _refused(tmp_path, lambda tar: _add(tar, name, b"uptime 1\n"), "not a name the collector writes")
+
+
+@pytest.mark.parametrize(
     ("kind", "words"),
     [
         (tarfile.CHRTYPE, "a character device"),
