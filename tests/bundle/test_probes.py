@@ -79,7 +79,9 @@ CASES = {
 
 def test_the_real_bundle_soaks(soak_bundle: Path) -> None:
     measured = run_cli_measured("soak", "--from-bundle", str(soak_bundle))
-    assert measured.returncode in (0, 1), measured.stderr
+    # read whole: a verdict, no error line (on a loaded host the collector may take fewer samples
+    # than the soak asked for, which the verdict calls inconclusive)
+    assert measured.returncode in (0, 1, 3) and measured.stderr == "", measured.stderr
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
