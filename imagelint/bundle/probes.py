@@ -35,12 +35,17 @@ from imagelint.facts.systemd.show import RestartSnapshot, parse_show_blocks, par
 
 MAX_RECORD = 64 * 1024 * 1024
 MAX_MOUNTED = 256  # entries of /sys/fs/cgroup (a v1 host: about 15)
+_HIERARCHY = re.compile(r"[A-Za-z0-9._,-]{1,64}")
 
 
 def _read(path: Path) -> str:
-    if path.stat().st_size > MAX_RECORD:
-        raise ImageReadError(f"imagelint/{path.parent.name}/{path.name}", "over 64 MiB; not read")
-    return path.read_bytes().decode("utf-8", "replace")
+    where = f"imagelint/{path.parent.name}/{path.name}"
+    try:
+        if path.stat().st_size > MAX_RECORD:
+            raise ImageReadError(where, "over 64 MiB; not read")
+        return path.read_bytes().decode("utf-8", "replace")
+    except OSError as exc:  # a record the collector always writes is missing, or a directory
+        raise ImageReadError(where, f"cannot be read: {exc.strerror or exc}") from None
 
 
 def _status(meta: Path, name: str) -> dict[str, str] | None:
@@ -134,8 +139,9 @@ def layout(meta: Path, scratch: Path) -> CgroupLayout:
     if len(mounted) > MAX_MOUNTED:
         raise ImageReadError("imagelint/soak/layout", f"more than {MAX_MOUNTED} hierarchies mounted")
     for name in mounted:
-        # the collector lists the entries of /sys/fs/cgroup: a name a directory cannot have is forged
-        if not name or "/" in name or "\0" in name or name in (".", ".."):
+        # the collector lists the entries of /sys/fs/cgroup (``cpu,cpuacct``, ``systemd``...): any
+        # other name is forged, and may be one a directory cannot have (NUL, '/', 300 bytes)
+        if not _HIERARCHY.fullmatch(name) or name in (".", ".."):
             raise ImageReadError("imagelint/soak/layout", f"mounted {name[:80]!r} is not a directory name")
         (cg / name).mkdir(exist_ok=True)
     v2 = (facts.get("v2") or ["-"])[0]

@@ -10,7 +10,7 @@ import pytest
 
 from imagelint.bundle.numbers import count, seconds
 from imagelint.errors import ImageReadError
-from tests.bundle.support import collect_soak_bundle, rewritten, run_cli_measured
+from tests.bundle.support import collect_soak_bundle, members, pack, rewritten, run_cli_measured
 from tests.support import need
 
 SAMPLE = "imagelint/soak/sample.00000"
@@ -72,6 +72,8 @@ CASES = {
     "nrestarts-arabic-digits": (_shown("٣"), "imagelint/live/start.txt"),
     "layout-nul-name": ({"imagelint/soak/layout": _line(b"mounted ", "a\0b")}, "imagelint/soak/layout"),
     "layout-dot-dot": ({"imagelint/soak/layout": _line(b"mounted ", "..")}, "imagelint/soak/layout"),
+    # found by benchmarks/fuzz_inputs.py (seed 2028 case 796): ENAMETOOLONG from mkdir
+    "layout-long-name": ({"imagelint/soak/layout": _line(b"mounted ", "9" * 400)}, "imagelint/soak/layout"),
     "soak-interval-zero": ({"imagelint/manifest.txt": _line(b"soak ", "20 0")}, "imagelint/manifest.txt"),
     "soak-superscript": ({"imagelint/manifest.txt": _line(b"soak ", "² 10")}, "imagelint/manifest.txt"),
 }
@@ -91,6 +93,12 @@ def test_a_bad_number_in_a_bundle_is_one_line_naming_the_member(
     edits, where = CASES[case]
     bundle = rewritten(soak_bundle, tmp_path / "bundle.tar.gz", edits)
     run_cli_measured("soak", "--from-bundle", str(bundle)).assert_one_line(3, where)
+
+
+def test_a_missing_record_is_one_line(soak_bundle: Path, tmp_path: Path) -> None:
+    items = [(m, data) for m, data in members(soak_bundle) if m.name != "imagelint/soak/layout"]
+    bundle = pack(items, tmp_path / "bundle.tar.gz")
+    run_cli_measured("soak", "--from-bundle", str(bundle)).assert_one_line(3, "imagelint/soak/layout")
 
 
 @pytest.mark.parametrize("value", ["ExecMainStatus=٣", "NRestarts=²", "ExecMainStatus=-1"])
