@@ -14,7 +14,13 @@ fails a check:
 - each name at most once; regular files created with ``O_EXCL``, mode 0600 (directories 0700):
   the image's modes and owners are kept as data (:attr:`Extracted.table`), never applied;
 - sizes: each file, the total content, the member count and the decompressed stream (a gzip bomb)
-  are capped.
+  are capped;
+- headers: tarfile reads a pax or GNU long-name header whole into memory and parses pax records
+  with a regex that is quadratic on crafted input (CVE-2024-6232, unfixed in Python 3.11.7), so
+  every extended header is checked before tarfile reads it (:class:`_HeaderBudget`): at most
+  ``MAX_EXTENDED`` bytes each, pax ones ``MAX_PAX_TOTAL`` bytes in all, at most ``MAX_CHAIN`` in a
+  row before a member; GNU sparse members (whose maps tarfile reads block after block) are refused
+  before their map is read.
 
 Regular files the collector described without content (``stat`` lines of the manifest) become
 empty placeholders, so that listings show them, and are marked so that reading them is an error.
@@ -26,6 +32,7 @@ import contextlib
 import errno
 import gzip
 import os
+import re
 import shutil
 import stat as stat_mod
 import tarfile
@@ -41,6 +48,15 @@ from imagelint.targets.rootfs import FileKind, ImageStat
 MAX_NAME = 4096
 MAX_COMPONENTS = 512
 META_FILE_CAP = 64 * 1024 * 1024
+# An extended header holds a name and a link target (4,096 bytes each at most here) and a few
+# attributes; GNU tar (the collector's) writes only long-name ones. 1 MiB of pax records in all
+# bounds tarfile's quadratic record regex to about a second.
+MAX_EXTENDED = 16 * 1024
+MAX_PAX_TOTAL = 1024 * 1024
+MAX_CHAIN = 4
+_RECORD_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
+_LONG_NAMES = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK)
+_PAX = (tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE)
 
 
 class BundleError(ImageLintError):
@@ -86,6 +102,50 @@ class _Counted:
         return data
 
 
+class _HeaderRefused(Exception):
+    """An extended header over its bound (raised inside tarfile; made a BundleError by the caller)."""
+
+
+class _HeaderBudget:
+    """What tarfile may read of extended headers in one bundle."""
+
+    def __init__(self) -> None:
+        self.pax = 0
+        self.chain = 0
+
+    def tarinfo(self) -> type[tarfile.TarInfo]:
+        """A TarInfo class that checks each header's size and type before tarfile processes it."""
+        budget = self
+
+        class Bounded(tarfile.TarInfo):
+            def _proc_member(self, tar: tarfile.TarFile) -> tarfile.TarInfo:
+                budget.check(self)
+                if self.type not in _LONG_NAMES + _PAX:
+                    return super()._proc_member(tar)  # type: ignore[misc, no-any-return]
+                budget.chain += 1  # the member this header describes is read inside this call
+                try:
+                    return super()._proc_member(tar)  # type: ignore[misc, no-any-return]
+                finally:
+                    budget.chain -= 1
+
+        return Bounded
+
+    def check(self, info: tarfile.TarInfo) -> None:
+        if info.type == tarfile.GNUTYPE_SPARSE:
+            raise _HeaderRefused(f"member {info.name[:200]!r} is a GNU sparse file; refused")
+        if info.type not in _LONG_NAMES + _PAX:
+            return
+        what = "a pax" if info.type in _PAX else "a GNU long-name"
+        if info.size > MAX_EXTENDED:
+            raise _HeaderRefused(f"{what} header of {info.size:,} bytes, over {MAX_EXTENDED:,}; refused")
+        if self.chain >= MAX_CHAIN:
+            raise _HeaderRefused(f"more than {MAX_CHAIN} extended headers before one member; refused")
+        if info.type in _PAX:
+            self.pax += info.size
+            if self.pax > MAX_PAX_TOTAL:
+                raise _HeaderRefused(f"more than {MAX_PAX_TOTAL:,} bytes of pax headers; refused")
+
+
 def _parts(name: str, where: str) -> tuple[str, list[str]]:
     """(area, path components) of a member name, or BundleError."""
     if "\0" in name or len(name.encode("utf-8", "surrogateescape")) > MAX_NAME:
@@ -101,6 +161,9 @@ def _parts(name: str, where: str) -> tuple[str, list[str]]:
         raise BundleError(f"member {name[:200]!r}: a '..' component; refused", where=where)
     if len(parts) > MAX_COMPONENTS:
         raise BundleError(f"member {name[:200]!r}: more than {MAX_COMPONENTS} components", where=where)
+    if area == "meta" and not all(_RECORD_NAME.fullmatch(p) for p in parts):
+        # the collector's own names; they are printed in messages as they are
+        raise BundleError(f"member {name[:200]!r}: not a name the collector writes; refused", where=where)
     return area, parts
 
 
@@ -180,24 +243,31 @@ def _extract_into(bundle: Path, result: Extracted, caps: Caps, where: str) -> No
         raw.seek(0)
         stream: Any = gzip.GzipFile(fileobj=raw, mode="rb") if magic == b"\x1f\x8b" else raw
         counted = _Counted(stream, caps.stream, where)
-        seen: set[tuple[str, str]] = set()
+        seen: set[str] = set()
         members = total = 0
         try:
-            with tarfile.open(fileobj=counted, mode="r|") as tar:  # type: ignore[call-overload]
+            bounded = _HeaderBudget().tarinfo()
+            with tarfile.open(fileobj=counted, mode="r|", tarinfo=bounded) as tar:  # type: ignore[call-overload]
                 for member in tar:
+                    tar.members.clear()  # a stream is read once: keep no list of every member read
                     members += 1
                     if members > caps.members:
                         raise BundleError(f"more than {caps.members:,} members; refused", where=where)
                     area, parts = _parts(member.name, where)
-                    key = (area, "/".join(parts))
-                    if key in seen:
+                    # the image part's names are the table's keys; only the records' need a set
+                    key = _image_path(parts)
+                    if key in (result.table if area == "root" else seen):
                         raise BundleError(f"member {member.name[:200]!r} appears twice; refused", where=where)
-                    seen.add(key)
+                    if area == "meta":
+                        seen.add(key)
                     total += _member(tar, member, area, parts, fds[area], result, caps, where)
                     if total > caps.total:
                         raise BundleError(f"more than {caps.total:,} bytes of content; refused", where=where)
-        except (tarfile.TarError, EOFError, OSError, zlib_error()) as exc:
-            raise BundleError(f"not a readable tar archive: {exc}", where=where) from None
+        except _HeaderRefused as exc:
+            raise BundleError(str(exc), where=where) from None
+        except (tarfile.TarError, EOFError, OSError, ValueError, zlib_error()) as exc:
+            # tarfile lets a ValueError out of some malformed numeric fields
+            raise BundleError(f"not a readable tar archive: {str(exc)[:200]!r}", where=where) from None
         manifest_path = result.meta / "manifest.txt"
         if not manifest_path.is_file():
             raise BundleError(

@@ -13,13 +13,17 @@ Lines (the path is always last, so it may hold spaces):
 
 from __future__ import annotations
 
+import re
 import stat as stat_mod
 from dataclasses import dataclass, field
 
+from imagelint.bundle.numbers import count
 from imagelint.errors import ImageReadError
 from imagelint.targets.interface import ImageStat, kind_of
 
 MAX_MANIFEST = 64 * 1024 * 1024
+_HEX_MODE = re.compile(r"[0-9a-fA-F]{1,8}")
+MAX_ID = 2**32 - 1
 
 
 @dataclass
@@ -35,7 +39,7 @@ class Manifest:
             reasons[reason] = reasons.get(reason, 0) + 1
         return {
             "collector": self.values.get("collector"),
-            "content_bytes": int(self.values.get("content-bytes", "0") or 0),
+            "content_bytes": int(self.values.get("content-bytes") or 0),  # checked by parse_manifest
             "not_collected": reasons,
             "incomplete": [{"path": p, "reason": r} for p, r in self.incomplete],
             "unrepresentable_names": self.unrepresentable,
@@ -55,21 +59,27 @@ def parse_manifest(data: bytes) -> Manifest:
         if not line:
             continue
         word, _, rest = line.partition(" ")
+        at = f"{where}:{number}"
         try:
             if word == "stat":
                 mode, uid, gid, size, reason, path = rest.split(" ", 5)
+                if not _HEX_MODE.fullmatch(mode):
+                    raise ValueError(mode)
                 raw = int(mode, 16)
-                st = ImageStat(path, kind_of(raw), stat_mod.S_IMODE(raw), int(uid), int(gid), int(size))
+                owner = (count(uid, at, "uid", most=MAX_ID), count(gid, at, "gid", most=MAX_ID))
+                st = ImageStat(path, kind_of(raw), stat_mod.S_IMODE(raw), *owner, count(size, at, "size"))
                 manifest.stats[_image_path(path)] = (st, reason)
             elif word == "incomplete":
                 reason, path = rest.split(" ", 1)
                 manifest.incomplete.append((_image_path(path), reason))
             elif word == "unrepresentable-names":
-                manifest.unrepresentable = int(rest)
+                manifest.unrepresentable = count(rest, at, word)
+            elif word == "content-bytes":
+                manifest.values.setdefault(word, str(count(rest, at, word)))
             else:
                 manifest.values.setdefault(word if word != "limit" else "limit " + rest.split(" ")[0], rest)
         except ValueError:
-            raise ImageReadError(f"{where}:{number}", f"malformed line {line[:80]!r}") from None
+            raise ImageReadError(at, f"malformed line {line[:80]!r}") from None
     return manifest
 
 

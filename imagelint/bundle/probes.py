@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from imagelint.bundle.numbers import count, seconds
 from imagelint.errors import ImageReadError
 from imagelint.facts.cgroups import (
     CgroupLayout,
@@ -24,20 +25,27 @@ from imagelint.facts.cgroups import (
     SubtreeCount,
     detect_layout,
     parse_cgroup_stat,
+    parse_proc_cgroups,
     sample_from_counts,
     v2_subtree,
 )
 from imagelint.facts.soak import SoakResult
 from imagelint.facts.systemd.live import LiveState, parse_live
-from imagelint.facts.systemd.show import RestartSnapshot, parse_systemctl_show
+from imagelint.facts.systemd.show import RestartSnapshot, parse_show_blocks, parse_systemctl_show
 
 MAX_RECORD = 64 * 1024 * 1024
+MAX_MOUNTED = 256  # entries of /sys/fs/cgroup (a v1 host: about 15)
+_HIERARCHY = re.compile(r"[A-Za-z0-9._,-]{1,64}")
 
 
 def _read(path: Path) -> str:
-    if path.stat().st_size > MAX_RECORD:
-        raise ImageReadError(f"imagelint/{path.parent.name}/{path.name}", "over 64 MiB; not read")
-    return path.read_bytes().decode("utf-8", "replace")
+    where = f"imagelint/{path.parent.name}/{path.name}"
+    try:
+        if path.stat().st_size > MAX_RECORD:
+            raise ImageReadError(where, "over 64 MiB; not read")
+        return path.read_bytes().decode("utf-8", "replace")
+    except OSError as exc:  # a record the collector always writes is missing, or a directory
+        raise ImageReadError(where, f"cannot be read: {exc.strerror or exc}") from None
 
 
 def _status(meta: Path, name: str) -> dict[str, str] | None:
@@ -51,19 +59,12 @@ def _status(meta: Path, name: str) -> dict[str, str] | None:
     return values
 
 
-def _float(text: str | None, where: str) -> float:
-    try:
-        return float(text or "")
-    except ValueError:
-        raise ImageReadError(where, f"not a number: {str(text)[:40]!r}") from None
-
-
 def _show(meta: Path, name: str) -> tuple[float, str | None, str | None, bool] | None:
     """(wall, output or None, why not, booted) of one recorded ``systemctl show``."""
     status = _status(meta, name)
     if status is None:
         return None
-    wall = _float(status.get("wall"), f"imagelint/live/{name}.status")
+    wall = seconds(status.get("wall"), f"imagelint/live/{name}.status", "wall")
     booted = status.get("booted") == "1"
     if status.get("rc") != "0":
         reason = f"systemctl show failed (exit {status.get('rc')}): {status.get('stderr', '')}".rstrip(": ")
@@ -81,6 +82,10 @@ def live_state(meta: Path) -> LiveState | None:
     wall, text, reason, booted = shown
     if text is None:
         return LiveState(wall, False, booted, reason)
+    for props in parse_show_blocks(text):  # parse_live reads a bad number as unknown: here it is refused
+        for key in ("NRestarts", "ExecMainStatus"):
+            if props.get(key):
+                count(props[key], "imagelint/live/start.txt", f"{props['Id'][:80]!r}: {key}")
     return LiveState(wall, True, True, None, parse_live(text))
 
 
@@ -91,21 +96,23 @@ def restart_snapshot(meta: Path, name: str) -> RestartSnapshot | None:
     wall, text, reason, _booted = shown
     if text is None:
         return RestartSnapshot(wall, False, reason)
-    return RestartSnapshot(wall, True, None, parse_systemctl_show(text))
+    return RestartSnapshot(wall, True, None, parse_systemctl_show(text, where=f"imagelint/live/{name}.txt"))
 
 
-def _sections(text: str) -> tuple[dict[str, str], list[tuple[str, str]]]:
-    head: dict[str, str] = {}
-    sections: list[tuple[str, list[str]]] = []
-    for line in text.splitlines():
+def _sections(text: str) -> tuple[dict[str, tuple[str, int]], list[tuple[str, str, int]]]:
+    """The ``key value`` lines before the first section (key -> (value, line number)), and each
+    ``@@ NAME`` section as (NAME, body, line number of its ``@@`` line)."""
+    head: dict[str, tuple[str, int]] = {}
+    sections: list[tuple[str, list[str], int]] = []
+    for number, line in enumerate(text.splitlines(), 1):
         if line.startswith("@@ "):
-            sections.append((line[3:], []))
+            sections.append((line[3:], [], number))
         elif sections:
             sections[-1][1].append(line)
         else:
             key, _, value = line.partition(" ")
-            head[key] = value
-    return head, [(name, "\n".join(lines)) for name, lines in sections]
+            head[key] = (value, number)
+    return head, [(name, "\n".join(lines), number) for name, lines, number in sections]
 
 
 def layout(meta: Path, scratch: Path) -> CgroupLayout:
@@ -118,16 +125,25 @@ def layout(meta: Path, scratch: Path) -> CgroupLayout:
     if not samples:
         raise ImageReadError("imagelint/soak", "no cgroup samples")
     _, sections = _sections(_read(samples[0]))
-    proc = dict(sections).get("/proc/cgroups")
+    proc = {name: body for name, body, _ in sections}.get("/proc/cgroups")
     if proc is None:
         raise ImageReadError(f"imagelint/soak/{samples[0].name}", "no /proc/cgroups section")
+    parse_proc_cgroups(
+        proc, where=f"imagelint/soak/{samples[0].name}: /proc/cgroups"
+    )  # named, not the replica
     (scratch / "proc").mkdir(parents=True)
     (scratch / "proc" / "cgroups").write_text(proc)
     cg = scratch / "sys/fs/cgroup"
     cg.mkdir(parents=True)
-    for name in facts.get("mounted", []):
-        if name and "/" not in name and name not in (".", ".."):
-            (cg / name).mkdir(exist_ok=True)
+    mounted = facts.get("mounted", [])
+    if len(mounted) > MAX_MOUNTED:
+        raise ImageReadError("imagelint/soak/layout", f"more than {MAX_MOUNTED} hierarchies mounted")
+    for name in mounted:
+        # the collector lists the entries of /sys/fs/cgroup (``cpu,cpuacct``, ``systemd``...): any
+        # other name is forged, and may be one a directory cannot have (NUL, '/', 300 bytes)
+        if not _HIERARCHY.fullmatch(name) or name in (".", ".."):
+            raise ImageReadError("imagelint/soak/layout", f"mounted {name[:80]!r} is not a directory name")
+        (cg / name).mkdir(exist_ok=True)
     v2 = (facts.get("v2") or ["-"])[0]
     if v2 in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
         where = cg if v2 == "/sys/fs/cgroup" else cg / "unified"
@@ -160,28 +176,33 @@ def samples(meta: Path, found: CgroupLayout) -> list[Sample]:
         subtrees: list[SubtreeCount] = []
         proc: tuple[str, str] | None = None
         dirs: int | None = None
-        for name, body in sections:
+        for name, body, number in sections:
             if name == "/proc/cgroups":
                 proc = (body, f"{where}: /proc/cgroups")
             elif name.startswith("memdirs "):
-                dirs = int(_float(name[8:], where))
+                dirs = count(name[8:], f"{where}:{number}", "memdirs")
             elif name == "cgroup.stat":
                 v2_root = parse_cgroup_stat(body, where=f"{where}: cgroup.stat")
             elif name.startswith("subtree "):
                 subtrees.append(v2_subtree(name[8:], parse_cgroup_stat(body, where=f"{where}: {name}")))
-        mono, wall = _float(head.get("uptime"), where), _float(head.get("wall"), where)
+        mono, wall = (_head_seconds(head, key, where) for key in ("uptime", "wall"))
         out.append(
             sample_from_counts(mono, wall, found, v2_root, tuple(subtrees), proc_cgroups=proc, v1_dirs=dirs)
         )
     return out
 
 
-_TIMES = re.compile(r"(\d+)m([\d.]+)s")
+def _head_seconds(head: dict[str, tuple[str, int]], key: str, where: str) -> float:
+    value, number = head.get(key, (None, 0))
+    return seconds(value, f"{where}:{number}" if number else where, key)
 
 
-def _children_cpu(text: str) -> float:
+_TIMES = re.compile(r"(\S+?)m(\S+?)s")
+
+
+def _children_cpu(text: str, where: str) -> float:
     """User + system time of the shell's children from the output of ``times`` (its 2nd line)."""
-    values = [int(m) * 60 + float(s) for m, s in _TIMES.findall(text)]
+    values = [count(m, where, "times") * 60 + seconds(s, where, "times") for m, s in _TIMES.findall(text)]
     return sum(values[2:4]) if len(values) >= 4 else 0.0
 
 
@@ -191,14 +212,17 @@ def probe(meta: Path, name: str, found: CgroupLayout) -> ProbeResult | None:
         return None
     values = dict(line.partition(" ")[::2] for line in _read(path).splitlines())
     where = f"imagelint/soak/probe.{name}"
-    cpu = _children_cpu(values.get("times-after", "")) - _children_cpu(values.get("times-before", ""))
+    cpu = _children_cpu(values.get("times-after", ""), where) - _children_cpu(
+        values.get("times-before", ""), where
+    )
+    cgroups, errors = (count(values.get(key), where, key) for key in ("cgroups", "errors"))
     return ProbeResult(
         found.memory,
-        int(_float(values.get("cgroups"), where)) - int(_float(values.get("errors"), where)),
-        _float(values.get("ns"), where) / 1e9,
+        max(0, cgroups - errors),
+        count(values.get("ns"), where, "ns") / 1e9,
         max(0.0, cpu),
-        int(_float(values.get("bytes"), where)),
-        int(_float(values.get("errors"), where)),
+        count(values.get("bytes"), where, "bytes"),
+        errors,
     )
 
 

@@ -13,11 +13,14 @@ from pathlib import Path
 
 from imagelint.bundle import probes
 from imagelint.bundle.extract import Extracted, extract
+from imagelint.bundle.numbers import count
 from imagelint.facts.soak import SoakFacts
 from imagelint.facts.systemd.live import LiveState
 from imagelint.report import Report, ReportError
 from imagelint.rulepacks import Scope
 from imagelint.targets.bundle import BundleTarget
+
+MAX_SOAK_CS = 100 * 86400 * 365  # a year of soak, in centiseconds
 
 
 def is_bundle(path: Path) -> bool:
@@ -73,9 +76,12 @@ class OpenedBundle:
         if not recorded:
             return None
         duration_cs, _, every_cs = recorded.partition(" ")
+        where = "imagelint/manifest.txt"
+        duration = count(duration_cs, where, "soak duration (cs)", most=MAX_SOAK_CS) / 100
+        every = count(every_cs, where, "soak interval (cs)", least=1, most=MAX_SOAK_CS) / 100
         with tempfile.TemporaryDirectory(prefix="imagelint-layout-") as scratch:
             layout = probes.layout(meta, Path(scratch))
-        result = probes.soak_result(meta, layout, int(duration_cs) / 100, int(every_cs) / 100)
+        result = probes.soak_result(meta, layout, duration, every)
         start, end = probes.probe(meta, "start", layout), probes.probe(meta, "end", layout)
         return SoakFacts(result, layout, start, end)
 

@@ -91,12 +91,9 @@ def parse_cgroup_stat(text: str, *, where: str = "cgroup.stat") -> CgroupStat:
         parts = line.split()
         if len(parts) != 2:
             raise CgroupReadError(f"line {lineno}: expected 'key value', got {line!r}", where=where)
-        try:
-            values[parts[0]] = int(parts[1])
-        except ValueError:
-            raise CgroupReadError(
-                f"line {lineno}: value of {parts[0]} is not an integer", where=where
-            ) from None
+        if not _is_count(parts[1]):
+            raise CgroupReadError(f"line {lineno}: value of {parts[0][:80]!r} is not a count", where=where)
+        values[parts[0]] = int(parts[1])
     for key in ("nr_descendants", "nr_dying_descendants"):
         if key not in values:
             raise CgroupReadError(f"no {key} key", where=where)
@@ -113,6 +110,12 @@ def parse_cgroup_stat(text: str, *, where: str = "cgroup.stat") -> CgroupStat:
         else:
             other[key] = value
     return CgroupStat(values["nr_descendants"], values["nr_dying_descendants"], subsys, dying, other)
+
+
+def _is_count(text: str) -> bool:
+    """ASCII digits of a kernel counter (``int()`` would also take ``٣``, ``+3``, ``1_000``): what a
+    recorded sample from a bundle holds is not trusted to be the kernel's."""
+    return text.isascii() and text.isdigit() and len(text) <= 19
 
 
 @dataclass(frozen=True)
@@ -134,10 +137,9 @@ def parse_proc_cgroups(text: str, *, where: str = "/proc/cgroups") -> dict[str, 
         parts = line.split()
         if len(parts) != 4:
             raise CgroupReadError(f"line {lineno}: expected 4 columns, got {line!r}", where=where)
-        try:
-            rows[parts[0]] = ProcCgroupsRow(parts[0], int(parts[1]), int(parts[2]), parts[3] == "1")
-        except ValueError:
-            raise CgroupReadError(f"line {lineno}: non-integer column in {line!r}", where=where) from None
+        if not (_is_count(parts[1]) and _is_count(parts[2])):
+            raise CgroupReadError(f"line {lineno}: non-integer column in {line[:200]!r}", where=where)
+        rows[parts[0]] = ProcCgroupsRow(parts[0], int(parts[1]), int(parts[2]), parts[3] == "1")
     return rows
 
 

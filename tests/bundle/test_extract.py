@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from imagelint.bundle.extract import BundleError, Caps, extract
+from imagelint.bundle.extract import MAX_CHAIN, MAX_EXTENDED, BundleError, Caps, extract
 from imagelint.targets.rootfs import FileKind
+from tests.bundle.support import run_cli_measured
 
 MANIFEST = b"imagelint-bundle 1\ncollector test\n"
 
@@ -88,13 +89,20 @@ def test_bad_names_are_refused(tmp_path: Path, name: str, words: str) -> None:
 
 
 @pytest.mark.parametrize(
+    "name", ["imagelint/soak/sample.0\nforged: line", "imagelint/live/\x1b[31mx", "imagelint/é"]
+)
+def test_record_names_are_the_collectors_own(tmp_path: Path, name: str) -> None:
+    _refused(tmp_path, lambda tar: _add(tar, name, b"uptime 1\n"), "not a name the collector writes")
+
+
+@pytest.mark.parametrize(
     ("kind", "words"),
     [
         (tarfile.CHRTYPE, "a character device"),
         (tarfile.BLKTYPE, "a block device"),
         (tarfile.FIFOTYPE, "a FIFO"),
         (tarfile.LNKTYPE, "a hard link"),
-        (tarfile.GNUTYPE_SPARSE, "of tar type"),
+        (tarfile.GNUTYPE_SPARSE, "GNU sparse"),
         (tarfile.CONTTYPE, "of tar type"),
     ],
 )
@@ -161,3 +169,57 @@ def test_not_a_tar_and_no_manifest(tmp_path: Path) -> None:
         extract(junk)
     with pytest.raises(BundleError, match=r"no imagelint/manifest\.txt"):
         extract(_bundle(tmp_path, lambda tar: None, manifest=False))
+
+
+def _header(name: str, kind: bytes, size: int) -> bytes:
+    info = tarfile.TarInfo(name)
+    info.type, info.size = kind, size
+    return info.tobuf(tarfile.USTAR_FORMAT)
+
+
+def test_a_600_mib_pax_header_is_refused_before_tarfile_reads_it(tmp_path: Path) -> None:
+    # a sparse file: the header block, then 600 MiB of hole that tarfile would read into memory
+    bomb = tmp_path / "bomb.tar"
+    with open(bomb, "wb") as f:
+        f.write(_header("./PaxHeaders/x", tarfile.XHDTYPE, 600 * 1024 * 1024))
+        f.truncate(512 + 600 * 1024 * 1024 + 1024)
+    run_cli_measured("audit", str(bomb)).assert_one_line(3, str(bomb), "pax header of 629,145,600 bytes")
+
+
+@pytest.mark.parametrize("kind", [tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.GNUTYPE_LONGNAME])
+def test_every_extended_header_is_bounded(tmp_path: Path, kind: bytes) -> None:
+    big = tmp_path / "big.tar"
+    big.write_bytes(_header("./h", kind, MAX_EXTENDED + 1) + b"\0" * (MAX_EXTENDED + 1024))
+    with pytest.raises(BundleError, match="header of"):
+        extract(big)
+
+
+def test_a_chain_of_extended_headers_is_refused(tmp_path: Path) -> None:
+    # each pax header makes tarfile recurse into the next: a long chain ends in RecursionError
+    record = b"12 comment=\n"
+    chain = (_header("./PaxHeaders/x", tarfile.XHDTYPE, len(record)) + record.ljust(512, b"\0")) * 2000
+    path = tmp_path / "chain.tar"
+    path.write_bytes(chain + _header("./f", tarfile.REGTYPE, 0) + b"\0" * 1024)
+    with pytest.raises(BundleError, match=f"more than {MAX_CHAIN} extended headers"):
+        extract(path)
+
+
+def test_pax_records_that_make_tarfile_quadratic_are_bounded_in_all(tmp_path: Path) -> None:
+    # "2 2 2 ... =": tarfile's record regex rescans to the '=' for every record (CVE-2024-6232)
+    records = (b"2 " * (MAX_EXTENDED // 2 - 1) + b"=\n")[:MAX_EXTENDED]
+    one = _header("./PaxHeaders/g", tarfile.XGLTYPE, len(records)) + records
+    members = b"".join(one + _header(f"./f{i}", tarfile.REGTYPE, 0) for i in range(100))
+    path = tmp_path / "slow.tar"
+    path.write_bytes(members + b"\0" * 1024)
+    with pytest.raises(BundleError, match="bytes of pax headers"):
+        extract(path)
+
+
+def test_a_malformed_sparse_map_in_a_pax_header_is_refused(tmp_path: Path) -> None:
+    def build(tar: tarfile.TarFile) -> None:
+        info = tarfile.TarInfo("./sparse")
+        info.size = 512
+        info.pax_headers = {"GNU.sparse.major": "1", "GNU.sparse.minor": "0", "GNU.sparse.realsize": "9"}
+        tar.addfile(info, io.BytesIO(b"not-a-number\n".ljust(512, b"\0")))
+
+    _refused(tmp_path, build, "not a readable tar archive")

@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from imagelint.facts.packages import load_packages, parse_header
+from imagelint.errors import ImageReadError
+from imagelint.facts.packages import MAX_LINE, StanzaError, _Guard, load_packages, parse_header, parse_stanzas
 from imagelint.targets import RootfsTarget
+from tests.bundle.support import run_cli_measured
 from tests.support import copy_rootfs, need
 
 SPEC = """\
@@ -136,3 +138,93 @@ def test_a_status_file_over_the_read_cap_is_incomplete(debian_rootfs: Path, tmp_
         f.truncate(17 * 1024 * 1024)
     packages = load_packages(RootfsTarget(root))
     assert not packages.complete and packages.items == {}
+
+
+# -- hostile databases: each is one line and exit 3 from the real CLI, within the memory bound ----------
+
+
+def _rpmdb_with(root: Path, *statements: str) -> Path:
+    (root / "var/lib/rpm").mkdir(parents=True)
+    with sqlite3.connect(root / RPMDB) as conn:
+        for statement in statements:
+            conn.execute(statement)
+    conn.close()
+    return root
+
+
+def test_an_rpmdb_whose_packages_is_a_view_over_zeroblob_is_refused(tmp_path: Path) -> None:
+    root = _rpmdb_with(
+        tmp_path / "image",
+        "CREATE TABLE t (x)",
+        "CREATE VIEW Packages AS SELECT 1 AS hnum, zeroblob(900000000) AS blob",
+    )
+    run_cli_measured("audit", str(root)).assert_one_line(3, RPMDB, "not an ordinary table")
+
+
+def test_an_rpmdb_whose_packages_is_an_endless_recursive_view_is_refused(tmp_path: Path) -> None:
+    root = _rpmdb_with(
+        tmp_path / "image",
+        "CREATE VIEW Packages AS WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) "
+        "SELECT n AS hnum, x'00000000' AS blob FROM c",
+    )
+    run_cli_measured("audit", str(root), timeout=60).assert_one_line(3, RPMDB, "refused")
+
+
+@pytest.mark.parametrize(
+    "statements, why",
+    [
+        (["CREATE TABLE Packages (hnum INTEGER, blob BLOB GENERATED ALWAYS AS (zeroblob(900000000)))",
+          "INSERT INTO Packages (hnum) VALUES (1)"], "generated"),
+        (["CREATE TABLE t (x)", "CREATE TRIGGER Packages AFTER INSERT ON t BEGIN SELECT 1; END"],
+         "not an ordinary table"),
+    ],
+)  # fmt: skip
+def test_a_packages_table_that_computes_is_refused(tmp_path: Path, statements: list[str], why: str) -> None:
+    root = _rpmdb_with(tmp_path / "image", *statements)
+    with pytest.raises(ImageReadError, match=why):
+        load_packages(RootfsTarget(root))
+
+
+def test_the_authorizer_lets_only_the_base_table_be_read() -> None:
+    # defence in depth behind the schema check: what a view, a function or a recursive CTE needs
+    guard = _Guard(RPMDB)
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE Packages (hnum INTEGER PRIMARY KEY, blob BLOB)")
+    conn.execute("CREATE VIEW v AS SELECT blob FROM Packages")
+    conn.set_authorizer(guard.authorize)
+    assert conn.execute("SELECT blob FROM Packages").fetchall() == []
+    for query in [
+        "SELECT zeroblob(10)",
+        "SELECT blob FROM v",
+        "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) SELECT n FROM c",
+        "SELECT name FROM sqlite_master",
+    ]:
+        with pytest.raises(sqlite3.DatabaseError, match=r"not authorized|prohibited"):
+            conn.execute(query)
+    conn.close()
+
+
+def test_a_400_mib_sparse_rpmdb_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    root = _rpm_image(
+        tmp_path / "image", tmp_path, [{"name": "imagelint-agent", "version": "1", "release": "1"}]
+    )
+    with open(root / RPMDB, "r+b") as f:
+        f.truncate(400 * 1024 * 1024)
+    assert os.stat(root / RPMDB).st_blocks * 512 < 10 * 1024 * 1024  # sparse: the test costs no disk
+    run_cli_measured("audit", str(root)).assert_one_line(3, RPMDB, "over the 128 MiB rpmdb limit")
+
+
+@pytest.mark.parametrize(
+    "unit, why",
+    [(b"\n", "stanzas"), (b"a: b\n\n", "stanzas"), (b"x\n", "lines"), (b"Package: x\n", "fields")],
+)
+def test_a_16_mib_status_file_of_tiny_stanzas_is_refused(tmp_path: Path, unit: bytes, why: str) -> None:
+    status = tmp_path / "image/var/lib/dpkg/status"
+    status.parent.mkdir(parents=True)
+    status.write_bytes(unit * ((16 * 1024 * 1024 - 1) // len(unit)))
+    run_cli_measured("audit", str(tmp_path / "image")).assert_one_line(3, "/var/lib/dpkg/status", why)
+
+
+def test_a_status_line_over_the_line_bound_is_refused() -> None:
+    with pytest.raises(StanzaError, match="longer than"):
+        list(parse_stanzas(b"Package: a\nDescription: " + b"x" * MAX_LINE + b"\n"))

@@ -26,6 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from imagelint.errors import ImageReadError
+
 PROPERTIES = ("Id", "NRestarts", "ActiveState", "SubState")
 DEFAULT_TIMEOUT = 15.0
 
@@ -81,13 +83,19 @@ def parse_show_blocks(text: str) -> list[dict[str, str]]:
     return blocks
 
 
-def parse_systemctl_show(text: str) -> dict[str, UnitRestarts]:
-    """Parse ``systemctl show`` output into restart counters, by unit."""
+def parse_systemctl_show(text: str, *, where: str = "systemctl show") -> dict[str, UnitRestarts]:
+    """Parse ``systemctl show`` output (read from ``where``) into restart counters, by unit.
+
+    An empty or missing ``NRestarts`` (systemd before 235) is unknown; any other value that is not
+    a count of ASCII digits (``²`` passes ``isdigit()``, ``٣`` passes ``int()``) is ImageReadError:
+    the output did not come from systemctl, or was altered."""
     units: dict[str, UnitRestarts] = {}
     for props in parse_show_blocks(text):
         unit = props["Id"]
         raw = props.get("NRestarts", "")
-        n = int(raw) if raw.isdigit() else None
+        if raw and not (raw.isascii() and raw.isdigit() and len(raw) <= 18):
+            raise ImageReadError(where, f"{unit[:80]!r}: NRestarts {raw[:40]!r} is not a count")
+        n = int(raw) if raw else None
         units[unit] = UnitRestarts(unit, n, props.get("ActiveState") or None, props.get("SubState") or None)
     return units
 
