@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -60,34 +63,44 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
     )
 
 
-# Runs a command and prints the peak RSS (KiB) of it and everything it waited for, on the last line.
-_MEASURE = (
-    "import resource, subprocess, sys\n"
-    "proc = subprocess.run(sys.argv[1:], capture_output=True)\n"
-    "sys.stdout.buffer.write(proc.stdout); sys.stderr.buffer.write(proc.stderr)\n"
-    "print(f'\\n@@peak {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}', end='')\n"
-    "sys.exit(proc.returncode)\n"
-)
+MAX_RSS_MIB = 150
+_MEASURE = """
+import json, resource, sys
+from tests.support import run_cli
+proc = run_cli(*sys.argv[2:], timeout=float(sys.argv[1]))
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+print(json.dumps([proc.returncode, proc.stderr, proc.stdout[-2000:], peak]))
+"""
 
 
-def run_cli_measured(*args: str, env: dict[str, str] | None = None, timeout: float = 120):
-    """:func:`run_cli`, and the peak RSS in MiB of the whole run (imagelint's box and its children)."""
-    import shutil
-    import sys
+@dataclass
+class Measured:
+    returncode: int
+    stderr: str
+    stdout: str
+    peak_mib: float
 
-    exe = shutil.which("imagelint", path=str(Path(sys.executable).parent)) or "imagelint"
-    full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
+    def assert_one_line(self, code: int, *words: str) -> None:
+        """Ended with ``code``, one stderr line holding ``words``, within the RSS bound."""
+        lines = self.stderr.splitlines()
+        assert self.returncode == code, (self.returncode, self.stderr[-2000:], self.stdout)
+        assert len(lines) == 1, self.stderr[-2000:]
+        assert "Traceback" not in self.stderr and "internal error" not in self.stderr
+        for word in words:
+            assert word in lines[0], lines[0]
+        assert self.peak_mib <= MAX_RSS_MIB, f"peak RSS {self.peak_mib:.0f} MiB"
+
+
+def run_cli_measured(*args: str, timeout: float = 90) -> Measured:
+    """``imagelint ARGS`` as a user runs it; a CLI still running after ``timeout`` s fails the test."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.run(
-        [sys.executable, "-c", _MEASURE, exe, *args],
-        capture_output=True,
-        text=True,
-        env=full_env,
-        timeout=timeout,
-        check=False,
-    )
-    stdout, _, peak = proc.stdout.rpartition("\n@@peak ")
-    proc.stdout = stdout
-    return proc, int(peak) / 1024
+        [sys.executable, "-c", _MEASURE, str(timeout), *args],
+        capture_output=True, text=True, env=env, timeout=timeout + 30, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]  # the measuring process itself (a timeout...)
+    code, stderr, stdout, peak_kib = json.loads(proc.stdout)
+    return Measured(code, stderr, stdout, peak_kib / 1024)
 
 
 def clean_image(root: Path) -> Path:

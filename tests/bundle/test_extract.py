@@ -14,7 +14,7 @@ import pytest
 
 from imagelint.bundle.extract import MAX_CHAIN, MAX_EXTENDED, BundleError, Caps, extract
 from imagelint.targets.rootfs import FileKind
-from tests.bundle.support import run_cli_measured
+from tests.support import run_cli_measured
 
 MANIFEST = b"imagelint-bundle 1\ncollector test\n"
 

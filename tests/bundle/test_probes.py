@@ -10,8 +10,8 @@ import pytest
 
 from imagelint.bundle.numbers import count, seconds
 from imagelint.errors import ImageReadError
-from tests.bundle.support import collect_soak_bundle, members, pack, rewritten, run_cli_measured
-from tests.support import need
+from tests.bundle.support import collect_soak_bundle, members, pack, rewritten
+from tests.support import need, run_cli_measured
 
 SAMPLE = "imagelint/soak/sample.00000"
 SHOWN = b"Id=ecs.service\nNRestarts=0\nActiveState=active\nSubState=running\n"

@@ -15,8 +15,7 @@ import pytest
 from imagelint.errors import ImageReadError
 from imagelint.facts.packages import MAX_LINE, StanzaError, _Guard, load_packages, parse_header, parse_stanzas
 from imagelint.targets import RootfsTarget
-from tests.bundle.support import run_cli_measured
-from tests.support import copy_rootfs, need
+from tests.support import copy_rootfs, need, run_cli_measured
 
 SPEC = """\
 Name: {name}

@@ -12,9 +12,8 @@ import pytest
 
 from imagelint.errors import TargetError
 from imagelint.report.reading import MAX_DEPTH, MAX_VALUES, read_report_dict
-from tests.bundle.support import MAX_RSS_MIB, run_cli_measured
 from tests.formats.ci_helpers import sample_image
-from tests.support import run_cli
+from tests.support import MAX_RSS_MIB, run_cli, run_cli_measured
 
 
 @pytest.fixture(scope="module")
