@@ -180,6 +180,16 @@ def _lvm(*args: str) -> str:
     ).stdout
 
 
+def lv_root(dev: str, vg: str, size: int, *, extent: str) -> int:
+    """A PV on ``dev``, a VG ``vg`` and an inactive LV 'root' of ``size`` bytes; the PV's pe_start.
+
+    No host state is left: no activation (no device-mapper), no metadata backups (config above)."""
+    _lvm("pvcreate", "-q", "-ff", "-y", dev)
+    _lvm("vgcreate", "-q", "-s", extent, vg, dev)
+    _lvm("lvcreate", "-q", "-y", "-an", "-Zn", "-Wn", "-n", "root", "-L", f"{size // MIB}m", vg)
+    return int(_lvm("pvs", "--noheadings", "--units", "b", "--nosuffix", "-o", "pe_start", dev).strip())
+
+
 def lvm(fs: Path, out: Path) -> None:
     """MBR with one partition holding an LVM PV, a VG (unique name) and a linear LV 'root' holding the
     filesystem. Made by the real LVM tools on a loop device; the LV is never activated (no
@@ -192,25 +202,7 @@ def lvm(fs: Path, out: Path) -> None:
         check=True, capture_output=True, text=True,
     ).stdout.strip()  # fmt: skip
     try:
-        # no host state is left: no activation (no device-mapper), no metadata backups (config above)
-        _lvm("pvcreate", "-q", "-ff", "-y", dev)
-        _lvm("vgcreate", "-q", "-s", "4m", vg, dev)
-        _lvm(
-            "lvcreate",
-            "-q",
-            "-y",
-            "-an",
-            "-Zn",
-            "-Wn",
-            "-n",
-            "root",
-            "-L",
-            f"{fs.stat().st_size // MIB}m",
-            vg,
-        )
-        pe_start = int(
-            _lvm("pvs", "--noheadings", "--units", "b", "--nosuffix", "-o", "pe_start", dev).strip()
-        )
+        pe_start = lv_root(dev, vg, fs.stat().st_size, extent="4m")
         ranges = _lvm("lvs", "--noheadings", "-o", "seg_pe_ranges", f"{vg}/root").strip()
         first_pe = int(ranges.split(":")[1].split("-")[0])
         offset = MIB + pe_start + first_pe * 4 * MIB

@@ -51,24 +51,7 @@ def lvm(out: Path, fs: Path) -> Path:
     dev = run("losetup", "--find", "--show", out).strip()
     vg = f"iltsmall{out.stat().st_ino}"
     try:
-        images._lvm("pvcreate", "-q", "-ff", "-y", dev)
-        images._lvm("vgcreate", "-q", "-s", "1m", vg, dev)
-        images._lvm(
-            "lvcreate",
-            "-q",
-            "-y",
-            "-an",
-            "-Zn",
-            "-Wn",
-            "-n",
-            "root",
-            "-L",
-            f"{fs.stat().st_size // MIB}m",
-            vg,
-        )
-        pe_start = int(
-            images._lvm("pvs", "--noheadings", "--units", "b", "--nosuffix", "-o", "pe_start", dev)
-        )
+        pe_start = images.lv_root(dev, vg, fs.stat().st_size, extent="1m")
     finally:
         subprocess.run(["losetup", "-d", dev], check=False, capture_output=True)
     run(
