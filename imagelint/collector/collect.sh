@@ -271,6 +271,7 @@ sample() {  # sample N
 }
 
 probe() {  # probe NAME: time one read of every live memory cgroup's memory.stat
+    _name=$1  # the glob below reuses the positional parameters
     _base=$V1MEM
     [ -n "$_base" ] || _base=$V2
     [ -n "$_base" ] || return 0
@@ -299,7 +300,7 @@ probe() {  # probe NAME: time one read of every live memory cgroup's memory.stat
         echo "errors $(wc -l < "$W/probe.err")"
         echo "times-before $(printf '%s' "$_before" | tr '\n' ' ')"
         echo "times-after $(printf '%s' "$_after" | tr '\n' ' ')"
-    } > "$M/soak/probe.$1"
+    } > "$M/soak/probe.$_name"
 }
 
 uptime_cs() {

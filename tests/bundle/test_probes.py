@@ -120,3 +120,19 @@ def test_plain_numbers_parse(text: str) -> None:
 def test_anything_else_is_not_a_count(text: str | None) -> None:
     with pytest.raises(ImageReadError, match="f: x"):
         count(text, "f", "x")
+
+
+def test_the_memory_stat_walk_is_timed_at_both_ends_of_the_soak(soak_bundle: Path) -> None:
+    """collect.sh's probe() reused $1 for its glob and wrote the timings to a path nobody reads."""
+    from tests.support import need
+
+    need(
+        Path("/sys/fs/cgroup/memory").is_dir() or Path("/sys/fs/cgroup/cgroup.controllers").exists(),
+        "no memory cgroups",
+    )
+    records = {m.name: data for m, data in members(soak_bundle) if data is not None}
+    for end in ("start", "end"):
+        record = records.get(f"imagelint/soak/probe.{end}")
+        assert record is not None, sorted(records)
+        fields = dict(line.split(" ", 1) for line in record.decode().splitlines())
+        assert int(fields["cgroups"]) >= 1 and int(fields["ns"]) > 0

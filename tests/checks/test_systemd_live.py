@@ -155,3 +155,12 @@ def test_live_rules_against_a_booted_systemd(container: list[str], tmp_path: Pat
     report = audit(RootfsTarget(image), PACKS, Config(select=["IL202"]), RunSettings())
     assert [f.unit for f in report.findings] == ["il-loop.service"]
     assert "3 starts in 2s" in report.findings[0].message
+
+
+@pytest.mark.parametrize(
+    ("shown", "count"), [("7", 7), ("0", 0), ("٣", None), ("²", None), ("[not set]", None)]
+)
+def test_restart_counts_are_ascii_decimals_as_systemctl_prints_them(shown: str, count: int | None) -> None:
+    """int() reads '٣' as 3: a forged count in a host's answer must be unknown, not a number."""
+    units = parse_live(f"Id=x.service\nActiveState=active\nNRestarts={shown}\nExecMainStatus={shown}\n")
+    assert (units["x.service"].n_restarts, units["x.service"].exec_main_status) == (count, count)

@@ -28,12 +28,10 @@ PROPERTIES = ("Id", "ActiveState", "SubState", "Result", "NRestarts", "ExecMainS
 
 
 def _int(text: str | None) -> int | None:
-    if text is None:
+    """A decimal count as systemctl prints it; anything else (``[not set]``, ``٣``, ``²``) is unknown."""
+    if text is None or not (text.isascii() and text.lstrip("-").isdigit()):
         return None
-    try:
-        return int(text)
-    except ValueError:
-        return None
+    return int(text)
 
 
 @dataclass(frozen=True)
