@@ -212,7 +212,7 @@ def bundle_reports(run: PreparedRun, path: Path) -> list[tuple[str, Report]]:
     """("audit", report) and, with soak samples, ("soak", report): the parts a remote run merges."""
     from imagelint.openers import open_spec
 
-    with open_spec(str(path)) as opened:
+    with open_spec(str(path), kind="bundle") as opened:
         parts = [("audit", audit_opened(run, opened))]
         facts = opened.soak()
         if facts is not None and opened.target is not None:

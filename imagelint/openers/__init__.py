@@ -89,11 +89,12 @@ def openers() -> list[Opener]:
 
 
 @contextlib.contextmanager
-def open_spec(spec: str, options: OpenOptions | None = None) -> Iterator[Opened]:
-    """The target ``spec`` names (a limit met while it is read is reported with it)."""
+def open_spec(spec: str, options: OpenOptions | None = None, *, kind: str | None = None) -> Iterator[Opened]:
+    """The target ``spec`` names (a limit met while it is read is reported with it). ``kind``: what
+    the caller knows it is (a bundle an instance uploaded), opened as that whatever its content."""
     options = options or OpenOptions()
     for opener in openers():
-        if opener.claims(spec, options):
+        if opener.kind == kind if kind is not None else opener.claims(spec, options):
             limits.now_reading(spec)
             with opener.open(spec, options) as opened:
                 yield opened
