@@ -47,7 +47,7 @@ from imagelint.errors import UsageError
 from imagelint.report import Report, Verdict
 from imagelint.report.escape import json_text
 from imagelint.report.verdict import decide
-from imagelint.session import PreparedRun, RunOptions, evaluate, prepare, publish
+from imagelint.session import PreparedRun, RunOptions, audit_opened, prepare, publish
 
 
 @dataclass(frozen=True)
@@ -327,7 +327,7 @@ def _volume(
     progress: Progress,
     host: VolumeHost,
 ) -> Report:
-    from imagelint.targets import RootfsTarget
+    from imagelint.openers import open_spec
 
     root_snapshot = _root_snapshot(image)
     instance_id, zone = host.identity()
@@ -341,8 +341,8 @@ def _volume(
             ec2_ops.attach_volume(clients.ec2, volume_id, instance_id, name, poll=options.timing.poll)
         device = host.find_device(volume_id, timeout=options.timing.running_timeout, device=name)
         progress.phase("auditing", f"{device} read-only")
-        with host.mounted(device) as root:
-            report = evaluate(prepared, RootfsTarget(root))
+        with host.mounted(device) as root, open_spec(str(root)) as opened:
+            report = audit_opened(prepared, opened)
         report.facts["volume"] = {"volume_id": volume_id, "snapshot_id": root_snapshot, "zone": zone}
         return report
     finally:
