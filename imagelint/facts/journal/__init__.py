@@ -5,8 +5,9 @@ Public API (what the rule layer calls):
 * sources: ``open_image(target)``, ``open_directory(path)``, ``open_files(paths)``, ``open_path(path)``
   each return a ``Journal`` (a context manager) whose ``scan`` (``JournalScan``) accounts for every
   file found: read, read in part, or skipped with a reason.
-* reading: ``Journal.entries(fields=None)``, ``Journal.match({"FIELD": value or [values]}, fields=None)``
-  and ``Journal.match_any([...])`` yield entries as dicts in journalctl's order (see ``reader``).
+* reading: ``Journal.entries(fields=None)`` and ``Journal.match({"FIELD": value or [values]},
+  fields=None)`` yield entries as dicts in journalctl's order (see ``reader``);
+  ``Journal.match_any_decoded([...], decode)`` decodes the entries of several match sets.
 * analyses: ``analyze_restarts(journal) -> RestartReport`` and ``count_signal(journal, spec) ->
   SignalReport``, with the specs and message ids in ``patterns``.
 

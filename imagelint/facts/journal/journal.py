@@ -10,7 +10,7 @@ entry beyond it, and the smallest of those comes next. The common case, one writ
 
 Problems in one file are recorded in its ``FileReport`` and the other files go on being read, and
 every entry a reading method decodes is accounted for there (``FileReport.examined``), as read by
-index (``match``, ``match_any``, ``tail_messages``) or by scan (``entries``).
+index (``match``, ``match_any_decoded``, ``tail_messages``) or by scan (``entries``).
 
 Before a file is first read (by any of the reading methods), its structure is checked
 (``JournalFile.check_structure``: header, tail object, the global entry-array chain and the last
@@ -150,19 +150,6 @@ class Journal:
         """Entries matching ``matches`` (same field: OR; different fields: AND), via each file's index."""
         return self._stream(lambda jf: iter(jf.match_offsets(matches)), fields, by_scan=False)
 
-    def match_any(
-        self,
-        alternatives: Sequence[Matches | tuple[Matches, Collection[str]]],
-        fields: Collection[str] | None = None,
-    ) -> Iterator[Entry]:
-        """Entries matching at least one of several match sets (journalctl's ``+``), each once.
-
-        An alternative may be ``(matches, without)``: then its entries must not have any field
-        named in ``without`` (also decided through the index).
-        """
-
-        return self._stream(self._alternatives(alternatives), fields, by_scan=False)
-
     @staticmethod
     def _alternatives(
         alternatives: Sequence[Matches | tuple[Matches, Collection[str]]],
@@ -208,7 +195,8 @@ class Journal:
         alternatives: Sequence[Matches | tuple[Matches, Collection[str]]],
         decode: Callable[[JournalFile, int], T],
     ) -> Iterator[T]:
-        """As ``match_any``, but each entry is whatever ``decode(file, offset)`` makes of it.
+        """Entries matching at least one of several match sets (journalctl's ``+``), each once, as
+        whatever ``decode(file, offset)`` makes of them.
 
         For analyses that need less than an entry dict (``JournalFile.fields_at``) or decide per
         entry which fields to read. ``decode`` may raise ``CorruptJournal``, which is accounted for

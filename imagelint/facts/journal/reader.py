@@ -44,7 +44,7 @@ import itertools
 import operator
 import os
 import struct
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 
 from imagelint.facts.journal.compression import MAX_DECOMPRESSED, decompress, decompress_prefix
 from imagelint.facts.journal.errors import CorruptJournal
@@ -433,10 +433,6 @@ class JournalFile:
             value = bytes(view)
         view.release()
         return name, value
-
-    def _field_value(self, off: int) -> tuple[str, Value]:
-        """Decode the DATA object at ``off`` to (field, value), caching objects shared by entries."""
-        return self._cache[off]
 
     # -- decoding some fields only ---------------------------------------------------------------
 
@@ -1045,7 +1041,3 @@ class JournalFile:
         for items in self._array_chain(self.header.entry_array_offset, None):
             for off in items:
                 yield entry(off, fields)
-
-    def entries_at(self, offsets: Iterable[int], fields: Collection[str] | None = None) -> Iterator[Entry]:
-        for off in offsets:
-            yield self.entry(off, fields)
