@@ -14,7 +14,7 @@ import typer
 from typer import _click as click  # typer < 0.29 vendors click
 from typer.core import TyperGroup
 
-from imagelint.cli.app import MARKUP, app, friendly
+from imagelint.cli.application import MARKUP, app, friendly
 from imagelint.cli.helptext import command, command_help, expand
 from imagelint.cli.options import (
     ConcurrencyOpt,

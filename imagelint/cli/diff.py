@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from imagelint.cli.app import app, friendly, schema_app
+from imagelint.cli.application import app, friendly, schema_app
 from imagelint.cli.helptext import SUCCESS, command
 from imagelint.cli.options import ConcurrencyOpt, ConfigOpt, NoBuiltinOpt, RegionOpt, RulesOpt
 from imagelint.errors import ExitCode

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from imagelint.cli.app import app, fail, friendly
+from imagelint.cli.application import app, fail, friendly
 from imagelint.cli.helptext import command
 from imagelint.cli.options import ConfigOpt, NoBuiltinOpt, RulesOpt
 from imagelint.errors import ExitCode
