@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from imagelint.errors import UsageError
+from imagelint.openers.snapshot import PREFIX as SPEC_PREFIX
 
 if TYPE_CHECKING:
     from imagelint.aws.clients import Clients
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
     from imagelint.report import Report
     from imagelint.session import PreparedRun
 
-SPEC_PREFIX = "ebs:"
 SNAPSHOT_ID = re.compile(r"^snap-[0-9a-f]{8}([0-9a-f]{9})?$")
 MIB = 1024 * 1024
 

@@ -8,15 +8,15 @@ from collections.abc import Iterator
 from imagelint.openers import Opened, OpenOptions
 from imagelint.report import Report
 
+PREFIX = "ebs:"  # checked without importing imagelint.aws: only a snapshot spec loads it
+
 
 class SnapshotOpener:
     kind = "ebs-snapshot"
     order = 10
 
     def claims(self, spec: str, options: OpenOptions) -> bool:
-        from imagelint.aws.snapshot import SPEC_PREFIX
-
-        return spec.startswith(SPEC_PREFIX) and not options.live
+        return spec.startswith(PREFIX) and not options.live
 
     @contextlib.contextmanager
     def open(self, spec: str, options: OpenOptions) -> Iterator[Opened]:
