@@ -330,12 +330,18 @@ def _extract_and_read(path: Path) -> object:
         extracted.cleanup()
 
 
-def _bundle_reports(path: Path) -> object:
-    from imagelint.bundle.run import bundle_reports
+def _prepared() -> object:
     from imagelint.config import Config
     from imagelint.rulepacks import builtin_pack_paths, load_packs
+    from imagelint.session import PreparedRun, RunOptions
 
-    return bundle_reports(path, load_packs([], builtin=builtin_pack_paths()), Config())
+    return PreparedRun(RunOptions(outputs=[]), tuple(load_packs([], builtin=builtin_pack_paths())), Config())
+
+
+def _bundle_reports(path: Path) -> object:
+    from imagelint.session import bundle_reports
+
+    return bundle_reports(_prepared(), path)  # type: ignore[arg-type]
 
 
 def _packages(root: Path) -> object:
@@ -346,13 +352,11 @@ def _packages(root: Path) -> object:
 
 
 def _report(path: Path, image: Path) -> object:
-    from imagelint.config import Config
     from imagelint.diff.sides import load_side
-    from imagelint.engine import RunSettings
     from imagelint.report.baseline import load_baseline
 
     load_baseline(path)
-    return load_side(path, [], Config(), RunSettings())
+    return load_side(path, _prepared())  # type: ignore[arg-type]
 
 
 # -- running a case in a child ----------------------------------------------------------------------
