@@ -378,6 +378,12 @@ def signature(exc: BaseException) -> str:
     return f"{type(exc).__name__} at {where}"
 
 
+def vm_size_kib() -> int:
+    """This process's address space (VmSize of /proc/self/status), in KiB."""
+    with open("/proc/self/status") as f:
+        return next((int(line.split()[1]) for line in f if line.startswith("VmSize:")), 0)
+
+
 def run_in_child(job: Callable[[], object], *, timeout: float, as_bytes: int) -> Outcome:
     """``job()`` in a forked child under ``RLIMIT_AS``; killed after ``timeout`` s."""
     read_end, write_end = os.pipe()
@@ -387,7 +393,9 @@ def run_in_child(job: Callable[[], object], *, timeout: float, as_bytes: int) ->
         os.close(read_end)
         result: dict[str, str] = {"status": "ok"}
         try:
-            resource.setrlimit(resource.RLIMIT_AS, (as_bytes, as_bytes))
+            # on top of what the fork inherited (a whole test session's memory, in the suite)
+            space = vm_size_kib() * 1024 + as_bytes
+            resource.setrlimit(resource.RLIMIT_AS, (space, space))
             job()
         except ImageLintError:
             result = {"status": "documented"}

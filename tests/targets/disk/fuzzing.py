@@ -29,7 +29,7 @@ from pathlib import Path
 
 from tests.targets.disk import small_images
 
-ADDRESS_SPACE = 1 << 30
+ADDRESS_SPACE = 1 << 30  # on top of what the forking process already has
 MAX_CASE_RSS_KIB = 256 * 1024  # more is a crash too (a MemoryError under the limit may pass as a refusal)
 MIB = 1 << 20
 PART = MIB  # where _partitioned puts the first partition
@@ -220,7 +220,7 @@ class Outcome:
     result: str  # "opened", "refused", or "crash"
     signature: str  # for a crash
     seconds: float
-    maxrss_kib: int
+    maxrss_kib: int  # what the case added to the RSS it started with
 
 
 def exercise(path: Path) -> str:
@@ -268,18 +268,25 @@ def run_case(case: Case, base: Path, work: Path, timeout: float) -> Outcome:
     pid = os.fork()
     if pid == 0:  # the child: limits, the case, its answer on the pipe
         os.close(read_end)
-        resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
+        # a fork starts with the parent's memory (a whole test session's, in the suite): the limit
+        # and the peak are measured from there
+        space = _status_kib("VmSize") * 1024 + ADDRESS_SPACE
+        resource.setrlimit(resource.RLIMIT_AS, (space, space))
+        _reset_peak_rss()
+        base = _status_kib("VmRSS")
         signal.alarm(max(1, int(timeout)))
         try:
             answer = exercise(work)
         except BaseException as exc:  # any of them is the crash being counted
             answer = "crash:" + _signature(exc)
-        os.write(write_end, answer.encode()[:4000])
+        grown = max(0, _status_kib("VmHWM") - base)
+        os.write(write_end, f"{grown} {answer}".encode()[:4000])
         os._exit(0)
     os.close(write_end)
     with os.fdopen(read_end, "rb") as r:
-        answer = r.read().decode()
-    _pid, status, usage = os.wait4(pid, 0)
+        grown_text, _, answer = r.read().decode().partition(" ")
+    _pid, status, _usage = os.wait4(pid, 0)
+    grown = int(grown_text) if grown_text.isdigit() else 0
     seconds = time.monotonic() - start
     with open(work, "r+b") as f:
         for at, raw in reversed(saved):
@@ -290,10 +297,28 @@ def run_case(case: Case, base: Path, work: Path, timeout: float) -> Outcome:
         answer = "crash:timeout" if sig == signal.SIGALRM else f"crash:killed by {signal.Signals(sig).name}"
     elif not answer:
         answer = f"crash:exit {os.WEXITSTATUS(status)} without an answer"
-    if usage.ru_maxrss > MAX_CASE_RSS_KIB and not answer.startswith("crash:"):
+    if grown > MAX_CASE_RSS_KIB and not answer.startswith("crash:"):
         answer = f"crash:peak RSS over {MAX_CASE_RSS_KIB // 1024} MiB ({case.name})"
     result, _, signature = answer.partition(":")
-    return Outcome(case, result, signature, seconds, usage.ru_maxrss)
+    return Outcome(case, result, signature, seconds, grown)
+
+
+def _status_kib(field: str) -> int:
+    """A ``kB`` line of /proc/self/status (VmSize, VmRSS, VmHWM)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def _reset_peak_rss() -> None:
+    """Start VmHWM afresh at the current RSS (Linux: ``5`` to /proc/PID/clear_refs)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
 
 
 def prepare(corpus: dict[str, Path], work_dir: Path) -> tuple[dict[str, Path], dict[str, int]]:
