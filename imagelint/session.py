@@ -54,9 +54,14 @@ class OutputSpec:
     def parse_all(specs: list[str], document: str = REPORT) -> list[OutputSpec]:
         """Every ``-f`` of a command; at most one goes to stdout (GitHub's workflow commands aside)."""
         outputs = [OutputSpec.parse(spec, document) for spec in specs]
-        if sum(1 for o in outputs if o.path is None and o.format != "github") > 1:
-            raise UsageError("only one --format can go to stdout; give the others a path (FORMAT:PATH)")
+        one_to_stdout(outputs)
         return outputs
+
+
+def one_to_stdout(outputs: list[OutputSpec]) -> None:
+    """Refuse two formats on stdout; GitHub's workflow commands are log lines and may share it."""
+    if sum(1 for o in outputs if o.path is None and o.format != "github") > 1:
+        raise UsageError("only one --format can go to stdout; give the others a path (FORMAT:PATH)")
 
 
 def load_rules(
@@ -115,9 +120,7 @@ class PreparedRun:
 
 def prepare(options: RunOptions, *, require_journal: bool = False) -> PreparedRun:
     """Load config and rule packs, apply the command line's overrides once, refuse bad usage early."""
-    # GitHub workflow commands are lines in the log: they may share stdout with one other format
-    if sum(1 for o in options.outputs if o.path is None and o.format != "github") > 1:
-        raise UsageError("only one --format can go to stdout; give the others a path (FORMAT:PATH)")
+    one_to_stdout(options.outputs)
     if options.fail_on_new and options.baseline is None:
         raise UsageError("--fail-on-new needs --baseline OLD-report.json")
     packs, config = load_rules(options.config_path, options.extra_rules, builtin=options.builtin)
