@@ -17,7 +17,7 @@ import contextlib
 import importlib
 import pkgutil
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from imagelint import limits
@@ -57,7 +57,6 @@ class Opened:
     annotate: Callable[[Report], Report] = _unchanged  # what the opener adds to the report
     soak: Callable[[], SoakFacts | None] = lambda: None  # a soak recorded with the target
     report: Any = None  # a report read back (``reports=True``): (dict, sha256)
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class Opener(Protocol):
