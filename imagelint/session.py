@@ -203,14 +203,6 @@ def soak_bundle(run: PreparedRun, path: Path) -> Report:
         return judge_soak(run, opened.target, facts)
 
 
-def audit_bundle(run: PreparedRun, path: Path) -> Report:
-    """``audit BUNDLE``: the image (and, with ``systemctl show`` output in it, the host) scope."""
-    from imagelint.openers import open_spec
-
-    with open_spec(str(path)) as opened:
-        return audit_opened(run, opened)
-
-
 def bundle_reports(run: PreparedRun, path: Path) -> list[tuple[str, Report]]:
     """("audit", report) and, with soak samples, ("soak", report): the parts a remote run merges."""
     from imagelint.openers import open_spec

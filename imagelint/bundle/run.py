@@ -1,7 +1,7 @@
 """A bundle opened for a run: its tree as a target, and what the collector recorded beside it (the
 live state, so the host scope applies as ``audit --live`` on the instance would; the soak). The
-session runs the engine on it (:func:`imagelint.session.audit_bundle`, ``soak_bundle``,
-``bundle_reports``) for ``audit BUNDLE``, ``soak --from-bundle`` and ``ami`` / ``fleet``."""
+session runs the engine on it (through :mod:`imagelint.openers`, ``session.soak_bundle`` and
+``session.bundle_reports``) for ``audit BUNDLE``, ``soak --from-bundle`` and ``ami`` / ``fleet``."""
 
 from __future__ import annotations
 

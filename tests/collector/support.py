@@ -50,9 +50,12 @@ def directory_report(root: Path, config: Config | None = None, packs: list[RuleP
 
 
 def bundle_report(bundle: Path, config: Config | None = None, packs: list[RulePack] = PACKS) -> Report:
-    from imagelint.session import PreparedRun, RunOptions, audit_bundle
+    from imagelint.openers import open_spec
+    from imagelint.session import PreparedRun, RunOptions, audit_opened
 
-    return audit_bundle(PreparedRun(RunOptions(outputs=[]), tuple(packs), config or Config()), bundle)
+    run = PreparedRun(RunOptions(outputs=[]), tuple(packs), config or Config())
+    with open_spec(str(bundle)) as opened:
+        return audit_opened(run, opened)
 
 
 def findings(report: Report) -> set[tuple[object, ...]]:

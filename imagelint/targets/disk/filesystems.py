@@ -20,9 +20,9 @@ from imagelint.targets.disk.errors import DiskImageError
 from imagelint.targets.disk.prefetch import DiskHints, Ranges, ext_data_ranges, ext_inode_tables
 from imagelint.targets.disk.probe import EXT, XFS, read_at
 from imagelint.targets.interface import FileKind, ImageStat, kind_of
+from imagelint.targets.resolver import MAX_DIR_ENTRIES  # one bound for every backend
 
 Parts = tuple[str, ...]
-MAX_DIR_ENTRIES = 200_000  # entries of one directory listed (a listing is held whole)
 MAX_CACHED_DIRS = 4096  # directory listings kept (least recently used first out)
 MAX_CACHED_STATS = 200_000  # inode stat fields kept (cleared when full)
 MAX_HINTED_DIRS = 4096  # directories hinted and not listed yet, remembered for listing ahead
