@@ -19,7 +19,7 @@ command calls, in a forked child with ``RLIMIT_AS`` (``--as-mib``, 1 GiB) and a 
 - ``dpkg``: mutated lines and floods of tiny stanzas in the status file, same function;
 - ``report``: JSON-level (deep nesting, NaN, huge numbers, wrong types) and byte-level mutations
   of the report, read by :func:`imagelint.report.baseline.load_baseline` and ``diff``'s
-  :func:`imagelint.diff.sides.load_side`.
+  :func:`imagelint.commands.diff.load_side`.
 
 A *crash* is any exception other than the project's error types (``ImageLintError``), a death by
 signal, or a case over the time limit. Prints the cases per surface, the unique crash signatures
@@ -352,7 +352,7 @@ def _packages(root: Path) -> object:
 
 
 def _report(path: Path, image: Path) -> object:
-    from imagelint.diff.sides import load_side
+    from imagelint.commands.diff import load_side
     from imagelint.report.baseline import load_baseline
 
     load_baseline(path)

@@ -38,7 +38,7 @@ def status(key):
 import imagelint.cli.app
 import imagelint.facts.systemd
 import imagelint.targets.rootfs
-import imagelint.units_command
+import imagelint.commands.units
 
 mode, root = sys.argv[1], sys.argv[2]
 baseline = status("VmRSS")

@@ -47,9 +47,9 @@ def test_a_new_format_is_one_module_and_every_command_takes_it(tmp_path: Path, m
     """'How to add an output format': one module in the formats package, nothing else edited."""
     import imagelint.formats
     import imagelint.session
+    from imagelint.commands.units import listing_of
     from imagelint.formats.interface import REPORT, UNITS
     from imagelint.session import OutputSpec, write_outputs
-    from imagelint.units_command import UnitsListing, build_index
 
     package = tmp_path / "formats"
     package.mkdir()
@@ -85,7 +85,7 @@ def test_a_new_format_is_one_module_and_every_command_takes_it(tmp_path: Path, m
     report = audit(RootfsTarget(root), [], Config(), RunSettings())
     out = tmp_path / "out"
     write_outputs(report, [OutputSpec.parse(f"tally:{out}.report")], imagelint.formats.RenderOptions())
-    listing = UnitsListing(root, build_index(root))
+    listing = listing_of(str(root))
     write_outputs(
         listing, [OutputSpec.parse(f"tally:{out}.units", UNITS)], imagelint.formats.RenderOptions(), UNITS
     )

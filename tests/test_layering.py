@@ -1,8 +1,17 @@
-"""Import hygiene of the package: no module reaches into another module's private names."""
+"""Import hygiene of the package: the layers contract (import-linter, configured in pyproject.toml)
+holds and would catch an upward import, no module is part of an import circle, and no module reaches
+into another module's private names."""
 
 from __future__ import annotations
 
 import ast
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import grimp
 
 from tests.support import REPO
 
@@ -18,75 +27,49 @@ def test_no_private_name_is_imported_from_another_module() -> None:
     assert offenders == []
 
 
-def _imports(path) -> list[tuple[int, str]]:
-    """(line, module) of every imagelint import in a file, at any depth (lazy imports count too)."""
-    found = []
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("imagelint"):
-            found.append((node.lineno, node.module))
-        elif isinstance(node, ast.Import):
-            found += [(node.lineno, a.name) for a in node.names if a.name.startswith("imagelint")]
-    return found
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 
-# Arrows the layering forbids: a layer never imports one above it (data flows target -> facts ->
-# checks -> engine -> report/formats -> commands). Commands (cli, soak, aws, session) sit on top.
-FORBIDDEN = {
-    "imagelint/targets": (
-        "imagelint.facts",
-        "imagelint.checks",
-        "imagelint.engine",
-        "imagelint.cli",
-        "imagelint.soak",
-        "imagelint.aws",
-        "imagelint.formats",
-        "imagelint.session",
-    ),
-    "imagelint/facts": (
-        "imagelint.checks",
-        "imagelint.engine",
-        "imagelint.cli",
-        "imagelint.soak",
-        "imagelint.aws",
-        "imagelint.formats",
-        "imagelint.session",
-        "imagelint.rulepacks",
-    ),
-    "imagelint/checks": (
-        "imagelint.engine",
-        "imagelint.cli",
-        "imagelint.soak",
-        "imagelint.aws",
-        "imagelint.formats",
-        "imagelint.session",
-    ),
-    "imagelint/report": (
-        "imagelint.checks",
-        "imagelint.engine",
-        "imagelint.cli",
-        "imagelint.soak",
-        "imagelint.aws",
-        "imagelint.formats",
-        "imagelint.session",
-        "imagelint.facts",
-    ),
-    "imagelint/formats": (
-        "imagelint.checks",
-        "imagelint.engine",
-        "imagelint.cli",
-        "imagelint.soak",
-        "imagelint.aws",
-        "imagelint.session",
-        "imagelint.facts",
-    ),
-}
+def _lint_imports(project: Path) -> subprocess.CompletedProcess[str]:
+    """import-linter on the package found first on PYTHONPATH=project, with project's pyproject.toml."""
+    env = {**os.environ, "PYTHONPATH": str(project)}
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--config", str(project / "pyproject.toml"), "--no-cache"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
-def test_no_layer_imports_one_above_it() -> None:
-    offenders = []
-    for layer, banned in FORBIDDEN.items():
-        for path in sorted((REPO / layer).rglob("*.py")):
-            for line, module in _imports(path):
-                if module.startswith(banned):
-                    offenders.append(f"{path.relative_to(REPO)}:{line}: imports {module}")
-    assert offenders == []
+def test_the_layers_contract_is_kept() -> None:
+    proc = _lint_imports(REPO)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "imagelint layers KEPT" in proc.stdout
+
+
+def test_an_upward_import_breaks_the_contract(tmp_path: Path) -> None:
+    """The contract is not vacuous: a parser (facts) importing a command (cli), even lazily, fails it."""
+    shutil.copytree(REPO / "imagelint", tmp_path / "imagelint", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    sshd = tmp_path / "imagelint" / "facts" / "sshd.py"
+    sshd.write_text(
+        sshd.read_text() + "\n\ndef _upward() -> None:\n    import imagelint.cli.app  # noqa: F401\n"
+    )
+    proc = _lint_imports(tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "imagelint layers BROKEN" in proc.stdout
+    assert "imagelint.facts.sshd -> imagelint.cli.app" in proc.stdout
+
+
+def test_no_module_is_part_of_an_import_circle() -> None:
+    graph = grimp.build_graph("imagelint")
+    circles = set()
+    for module in graph.modules:
+        for imported in graph.find_modules_directly_imported_by(module):
+            back = graph.find_shortest_chain(importer=imported, imported=module)
+            if back:
+                circles.add(" -> ".join((module, *back)))
+    assert sorted(circles) == []

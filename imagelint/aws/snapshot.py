@@ -1,4 +1,4 @@
-"""Audit an EBS snapshot in place: ``imagelint audit ebs:snap-…`` and ``imagelint ami --mode snapshot``.
+"""Read an EBS snapshot in place (``imagelint audit ebs:snap-…``, ``imagelint ami --mode snapshot``).
 
 The snapshot is read through the EBS direct APIs (:mod:`imagelint.aws.ebs_blocks`) as a raw disk
 and handed to the disk targets (:func:`imagelint.targets.disk.open_disk_target`), which find the
@@ -14,24 +14,19 @@ its own one-line error (exit 3), whatever the filesystem reader made of the I/O 
 from __future__ import annotations
 
 import contextlib
-import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from imagelint.errors import UsageError
-from imagelint.openers.snapshot import PREFIX as SPEC_PREFIX
 
 if TYPE_CHECKING:
     from imagelint.aws.clients import Clients
     from imagelint.aws.ebs_blocks import SnapshotStream
     from imagelint.aws.progress import Progress
     from imagelint.report import Report
-    from imagelint.session import PreparedRun
 
-SNAPSHOT_ID = re.compile(r"^snap-[0-9a-f]{8}([0-9a-f]{9})?$")
 MIB = 1024 * 1024
 
 # The read-only EBS direct APIs on snapshots, DescribeImages to find an AMI's root snapshot, and
@@ -57,16 +52,6 @@ class SnapshotSettings:
     concurrency: int = 16
     cache_mib: int = 64
     partition: int | None = None
-
-
-def snapshot_id_of(spec: str) -> str | None:
-    """``ebs:snap-…`` → the snapshot id; any other target spec → None. A malformed id is bad usage."""
-    if not spec.startswith(SPEC_PREFIX):
-        return None
-    snapshot_id = spec[len(SPEC_PREFIX) :]
-    if not SNAPSHOT_ID.match(snapshot_id):
-        raise UsageError(f"{spec!r}: give ebs:snap-xxxxxxxx (a snapshot id)")
-    return snapshot_id
 
 
 @contextlib.contextmanager
@@ -119,25 +104,6 @@ def snapshot_target(
             stream.raise_if_failed()  # the API's own error, not what a reader made of the I/O error
             raise
         stream.raise_if_failed()
-
-
-def audit_snapshot(
-    clients: Clients,
-    snapshot_id: str,
-    run: PreparedRun,
-    settings: SnapshotSettings,
-    progress: Progress | None = None,
-    journal: Path | None = None,
-) -> Report:
-    """The offline audit of the snapshot's root filesystem, with the stream's counters in the facts."""
-    from imagelint.session import evaluate
-
-    with snapshot_target(clients, snapshot_id, settings, progress) as (target, stream):
-        if progress is not None:
-            progress.phase("auditing", f"{snapshot_id}: {len(stream.allocated)} blocks allocated")
-        report = evaluate(run, target, journal=journal)
-        stream.raise_if_failed()
-    return stream_facts(report, snapshot_id, clients.region, stream, progress)
 
 
 def stream_facts(

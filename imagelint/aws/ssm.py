@@ -28,13 +28,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from imagelint.aws.errors import AwsError, call, missing_object
 from imagelint.errors import ExitCode, ImageLintError
-
-if TYPE_CHECKING:
-    from imagelint.session import PreparedRun
 
 TERMINAL = {"Success", "Failed", "Cancelled", "TimedOut", "Undeliverable", "Terminated", "DeliveryTimedOut"}
 BUNDLE = "bundle.tar.gz"
@@ -148,7 +145,7 @@ def send(
     delivery_timeout: int = 600,
 ) -> str:
     """``delivery_timeout`` (``TimeoutSeconds``): how long an invocation may wait to start; a fleet's
-    later waves wait for the earlier ones (:func:`imagelint.aws.fleet.timing`)."""
+    later waves wait for the earlier ones (:func:`imagelint.commands.fleet.timing`)."""
     params: dict[str, Any] = {
         "DocumentName": "AWS-RunShellScript",
         "Parameters": {"commands": remote_script(plan), "executionTimeout": [str(plan.execution_timeout)]},
@@ -245,21 +242,3 @@ def fetch_bundle(
                 raise NoReportError(f"{instance_id}: its bundle is over {MAX_BUNDLE:,} bytes; not read")
             out.write(chunk)
     return path
-
-
-def analyse_bundle(path: Path, run: PreparedRun) -> list[tuple[str, Any]]:
-    """("audit", report) and ("soak", report) of a downloaded bundle, with the local config and packs."""
-    from imagelint.session import bundle_reports
-
-    return bundle_reports(run, path)
-
-
-def collector_plan(run: PreparedRun, *, soak_seconds: float, soak_interval: float) -> str:
-    """plan.txt for this run: what the loaded rules read (the image, not what the boot made under
-    /run: see :func:`~imagelint.collector.plan.needs_for`), ``systemctl show``, the soak."""
-    from imagelint.collector.plan import Plan, needs_for
-    from imagelint.rulepacks import Scope
-
-    packs, config = run.rules
-    needs = needs_for(packs, config, (Scope.IMAGE, Scope.HOST, Scope.SOAK), runtime=False)
-    return Plan(needs, show=True, soak_seconds=soak_seconds, soak_interval=soak_interval).text()

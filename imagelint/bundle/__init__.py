@@ -4,6 +4,6 @@ A bundle is a tar (gzip-compressed when the instance has gzip) of ``./<image pat
 (directories, symlinks, regular files with their content) and ``imagelint/`` (``manifest.txt``,
 ``live/`` with ``systemctl show`` output, ``soak/`` with cgroup samples). It comes from an
 untrusted machine: :mod:`imagelint.bundle.extract` unpacks it under explicit checks,
-:mod:`imagelint.targets.bundle` reads the tree as an image, :mod:`imagelint.bundle.probes` turns the
+:mod:`imagelint.bundle.target` reads the tree as an image, :mod:`imagelint.bundle.probes` turns the
 recorded probes into the live and soak facts, and :mod:`imagelint.bundle.run` runs the engine.
 """

@@ -8,6 +8,9 @@ Lines (the path is always last, so it may hold spaces):
 - ``incomplete REASON PATH``: a directory, glob or reference list not collected in full;
 - ``unrepresentable-names N``: names with a newline met (once per glob or walk that met one), which
   the collector cannot list;
+- ``asked HOW GLOB``: a glob the collector expanded (HOW: its plan directive) and ``absent PATH``: a
+  link target it found missing; together what a missing path may be read as absent on
+  (:mod:`imagelint.bundle.coverage`);
 - ``limit NAME BYTES``, ``tar RC``, ``started``/``ended`` WALL, ``root DIR``, ``collector VERSION``.
 """
 
@@ -17,6 +20,7 @@ import re
 import stat as stat_mod
 from dataclasses import dataclass, field
 
+from imagelint.bundle.coverage import HOWS
 from imagelint.bundle.numbers import count
 from imagelint.errors import ImageReadError
 from imagelint.targets.interface import ImageStat, kind_of
@@ -31,6 +35,8 @@ class Manifest:
     stats: dict[str, tuple[ImageStat, str]] = field(default_factory=dict)  # path -> (metadata, reason)
     incomplete: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
     unrepresentable: int = 0
+    asked: list[tuple[str, str]] = field(default_factory=list)  # (directive, glob)
+    absent: set[str] = field(default_factory=set)  # link targets the collector found missing
     values: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, object]:
@@ -72,6 +78,13 @@ def parse_manifest(data: bytes) -> Manifest:
             elif word == "incomplete":
                 reason, path = rest.split(" ", 1)
                 manifest.incomplete.append((_image_path(path), reason))
+            elif word == "asked":
+                how, glob = rest.split(" ", 1)
+                if how not in HOWS:
+                    raise ValueError(how)
+                manifest.asked.append((how, _image_path(glob)))
+            elif word == "absent":
+                manifest.absent.add(_image_path(rest))
             elif word == "unrepresentable-names":
                 manifest.unrepresentable = count(rest, at, word)
             elif word == "content-bytes":

@@ -14,11 +14,11 @@ from pathlib import Path
 from imagelint.bundle import probes
 from imagelint.bundle.extract import Extracted, extract
 from imagelint.bundle.numbers import count
+from imagelint.bundle.target import BundleTarget
 from imagelint.facts.soak import SoakFacts
 from imagelint.facts.systemd.live import LiveState
 from imagelint.report import Report, ReportError
 from imagelint.rulepacks import Scope
-from imagelint.targets.bundle import BundleTarget
 
 MAX_SOAK_CS = 100 * 86400 * 365  # a year of soak, in centiseconds
 

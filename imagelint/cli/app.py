@@ -165,8 +165,8 @@ def units(
 
       imagelint units ebs:snap-0123456789abcdef0 --region eu-west-1
     """
+    from imagelint.commands.units import run_units
     from imagelint.openers import OpenOptions
-    from imagelint.units_command import run_units
 
     opening = OpenOptions(partition=partition, region=region, concurrency=concurrency)
     raise typer.Exit(run_units(str(root), formats or ["text"], opening))
@@ -339,7 +339,7 @@ def schema_config() -> None:
 @command(schema_app, "units", codes=(ExitCode.PASS,), meanings=SUCCESS)
 def schema_units() -> None:
     """Print the JSON Schema of `imagelint units --format json`."""
-    from imagelint.units_command import UNITS_SCHEMA
+    from imagelint.formats.units_json import UNITS_SCHEMA
 
     typer.echo(json.dumps(UNITS_SCHEMA, indent=2))
 

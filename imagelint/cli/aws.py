@@ -170,9 +170,9 @@ def ami_check(
 
       {AWS_POLICIES}
     """
-    from imagelint.aws.command import AmiOptions, Timing, run_ami
     from imagelint.aws.ec2 import LaunchSettings
     from imagelint.aws.snapshot import SnapshotSettings
+    from imagelint.commands.ami import AmiOptions, Timing, run_ami
     from imagelint.durations import parse_duration
 
     options = AmiOptions(
@@ -271,7 +271,7 @@ def fleet(
       imagelint fleet --target tag:Role=gpu-node --report-bucket my-bucket \\
           --soak 5m -f json:fleet.json
     """
-    from imagelint.aws.fleet import FleetOptions, run_fleet
+    from imagelint.commands.fleet import FleetOptions, run_fleet
     from imagelint.durations import parse_duration
 
     options = FleetOptions(

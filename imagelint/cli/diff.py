@@ -66,7 +66,7 @@ def diff(
 
       imagelint diff ebs:snap-0aaaaaaaaaaaaaaaa ebs:snap-0bbbbbbbbbbbbbbbb --region eu-west-1
     """
-    from imagelint.diff.run import run_diff
+    from imagelint.commands.diff import run_diff
     from imagelint.formats import RenderOptions
     from imagelint.formats.interface import DIFF
     from imagelint.openers import OpenOptions

@@ -16,6 +16,7 @@
 #   T GLOB            matches and all below, metadata  R GLOB  matches and all below, with content
 #   J GLOB            as R, with the journal cap       U       paths named in the collected unit files
 #   S FILE            FILE with content, and the files its sshd `Include` lines name
+#   N GLOB            not collected by design (what a boot creates under /run): read as absent
 # Bundle (tar): ./<image path> entries (directories, symlinks, regular files with content) and
 # imagelint/ (manifest.txt, live/, soak/). Regular files whose content was not collected, and
 # special files, are described in manifest.txt as `stat MODE UID GID SIZE REASON PATH`.
@@ -78,6 +79,7 @@ chain() {
         elif [ -e "$ROOT$_cur" ]; then
             printf '%s\n' "$_cur" >> "$W/want.m"
         else
+            note "absent $_cur"
             return 1
         fi
     done
@@ -135,7 +137,8 @@ walk() {
     done
 }
 
-want() {  # want KIND GLOB
+want() {  # want KIND GLOB (recorded as asked: what a missing path may be read as absent on)
+    note "asked $1 $2"
     expand "$2"
     while IFS= read -r _m; do
         case $1 in
@@ -378,6 +381,7 @@ while IFS= read -r line; do
         C | M | T | R | J) want "$op" "$arg" ;;
         S) want C "$arg"; sshd_includes "$arg" ;;
         U) UNITS=1 ;;
+        N) note "asked N $arg" ;;
     esac
 done < "$W/plan.txt"
 [ "$UNITS" = 1 ] && unit_refs

@@ -26,6 +26,7 @@ DIRECTIVES = {
     "journal": "J",
     "sshd": "S",
     "unit-references": "U",
+    "not-collected": "N",
 }
 
 
@@ -90,7 +91,7 @@ def needs_for(
             if "\n" in need.glob:
                 continue
             if not runtime and need.how != "journal" and (need.glob + "/").startswith("/run/"):
-                continue
+                need = PathNeed(need.glob, "not-collected")  # absent in the image, as offline
             seen.setdefault(need)
     if Scope.IMAGE in scopes:  # every image-scope report carries the inventory
         from imagelint.checks.systemd import inventory_needs
@@ -98,3 +99,12 @@ def needs_for(
         for need in inventory_needs():
             seen.setdefault(need)
     return tuple(seen)
+
+
+def instance_plan(
+    packs: list[RulePack], config: Config, *, soak_seconds: float, soak_interval: float
+) -> Plan:
+    """The plan for a throwaway instance or a fleet host: what the loaded rules read of the image (not
+    what the boot made under /run: see :func:`needs_for`), ``systemctl show``, and the soak."""
+    needs = needs_for(packs, config, (Scope.IMAGE, Scope.HOST, Scope.SOAK), runtime=False)
+    return Plan(needs, show=True, soak_seconds=soak_seconds, soak_interval=soak_interval)

@@ -30,7 +30,7 @@ class Change:
     old: Any = None
     new: Any = None
     failing: bool = True  # new-findings: whether the finding fails NEW's own gate
-    action: str = "warn"  # set by the policy (imagelint.report.diff_verdict.change_action)
+    action: str = "warn"  # set by the policy (imagelint.diff.verdict.change_action)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -17,7 +17,8 @@ from pathlib import Path
 from imagelint.errors import UsageError
 from imagelint.formats.interface import REPORT, Formatter, RenderOptions
 
-_NOT_FORMATS = frozenset({"interface", "presentation", "wording"})  # shared helpers, not formats
+# shared helpers, and renderings of one document that several formats share: not formats
+_NOT_FORMATS = frozenset({"interface", "presentation", "wording", "diff_lines", "units_table", "units_json"})
 _ORDER = ("text", "json", "sarif", "junit", "github", "markdown")  # how help lists the first ones
 
 

@@ -9,9 +9,13 @@ FORMAT[:PATH]`` (:func:`imagelint.formats.check_format`, :func:`imagelint.format
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 from imagelint.report import Report
+
+if TYPE_CHECKING:
+    from imagelint.facts.systemd import UnitIndex
 
 
 @dataclass(frozen=True)
@@ -24,6 +28,14 @@ class RenderOptions:
 
 
 REPORT, DIFF, UNITS = "report", "diff", "units"
+
+
+@dataclass(frozen=True)
+class UnitsListing:
+    """The ``units`` document: every unit of one image, as the index sees it."""
+
+    root: Path
+    index: UnitIndex
 
 
 class Formatter(Protocol):

@@ -7,6 +7,7 @@ escapes, so the same JSON value is safe to print to a CI log.
 
 from __future__ import annotations
 
+import io
 from typing import TYPE_CHECKING
 
 from imagelint.formats.interface import DIFF, REPORT, UNITS, RenderOptions
@@ -15,7 +16,7 @@ from imagelint.report.escape import json_text
 
 if TYPE_CHECKING:
     from imagelint.diff.result import DiffResult
-    from imagelint.units_command import UnitsListing
+    from imagelint.formats.interface import UnitsListing
 
 
 class JsonFormatter:
@@ -31,7 +32,11 @@ class JsonFormatter:
 
     def render_units(self, listing: UnitsListing, options: RenderOptions) -> str:
         """The schema ``imagelint schema units`` prints."""
-        return listing.json()
+        from imagelint.formats.units_json import write_units_json
+
+        out = io.StringIO()
+        write_units_json(listing, out)
+        return out.getvalue()
 
 
 FORMATTER = JsonFormatter()

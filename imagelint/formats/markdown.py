@@ -22,22 +22,14 @@ from imagelint.formats.interface import DIFF, REPORT, RenderOptions
 
 if TYPE_CHECKING:
     from imagelint.diff.result import DiffResult
+from imagelint.formats.presentation import cell, code
 from imagelint.formats.wording import failing_rules, rule_state_words, rule_states
 from imagelint.report import Finding, Outcome, Report, Verdict
-from imagelint.report.escape import for_markdown, neutralise_commands
+from imagelint.report.escape import neutralise_commands
 
 _VERDICT = {Verdict.PASS: "✅ PASS", Verdict.FAIL: "❌ FAIL", Verdict.INCONCLUSIVE: "⚠️ INCONCLUSIVE"}
 _RULE6 = "|---|---|---|---|---|---|"
 _SEVERITY_ICON = {"critical": "🟥", "high": "🔴", "medium": "🟠", "low": "🟡", "info": "⚪"}
-
-
-def cell(text: object) -> str:
-    """Text made safe for a Markdown table cell or list item (GitHub renders HTML inside tables)."""
-    return for_markdown(str(text).strip())
-
-
-def code(text: object) -> str:
-    return f"<code>{cell(text)}</code>"
 
 
 def _finding_row(finding: Finding, waived: bool = False) -> str:
@@ -150,7 +142,7 @@ class MarkdownFormatter:
 
     def render_diff(self, result: DiffResult, options: RenderOptions) -> str:
         """A PR comment or step summary: the verdict and a table of the changes."""
-        from imagelint.diff.render import render_markdown as render_diff_markdown
+        from imagelint.formats.diff_lines import render_markdown as render_diff_markdown
 
         return neutralise_commands(render_diff_markdown(result), colon="&#58;", bracket="&#91;")
 

@@ -1,4 +1,5 @@
-"""What several formats show the same way: a finding's level, its place in the image, the SARIF anchor.
+"""What several formats show the same way: a finding's level, its place in the image, the SARIF anchor,
+and text made safe for a Markdown cell.
 
 Levels follow the gate (:func:`imagelint.report.verdict.finding_fails`, the one place fail-on and
 ``always-fail`` are read): ``error`` for what fails the gate, ``warning`` below it, ``note`` for
@@ -11,6 +12,7 @@ import os
 from pathlib import Path, PurePosixPath
 
 from imagelint.report import Finding, Report
+from imagelint.report.escape import for_markdown
 from imagelint.report.verdict import finding_fails
 from imagelint.rulepacks import Severity
 
@@ -59,3 +61,13 @@ def _relative(path: Path, root: Path) -> str | None:
         return PurePosixPath(path.resolve().relative_to(root)).as_posix()
     except ValueError:
         return None
+
+
+def cell(text: object) -> str:
+    """Text made safe for a Markdown table cell or list item (GitHub renders HTML inside tables)."""
+    return for_markdown(str(text).strip())
+
+
+def code(text: object) -> str:
+    """Text as inline code in a Markdown table cell."""
+    return f"<code>{cell(text)}</code>"

@@ -49,7 +49,7 @@ from imagelint.formats.interface import DIFF, REPORT, UNITS, RenderOptions
 
 if TYPE_CHECKING:
     from imagelint.diff.result import DiffResult
-    from imagelint.units_command import UnitsListing
+    from imagelint.formats.interface import UnitsListing
 from imagelint.formats.wording import plural, summary_line
 from imagelint.report import Finding, Outcome, Report, RuleResult, Verdict
 from imagelint.report.escape import for_log, neutralise_commands
@@ -75,14 +75,18 @@ class TextFormatter:
         return neutralise_commands("".join(line + "\n" for line in _lines(report, options)))
 
     def render_diff(self, result: DiffResult, options: RenderOptions) -> str:
-        """One grep-able line per change (:mod:`imagelint.diff.render`)."""
-        from imagelint.diff.render import render_text
+        """One grep-able line per change (:mod:`imagelint.formats.diff_lines`)."""
+        from imagelint.formats.diff_lines import render_text
 
         return neutralise_commands(render_text(result))
 
     def render_units(self, listing: UnitsListing, options: RenderOptions) -> str:
         """A table of the units (colour on a terminal), then the problems."""
-        return neutralise_commands(listing.text(color=options.color and "NO_COLOR" not in os.environ))
+        from imagelint.formats.units_json import units_document
+        from imagelint.formats.units_table import render_text
+
+        color = options.color and "NO_COLOR" not in os.environ
+        return neutralise_commands(render_text(units_document(listing), color=color))
 
 
 # -- the line layout ----------------------------------------------------------------------------------

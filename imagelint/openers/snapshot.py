@@ -1,18 +1,59 @@
-"""``ebs:snap-…``: an EBS snapshot read in place through the EBS direct APIs (``imagelint.aws.snapshot``)."""
+"""``ebs:snap-…``: an EBS snapshot read in place through the EBS direct APIs (``imagelint.aws.snapshot``).
+
+:func:`open_snapshot` is the one way a snapshot becomes an opened target: the opener uses it for an
+``ebs:`` spec, and ``ami check --mode snapshot`` for an AMI's root snapshot, with its own clients.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
+from imagelint.errors import UsageError
 from imagelint.openers import Opened, OpenOptions
 from imagelint.report import Report
 
+if TYPE_CHECKING:
+    from imagelint.aws.clients import Clients
+    from imagelint.aws.progress import Progress
+    from imagelint.aws.snapshot import SnapshotSettings
+
 PREFIX = "ebs:"  # checked without importing imagelint.aws: only a snapshot spec loads it
+KIND = "ebs-snapshot"
+SNAPSHOT_ID = re.compile(r"^snap-[0-9a-f]{8}([0-9a-f]{9})?$")
+
+
+def snapshot_id_of(spec: str) -> str:
+    """``ebs:snap-…`` → the snapshot id; a malformed id is bad usage."""
+    snapshot_id = spec.removeprefix(PREFIX)
+    if not SNAPSHOT_ID.match(snapshot_id):
+        raise UsageError(f"{spec!r}: give ebs:snap-xxxxxxxx (a snapshot id)")
+    return snapshot_id
+
+
+@contextlib.contextmanager
+def open_snapshot(
+    clients: Clients, snapshot_id: str, settings: SnapshotSettings, progress: Progress
+) -> Iterator[Opened]:
+    """The snapshot opened as a disk target; its report gets the stream's counters and names it."""
+    from imagelint.aws.snapshot import snapshot_target, stream_facts
+
+    spec = PREFIX + snapshot_id
+    with snapshot_target(clients, snapshot_id, settings, progress) as (target, stream):
+        progress.phase("auditing", f"{snapshot_id}: {len(stream.allocated)} blocks allocated")
+
+        def annotate(report: Report) -> Report:
+            stream.raise_if_failed()
+            report.target = {"kind": KIND, "path": spec, "snapshot_id": snapshot_id, "region": clients.region}
+            return stream_facts(report, snapshot_id, clients.region, stream, progress)
+
+        yield Opened(KIND, target, annotate=annotate)
 
 
 class SnapshotOpener:
-    kind = "ebs-snapshot"
+    kind = KIND
     order = 10
 
     def claims(self, spec: str, options: OpenOptions) -> bool:
@@ -22,25 +63,16 @@ class SnapshotOpener:
     def open(self, spec: str, options: OpenOptions) -> Iterator[Opened]:
         from imagelint.aws.clients import Clients, default_region
         from imagelint.aws.progress import Progress
-        from imagelint.aws.snapshot import SnapshotSettings, snapshot_id_of, snapshot_target, stream_facts
+        from imagelint.aws.snapshot import SnapshotSettings
 
         snapshot_id = snapshot_id_of(spec)
-        assert snapshot_id is not None
         clients = Clients(default_region(options.region))
         settings = SnapshotSettings(concurrency=options.concurrency, partition=options.partition)
         with (
             Progress(interactive=options.interactive) as progress,
-            snapshot_target(clients, snapshot_id, settings, progress) as (target, stream),
+            open_snapshot(clients, snapshot_id, settings, progress) as opened,
         ):
-
-            def annotate(report: Report) -> Report:
-                stream.raise_if_failed()
-                report.target = {"kind": self.kind, "path": spec, "snapshot_id": snapshot_id}
-                report.target["region"] = clients.region
-                stream_facts(report, snapshot_id, clients.region, stream, progress)
-                return report
-
-            yield Opened(self.kind, target, annotate=annotate)
+            yield opened
 
 
 OPENER = SnapshotOpener()

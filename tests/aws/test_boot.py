@@ -77,8 +77,8 @@ def test_a_finished_boot_is_doomed_only_after_the_grace(moto_env: MotoEnv) -> No
 def test_real_image_without_ssm_agent_ends_the_wait_early_then_the_deadman_switch_powers_it_off(
     moto_env: MotoEnv, tmp_path: Path
 ) -> None:
-    from imagelint.aws.command import AmiOptions, Timing, run_ami
     from imagelint.aws.ssm import NoReportError
+    from imagelint.commands.ami import AmiOptions, Timing, run_ami
 
     image = _test_image("instance", "bookworm-instance")
     console = tmp_path / "console.log"

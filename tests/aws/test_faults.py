@@ -51,7 +51,7 @@ def test_not_found_right_after_create_is_retried(moto_env: MotoEnv, sample_image
 def test_not_found_after_create_volume_is_retried(
     moto_env: MotoEnv, sample_image: Path, monkeypatch, tmp_path
 ):
-    from imagelint.aws.command import AmiOptions, Timing, run_ami
+    from imagelint.commands.ami import AmiOptions, Timing, run_ami
     from tests.aws.test_ami_other import LocalTreeHost
 
     for key, value in moto_env.env.items():

@@ -104,9 +104,9 @@ def test_every_call_of_every_flow_is_in_the_runner_policy(
     recorded: Recorder, moto_env: MotoEnv, sample_image: Path, tmp_path: Path
 ):
     from imagelint.aws.cleanup import run_cleanup
-    from imagelint.aws.command import AmiOptions, Timing, run_ami
     from imagelint.aws.ec2 import LaunchSettings
-    from imagelint.aws.fleet import FleetOptions, run_fleet
+    from imagelint.commands.ami import AmiOptions, Timing, run_ami
+    from imagelint.commands.fleet import FleetOptions, run_fleet
     from imagelint.session import OutputSpec, RunOptions
     from tests.aws.test_ami_other import LocalTreeHost
 

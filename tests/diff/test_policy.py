@@ -1,4 +1,4 @@
-"""The config's diff: section, and the diff gate's one decision (imagelint/report/diff_verdict.py)."""
+"""The config's diff: section, and the diff gate's one decision (imagelint/diff/verdict.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import jsonschema
 
 from imagelint.config import config_schema, load_config
 from imagelint.diff.policy import KINDS, DiffPolicy
-from imagelint.report.diff_verdict import change_action, decide_diff
+from imagelint.diff.verdict import change_action, decide_diff
 from imagelint.report.model import Verdict
 from tests.support import build_tree, run_cli
 

@@ -20,10 +20,11 @@ from pathlib import Path
 import pytest
 import typer
 
+from imagelint.commands.units import listing_of
 from imagelint.errors import ExitCode, ImageReadError
 from imagelint.facts.systemd import UnitIndex, sources
+from imagelint.formats.units_json import units_document, write_units_json
 from imagelint.targets.rootfs import RootfsTarget
-from imagelint.units_command import build_index, units_document, write_units_json
 from tests.facts.systemd.crafted import ETC, VENDOR, link, write
 from tests.support import run_cli
 
@@ -133,9 +134,10 @@ def test_memory_per_unit_stays_small(tmp_path: Path) -> None:
 
 
 def _same_json(root: Path) -> None:
-    expected = json.dumps(units_document(root), indent=1, ensure_ascii=False) + "\n"
+    listing = listing_of(str(root))
+    expected = json.dumps(units_document(listing), indent=1, ensure_ascii=False) + "\n"
     out = io.StringIO()
-    write_units_json(root, build_index(root), out)
+    write_units_json(listing, out)
     assert out.getvalue() == expected
 
 

@@ -9,6 +9,7 @@ string from an image is escaped for its channel (:mod:`imagelint.report.escape`)
 from __future__ import annotations
 
 from imagelint.diff.result import DiffResult
+from imagelint.formats.presentation import cell, code
 from imagelint.report.escape import for_log
 from imagelint.report.model import Verdict
 
@@ -43,8 +44,6 @@ def render_text(result: DiffResult) -> str:
 
 
 def render_markdown(result: DiffResult) -> str:
-    from imagelint.formats.markdown import cell, code
-
     c = result.counts()
     lines = [
         f"## imagelint diff: {_VERDICT[result.verdict]}",

@@ -4,8 +4,10 @@ A thin layer over :class:`~imagelint.targets.rootfs.RootfsTarget` on the extract
 resolve there exactly as in a mounted image): metadata comes from the bundle (the modes and owners
 the instance reported, never the extracted files' own), a file whose content the collector left out
 raises :class:`~imagelint.errors.ImageReadError` when read, and so does a listing of a directory
-the collector could not list in full. A rule that needs what is not there is therefore
-inconclusive, never a pass.
+the collector could not list in full. The bundle fails closed: a path missing from it is absent
+from the image only where the collector looked (:mod:`imagelint.bundle.coverage`); any other is
+refused, so that a check kind whose ``paths()`` declares too little reads "not collected", never
+"absent". A rule that needs what is not there is therefore inconclusive, never a pass.
 """
 
 from __future__ import annotations
@@ -13,9 +15,52 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import replace
 
+from imagelint.bundle.coverage import Coverage
 from imagelint.bundle.extract import Extracted
 from imagelint.errors import ImageReadError
+from imagelint.targets.interface import FileKind, RandomAccessFile
+from imagelint.targets.resolver import Backend, Parts
 from imagelint.targets.rootfs import ImageStat, RootfsTarget
+
+NOT_ASKED = "not collected: no check kind asked the collector for it (CheckKind.paths); not judged"
+
+
+class AskedOnly:
+    """The extracted tree as the resolver's backend: a missing path the collector was not asked for
+    raises ImageReadError instead of reading as absent."""
+
+    def __init__(self, inner: Backend, coverage: Coverage) -> None:
+        self.inner = inner
+        self.coverage = coverage
+
+    def _missing(self, parts: Parts) -> None:
+        path = "/" + "/".join(parts)
+        if not self.coverage.covers(path):
+            raise ImageReadError(path, NOT_ASKED)
+
+    def lstat(self, parts: Parts) -> ImageStat | None:
+        st = self.inner.lstat(parts)
+        if st is None:
+            self._missing(parts)
+        return st
+
+    def readlink(self, parts: Parts) -> str:
+        return self.inner.readlink(parts)
+
+    def scan(self, parts: Parts, limit: int) -> list[tuple[str, ImageStat]] | None:
+        entries = self.inner.scan(parts, limit)
+        if entries is None:
+            self._missing(parts)
+        return entries
+
+    def kinds(self, parts: Parts, limit: int) -> dict[str, FileKind] | None:
+        listing = self.inner.kinds(parts, limit)
+        if listing is None:
+            self._missing(parts)
+        return listing
+
+    def open(self, parts: Parts) -> RandomAccessFile:
+        return self.inner.open(parts)
 
 
 class BundleTarget(RootfsTarget):
@@ -23,6 +68,7 @@ class BundleTarget(RootfsTarget):
 
     def __init__(self, extracted: Extracted, description: str) -> None:
         super().__init__(extracted.root)
+        self.backend = AskedOnly(self.backend, Coverage(extracted.manifest.asked, extracted.manifest.absent))
         self._bundle = extracted
         self._description = description
 

@@ -32,9 +32,10 @@ from imagelint.aws.errors import AwsError, call
 from imagelint.aws.merge import empty_report, merge
 from imagelint.aws.progress import Progress
 from imagelint.aws.signals import SignalGuard
+from imagelint.collector.plan import instance_plan
 from imagelint.errors import UsageError
 from imagelint.report import Report, Verdict
-from imagelint.session import PreparedRun, RunOptions, prepare, publish
+from imagelint.session import PreparedRun, RunOptions, bundle_reports, prepare, publish
 
 
 @dataclass
@@ -105,8 +106,8 @@ def run_fleet(options: FleetOptions) -> Verdict:
     prepared = prepare(options.run)  # once for the whole fleet
     region = default_region(options.region)
     from imagelint.aws import credentials, preflight
-    from imagelint.aws.command import bundle_url
     from imagelint.aws.s3urls import run_expiry
+    from imagelint.commands.ami import bundle_url
 
     # the run's length depends on the number of targets: count them on a short session first
     clients = Clients(region, credentials.run_session(options.role_arn, 0, region))
@@ -131,9 +132,9 @@ def run_fleet(options: FleetOptions) -> Verdict:
         prefix=options.report_prefix,
         bucket_region=region,
         version=options.version,
-        collector_plan=ssm_ops.collector_plan(
-            prepared, soak_seconds=options.soak_seconds, soak_interval=options.soak_interval
-        ),
+        collector_plan=instance_plan(
+            *prepared.rules, soak_seconds=options.soak_seconds, soak_interval=options.soak_interval
+        ).text(),
         uploads=tuple(
             (iid, bundle_url(clients, options.report_bucket, options.report_prefix, run_id, iid, expires))
             for iid in targets
@@ -237,7 +238,7 @@ def _combine(
                     functools.partial(_details, clients, command_id, dict(invocation)),
                     Path(scratch),
                 )
-                labelled = ssm_ops.analyse_bundle(bundle, run)
+                labelled = bundle_reports(run, bundle)
             one = merge(labelled, {"kind": "host", "path": iid}, instance_id=iid)
         except ssm_ops.NoReportError as exc:
             one = empty_report({"kind": "host", "path": iid}, str(exc))

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import jsonschema
 
-from imagelint.units_command import UNITS_SCHEMA, render_text, units_document
+from imagelint.commands.units import listing_of
+from imagelint.formats.units_json import UNITS_SCHEMA, units_document
+from imagelint.formats.units_table import render_text
 from tests.facts.systemd.oracle import NO_PRESET_STATES, list_unit_files, systemctl_available
 from tests.support import need, run_cli
 
@@ -41,7 +43,7 @@ def test_units_text_table(debian_rootfs: Path) -> None:
     assert (
         "enabled" in line and "default.target → graphical.target → multi-user.target → cron.service" in line
     )
-    coloured = render_text(units_document(debian_rootfs), color=True)
+    coloured = render_text(units_document(listing_of(str(debian_rootfs))), color=True)
     assert "\x1b[" in coloured
 
 

@@ -43,11 +43,12 @@ from imagelint.aws.s3urls import run_expiry
 from imagelint.aws.signals import SignalGuard
 from imagelint.aws.snapshot import SnapshotSettings
 from imagelint.aws.volume import Ec2VolumeHost, VolumeHost, device_slot
+from imagelint.collector.plan import instance_plan
 from imagelint.errors import UsageError
 from imagelint.report import Report, Verdict
 from imagelint.report.escape import json_text
 from imagelint.report.verdict import decide
-from imagelint.session import PreparedRun, RunOptions, audit_opened, prepare, publish
+from imagelint.session import PreparedRun, RunOptions, audit_opened, bundle_reports, prepare, publish
 
 
 @dataclass(frozen=True)
@@ -216,9 +217,9 @@ def _launch(
         prefix=options.report_prefix,
         bucket_region=image.region,
         version=options.version,
-        collector_plan=ssm_ops.collector_plan(
-            prepared, soak_seconds=options.soak_seconds, soak_interval=options.soak_interval
-        ),
+        collector_plan=instance_plan(
+            *prepared.rules, soak_seconds=options.soak_seconds, soak_interval=options.soak_interval
+        ).text(),
         uploads=(),  # the instance's upload URL, once it has an id
         soak_seconds=options.soak_seconds,
         soak_interval=options.soak_interval,
@@ -275,7 +276,7 @@ def _launch(
         with tempfile.TemporaryDirectory(prefix="imagelint-run-") as scratch:
             bundle = ssm_ops.fetch_bundle(clients.s3, plan, instance_id, invocation, Path(scratch))
             progress.phase("analysing", f"{bundle.stat().st_size:,} bytes from {instance_id}")
-            labelled = ssm_ops.analyse_bundle(bundle, prepared)
+            labelled = bundle_reports(prepared, bundle)
         report = merge(labelled, {"kind": "ami", "path": image.image_id})
         report.target["instance_id"] = instance_id
         return report
@@ -357,9 +358,10 @@ def _snapshot(
     clients: Clients, image: ec2_ops.ImageInfo, options: AmiOptions, prepared: PreparedRun, progress: Progress
 ) -> Report:
     """Read the root snapshot in place: nothing is created, so nothing needs cleaning up."""
-    from imagelint.aws.snapshot import audit_snapshot
+    from imagelint.openers.snapshot import open_snapshot
 
-    return audit_snapshot(clients, _root_snapshot(image), prepared, options.snapshot, progress)
+    with open_snapshot(clients, _root_snapshot(image), options.snapshot, progress) as opened:
+        return audit_opened(prepared, opened)
 
 
 def _root_snapshot(image: ec2_ops.ImageInfo) -> str:

@@ -11,19 +11,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
+from imagelint.diff.policy import ALLOWABLE, DiffPolicy
 from imagelint.report.model import Verdict
-
-if TYPE_CHECKING:
-    from imagelint.diff.policy import DiffPolicy
 
 FAIL, WARN, IGNORE, ALLOWED = "fail", "warn", "ignore", "allowed"
 
 
 def change_action(kind: str, policy: DiffPolicy, unit: str | None = None, *, failing: bool = True) -> str:
-    from imagelint.diff.policy import ALLOWABLE
-
     action = policy.actions.get(kind, WARN)
     if action == IGNORE:
         return IGNORE
