@@ -4,6 +4,7 @@ example and stays quiet on its negative example."""
 from __future__ import annotations
 
 import re
+import sys
 import textwrap
 from pathlib import Path
 
@@ -94,3 +95,59 @@ def test_a_new_format_is_one_module_and_every_command_takes_it(tmp_path: Path, m
         "1 unit(s)\n",
     )
     assert REPORT == "report"
+
+
+def test_a_new_target_is_one_opener_module_and_every_command_takes_it(tmp_path: Path, monkeypatch) -> None:
+    """'How to add a target': one module in the openers package; audit, units and both sides of diff
+    take the new kind at once, nothing else edited."""
+    import imagelint.openers
+    from imagelint.commands.diff import run_diff
+    from imagelint.commands.units import run_units
+    from imagelint.report import Verdict
+    from imagelint.session import OutputSpec, RunOptions, run_audit
+
+    package = tmp_path / "openers"
+    package.mkdir()
+    (package / "mirror.py").write_text(
+        textwrap.dedent(
+            """
+            import contextlib
+
+            from imagelint.openers import Opened
+            from imagelint.targets import RootfsTarget
+
+            PREFIX = "mirror:"
+
+
+            class MirrorOpener:
+                kind = "mirror"
+                order = 20
+
+                def claims(self, spec, options):
+                    return spec.startswith(PREFIX)
+
+                @contextlib.contextmanager
+                def open(self, spec, options):
+                    yield Opened(self.kind, RootfsTarget(spec.removeprefix(PREFIX)))
+
+
+            OPENER = MirrorOpener()
+            """
+        )
+    )
+    monkeypatch.setattr(imagelint.openers, "__path__", [*imagelint.openers.__path__, str(package)])
+    monkeypatch.setattr(imagelint.openers, "_OPENERS", [])  # found again, with the new module
+    monkeypatch.setitem(sys.modules, "imagelint.openers.mirror", None)  # removed again afterwards
+    del sys.modules["imagelint.openers.mirror"]
+    assert "mirror" in [o.kind for o in imagelint.openers.openers()]
+
+    root = build_tree(
+        tmp_path / "image", {"/etc/systemd/system/a.service": "[Service]\nExecStart=/bin/true\n"}
+    )
+    out = tmp_path / "out"
+    options = RunOptions(builtin=False, outputs=[OutputSpec.parse(f"json:{out}.report")])
+    assert run_audit(f"mirror:{root}", options) is Verdict.PASS
+    assert run_units(f"mirror:{root}", [f"json:{out}.units"]) == 0
+    assert '"a.service"' in Path(f"{out}.units").read_text()
+    result = run_diff(Path(f"mirror:{root}"), root, None, [], builtin=False)
+    assert (result.verdict, result.changes) == (Verdict.PASS, [])
