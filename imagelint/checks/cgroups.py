@@ -16,10 +16,16 @@ from imagelint.checks.params import Param
 from imagelint.facts.soak import SoakFacts
 
 
-def _soak(ctx: CheckContext) -> SoakFacts:
+def soak_facts(ctx: CheckContext) -> SoakFacts:
+    """The soak's measurements; not applicable in a run without them."""
     soak = ctx.source(SoakFacts)
     if soak is None:
         raise NotApplicable("no soak measurements in this run (use `imagelint soak`)")
+    return soak
+
+
+def _soak(ctx: CheckContext) -> SoakFacts:
+    soak = soak_facts(ctx)
     if not soak.has_memory_counts:
         raise NotApplicable(f"no memory cgroup counts on this host: {soak.layout.note or soak.layout.kind}")
     return soak
@@ -161,9 +167,7 @@ class UnitRestartsDuringSoak(CheckKind[SoakRestartsParams]):
     variables = {"restarts": "restarts during the soak", "minutes": "length of the soak in minutes"}
 
     def evaluate(self, ctx: CheckContext, params: SoakRestartsParams) -> list[Observation]:
-        soak = ctx.source(SoakFacts)
-        if soak is None:
-            raise NotApplicable("no soak measurements in this run (use `imagelint soak`)")
+        soak = soak_facts(ctx)
         start = soak.result.restarts_start
         if start is None or not start.available:
             raise NotApplicable(f"restart counters unavailable: {start.reason if start else 'not collected'}")

@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 
 from imagelint.checks import register
 from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation
-from imagelint.checks.cgroups import CgroupGrowth, GrowthParams
+from imagelint.checks.cgroups import CgroupGrowth, GrowthParams, soak_facts
 from imagelint.checks.params import Param
 from imagelint.facts.cpustat import ProcStatError
 from imagelint.facts.hotcore import HotCoreParams, summarise
@@ -89,9 +89,7 @@ class HotCore(CheckKind[HotCoreRuleParams]):
     }
 
     def evaluate(self, ctx: CheckContext, params: HotCoreRuleParams) -> list[Observation]:
-        soak = ctx.source(SoakFacts)
-        if soak is None:
-            raise NotApplicable("no soak measurements in this run (use `imagelint soak`)")
+        soak = soak_facts(ctx)
         record = soak.cpu
         if record is None:
             raise NotApplicable(f"per-CPU time was not read: {soak.cpu_note or 'no /proc/stat'}")

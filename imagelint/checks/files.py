@@ -18,7 +18,7 @@ from __future__ import annotations
 import fnmatch
 import posixpath
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeVar
 
 from imagelint import textmatch
 from imagelint.checks import register
@@ -113,9 +113,13 @@ def _expand(ctx: CheckContext, params: Files) -> list[str]:
     seen: dict[str, None] = {}
     for pattern in params.paths:
         for path in ctx.target.glob(pattern):
-            if not any(fnmatch.fnmatchcase(path, ex) for ex in params.exclude):
+            if not _excluded(path, params):
                 seen.setdefault(path)
     return list(seen)
+
+
+def _excluded(path: str, params: Files) -> bool:
+    return any(fnmatch.fnmatchcase(path, ex) for ex in params.exclude)
 
 
 def declared(params: Globs, how: str, tree_how: str = "tree") -> list[PathNeed]:
@@ -281,8 +285,18 @@ class ContainsParams(LacksParams):
     max_per_file: Annotated[int, Param("matches reported per file", minimum=1)] = 1
 
 
+F = TypeVar("F", bound=Files)
+
+
+class _ContentKind(CheckKind[F]):
+    """A kind that reads the matching files' content: the collector gathers them with it."""
+
+    def paths(self, params: F) -> list[PathNeed]:
+        return declared(params, "content", "tree-content")
+
+
 @register
-class FileContains(CheckKind[ContainsParams]):
+class FileContains(_ContentKind[ContainsParams]):
     name = "file.contains"
     summary = (
         "Fires for each line of the matching files that matches the regex; not applicable if no file exists."
@@ -298,9 +312,6 @@ class FileContains(CheckKind[ContainsParams]):
     def validate(self, params: ContainsParams) -> None:
         params.validate()
 
-    def paths(self, params: ContainsParams) -> list[PathNeed]:
-        return declared(params, "content", "tree-content")
-
     def evaluate(self, ctx: CheckContext, params: ContainsParams) -> list[Observation]:
         regex = params.compile()
         found = []
@@ -313,7 +324,7 @@ class FileContains(CheckKind[ContainsParams]):
 
 
 @register
-class FileLacks(CheckKind[LacksParams]):
+class FileLacks(_ContentKind[LacksParams]):
     name = "file.lacks"
     summary = "Fires for each existing matching file where the regex matches nowhere; n/a if none exists."
     parameters = LacksParams
@@ -321,9 +332,6 @@ class FileLacks(CheckKind[LacksParams]):
 
     def validate(self, params: LacksParams) -> None:
         params.validate()
-
-    def paths(self, params: LacksParams) -> list[PathNeed]:
-        return declared(params, "content", "tree-content")
 
     def evaluate(self, ctx: CheckContext, params: LacksParams) -> list[Observation]:
         regex = params.compile()
@@ -341,7 +349,7 @@ class EmptyParams(Grouped, Files):
 
 
 @register
-class FileEmpty(CheckKind[EmptyParams]):
+class FileEmpty(_ContentKind[EmptyParams]):
     name = "file.empty"
     summary = "Fires for each existing matching file that is empty; not applicable if none exists."
     parameters = EmptyParams
@@ -350,9 +358,6 @@ class FileEmpty(CheckKind[EmptyParams]):
         "size": "size in bytes",
         **_GROUP_VARIABLES,
     }
-
-    def paths(self, params: EmptyParams) -> list[PathNeed]:
-        return declared(params, "content", "tree-content")
 
     def evaluate(self, ctx: CheckContext, params: EmptyParams) -> list[Observation]:
         found = []
@@ -451,9 +456,5 @@ class FilePermissions(CheckKind[PermissionsParams]):
             if any(real == w or real.startswith(w.rstrip("/") + "/") for w in walked):
                 continue
             walked.add(real)
-            entries.extend(
-                st
-                for st in ctx.target.walk(real)
-                if not any(fnmatch.fnmatchcase(st.path, ex) for ex in params.exclude)
-            )
+            entries.extend(st for st in ctx.target.walk(real) if not _excluded(st.path, params))
         return entries

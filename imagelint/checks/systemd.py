@@ -37,6 +37,7 @@ from imagelint.facts.systemd.verify import unit_problems
 if TYPE_CHECKING:  # imported where used: rules that never touch units do not pay for them
     from imagelint.facts.systemd import Assignment, Unit, UnitIndex
     from imagelint.facts.systemd.manager import ManagerDefaults
+    from imagelint.facts.systemd.presets import PresetRule
 
 ARROW = " → "
 U = TypeVar("U", bound=UnitSelection)
@@ -337,8 +338,6 @@ class UnitUnexpected(_UnitKind[UnexpectedParams]):
     }
 
     def evaluate(self, ctx: CheckContext, params: UnexpectedParams) -> list[Observation]:
-        from imagelint.facts.systemd import names
-
         index = unit_index(ctx)
         expected = ctx.settings.expected_units
         links = _enabling_links(ctx, index)
@@ -346,10 +345,7 @@ class UnitUnexpected(_UnitKind[UnexpectedParams]):
         for unit in distinct_units(index):
             if not _selected(unit, params) or not _unexpected(ctx, index, unit, params):
                 continue
-            template = names.template_of(unit.name)
-            rule = index.presets.rule_for(unit.name) or (
-                index.presets.rule_for(template) if template else None
-            )
+            rule = _preset_rule(index, unit)
             enabled_by = [p for n in (unit.name, *unit.aliases) for p in links.get(n, [])]
             evidence = _base_evidence(ctx, index, unit)
             evidence.update(
@@ -370,17 +366,22 @@ class UnitUnexpected(_UnitKind[UnexpectedParams]):
         return found
 
 
-def _unexpected(ctx: CheckContext, index: UnitIndex, unit: Unit, params: UnexpectedParams) -> bool:
-    """Enabled, started at boot, and declared by nobody (config, preset, package manager)."""
+def _preset_rule(index: UnitIndex, unit: Unit) -> PresetRule | None:
+    """The image's preset rule for the unit, or for its template."""
     from imagelint.facts.systemd import names
 
+    template = names.template_of(unit.name)
+    return index.presets.rule_for(unit.name) or (index.presets.rule_for(template) if template else None)
+
+
+def _unexpected(ctx: CheckContext, index: UnitIndex, unit: Unit, params: UnexpectedParams) -> bool:
+    """Enabled, started at boot, and declared by nobody (config, preset, package manager)."""
     if unit.state not in ENABLED_STATES or boot_chain(ctx, index, unit) is None:
         return False
     expected = ctx.settings.expected_units
     if expected and unit_matches(unit, expected):
         return False
-    template = names.template_of(unit.name)
-    rule = index.presets.rule_for(unit.name) or (index.presets.rule_for(template) if template else None)
+    rule = _preset_rule(index, unit)
     if rule is not None and rule.enable:
         return False
     return not (params.package_records and recorded_by_package(ctx.target, unit))
