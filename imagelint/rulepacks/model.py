@@ -43,7 +43,7 @@ class CheckSpec:
 
     kind: str
     params: dict[str, Any]  # as the rule pack writes them (shown in docs and reasons; overridden by config)
-    arguments: object  # the same as the kind's typed parameters (its dataclass), built when loaded
+    arguments: object  # the same, as an instance of the kind's parameters dataclass (built on loading)
     when: tuple[CheckSpec, ...] = ()  # all must hold, else the rule is not applicable
     unless: tuple[CheckSpec, ...] = ()  # if any holds, the rule passes without running
 
