@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from imagelint.checks import registry
+from imagelint.checks.params import properties, required
 from imagelint.rulepacks import Rule, builtin_pack_paths, load_packs
 
 
@@ -43,9 +44,10 @@ def rules_reference() -> str:
     out += ["## Check kinds", ""]
     for name, kind in sorted(registry().items()):
         out += [f"### `{name}`", "", kind.summary, "", "| parameter | type | meaning |", "|---|---|---|"]
-        for param, schema in kind.parameters.items():
-            required = " (required)" if param in kind.required else ""
-            out.append(f"| `{param}`{required} | {_type(schema)} | {schema.get('description', '')} |")
+        needed = required(kind.parameters)
+        for param, schema in properties(kind.parameters).items():
+            mark = " (required)" if param in needed else ""
+            out.append(f"| `{param}`{mark} | {_type(schema)} | {schema['description']} |")
         if kind.variables:
             out += [
                 "",

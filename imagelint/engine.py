@@ -169,7 +169,7 @@ def _evaluate(
         for condition in rule.check.unless:
             if _holds(ctx, condition):
                 return Outcome.PASS, f"exempt: {_describe(condition)}", []
-        observations = registry()[rule.check.kind].evaluate(ctx, rule.check.params)
+        observations = registry()[rule.check.kind].evaluate(ctx, rule.check.arguments)
     except NotApplicable as exc:
         return Outcome.NOT_APPLICABLE, exc.reason, []
     except ImageLintError as exc:
@@ -196,7 +196,7 @@ def _holds(ctx: CheckContext, condition: CheckSpec) -> bool:
     if any(not _holds(ctx, c) for c in condition.when) or any(_holds(ctx, c) for c in condition.unless):
         return False
     try:
-        return bool(registry()[condition.kind].evaluate(ctx, condition.params))
+        return bool(registry()[condition.kind].evaluate(ctx, condition.arguments))
     except NotApplicable:
         return False
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import sys
 import textwrap
+import types
 from pathlib import Path
 
 from imagelint.checks import registry, unregister
@@ -26,10 +27,12 @@ def _block(language: str, after: str) -> str:
     return textwrap.dedent(match.group(1))
 
 
-def test_the_guide_s_check_kind_and_rule_work(tmp_path: Path) -> None:
+def test_the_guide_s_check_kind_and_rule_work(tmp_path: Path, monkeypatch) -> None:
     registry()
-    namespace: dict[str, object] = {"__name__": "imagelint.checks.guide_example"}
-    exec(compile(_block("python", "## How to add a check kind"), "CONTRIBUTING.md", "exec"), namespace)
+    module = types.ModuleType("imagelint.checks.guide_example")  # as a module of the package would be
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    guide = _block("python", "## How to add a check kind")
+    exec(compile(guide, "CONTRIBUTING.md", "exec", dont_inherit=True), module.__dict__)
     try:
         assert "file.hostname_set" in registry()
         pack = tmp_path / "guide.yaml"

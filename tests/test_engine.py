@@ -8,20 +8,22 @@ from typing import Any
 import pytest
 
 from imagelint.checks import CheckContext, CheckKind, Observation, register, registry, unregister
+from imagelint.checks.params import NoParameters
 from imagelint.config import Config
 from imagelint.engine import RunSettings, audit
 from imagelint.report import Outcome, Verdict
 from imagelint.rulepacks import CheckSpec, Rule, RulePack, Scope, Severity
+from imagelint.rulepacks.loader import typed_arguments
 from imagelint.sampletree import build_tree
 from tests.support import run_cli
 
 
-class Exploding(CheckKind):
+class Exploding(CheckKind[NoParameters]):
     name = "test.exploding"
     summary = "raises"
-    parameters: dict[str, Any] = {}
+    parameters = NoParameters
 
-    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
+    def evaluate(self, ctx: CheckContext, params: NoParameters) -> list[Observation]:
         raise ZeroDivisionError("boom")
 
 
@@ -33,10 +35,12 @@ def exploding():
     unregister(Exploding.name)
 
 
-def _rule(rule_id: str, kind: str, severity: Severity = Severity.HIGH, **params: object) -> Rule:
-    return Rule(
-        rule_id, rule_id.lower(), "t", severity, (Scope.IMAGE,), CheckSpec(kind, params), "{path}", "fix"
-    )
+def _spec(kind: str, params: dict[str, Any], **conditions: tuple[CheckSpec, ...]) -> CheckSpec:
+    return CheckSpec(kind, params, typed_arguments(kind, params), **conditions)
+
+
+def _rule(rule_id: str, kind: str, severity: Severity = Severity.HIGH, **params: Any) -> Rule:
+    return Rule(rule_id, rule_id.lower(), "t", severity, (Scope.IMAGE,), _spec(kind, params), "{path}", "fix")
 
 
 def _audit(root: Path, *rules: Rule, **config: Any):
@@ -74,17 +78,17 @@ def test_not_applicable_does_not_change_a_pass(tmp_path: Path) -> None:
 
 def test_when_and_unless_conditions(tmp_path: Path) -> None:
     root = build_tree(tmp_path / "img", {"/etc/ecs/ecs.config": "ECS_CLUSTER=prod\n", "/etc/flag": ""})
-    cluster = CheckSpec("file.contains", {"paths": ["/etc/ecs/ecs.config"], "pattern": r"^ECS_CLUSTER=\S+"})
-    absent = CheckSpec("file.present", {"paths": ["/etc/nothing"]})
+    cluster = _spec("file.contains", {"paths": ["/etc/ecs/ecs.config"], "pattern": r"^ECS_CLUSTER=\S+"})
+    absent = _spec("file.present", {"paths": ["/etc/nothing"]})
     base = _rule("T001", "file.present", paths=["/etc/flag"])
     exempt = Rule(
-        **{**base.__dict__, "check": CheckSpec("file.present", {"paths": ["/etc/flag"]}, unless=(cluster,))}
+        **{**base.__dict__, "check": _spec("file.present", {"paths": ["/etc/flag"]}, unless=(cluster,))}
     )
     gated = Rule(
         **{
             **base.__dict__,
             "id": "T002",
-            "check": CheckSpec("file.present", {"paths": ["/etc/flag"]}, when=(absent,)),
+            "check": _spec("file.present", {"paths": ["/etc/flag"]}, when=(absent,)),
         }
     )
     report = _audit(root, exempt, gated)

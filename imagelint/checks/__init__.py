@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from typing import Any, TypeVar
 
-from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation, ParamError
+from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation
+from imagelint.checks.params import ParamError
 
-_REGISTRY: dict[str, CheckKind] = {}
+K = TypeVar("K", bound=CheckKind[Any])
+_REGISTRY: dict[str, CheckKind[Any]] = {}
 _NOT_KINDS = frozenset({"base", "params"})  # modules of this package that define no kind
 _discovered = False
 
 
-def register(cls: type[CheckKind]) -> type[CheckKind]:
+def register(cls: type[K]) -> type[K]:
     """Class decorator: make a check kind available to rule packs under ``cls.name``."""
     if cls.name in _REGISTRY:
         raise RuntimeError(f"check kind {cls.name} registered twice")
@@ -35,7 +38,7 @@ def kind_modules() -> list[str]:
     return sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name not in _NOT_KINDS)
 
 
-def registry() -> dict[str, CheckKind]:
+def registry() -> dict[str, CheckKind[Any]]:
     """All check kinds, by name (importing the modules that define them on first use)."""
     global _discovered
     if not _discovered:

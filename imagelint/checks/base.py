@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import datetime as dt
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
+from imagelint.checks.params import build, properties, required
 from imagelint.targets.interface import Target
 
 
@@ -58,16 +59,8 @@ class NotApplicable(Exception):
         self.reason = reason
 
 
-class ParamError(Exception):
-    """A well-typed parameter that cannot be used (a regex that does not compile)."""
-
-    def __init__(self, path: list[str | int], message: str) -> None:
-        super().__init__(message)
-        self.path = path
-        self.message = message
-
-
 T = TypeVar("T")
+P = TypeVar("P")
 
 
 @dataclass(frozen=True)
@@ -172,24 +165,28 @@ class CheckContext:
             self.gaps.append((where, message))
 
 
-class CheckKind(ABC):
-    """One kind of check. Subclasses set the class attributes and implement ``evaluate``."""
+class CheckKind(ABC, Generic[P]):
+    """One kind of check. Subclasses set the class attributes and implement ``evaluate``; ``P`` is the
+    frozen dataclass of its parameters (:mod:`imagelint.checks.params`), which ``parameters`` names."""
 
     name: ClassVar[str]  # e.g. "file.present"
     summary: ClassVar[str]  # one line for docs and `imagelint rules show`
-    parameters: ClassVar[dict[str, Any]]  # JSON Schema "properties" of the parameters
-    required: ClassVar[tuple[str, ...]] = ()
+    parameters: type[P]  # its parameters: the schema is generated from it, rules get an instance
     variables: ClassVar[dict[str, str]] = {}  # template variables each observation provides, with meaning
 
-    def paths(self, params: dict[str, Any]) -> list[PathNeed]:
+    def arguments(self, params: Mapping[str, Any]) -> P:
+        """The typed parameters of a rule, from the dict its schema accepted (built once, on loading)."""
+        return build(self.parameters, params)
+
+    def paths(self, params: P) -> list[PathNeed]:
         """The image paths this check reads with these parameters (for the remote collector)."""
         return []
 
-    def validate(self, params: dict[str, Any]) -> None:  # noqa: B027 - optional hook
+    def validate(self, params: P) -> None:
         """Semantic checks beyond the schema (compile regexes...). Raise ParamError."""
 
     @abstractmethod
-    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
+    def evaluate(self, ctx: CheckContext, params: P) -> list[Observation]:
         """Observations found on the target. Raise NotApplicable when the subject is absent.
 
         ImageReadError (from the target) propagates: the engine turns it into an error result.
@@ -198,6 +195,6 @@ class CheckKind(ABC):
     def schema(self) -> dict[str, Any]:
         return {
             "type": "object",
-            "properties": {"kind": {"const": self.name}, **self.parameters},
-            "required": ["kind", *self.required],
+            "properties": {"kind": {"const": self.name}, **properties(self.parameters)},
+            "required": ["kind", *required(self.parameters)],
         }

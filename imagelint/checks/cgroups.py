@@ -7,22 +7,34 @@ host has no memory controller to count.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Literal
 
 from imagelint.checks import register
 from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation
+from imagelint.checks.params import Param
 from imagelint.facts.soak import SoakFacts
 
-_SERIES = {"series": {"enum": ["dying", "live"], "default": "dying", "description": "which count"}}
 
-
-def _soak(ctx: CheckContext) -> SoakFacts:
+def soak_facts(ctx: CheckContext) -> SoakFacts:
+    """The soak's measurements; not applicable in a run without them."""
     soak = ctx.source(SoakFacts)
     if soak is None:
         raise NotApplicable("no soak measurements in this run (use `imagelint soak`)")
+    return soak
+
+
+def _soak(ctx: CheckContext) -> SoakFacts:
+    soak = soak_facts(ctx)
     if not soak.has_memory_counts:
         raise NotApplicable(f"no memory cgroup counts on this host: {soak.layout.note or soak.layout.kind}")
     return soak
+
+
+def _dying_at_end(soak: SoakFacts) -> int:
+    dying = soak.result.samples[-1].dying
+    assert dying is not None  # _soak: the host counts memory cgroups
+    return dying
 
 
 def _attribution(soak: SoakFacts, delta: float) -> str:
@@ -38,23 +50,26 @@ def _attribution(soak: SoakFacts, delta: float) -> str:
     return text
 
 
+@dataclass(frozen=True, kw_only=True)
+class GrowthParams:
+    series: Annotated[Literal["dying", "live"], Param("which count")] = "dying"
+    min_per_hour: Annotated[float, Param("slope at or above which it fires", minimum=0)]
+    alpha: Annotated[
+        float, Param("significance level of the Mann–Kendall test", exclusiveMinimum=0, maximum=0.5)
+    ] = 0.01
+    projection_days: Annotated[
+        float, Param("days ahead the projection looks, at the slope found", exclusiveMinimum=0)
+    ] = 30
+    min_increases: Annotated[
+        int, Param("rises between samples needed: a leak rises in many steps, a burst in one", minimum=1)
+    ] = 3
+
+
 @register
-class CgroupGrowth(CheckKind):
+class CgroupGrowth(CheckKind[GrowthParams]):
     name = "cgroup.growth"
     summary = "Fires when a memory-cgroup count grows significantly (Theil–Sen slope, Mann–Kendall test)."
-    parameters = {
-        **_SERIES,
-        "min_per_hour": {"type": "number", "minimum": 0, "description": "slope at or above which it fires"},
-        "alpha": {"type": "number", "exclusiveMinimum": 0, "maximum": 0.5, "default": 0.01},
-        "projection_days": {"type": "number", "exclusiveMinimum": 0, "default": 30},
-        "min_increases": {
-            "type": "integer",
-            "minimum": 1,
-            "default": 3,
-            "description": "rises between samples needed: a leak rises in many steps, a burst in one",
-        },
-    }
-    required = ("min_per_hour",)
+    parameters = GrowthParams
     variables = {
         "series": "dying or live",
         "slope_per_hour": "Theil–Sen slope, per hour",
@@ -65,16 +80,16 @@ class CgroupGrowth(CheckKind):
         "minutes": "length of the soak in minutes",
     }
 
-    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
+    def evaluate(self, ctx: CheckContext, params: GrowthParams) -> list[Observation]:
         from imagelint.facts.trend import projection_text
 
         soak = _soak(ctx)
-        series = params.get("series", "dying")
-        trend = soak.result.trend(series, alpha=params.get("alpha", 0.01))
+        series = params.series
+        trend = soak.result.trend(series, alpha=params.alpha)
         if trend is None:
             raise NotApplicable("fewer than 3 samples: the soak was too short to judge a trend")
-        steady = trend.increases >= params.get("min_increases", 3)
-        if not (trend.growing and steady and trend.slope_per_hour >= params["min_per_hour"]):
+        steady = trend.increases >= params.min_increases
+        if not (trend.growing and steady and trend.slope_per_hour >= params.min_per_hour):
             return []
         delta = trend.last - trend.first
         evidence = {
@@ -85,67 +100,74 @@ class CgroupGrowth(CheckKind):
             "p_value": float(f"{trend.p_value:.3g}"),
             "samples": trend.n,
             "minutes": round(trend.span_seconds / 60, 1),
-            "projection": projection_text(
-                trend.last, trend.slope_per_hour, days=params.get("projection_days", 30)
-            ),
+            "projection": projection_text(trend.last, trend.slope_per_hour, days=params.projection_days),
             "attribution": _attribution(soak, delta),
         }
         return [Observation(f"memory-cgroups:{series}", evidence=evidence)]
 
 
+@dataclass(frozen=True, kw_only=True)
+class DyingCountParams:
+    max: Annotated[int, Param("highest acceptable count", minimum=0)]
+
+
 @register
-class CgroupDyingCount(CheckKind):
+class CgroupDyingCount(CheckKind[DyingCountParams]):
     name = "cgroup.dying_count"
     summary = "Fires when the number of dying memory cgroups at the end of the soak is above a ceiling."
-    parameters = {"max": {"type": "integer", "minimum": 0, "description": "highest acceptable count"}}
-    required = ("max",)
+    parameters = DyingCountParams
     variables = {"dying": "dying memory cgroups", "live": "live memory cgroups", "max": "the ceiling"}
 
-    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
-        last = _soak(ctx).result.samples[-1]
-        if last.dying <= params["max"]:
+    def evaluate(self, ctx: CheckContext, params: DyingCountParams) -> list[Observation]:
+        soak = _soak(ctx)
+        dying = _dying_at_end(soak)
+        if dying <= params.max:
             return []
-        evidence = {"dying": last.dying, "live": last.live, "max": params["max"]}
+        evidence = {"dying": dying, "live": soak.result.samples[-1].live, "max": params.max}
         return [Observation("memory-cgroups:dying", evidence=evidence)]
 
 
+@dataclass(frozen=True, kw_only=True)
+class DyingRatioParams:
+    max_ratio: Annotated[float, Param("highest acceptable dying : live ratio", minimum=0)]
+    min_dying: Annotated[int, Param("ignore tiny counts", minimum=0)] = 100
+
+
 @register
-class CgroupDyingRatio(CheckKind):
+class CgroupDyingRatio(CheckKind[DyingRatioParams]):
     name = "cgroup.dying_ratio"
     summary = "Fires when dying : live memory cgroups at the end of the soak is above a ceiling."
-    parameters = {
-        "max_ratio": {"type": "number", "minimum": 0},
-        "min_dying": {"type": "integer", "minimum": 0, "default": 100, "description": "ignore tiny counts"},
-    }
-    required = ("max_ratio",)
+    parameters = DyingRatioParams
     variables = {"ratio": "dying : live", "dying": "dying", "live": "live", "max_ratio": "the ceiling"}
 
-    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
+    def evaluate(self, ctx: CheckContext, params: DyingRatioParams) -> list[Observation]:
         soak = _soak(ctx)
-        ratio, last = soak.result.ratio(), soak.result.samples[-1]
-        if ratio is None or last.dying < params.get("min_dying", 100) or ratio <= params["max_ratio"]:
+        ratio, dying = soak.result.ratio(), _dying_at_end(soak)
+        if ratio is None or dying < params.min_dying or ratio <= params.max_ratio:
             return []
         evidence = {
             "ratio": round(ratio, 1),
-            "dying": last.dying,
-            "live": last.live,
-            "max_ratio": params["max_ratio"],
+            "dying": dying,
+            "live": soak.result.samples[-1].live,
+            "max_ratio": params.max_ratio,
         }
         return [Observation("memory-cgroups:ratio", evidence=evidence)]
 
 
+@dataclass(frozen=True, kw_only=True)
+class SoakRestartsParams:
+    min_restarts: Annotated[int, Param("restarts during the soak at or above which it fires", minimum=1)]
+
+
 @register
-class UnitRestartsDuringSoak(CheckKind):
+class UnitRestartsDuringSoak(CheckKind[SoakRestartsParams]):
     name = "soak.unit_restarts"
     summary = "Fires for each service whose NRestarts rose by at least N during the soak (systemctl show)."
-    parameters = {"min_restarts": {"type": "integer", "minimum": 1}}
-    required = ("min_restarts",)
+    parameters = SoakRestartsParams
     variables = {"restarts": "restarts during the soak", "minutes": "length of the soak in minutes"}
 
-    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
-        soak = ctx.source(SoakFacts)
-        if soak is None:
-            raise NotApplicable("no soak measurements in this run (use `imagelint soak`)")
+    def evaluate(self, ctx: CheckContext, params: SoakRestartsParams) -> list[Observation]:
+        soak = soak_facts(ctx)
         start = soak.result.restarts_start
         if start is None or not start.available:
             raise NotApplicable(f"restart counters unavailable: {start.reason if start else 'not collected'}")
@@ -153,24 +175,28 @@ class UnitRestartsDuringSoak(CheckKind):
         return [
             Observation(d.unit, unit=d.unit, evidence={"restarts": d.restarts, "minutes": minutes})
             for d in soak.result.restart_deltas()
-            if d.restarts is not None and d.restarts >= params["min_restarts"]
+            if d.restarts is not None and d.restarts >= params.min_restarts
         ]
 
 
+@dataclass(frozen=True, kw_only=True)
+class WalkTimeParams:
+    max_seconds: Annotated[float, Param("longest acceptable walk at the end of the soak", exclusiveMinimum=0)]
+
+
 @register
-class MemoryStatWalk(CheckKind):
+class MemoryStatWalk(CheckKind[WalkTimeParams]):
     name = "cgroup.walk_time"
     summary = "Fires when reading every live memory cgroup's memory.stat (kubelet's walk) takes too long."
-    parameters = {"max_seconds": {"type": "number", "exclusiveMinimum": 0}}
-    required = ("max_seconds",)
+    parameters = WalkTimeParams
     variables = {"seconds": "the walk at the end", "start_seconds": "at the start", "cgroups": "cgroups read"}
 
-    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
+    def evaluate(self, ctx: CheckContext, params: WalkTimeParams) -> list[Observation]:
         soak = _soak(ctx)
         end, start = soak.walk_end, soak.walk_start
         if end is None:
             raise NotApplicable("the memory.stat walk was not measured")
-        if end.seconds <= params["max_seconds"]:
+        if end.seconds <= params.max_seconds:
             return []
         evidence = {
             "seconds": round(end.seconds, 3),

@@ -11,62 +11,68 @@ evidence supports, and the verdict stays with the one verdict function.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Literal
 
-from imagelint.checks import register, registry
+from imagelint.checks import register
 from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation
+from imagelint.checks.cgroups import CgroupGrowth, GrowthParams, soak_facts
+from imagelint.checks.params import Param
 from imagelint.facts.cpustat import ProcStatError
-from imagelint.facts.hotcore import HotCoreParams, HotCoreSummary, summarise
+from imagelint.facts.hotcore import HotCoreParams, summarise
 from imagelint.facts.soak import SoakFacts
 
-_SHARE = {"type": "number", "minimum": 0, "maximum": 1}
+
+@dataclass(frozen=True, kw_only=True)
+class Evidence:
+    """What else counts as evidence of the incident's mechanism."""
+
+    dying_growth_per_hour: Annotated[
+        float | None, Param("dying memcgs growing at least this fast (cgroup.growth, as IL401)", minimum=0)
+    ] = None
+    walk_seconds: Annotated[
+        float | None,
+        Param("any memory.stat walk of the soak at least this slow (as IL406)", exclusiveMinimum=0),
+    ] = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class HotCoreRuleParams:
+    min_seconds: Annotated[float, Param("shortest episode that counts", exclusiveMinimum=0)]
+    min_kernel_share: Annotated[float, Param("kernel share of the hot CPU", minimum=0, maximum=1)] = (
+        HotCoreParams.min_kernel_share
+    )
+    max_others_busy: Annotated[float, Param("busy share of the other CPUs", minimum=0, maximum=1)] = (
+        HotCoreParams.max_others_busy
+    )
+    window_seconds: Annotated[
+        float, Param("shares are judged over a trailing window (ticks are 10 ms)", minimum=0.1)
+    ] = HotCoreParams.window_seconds
+    evidence: Annotated[Evidence, Param("what else counts as evidence of the incident's mechanism")] = (
+        Evidence()
+    )
+    require: Annotated[
+        Literal["any", "alone", "accompanied"],
+        Param("fire regardless, only without evidence, or only with it"),
+    ] = "any"
+
+    def thresholds(self) -> HotCoreParams:
+        """The episode tracker's thresholds."""
+        return HotCoreParams(
+            min_kernel_share=self.min_kernel_share,
+            max_others_busy=self.max_others_busy,
+            window_seconds=self.window_seconds,
+        )
 
 
 @register
-class HotCore(CheckKind):
+class HotCore(CheckKind[HotCoreRuleParams]):
     name = "cpu.hot_core"
     summary = (
         "Fires when one CPU spent at least min_kernel_share of its time in the kernel (system + irq + "
         "softirq) for min_seconds in a row while the other CPUs were at most max_others_busy busy."
     )
-    parameters = {
-        "min_seconds": {
-            "type": "number",
-            "exclusiveMinimum": 0,
-            "description": "shortest episode that counts",
-        },
-        "min_kernel_share": {**_SHARE, "default": 0.9, "description": "kernel share of the hot CPU"},
-        "max_others_busy": {**_SHARE, "default": 0.5, "description": "busy share of the other CPUs"},
-        "window_seconds": {
-            "type": "number",
-            "minimum": 0.1,
-            "default": 1.0,
-            "description": "shares are judged over a trailing window (ticks are 10 ms)",
-        },
-        "evidence": {
-            "type": "object",
-            "additionalProperties": False,
-            "description": "what else counts as evidence of the incident's mechanism",
-            "properties": {
-                "dying_growth_per_hour": {
-                    "type": "number",
-                    "minimum": 0,
-                    "description": "dying memcgs growing at least this fast (cgroup.growth, as IL401)",
-                },
-                "walk_seconds": {
-                    "type": "number",
-                    "exclusiveMinimum": 0,
-                    "description": "any memory.stat walk of the soak at least this slow (as IL406)",
-                },
-            },
-        },
-        "require": {
-            "enum": ["any", "alone", "accompanied"],
-            "default": "any",
-            "description": "fire regardless, only without evidence, or only with it",
-        },
-    }
-    required = ("min_seconds",)
+    parameters = HotCoreRuleParams
     variables = {
         "cpus": "the CPUs with episodes, e.g. cpu0, cpu3",
         "longest_seconds": "the longest episode, in seconds",
@@ -82,10 +88,8 @@ class HotCore(CheckKind):
         "nic": "where the NIC queues' interrupts landed during the soak",
     }
 
-    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
-        soak = ctx.source(SoakFacts)
-        if soak is None:
-            raise NotApplicable("no soak measurements in this run (use `imagelint soak`)")
+    def evaluate(self, ctx: CheckContext, params: HotCoreRuleParams) -> list[Observation]:
+        soak = soak_facts(ctx)
         record = soak.cpu
         if record is None:
             raise NotApplicable(f"per-CPU time was not read: {soak.cpu_note or 'no /proc/stat'}")
@@ -95,11 +99,15 @@ class HotCore(CheckKind):
             ctx.gap(
                 "/proc/stat", f"per-CPU reads after {record.truncated_at:.0f} s were not kept (memory cap)"
             )
-        hot = ctx.fact(("cpu.hot_core", _key(params)), lambda: _summary(soak, params))
+        thresholds = params.thresholds()
+        hot = ctx.fact(
+            ("cpu.hot_core", thresholds, params.min_seconds),
+            lambda: summarise(record.tracker(thresholds), params.min_seconds),
+        )
         if not hot.episodes:
             return []
-        reasons = _evidence(ctx, soak, params.get("evidence", {}))
-        require = params.get("require", "any")
+        reasons = _evidence(ctx, soak, params.evidence)
+        require = params.require
         if (require == "alone" and reasons) or (require == "accompanied" and not reasons):
             return []
         longest = hot.longest
@@ -110,7 +118,7 @@ class HotCore(CheckKind):
             "longest_seconds": round(longest.seconds, 1),
             "longest_cpu": f"cpu{longest.cpu}",
             "count": hot.count,
-            "min_seconds": params["min_seconds"],
+            "min_seconds": params.min_seconds,
             "saturated": ", ".join(f"cpu{c} {hot.saturated_seconds.get(c, 0.0):.1f} s" for c in hot.cpus),
             "kernel_share": round(100 * longest.kernel_share),
             "others_busy": round(100 * longest.max_others_busy),
@@ -123,38 +131,19 @@ class HotCore(CheckKind):
         return [Observation("cpu:hot-core", evidence=evidence)]
 
 
-def _key(params: dict[str, Any]) -> tuple[float, ...]:
-    return (
-        params["min_seconds"],
-        params.get("min_kernel_share", 0.9),
-        params.get("max_others_busy", 0.5),
-        params.get("window_seconds", 1.0),
-    )
-
-
-def _summary(soak: SoakFacts, params: dict[str, Any]) -> HotCoreSummary:
-    assert soak.cpu is not None
-    thresholds = HotCoreParams(
-        min_kernel_share=params.get("min_kernel_share", 0.9),
-        max_others_busy=params.get("max_others_busy", 0.5),
-        window_seconds=params.get("window_seconds", 1.0),
-    )
-    return summarise(soak.cpu.tracker(thresholds), params["min_seconds"])
-
-
-def _evidence(ctx: CheckContext, soak: SoakFacts, wanted: dict[str, Any]) -> list[str]:
+def _evidence(ctx: CheckContext, soak: SoakFacts, wanted: Evidence) -> list[str]:
     """Each piece of other evidence found, in words (data that is not there is no evidence)."""
     reasons = []
-    if "dying_growth_per_hour" in wanted:
-        spec = {"series": "dying", "min_per_hour": wanted["dying_growth_per_hour"]}
+    if wanted.dying_growth_per_hour is not None:
+        spec = GrowthParams(series="dying", min_per_hour=wanted.dying_growth_per_hour)
         try:
-            growth = registry()["cgroup.growth"].evaluate(ctx, spec)
+            growth = CgroupGrowth().evaluate(ctx, spec)
         except NotApplicable:
             growth = []
         for obs in growth:
             e = obs.evidence
             reasons.append(f"dying memory cgroups grow by {e['slope_per_hour']}/hour (+{e['delta']})")
     slowest = soak.walks.slowest()
-    if "walk_seconds" in wanted and slowest is not None and slowest.seconds >= wanted["walk_seconds"]:
+    if wanted.walk_seconds is not None and slowest is not None and slowest.seconds >= wanted.walk_seconds:
         reasons.append(f"a memory.stat walk of {slowest.cgroups:,} cgroups took {slowest.seconds:.2f} s")
     return reasons

@@ -17,50 +17,86 @@ from __future__ import annotations
 
 import fnmatch
 import posixpath
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Literal, TypeVar
 
 from imagelint import textmatch
 from imagelint.checks import register
-from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation, ParamError, PathNeed
-from imagelint.checks.params import flag, strings
+from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation, PathNeed
+from imagelint.checks.params import Param, ParamError
 from imagelint.errors import ImageReadError
 from imagelint.facts.accounts import read_ids
 from imagelint.targets import FileKind, ImageStat
 from imagelint.targets.interface import human_size
 
-_GLOBS = {"type": "array", "items": {"type": "string", "pattern": "^/"}, "minItems": 1}
-_PATHS = {"paths": {**_GLOBS, "description": "absolute image paths; shell globs, ** for any depth"}}
-_EXCLUDE = {"exclude": strings("globs of paths to leave out (* also matches /, so '*.pub' works anywhere)")}
-_TYPES = {
-    "types": {
-        "type": "array",
-        "items": {"enum": [k.value for k in FileKind]},
-        "minItems": 1,
-        "description": "only entries of these types (the path itself, links not followed); default any",
-    }
-}
-_OCTAL = {"type": "string", "pattern": "^0?[0-7]{1,4}$"}
-_REGEX = {
-    "pattern": {
-        "type": "string",
-        "description": "Python regular expression, matched per line (multiline); linear-time RE2 runs it "
-        "when it can, else Python's re under a time budget",
-    },
-    "ignore_case": flag(),
-}
 EXCERPT_MAX = 160
 GROUP_EXAMPLES = 3  # names shown in a grouped finding's message
 GROUP_FILES_LISTED = 1000  # names kept in a grouped finding's evidence; the rest are counted
-_GROUP = {
-    "group_by": {
-        "enum": ["directory"],
-        "description": "directory: one finding per directory of matches, not one per match, with the "
-        "count, total size, examples and names as evidence; its path is the directory, so a waiver "
-        "covers it when the waiver's path glob matches the directory",
-    }
-}
-# what the tree-walking kinds (file.present, file.permissions) select entries by
-_ENTRIES = {**_PATHS, **_EXCLUDE, **_TYPES, **_GROUP}
+_OCTAL = "^0?[0-7]{1,4}$"
+
+
+# -- parameters: the groups the kinds share, each a base dataclass -----------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Globs:
+    paths: Annotated[
+        tuple[Annotated[str, Param(pattern="^/")], ...],
+        Param("absolute image paths; shell globs, ** for any depth", minItems=1),
+    ]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Files(Globs):
+    exclude: Annotated[
+        tuple[str, ...], Param("globs of paths to leave out (* also matches /, so '*.pub' works anywhere)")
+    ] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Entries(Files):
+    """What the tree-walking kinds (file.present, file.permissions) select entries by."""
+
+    types: Annotated[
+        tuple[FileKind, ...],
+        Param("only entries of these types (the path itself, links not followed); default any", minItems=1),
+    ] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Grouped:
+    group_by: Annotated[
+        Literal["directory"] | None,
+        Param(
+            "directory: one finding per directory of matches, not one per match, with the count, total "
+            "size, examples and names as evidence; its path is the directory, so a waiver covers it when "
+            "the waiver's path glob matches the directory"
+        ),
+    ] = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Regex:
+    pattern: Annotated[
+        str,
+        Param(
+            "Python regular expression, matched per line (multiline); linear-time RE2 runs it when it "
+            "can, else Python's re under a time budget"
+        ),
+    ]
+    ignore_case: Annotated[bool, Param("match regardless of case")] = False
+
+    def compile(self) -> textmatch.Pattern:
+        """The pattern, matched with a bounded engine (the image's files are adversarial input)."""
+        return textmatch.compile(self.pattern, multiline=True, ignore_case=self.ignore_case)
+
+    def validate(self) -> None:
+        try:
+            self.compile()
+        except textmatch.PatternError as exc:
+            raise ParamError(["pattern"], exc.message) from None
+
+
 _GROUP_VARIABLES = {
     "count": "with group_by: matches in the directory",
     "count_text": "with group_by: the count with thousands separators",
@@ -72,21 +108,24 @@ _PER_MEMBER = frozenset({"size"})  # evidence that describes one member, never k
 _MISSING = object()
 
 
-def _expand(ctx: CheckContext, params: dict[str, Any]) -> list[str]:
+def _expand(ctx: CheckContext, params: Files) -> list[str]:
     """Image paths matched by ``paths`` less ``exclude``, in order, without duplicates."""
-    excluded = params.get("exclude", [])
     seen: dict[str, None] = {}
-    for pattern in params["paths"]:
+    for pattern in params.paths:
         for path in ctx.target.glob(pattern):
-            if not any(fnmatch.fnmatchcase(path, ex) for ex in excluded):
+            if not _excluded(path, params):
                 seen.setdefault(path)
     return list(seen)
 
 
-def declared(params: dict[str, Any], how: str, tree_how: str = "tree") -> list[PathNeed]:
+def _excluded(path: str, params: Files) -> bool:
+    return any(fnmatch.fnmatchcase(path, ex) for ex in params.exclude)
+
+
+def declared(params: Globs, how: str, tree_how: str = "tree") -> list[PathNeed]:
     """``paths`` as collector needs: a glob with ``**`` becomes a tree below its fixed part."""
     needs = []
-    for pattern in params["paths"]:
+    for pattern in params.paths:
         parts = pattern.split("/")
         if "**" in parts:
             top = "/".join(parts[: parts.index("**")]) or "/"
@@ -96,26 +135,13 @@ def declared(params: dict[str, Any], how: str, tree_how: str = "tree") -> list[P
     return needs
 
 
-def _typed(ctx: CheckContext, params: dict[str, Any], default: tuple[str, ...] = ()) -> list[ImageStat]:
-    wanted = set(params.get("types", default))
+def _typed(ctx: CheckContext, params: Entries) -> list[ImageStat]:
     found = []
     for path in _expand(ctx, params):
         st = ctx.target.lstat(path)
-        if st is not None and (not wanted or st.kind.value in wanted):
+        if st is not None and (not params.types or st.kind in params.types):
             found.append(st)
     return found
-
-
-def _compile(params: dict[str, Any]) -> textmatch.Pattern:
-    """The rule's pattern, matched with a bounded engine (the image's files are adversarial input)."""
-    return textmatch.compile(params["pattern"], multiline=True, ignore_case=bool(params.get("ignore_case")))
-
-
-def _validate_regex(params: dict[str, Any]) -> None:
-    try:
-        _compile(params)
-    except textmatch.PatternError as exc:
-        raise ParamError(["pattern"], exc.message) from None
 
 
 def _account_id(ctx: CheckContext, name: str | int, table_path: str) -> int:
@@ -140,7 +166,7 @@ def redact(line: str) -> str:
     return f"{key} {separator} <redacted>" if separator else f"{key} <redacted>"
 
 
-def _existing_files(ctx: CheckContext, params: dict[str, Any]) -> list[str]:
+def _existing_files(ctx: CheckContext, params: Files) -> list[str]:
     """Matching paths that exist and are not directories (a FIFO stays in: reading it is an error)."""
     files = [
         p
@@ -148,7 +174,7 @@ def _existing_files(ctx: CheckContext, params: dict[str, Any]) -> list[str]:
         if (st := ctx.target.stat(p)) is not None and st.kind is not FileKind.DIR
     ]
     if not files:
-        raise NotApplicable(f"no file matches {', '.join(params['paths'])}")
+        raise NotApplicable(f"no file matches {', '.join(params.paths)}")
     return files
 
 
@@ -164,9 +190,9 @@ def _bytes_below(ctx: CheckContext, path: str) -> int:
     return 0
 
 
-def _grouped(ctx: CheckContext, params: dict[str, Any], found: list[Observation]) -> list[Observation]:
+def _grouped(ctx: CheckContext, params: Grouped, found: list[Observation]) -> list[Observation]:
     """``found`` as it is, or with ``group_by: directory`` one observation per directory (see the module)."""
-    if params.get("group_by") != "directory":
+    if params.group_by != "directory":
         return found
     members: dict[str, dict[str, Observation]] = {}  # directory -> path -> its first observation
     for obs in found:
@@ -198,21 +224,18 @@ def _grouped(ctx: CheckContext, params: dict[str, Any], found: list[Observation]
     return groups
 
 
+@dataclass(frozen=True, kw_only=True)
+class PresentParams(Grouped, Entries):
+    min_size: Annotated[int | None, Param("only files of at least this many bytes", minimum=0)] = None
+
+
 @register
-class FilePresent(CheckKind):
+class FilePresent(CheckKind[PresentParams]):
     name = "file.present"
     summary = (
         "Fires for each existing path that matches the globs (something that should not be in an image)."
     )
-    parameters = {
-        **_ENTRIES,
-        "min_size": {
-            "type": "integer",
-            "minimum": 0,
-            "description": "only files of at least this many bytes",
-        },
-    }
-    required = ("paths",)
+    parameters = PresentParams
     variables = {
         "path": "the matching image path (with group_by: the directory)",
         "type": "file type (with group_by: when all are of one type)",
@@ -220,58 +243,65 @@ class FilePresent(CheckKind):
         **_GROUP_VARIABLES,
     }
 
-    def paths(self, params: dict[str, Any]) -> list[PathNeed]:
-        return declared(params, "tree" if params.get("group_by") else "metadata")
+    def paths(self, params: PresentParams) -> list[PathNeed]:
+        return declared(params, "tree" if params.group_by else "metadata")
 
-    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
-        min_size = params.get("min_size", 0)
+    def evaluate(self, ctx: CheckContext, params: PresentParams) -> list[Observation]:
+        min_size = params.min_size
         found = [
             Observation(st.path, path=st.path, evidence={"type": st.kind.value, "size": st.size})
             for st in _typed(ctx, params)
-            if st.size >= min_size or st.kind is not FileKind.FILE
+            if min_size is None or st.size >= min_size or st.kind is not FileKind.FILE
         ]
         return _grouped(ctx, params, found)
 
 
 @register
-class FileAbsent(CheckKind):
+class FileAbsent(CheckKind[Globs]):
     name = "file.absent"
     summary = "Fires for each glob that matches nothing (something an image must have)."
-    parameters = {**_PATHS}
-    required = ("paths",)
+    parameters = Globs
     variables = {"pattern": "the glob that matched nothing"}
 
-    def paths(self, params: dict[str, Any]) -> list[PathNeed]:
+    def paths(self, params: Globs) -> list[PathNeed]:
         return declared(params, "metadata")
 
-    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
+    def evaluate(self, ctx: CheckContext, params: Globs) -> list[Observation]:
         return [
             Observation(pattern, path=pattern, evidence={"pattern": pattern})
-            for pattern in params["paths"]
+            for pattern in params.paths
             if not ctx.target.glob(pattern)
         ]
 
 
+@dataclass(frozen=True, kw_only=True)
+class LacksParams(Grouped, Regex, Files):
+    pass
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContainsParams(LacksParams):
+    redact: Annotated[bool, Param("never show the matched text's value")] = False
+    max_per_file: Annotated[int, Param("matches reported per file", minimum=1)] = 1
+
+
+F = TypeVar("F", bound=Files)
+
+
+class _ContentKind(CheckKind[F]):
+    """A kind that reads the matching files' content: the collector gathers them with it."""
+
+    def paths(self, params: F) -> list[PathNeed]:
+        return declared(params, "content", "tree-content")
+
+
 @register
-class FileContains(CheckKind):
+class FileContains(_ContentKind[ContainsParams]):
     name = "file.contains"
     summary = (
         "Fires for each line of the matching files that matches the regex; not applicable if no file exists."
     )
-    parameters = {
-        **_PATHS,
-        **_EXCLUDE,
-        **_REGEX,
-        **_GROUP,
-        "redact": flag("never show the matched text's value"),
-        "max_per_file": {
-            "type": "integer",
-            "minimum": 1,
-            "default": 1,
-            "description": "matches reported per file",
-        },
-    }
-    required = ("paths", "pattern")
+    parameters = ContainsParams
     variables = {
         "path": "the file (with group_by: the directory)",
         "line": "line number of the match (none with group_by)",
@@ -279,40 +309,32 @@ class FileContains(CheckKind):
         **_GROUP_VARIABLES,
     }
 
-    def validate(self, params: dict[str, Any]) -> None:
-        _validate_regex(params)
+    def validate(self, params: ContainsParams) -> None:
+        params.validate()
 
-    def paths(self, params: dict[str, Any]) -> list[PathNeed]:
-        return declared(params, "content", "tree-content")
-
-    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
-        regex = _compile(params)
-        limit = params.get("max_per_file", 1)
+    def evaluate(self, ctx: CheckContext, params: ContainsParams) -> list[Observation]:
+        regex = params.compile()
         found = []
         for path in _existing_files(ctx, params):
-            for match in regex.match_lines(ctx.read_text(path), where=path, limit=limit):
+            for match in regex.match_lines(ctx.read_text(path), where=path, limit=params.max_per_file):
                 line_text = match.line.strip()
-                excerpt = redact(line_text) if params.get("redact") else line_text[:EXCERPT_MAX]
+                excerpt = redact(line_text) if params.redact else line_text[:EXCERPT_MAX]
                 found.append(Observation(path, path=path, line=match.number, evidence={"excerpt": excerpt}))
         return _grouped(ctx, params, found)
 
 
 @register
-class FileLacks(CheckKind):
+class FileLacks(_ContentKind[LacksParams]):
     name = "file.lacks"
     summary = "Fires for each existing matching file where the regex matches nowhere; n/a if none exists."
-    parameters = {**_PATHS, **_EXCLUDE, **_REGEX, **_GROUP}
-    required = ("paths", "pattern")
+    parameters = LacksParams
     variables = {"path": "the file (with group_by: the directory)", **_GROUP_VARIABLES}
 
-    def validate(self, params: dict[str, Any]) -> None:
-        _validate_regex(params)
+    def validate(self, params: LacksParams) -> None:
+        params.validate()
 
-    def paths(self, params: dict[str, Any]) -> list[PathNeed]:
-        return declared(params, "content", "tree-content")
-
-    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
-        regex = _compile(params)
+    def evaluate(self, ctx: CheckContext, params: LacksParams) -> list[Observation]:
+        regex = params.compile()
         found = [
             Observation(path, path=path)
             for path in _existing_files(ctx, params)
@@ -321,58 +343,56 @@ class FileLacks(CheckKind):
         return _grouped(ctx, params, found)
 
 
+@dataclass(frozen=True, kw_only=True)
+class EmptyParams(Grouped, Files):
+    whitespace_is_empty: Annotated[bool, Param("a file of only whitespace counts as empty")] = False
+
+
 @register
-class FileEmpty(CheckKind):
+class FileEmpty(_ContentKind[EmptyParams]):
     name = "file.empty"
     summary = "Fires for each existing matching file that is empty; not applicable if none exists."
-    parameters = {
-        **_PATHS,
-        **_EXCLUDE,
-        **_GROUP,
-        "whitespace_is_empty": flag(),
-    }
-    required = ("paths",)
+    parameters = EmptyParams
     variables = {
         "path": "the file (with group_by: the directory)",
         "size": "size in bytes",
         **_GROUP_VARIABLES,
     }
 
-    def paths(self, params: dict[str, Any]) -> list[PathNeed]:
-        return declared(params, "content", "tree-content")
-
-    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
+    def evaluate(self, ctx: CheckContext, params: EmptyParams) -> list[Observation]:
         found = []
         for path in _existing_files(ctx, params):
             data = ctx.target.read_bytes(path)
-            if not data or (params.get("whitespace_is_empty") and not data.strip()):
+            if not data or (params.whitespace_is_empty and not data.strip()):
                 found.append(Observation(path, path=path, evidence={"size": len(data)}))
         return _grouped(ctx, params, found)
 
 
+@dataclass(frozen=True, kw_only=True)
+class PermissionsParams(Grouped, Entries):
+    recursive: Annotated[bool, Param("also every entry below matched dirs")] = False
+    mode_any: Annotated[
+        str | None, Param("fire when any of these bits is set, e.g. '0002'", pattern=_OCTAL)
+    ] = None
+    unless_mode_any: Annotated[
+        str | None, Param("but not when any of these is set, e.g. '1000' (sticky)", pattern=_OCTAL)
+    ] = None
+    mode_missing: Annotated[str | None, Param("fire when any of these bits is not set", pattern=_OCTAL)] = (
+        None
+    )
+    owner: Annotated[str | int | None, Param("required owner (name from the image or uid)")] = None
+    group: Annotated[str | int | None, Param("required group (name from the image or gid)")] = None
+
+
+def _bits(octal: str | None) -> int:
+    return int(octal, 8) if octal else 0
+
+
 @register
-class FilePermissions(CheckKind):
+class FilePermissions(CheckKind[PermissionsParams]):
     name = "file.permissions"
     summary = "Fires for each matching entry whose mode bits or ownership are not as required."
-    parameters = {
-        **_ENTRIES,
-        "recursive": flag("also every entry below matched dirs"),
-        "mode_any": {**_OCTAL, "description": "fire when any of these bits is set, e.g. '0002'"},
-        "unless_mode_any": {
-            **_OCTAL,
-            "description": "but not when any of these is set, e.g. '1000' (sticky)",
-        },
-        "mode_missing": {**_OCTAL, "description": "fire when any of these bits is not set"},
-        "owner": {
-            "type": ["string", "integer"],
-            "description": "required owner (name from the image or uid)",
-        },
-        "group": {
-            "type": ["string", "integer"],
-            "description": "required group (name from the image or gid)",
-        },
-    }
-    required = ("paths",)
+    parameters = PermissionsParams
     variables = {
         "path": "the entry (with group_by: the directory)",
         "mode": "its mode, octal",
@@ -382,25 +402,24 @@ class FilePermissions(CheckKind):
         **_GROUP_VARIABLES,
     }
 
-    def paths(self, params: dict[str, Any]) -> list[PathNeed]:
-        needs = declared(params, "tree" if params.get("recursive") or params.get("group_by") else "metadata")
+    def paths(self, params: PermissionsParams) -> list[PathNeed]:
+        needs = declared(params, "tree" if params.recursive or params.group_by else "metadata")
         needs += [
             PathNeed(table)
-            for key, table in (("owner", "/etc/passwd"), ("group", "/etc/group"))
-            if key in params
+            for account, table in ((params.owner, "/etc/passwd"), (params.group, "/etc/group"))
+            if account is not None
         ]
         return needs
 
-    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
-        any_bits = int(params.get("mode_any", "0"), 8)
-        unless_bits = int(params.get("unless_mode_any", "0"), 8)
-        missing_bits = int(params.get("mode_missing", "0"), 8)
-        uid = _account_id(ctx, params["owner"], "/etc/passwd") if "owner" in params else None
-        gid = _account_id(ctx, params["group"], "/etc/group") if "group" in params else None
-        wanted = set(params.get("types", ()))
+    def evaluate(self, ctx: CheckContext, params: PermissionsParams) -> list[Observation]:
+        any_bits = _bits(params.mode_any)
+        unless_bits = _bits(params.unless_mode_any)
+        missing_bits = _bits(params.mode_missing)
+        uid = _account_id(ctx, params.owner, "/etc/passwd") if params.owner is not None else None
+        gid = _account_id(ctx, params.group, "/etc/group") if params.group is not None else None
         found = []
         for st in self._entries(ctx, params):
-            if (wanted and st.kind.value not in wanted) or st.kind is FileKind.SYMLINK:
+            if (params.types and st.kind not in params.types) or st.kind is FileKind.SYMLINK:
                 continue
             problems = []
             if any_bits and st.mode & any_bits and not st.mode & unless_bits:
@@ -422,11 +441,10 @@ class FilePermissions(CheckKind):
         return _grouped(ctx, params, found)
 
     @staticmethod
-    def _entries(ctx: CheckContext, params: dict[str, Any]) -> list[ImageStat]:
+    def _entries(ctx: CheckContext, params: PermissionsParams) -> list[ImageStat]:
         tops = [st for st in (ctx.target.lstat(p) for p in _expand(ctx, params)) if st is not None]
-        if not params.get("recursive"):
+        if not params.recursive:
             return tops
-        excluded = params.get("exclude", [])
         # A usr-merged image reaches /usr/bin as /bin too: walk each real directory once.
         walked: set[str] = set()
         entries = list(tops)
@@ -438,9 +456,5 @@ class FilePermissions(CheckKind):
             if any(real == w or real.startswith(w.rstrip("/") + "/") for w in walked):
                 continue
             walked.add(real)
-            entries.extend(
-                st
-                for st in ctx.target.walk(real)
-                if not any(fnmatch.fnmatchcase(st.path, ex) for ex in excluded)
-            )
+            entries.extend(st for st in ctx.target.walk(real) if not _excluded(st.path, params))
         return entries

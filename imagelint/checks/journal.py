@@ -10,20 +10,23 @@ make the run inconclusive, while what could be read still produces findings.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, TypeVar
 
 from imagelint.checks import register
 from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation, PathNeed
-from imagelint.checks.params import UNITS, name_selected, strings
+from imagelint.checks.params import Param, ParamError, UnitSelection
 from imagelint.errors import ImageReadError
 
-_WINDOW = {"window": {"type": "number", "exclusiveMinimum": 0, "default": 3600, "description": "seconds"}}
+P = TypeVar("P")
+Window = Annotated[float, Param("seconds", exclusiveMinimum=0)]
 
 
-class _JournalKind(CheckKind):
+class _JournalKind(CheckKind[P]):
     """Every journal kind reads the image's journal directories."""
 
-    def paths(self, params: dict[str, Any]) -> list[PathNeed]:
+    def paths(self, params: P) -> list[PathNeed]:
         from imagelint.facts.journal.sources import IMAGE_JOURNAL_DIRS
 
         return [PathNeed(d, "journal") for d in IMAGE_JOURNAL_DIRS]
@@ -96,20 +99,17 @@ def _unit_evidence(rec: Any) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True, kw_only=True)
+class RestartLoopParams(UnitSelection):
+    min_restarts: Annotated[int, Param("restarts within the window that fire", minimum=1)]
+    window: Window = 3600
+
+
 @register
-class JournalRestartLoop(_JournalKind):
+class JournalRestartLoop(_JournalKind[RestartLoopParams]):
     name = "journal.restart_loop"
     summary = "Fires per unit and boot with at least N scheduled restarts inside a sliding window."
-    parameters = {
-        "min_restarts": {
-            "type": "integer",
-            "minimum": 1,
-            "description": "restarts within the window that fire",
-        },
-        **_WINDOW,
-        **UNITS,
-    }
-    required = ("min_restarts",)
+    parameters = RestartLoopParams
     variables = {
         "restarts": "restarts in that boot",
         "in_window": "most restarts inside one window",
@@ -121,12 +121,12 @@ class JournalRestartLoop(_JournalKind):
         "boot": "boot id",
     }
 
-    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
-        window = params.get("window", 3600)
+    def evaluate(self, ctx: CheckContext, params: RestartLoopParams) -> list[Observation]:
+        window = params.window
         found = []
         for rec in _restarts(ctx).units:
             in_window = rec.max_restarts_within(window)
-            if in_window >= params["min_restarts"] and name_selected(rec.unit, params):
+            if in_window >= params.min_restarts and params.selects(rec.unit):
                 evidence = {
                     **_unit_evidence(rec),
                     "in_window": in_window,
@@ -137,64 +137,63 @@ class JournalRestartLoop(_JournalKind):
 
 
 @register
-class JournalStartLimit(_JournalKind):
+class JournalStartLimit(_JournalKind[UnitSelection]):
     name = "journal.start_limit"
     summary = "Fires per unit and boot that hit its start limit (structured result or PID 1's text)."
-    parameters = {**UNITS}
+    parameters = UnitSelection
     variables = {"start_limit_hits": "how often", "boot": "boot id", "last": "last restart (UTC)"}
 
-    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
+    def evaluate(self, ctx: CheckContext, params: UnitSelection) -> list[Observation]:
         return [
             Observation(f"{rec.unit}@{rec.boot_id}", unit=rec.unit, evidence=_unit_evidence(rec))
             for rec in _restarts(ctx).units
-            if rec.start_limit_hits and name_selected(rec.unit, params)
+            if rec.start_limit_hits and params.selects(rec.unit)
         ]
 
 
+@dataclass(frozen=True, kw_only=True)
+class FailuresParams(UnitSelection):
+    min_failures: Annotated[int, Param("failures in one boot at or above which it fires", minimum=1)]
+    results: Annotated[tuple[str, ...], Param("only these UNIT_RESULTs")] = ()
+
+
 @register
-class JournalFailures(_JournalKind):
+class JournalFailures(_JournalKind[FailuresParams]):
     name = "journal.failures"
     summary = "Fires per unit and boot with at least N failures (UNIT_RESULT of the unit-failed record)."
-    parameters = {
-        "min_failures": {"type": "integer", "minimum": 1},
-        "results": strings("only these UNIT_RESULTs"),
-        **UNITS,
-    }
-    required = ("min_failures",)
+    parameters = FailuresParams
     variables = {"failures_total": "failures counted", "results": "UNIT_RESULT counts", "boot": "boot id"}
 
-    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
-        wanted = set(params.get("results", ()))
+    def evaluate(self, ctx: CheckContext, params: FailuresParams) -> list[Observation]:
+        wanted = set(params.results)
         found = []
         for rec in _restarts(ctx).units:
             counted = {r: n for r, n in rec.failures.items() if not wanted or r in wanted}
             total = sum(counted.values())
-            if total >= params["min_failures"] and name_selected(rec.unit, params):
+            if total >= params.min_failures and params.selects(rec.unit):
                 evidence = {**_unit_evidence(rec), "failures_total": total, "results": counted}
                 found.append(Observation(f"{rec.unit}@{rec.boot_id}", unit=rec.unit, evidence=evidence))
         return found
 
 
+@dataclass(frozen=True, kw_only=True)
+class SignalParams:
+    signal: Annotated[str | None, Param("a built-in symptom (see patterns.SIGNALS), or give match")] = None
+    match: Annotated[
+        Mapping[str, str] | None, Param("FIELD: value matches, looked up through the journal's index")
+    ] = None
+    pattern: Annotated[str | None, Param("regex on MESSAGE (with match)")] = None
+    min_count: Annotated[int, Param("occurrences within the window that fire", minimum=1)] = 1
+    window: Window = 3600
+
+
 @register
-class JournalSignal(_JournalKind):
+class JournalSignal(_JournalKind[SignalParams]):
     name = "journal.signal"
     summary = (
         "Fires per boot where a symptom (field matches + message regex) occurs at least N times in a window."
     )
-    parameters = {
-        "signal": {
-            "type": "string",
-            "description": "a built-in symptom (see patterns.SIGNALS), or give match",
-        },
-        "match": {
-            "type": "object",
-            "additionalProperties": {"type": "string"},
-            "description": "FIELD: value matches, looked up through the journal's index",
-        },
-        "pattern": {"type": "string", "description": "regex on MESSAGE (with match)"},
-        "min_count": {"type": "integer", "minimum": 1, "default": 1},
-        **_WINDOW,
-    }
+    parameters = SignalParams
     variables = {
         "signal": "the symptom's name",
         "count": "occurrences in that boot",
@@ -205,37 +204,36 @@ class JournalSignal(_JournalKind):
         "boot": "boot id",
     }
 
-    def validate(self, params: dict[str, Any]) -> None:
+    def validate(self, params: SignalParams) -> None:
         from imagelint import textmatch
-        from imagelint.checks.base import ParamError
         from imagelint.facts.journal import SIGNALS
 
-        if ("signal" in params) == ("match" in params):
+        if (params.signal is None) == (params.match is None):
             raise ParamError([], "give exactly one of 'signal' (a built-in symptom) or 'match'")
-        if "signal" in params and params["signal"] not in SIGNALS:
-            raise ParamError(["signal"], f"unknown signal {params['signal']!r} (known: {', '.join(SIGNALS)})")
-        if "pattern" in params:
+        if params.signal is not None and params.signal not in SIGNALS:
+            raise ParamError(["signal"], f"unknown signal {params.signal!r} (known: {', '.join(SIGNALS)})")
+        if params.pattern is not None:
             try:
-                textmatch.compile(params["pattern"])
+                textmatch.compile(params.pattern)
             except textmatch.PatternError as exc:
                 raise ParamError(["pattern"], exc.message) from None
 
-    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
+    def evaluate(self, ctx: CheckContext, params: SignalParams) -> list[Observation]:
         from imagelint.facts.journal import SIGNALS, SignalSpec, count_signal
 
-        spec = (
-            SIGNALS[params["signal"]]
-            if "signal" in params
-            else SignalSpec("custom", dict(params["match"]), params.get("pattern"))
-        )
+        if params.signal is not None:
+            spec = SIGNALS[params.signal]
+        else:
+            assert params.match is not None  # validate: exactly one of signal and match
+            spec = SignalSpec("custom", dict(params.match), params.pattern)
         journal = _journal(ctx)
         key = ("journal.signal", spec.name, repr(sorted(spec.matches.items())), spec.message)
         report = ctx.fact(key, lambda: count_signal(journal, spec))
         _gaps(ctx, journal)
-        window, found = params.get("window", 3600), []
+        window, found = params.window, []
         for boot in report.boots:
             in_window = boot.max_within(window)
-            if in_window >= params.get("min_count", 1):
+            if in_window >= params.min_count:
                 evidence = {
                     "signal": spec.name,
                     "boot": boot.boot_id,

@@ -1,42 +1,219 @@
-"""Parameter schemas that several check kinds share, and the selection they describe.
+"""Typed check parameters: each kind's frozen dataclass, and the JSON Schema generated from it.
 
-:func:`flag` and :func:`strings` are the schemas of a boolean and of a list of strings. ``UNITS`` is
-the ``units`` / ``exclude_units`` pair of unit-name globs; :func:`name_selected` applies it to a
-plain unit name (journal records, the live manager's units). Kinds on the unit index match aliases
-and templates too (:func:`imagelint.facts.systemd.enablement.unit_matches`).
+A check kind declares its parameters as one frozen, keyword-only dataclass (``CheckKind.parameters``).
+Every field is written ``name: Annotated[type, Param("description", **keywords)] = default``:
+
+- the type is what mypy checks and what the schema's type is made from: ``bool``, ``int``,
+  ``float``, ``str``, ``str | int``, a ``Literal`` of strings or an ``Enum`` (an ``enum`` of its
+  values), ``tuple[X, ...]`` (an array), ``Mapping[str, str]`` (an object of strings), another
+  parameters dataclass (an object without other keys), :class:`CheckCall` (a nested check spec),
+  and ``X | None`` for a parameter that may be absent (default None);
+- ``Param`` gives the description (every parameter has one) and any further JSON Schema keywords
+  (``minimum``, ``minItems``, ``pattern``...); keywords for an array's items go on the item type,
+  ``tuple[Annotated[str, Param(pattern="^/")], ...]``;
+- the Python default is the one default: a field without one is required, and a scalar default (a
+  bool, number or string) is published in the schema as ``default``.
+
+:func:`properties` and :func:`required` generate a kind's schema; :func:`build` makes the typed
+instance from a dict that schema accepted (the rule loader does, once per check spec). Parameters
+several kinds share are here too: :class:`UnitSelection` (``units`` / ``exclude_units``).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import fnmatch
-from typing import Any
+import types
+import typing
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, TypeVar, Union
+
+T = TypeVar("T")
+
+_SCALARS: dict[object, str] = {bool: "boolean", int: "integer", float: "number", str: "string"}
 
 
-def flag(description: str = "", *, default: bool = False) -> dict[str, Any]:
-    """The schema of a boolean parameter."""
-    schema: dict[str, Any] = {"type": "boolean", "default": default}
-    if description:
-        schema["description"] = description
+class ParamError(Exception):
+    """A parameter the schema accepts that cannot be used (a regex that does not compile); ``path``
+    leads from the check spec to it."""
+
+    def __init__(self, path: list[str | int], message: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.message = message
+
+
+class Param:
+    """The description and further JSON Schema keywords of a parameter (or of an array's items)."""
+
+    def __init__(self, description: str = "", **keywords: Any) -> None:
+        self.description = description
+        self.keywords = keywords
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckCall:
+    """A check spec inside a kind's parameters (``{kind: file.contains, paths: [...], ...}``): the
+    kind's name and its typed parameters, checked against that kind's own schema when built."""
+
+    kind: str
+    arguments: Any
+
+    SCHEMA: typing.ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "required": ["kind"],
+        "properties": {"kind": {"type": "string"}},
+    }
+
+    @classmethod
+    def build(cls, spec: Mapping[str, Any]) -> CheckCall:
+        import jsonschema
+
+        from imagelint.checks import registry
+
+        kind = registry().get(spec["kind"])
+        if kind is None:
+            raise ParamError([], f"unknown check kind {spec['kind']!r}")
+        schema = {**kind.schema(), "additionalProperties": False}
+        error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(spec))
+        if error is not None:
+            raise ParamError(list(error.absolute_path), error.message)
+        return cls(kind.name, kind.arguments({k: v for k, v in spec.items() if k != "kind"}))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class NoParameters:
+    """The parameters of a kind that takes none."""
+
+
+UnitGlobs = Annotated[
+    tuple[str, ...], Param("unit name globs to consider (on unit files, aliases match too); default all")
+]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class UnitSelection:
+    """``units`` and ``exclude_units``: which units a kind considers. Kinds on the unit index match
+    aliases and templates too (:func:`imagelint.facts.systemd.enablement.unit_matches`);
+    :meth:`selects` applies them to a plain unit name (journal records, the live manager's units)."""
+
+    units: UnitGlobs = ()
+    exclude_units: Annotated[tuple[str, ...], Param("unit globs to leave out")] = ()
+
+    def selects(self, name: str) -> bool:
+        """Whether a unit name passes the ``units`` and ``exclude_units`` globs."""
+        if self.units and not any(fnmatch.fnmatchcase(name, g) for g in self.units):
+            return False
+        return not any(fnmatch.fnmatchcase(name, g) for g in self.exclude_units)
+
+
+def properties(cls: type) -> dict[str, Any]:
+    """The JSON Schema ``properties`` of a parameters dataclass."""
+    hints = typing.get_type_hints(cls, include_extras=True)
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        schema = _schema(hints[f.name])
+        if not schema.get("description"):
+            raise TypeError(f"parameter {cls.__name__}.{f.name} has no description")
+        if isinstance(f.default, bool | int | float | str):
+            schema["default"] = f.default
+        out[f.name] = schema
+    return out
+
+
+def required(cls: type) -> list[str]:
+    """The parameters of a dataclass without a default, in order."""
+    missing = dataclasses.MISSING
+    return [f.name for f in dataclasses.fields(cls) if f.default is missing and f.default_factory is missing]
+
+
+def build(cls: type[T], data: Mapping[str, Any]) -> T:
+    """The typed parameters from a dict their schema accepted; a nested check spec that its own
+    kind's schema refuses raises :class:`ParamError` with the path to it."""
+    hints = typing.get_type_hints(cls, include_extras=True)
+    values = {}
+    for name, value in data.items():
+        try:
+            values[name] = _value(hints[name], value)
+        except ParamError as exc:
+            raise ParamError([name, *exc.path], exc.message) from None
+    return cls(**values)
+
+
+def _unwrap(tp: Any) -> tuple[Any, Param | None]:
+    """The type inside ``Annotated`` and its ``Param``, if any."""
+    if typing.get_origin(tp) is Annotated:
+        inner, *extras = typing.get_args(tp)
+        return inner, next((e for e in extras if isinstance(e, Param)), None)
+    return tp, None
+
+
+def _arms(tp: Any) -> list[Any] | None:
+    """The types of a union other than None; None when ``tp`` is no union."""
+    if typing.get_origin(tp) not in (Union, types.UnionType):
+        return None
+    return [a for a in typing.get_args(tp) if a is not type(None)]
+
+
+def _schema(annotated: Any) -> dict[str, Any]:
+    tp, param = _unwrap(annotated)
+    schema = _type_schema(tp)
+    if param is not None:
+        schema.update(param.keywords)
+        if param.description:
+            schema["description"] = param.description
     return schema
 
 
-def strings(description: str = "", **extra: Any) -> dict[str, Any]:
-    """The schema of a list of strings (globs, names, values), with further keywords (minItems…)."""
-    schema: dict[str, Any] = {"type": "array", "items": {"type": "string"}, **extra}
-    if description:
-        schema["description"] = description
-    return schema
+def _type_schema(tp: Any) -> dict[str, Any]:
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    arms = _arms(tp)
+    if arms is not None:
+        return _schema(arms[0]) if len(arms) == 1 else {"type": [_SCALARS[a] for a in arms]}
+    if tp in _SCALARS:
+        return {"type": _SCALARS[tp]}
+    if origin is Literal:
+        return {"enum": list(args)}
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return {"enum": [member.value for member in tp]}
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        return {"type": "array", "items": _schema(args[0])}
+    if origin is Mapping and args[0] is str:
+        return {"type": "object", "additionalProperties": _schema(args[1])}
+    if tp is CheckCall:
+        return dict(CheckCall.SCHEMA)
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        schema: dict[str, Any] = {"type": "object", "additionalProperties": False}
+        if names := required(tp):
+            schema["required"] = names
+        schema["properties"] = properties(tp)
+        return schema
+    raise TypeError(f"no JSON Schema for the parameter type {tp!r}")
 
 
-UNITS: dict[str, Any] = {
-    "units": strings("unit name globs to consider (on unit files, aliases match too); default all"),
-    "exclude_units": strings("unit globs to leave out"),
-}
+def _value(annotated: Any, value: Any) -> Any:
+    """``value`` (as the schema accepted it) as the Python type of ``annotated``."""
+    tp, _ = _unwrap(annotated)
+    arms = _arms(tp)
+    if arms is not None:
+        return _value(arms[0], value) if len(arms) == 1 else value
+    args = typing.get_args(tp)
+    if typing.get_origin(tp) is tuple:
+        return tuple(_item(args[0], i, v) for i, v in enumerate(value))
+    if typing.get_origin(tp) is Mapping:
+        return types.MappingProxyType(dict(value))
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return tp(value)
+    if tp is CheckCall:
+        return CheckCall.build(value)
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        return build(tp, value)
+    return value  # a scalar or a literal: the schema checked it
 
 
-def name_selected(name: str, params: dict[str, Any]) -> bool:
-    """Whether a unit name passes the ``units`` and ``exclude_units`` globs of ``params``."""
-    include = params.get("units")
-    if include and not any(fnmatch.fnmatchcase(name, g) for g in include):
-        return False
-    return not any(fnmatch.fnmatchcase(name, g) for g in params.get("exclude_units", ()))
+def _item(annotated: Any, index: int, value: Any) -> Any:
+    try:
+        return _value(annotated, value)
+    except ParamError as exc:
+        raise ParamError([index, *exc.path], exc.message) from None

@@ -17,11 +17,12 @@ will fail, restarts forever) into the one critical finding.
 from __future__ import annotations
 
 import fnmatch
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from imagelint.checks import register
-from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation, ParamError, PathNeed
-from imagelint.checks.params import UNITS, flag, strings
+from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation, PathNeed
+from imagelint.checks.params import CheckCall, Param, ParamError, UnitGlobs, UnitSelection
 from imagelint.facts.systemd.enablement import (
     DSH_STATE,
     ENABLED_STATES,
@@ -36,10 +37,10 @@ from imagelint.facts.systemd.verify import unit_problems
 if TYPE_CHECKING:  # imported where used: rules that never touch units do not pay for them
     from imagelint.facts.systemd import Assignment, Unit, UnitIndex
     from imagelint.facts.systemd.manager import ManagerDefaults
+    from imagelint.facts.systemd.presets import PresetRule
 
 ARROW = " → "
-
-_AT_BOOT = {"at_boot": flag("only units started at boot (reachable from default.target)", default=True)}
+U = TypeVar("U", bound=UnitSelection)
 
 
 # -- shared facts ---------------------------------------------------------------------------------
@@ -109,11 +110,10 @@ def boot_chain(ctx: CheckContext, index: UnitIndex, unit: Unit) -> list[str] | N
     return None if unit.boot_chain is None else list(unit.boot_chain)
 
 
-def _selected(unit: Unit, params: dict[str, Any]) -> bool:
-    include = params.get("units")
-    if include and not unit_matches(unit, include):
+def _selected(unit: Unit, params: UnitSelection) -> bool:
+    if params.units and not unit_matches(unit, params.units):
         return False
-    return not unit_matches(unit, params.get("exclude_units", ()))
+    return not unit_matches(unit, params.exclude_units)
 
 
 def _enabling_links(ctx: CheckContext, index: UnitIndex) -> dict[str, list[str]]:
@@ -131,12 +131,12 @@ def _base_evidence(ctx: CheckContext, index: UnitIndex, unit: Unit) -> dict[str,
     }
 
 
-class _UnitKind(CheckKind):
+class _UnitKind(CheckKind[U]):
     """Every image kind on units reads the unit index: unit directories, presets, system.conf,
     the package manager's enablement records, and what the unit files name (executables,
     EnvironmentFile=, condition paths) or find in the executable search path."""
 
-    def paths(self, params: dict[str, Any]) -> list[PathNeed]:
+    def paths(self, params: U) -> list[PathNeed]:
         from imagelint.facts.systemd.execs import DEFAULT_EXEC_PATH
         from imagelint.facts.systemd.manager import DROPIN_DIRS, MAIN
         from imagelint.facts.systemd.paths import PRESET_DIRS, RAW_SEARCH_PATH
@@ -152,18 +152,20 @@ class _UnitKind(CheckKind):
 # -- image kinds ----------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, kw_only=True)
+class UnitEnabledParams(UnitSelection):
+    units: UnitGlobs = field()  # required here: field() keeps the selection's default from being inherited
+    reachable: Annotated[bool, Param("require the unit to be started at boot, not merely enabled")] = False
+
+
 @register
-class UnitEnabled(_UnitKind):
+class UnitEnabled(_UnitKind[UnitEnabledParams]):
     name = "systemd.unit_enabled"
     summary = (
         "Fires for each matching unit that is enabled or started at boot (with `reachable: true`: only "
         "those started at boot, with the chain that pulls them in); n/a if no unit matches."
     )
-    parameters = {
-        **UNITS,
-        "reachable": flag("require the unit to be started at boot, not merely enabled"),
-    }
-    required = ("units",)
+    parameters = UnitEnabledParams
     variables = {
         "unit": "the unit",
         "state": "enablement state (systemctl is-enabled)",
@@ -172,16 +174,16 @@ class UnitEnabled(_UnitKind):
         "fragment": "the unit file",
     }
 
-    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
+    def evaluate(self, ctx: CheckContext, params: UnitEnabledParams) -> list[Observation]:
         index = unit_index(ctx)
         matching = [u for u in distinct_units(index) if _selected(u, params)]
         if not matching:
-            raise NotApplicable(f"no unit matches {', '.join(params['units'])}")
+            raise NotApplicable(f"no unit matches {', '.join(params.units)}")
         found = []
         for unit in matching:
             chain = boot_chain(ctx, index, unit)
             enabled = unit.state in ENABLED_STATES
-            if chain is None and (params.get("reachable") or not enabled):
+            if chain is None and (params.reachable or not enabled):
                 continue
             found.append(
                 Observation(
@@ -194,19 +196,21 @@ class UnitEnabled(_UnitKind):
         return found
 
 
+@dataclass(frozen=True, kw_only=True)
+class ExecMissingParams(UnitSelection):
+    include_ignored: Annotated[
+        bool, Param("also report '-'-prefixed commands (systemd ignores their failure, even 203/EXEC)")
+    ] = False
+
+
 @register
-class ExecMissing(_UnitKind):
+class ExecMissing(_UnitKind[ExecMissingParams]):
     name = "systemd.exec_missing"
     summary = (
         "Fires for each unit started at boot that would run an executable (Exec*=) or read an "
         "EnvironmentFile= that is not in the image, unless a condition evaluable offline skips it."
     )
-    parameters = {
-        **UNITS,
-        "include_ignored": flag(
-            "also report '-'-prefixed commands (systemd ignores their failure, even 203/EXEC)"
-        ),
-    }
+    parameters = ExecMissingParams
     variables = {
         "unit": "the unit",
         "missing": "what is missing, with the setting and line",
@@ -214,11 +218,11 @@ class ExecMissing(_UnitKind):
         "state": "enablement state",
     }
 
-    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
+    def evaluate(self, ctx: CheckContext, params: ExecMissingParams) -> list[Observation]:
         from imagelint.facts.systemd import execs
 
         index = unit_index(ctx)
-        include_ignored = params.get("include_ignored", False)
+        include_ignored = params.include_ignored
         found = []
         for unit in distinct_units(index):
             if not _selected(unit, params) or unit.loaded is None or unit.loaded.status != "loaded":
@@ -240,14 +244,19 @@ class ExecMissing(_UnitKind):
         return found
 
 
+@dataclass(frozen=True, kw_only=True)
+class RestartUnboundedParams(UnitSelection):
+    at_boot: Annotated[bool, Param("only units started at boot (reachable from default.target)")] = True
+
+
 @register
-class RestartUnbounded(_UnitKind):
+class RestartUnbounded(_UnitKind[RestartUnboundedParams]):
     name = "systemd.restart_unbounded"
     summary = (
         "Fires for each service with Restart= whose RestartSec= and start limit (unit values, else the "
         "image's system.conf defaults) mean the start limit can never trip: it restarts forever."
     )
-    parameters = {**UNITS, **_AT_BOOT}
+    parameters = RestartUnboundedParams
     variables = {
         "unit": "the unit",
         "restart": "the Restart= value",
@@ -258,13 +267,13 @@ class RestartUnbounded(_UnitKind):
         "chain": "how it is started at boot",
     }
 
-    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
+    def evaluate(self, ctx: CheckContext, params: RestartUnboundedParams) -> list[Observation]:
         index = unit_index(ctx)
         found = []
         for unit in distinct_units(index):
             if not _selected(unit, params):
                 continue
-            if params.get("at_boot", True) and boot_chain(ctx, index, unit) is None:
+            if params.at_boot and boot_chain(ctx, index, unit) is None:
                 continue
             loop = _restart_loop(ctx, unit)
             if loop is None:
@@ -303,20 +312,22 @@ def _restart_loop(ctx: CheckContext, unit: Unit) -> tuple[Assignment, dict[str, 
     }
 
 
+@dataclass(frozen=True, kw_only=True)
+class UnexpectedParams(UnitSelection):
+    package_records: Annotated[
+        bool, Param("count units that Debian's deb-systemd-helper recorded as enabled by a package")
+    ] = True
+
+
 @register
-class UnitUnexpected(_UnitKind):
+class UnitUnexpected(_UnitKind[UnexpectedParams]):
     name = "systemd.unit_unexpected"
     summary = (
         "Fires for each unit started at boot that was enabled (not static or indirect) although it is "
         "neither in the config's expected-units, nor enabled by a preset rule of the image, nor "
         "recorded by the package manager's enablement (Debian's deb-systemd-helper)."
     )
-    parameters = {
-        **UNITS,
-        "package_records": flag(
-            "count units that Debian's deb-systemd-helper recorded as enabled by a package", default=True
-        ),
-    }
+    parameters = UnexpectedParams
     variables = {
         "unit": "the unit",
         "state": "enablement state",
@@ -326,9 +337,7 @@ class UnitUnexpected(_UnitKind):
         "chain": "how it is started at boot",
     }
 
-    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
-        from imagelint.facts.systemd import names
-
+    def evaluate(self, ctx: CheckContext, params: UnexpectedParams) -> list[Observation]:
         index = unit_index(ctx)
         expected = ctx.settings.expected_units
         links = _enabling_links(ctx, index)
@@ -336,10 +345,7 @@ class UnitUnexpected(_UnitKind):
         for unit in distinct_units(index):
             if not _selected(unit, params) or not _unexpected(ctx, index, unit, params):
                 continue
-            template = names.template_of(unit.name)
-            rule = index.presets.rule_for(unit.name) or (
-                index.presets.rule_for(template) if template else None
-            )
+            rule = _preset_rule(index, unit)
             enabled_by = [p for n in (unit.name, *unit.aliases) for p in links.get(n, [])]
             evidence = _base_evidence(ctx, index, unit)
             evidence.update(
@@ -360,38 +366,47 @@ class UnitUnexpected(_UnitKind):
         return found
 
 
-def _unexpected(ctx: CheckContext, index: UnitIndex, unit: Unit, params: dict[str, Any]) -> bool:
-    """Enabled, started at boot, and declared by nobody (config, preset, package manager)."""
+def _preset_rule(index: UnitIndex, unit: Unit) -> PresetRule | None:
+    """The image's preset rule for the unit, or for its template."""
     from imagelint.facts.systemd import names
 
+    template = names.template_of(unit.name)
+    return index.presets.rule_for(unit.name) or (index.presets.rule_for(template) if template else None)
+
+
+def _unexpected(ctx: CheckContext, index: UnitIndex, unit: Unit, params: UnexpectedParams) -> bool:
+    """Enabled, started at boot, and declared by nobody (config, preset, package manager)."""
     if unit.state not in ENABLED_STATES or boot_chain(ctx, index, unit) is None:
         return False
     expected = ctx.settings.expected_units
     if expected and unit_matches(unit, expected):
         return False
-    template = names.template_of(unit.name)
-    rule = index.presets.rule_for(unit.name) or (index.presets.rule_for(template) if template else None)
+    rule = _preset_rule(index, unit)
     if rule is not None and rule.enable:
         return False
-    return not (params.get("package_records", True) and recorded_by_package(ctx.target, unit))
+    return not (params.package_records and recorded_by_package(ctx.target, unit))
+
+
+@dataclass(frozen=True, kw_only=True)
+class BrokenParams(UnitSelection):
+    at_boot: Annotated[bool, Param("only units started at boot or enabled")] = False
+    not_at_boot: Annotated[
+        bool, Param("only units neither started at boot nor enabled (the complement of at_boot)")
+    ] = False
+    problems: Annotated[
+        bool, Param("also report the unit index's problems (unreadable files, link loops...)")
+    ] = True
 
 
 @register
-class UnitBroken(_UnitKind):
+class UnitBroken(_UnitKind[BrokenParams]):
     name = "systemd.unit_broken"
     summary = (
         "Fires for what systemd-analyze verify would refuse: unknown sections, a service without a "
         "required ExecStart=, Requires=/Requisite=/BindsTo= on units that do not exist, and every "
         "unit file or link the index could not read or understand."
     )
-    parameters = {
-        **UNITS,
-        "at_boot": flag("only units started at boot or enabled"),
-        "not_at_boot": flag("only units neither started at boot nor enabled (the complement of at_boot)"),
-        "problems": flag(
-            "also report the unit index's problems (unreadable files, link loops...)", default=True
-        ),
-    }
+    parameters = BrokenParams
     variables = {
         "unit": "the unit (if any)",
         "where": "the unit, or the file or link the problem is about",
@@ -399,7 +414,7 @@ class UnitBroken(_UnitKind):
         "chain": "how it is started at boot",
     }
 
-    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
+    def evaluate(self, ctx: CheckContext, params: BrokenParams) -> list[Observation]:
         index = unit_index(ctx)
         found: list[Observation] = []
         for unit in distinct_units(index):
@@ -411,7 +426,7 @@ class UnitBroken(_UnitKind):
                 continue
             chain = boot_chain(ctx, index, unit)
             live = chain is not None or unit.state in ENABLED_STATES
-            if (params.get("at_boot") and not live) or (params.get("not_at_boot") and live):
+            if (params.at_boot and not live) or (params.not_at_boot and live):
                 continue
             unit_id = unit.unit_id or unit.name
             for path, line, problem in unit_problems(index, unit):
@@ -425,7 +440,7 @@ class UnitBroken(_UnitKind):
                         f"{unit_id}: {problem}", path=path, line=line, unit=unit_id, evidence=evidence
                     )
                 )
-        if params.get("problems", True) and not params.get("units"):
+        if params.problems and not params.units:
             from imagelint.facts.systemd import names
 
             for p in index.problems:
@@ -444,19 +459,22 @@ class UnitBroken(_UnitKind):
         return found
 
 
+@dataclass(frozen=True, kw_only=True)
+class EnabledNotStartedParams(UnitSelection):
+    exclude_targets: Annotated[
+        tuple[str, ...],
+        Param("globs of targets started on demand (by udev, logind, shutdown...), not at boot"),
+    ] = ()
+
+
 @register
-class EnabledNeverStarted(_UnitKind):
+class EnabledNeverStarted(_UnitKind[EnabledNotStartedParams]):
     name = "systemd.enabled_not_started"
     summary = (
         "Fires for each unit enabled (linked into a .wants/, .requires/ or .upholds/ directory) only "
         "into targets that nothing pulls in at boot, so it is enabled yet never started."
     )
-    parameters = {
-        **UNITS,
-        "exclude_targets": strings(
-            "globs of targets started on demand (by udev, logind, shutdown...), not at boot"
-        ),
-    }
+    parameters = EnabledNotStartedParams
     variables = {
         "unit": "the unit",
         "targets": "the units it is enabled into, none of them started at boot",
@@ -464,10 +482,10 @@ class EnabledNeverStarted(_UnitKind):
         "state": "enablement state",
     }
 
-    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
+    def evaluate(self, ctx: CheckContext, params: EnabledNotStartedParams) -> list[Observation]:
         index = unit_index(ctx)
         links = _enabling_links(ctx, index)
-        skip = params.get("exclude_targets", ())
+        skip = params.exclude_targets
         found = []
         for unit in distinct_units(index):
             if unit.state not in ENABLED_STATES or unit.boot_chain is not None or not _selected(unit, params):
@@ -483,16 +501,52 @@ class EnabledNeverStarted(_UnitKind):
         return found
 
 
-_CONDITION = {
-    "type": "object",
-    "required": ["kind"],
-    "properties": {"kind": {"type": "string"}},
-    "description": "a check spec: {kind: ..., params}",
-}
+_CHECK_SPEC = "a check spec: {kind: ..., params}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class VendorConfig:
+    units: Annotated[tuple[str, ...], Param("unit name globs of the units that need the configuration")]
+    unless: Annotated[CheckCall, Param(_CHECK_SPEC)]
+    reason: Annotated[str, Param("what is missing, as evidence that the unit fails")]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ObservedEvidence:
+    check: Annotated[CheckCall, Param(_CHECK_SPEC)]
+    reason: Annotated[str, Param("the evidence, formatted with the observation's variables")]
+
+
+@dataclass(frozen=True, kw_only=True)
+class BootFailureLoopParams(UnitSelection):
+    unexpected: Annotated[
+        bool, Param("count 'enabled but not expected' (as systemd.unit_unexpected) as evidence")
+    ] = True
+    vendor_config: Annotated[
+        tuple[VendorConfig, ...],
+        Param(
+            "configuration a unit needs: where `unless` (a check spec, e.g. file.contains) finds nothing, "
+            "`reason` is evidence that the unit fails"
+        ),
+    ] = ()
+    observed: Annotated[
+        tuple[ObservedEvidence, ...],
+        Param(
+            "check specs whose observations of a unit (journal, live) are evidence; `reason` is "
+            "formatted with the observation's variables"
+        ),
+    ] = ()
+
+    def calls(self) -> list[tuple[list[str | int], CheckCall]]:
+        """The nested check specs, each with the path to it."""
+        calls: list[tuple[list[str | int], CheckCall]] = [
+            (["vendor_config", i, "unless"], v.unless) for i, v in enumerate(self.vendor_config)
+        ]
+        return calls + [(["observed", i, "check"], o.check) for i, o in enumerate(self.observed)]
 
 
 @register
-class BootFailureLoop(_UnitKind):
+class BootFailureLoop(_UnitKind[BootFailureLoopParams]):
     name = "systemd.boot_failure_loop"
     summary = (
         "Fires for each service that is started at boot, will fail (evidence: an executable or "
@@ -500,38 +554,7 @@ class BootFailureLoop(_UnitKind):
         "failures or restart loops in the journal or on the live host) and restarts forever; "
         "one observation names every piece of evidence."
     )
-    parameters = {
-        **UNITS,
-        "unexpected": flag(
-            "count 'enabled but not expected' (as systemd.unit_unexpected) as evidence", default=True
-        ),
-        "vendor_config": {
-            "type": "array",
-            "description": "configuration a unit needs: where `unless` (a check spec, e.g. file.contains) "
-            "finds nothing, `reason` is evidence that the unit fails",
-            "items": {
-                "type": "object",
-                "required": ["units", "unless", "reason"],
-                "additionalProperties": False,
-                "properties": {
-                    "units": strings(),
-                    "unless": _CONDITION,
-                    "reason": {"type": "string"},
-                },
-            },
-        },
-        "observed": {
-            "type": "array",
-            "description": "check specs whose observations of a unit (journal, live) are evidence; "
-            "`reason` is formatted with the observation's variables",
-            "items": {
-                "type": "object",
-                "required": ["check", "reason"],
-                "additionalProperties": False,
-                "properties": {"check": _CONDITION, "reason": {"type": "string"}},
-            },
-        },
-    }
+    parameters = BootFailureLoopParams
     variables = {
         "unit": "the unit",
         "chain": "how it is started at boot",
@@ -543,32 +566,26 @@ class BootFailureLoop(_UnitKind):
         "why": "why the start limit can never trip",
     }
 
-    def paths(self, params: dict[str, Any]) -> list[PathNeed]:
+    def paths(self, params: BootFailureLoopParams) -> list[PathNeed]:
         from imagelint.checks import registry
 
         needs = super().paths(params)
-        for spec in [v["unless"] for v in params.get("vendor_config", ())] + [
-            o["check"] for o in params.get("observed", ())
-        ]:
-            needs += registry()[spec["kind"]].paths(_spec_params(spec))
+        for _, call in params.calls():
+            needs += registry()[call.kind].paths(call.arguments)
         return needs
 
-    def validate(self, params: dict[str, Any]) -> None:
+    def validate(self, params: BootFailureLoopParams) -> None:
         from imagelint.checks import registry
 
-        specs: list[tuple[list[str | int], dict[str, Any]]] = [
-            (["vendor_config", i, "unless"], v["unless"])
-            for i, v in enumerate(params.get("vendor_config", ()))
-        ]
-        specs += [(["observed", i, "check"], o["check"]) for i, o in enumerate(params.get("observed", ()))]
-        for at, spec in specs:
-            kind = registry().get(spec["kind"])
-            if kind is None or kind.name == self.name:
-                raise ParamError(at, f"unknown check kind {spec['kind']!r}")
-            _check_schema(kind, spec, at)  # the nested kind's own parameter schema, before its validate
-            kind.validate(_spec_params(spec))
+        for at, call in params.calls():  # each was checked against its kind's schema when built
+            if call.kind == self.name:
+                raise ParamError(at, f"unknown check kind {call.kind!r}")
+            try:
+                registry()[call.kind].validate(call.arguments)
+            except ParamError as exc:
+                raise ParamError([*at, *exc.path], exc.message) from None
 
-    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
+    def evaluate(self, ctx: CheckContext, params: BootFailureLoopParams) -> list[Observation]:
         from imagelint.facts.systemd import execs
 
         index = unit_index(ctx)
@@ -586,10 +603,10 @@ class BootFailureLoop(_UnitKind):
                 continue  # a condition evaluable offline skips it: it does not start, so does not fail
             missing, _primary = execs.missing_files(ctx.target, unit)
             failure = list(missing)
-            for entry in params.get("vendor_config", ()):
-                if unit_matches(unit, entry["units"]) and not _run(ctx, entry["unless"]):
-                    failure.append(entry["reason"])
-            if params.get("unexpected", True) and _unexpected(ctx, index, unit, {}):
+            for entry in params.vendor_config:
+                if unit_matches(unit, entry.units) and not _run(ctx, entry.unless):
+                    failure.append(entry.reason)
+            if params.unexpected and _unexpected(ctx, index, unit, UnexpectedParams()):
                 failure.append("enabled but not expected")
             for name in (unit_id, *unit.aliases):
                 failure.extend(observed.get(name, ()))
@@ -603,13 +620,13 @@ class BootFailureLoop(_UnitKind):
         return found
 
     @staticmethod
-    def _observed(ctx: CheckContext, params: dict[str, Any]) -> dict[str, list[str]]:
+    def _observed(ctx: CheckContext, params: BootFailureLoopParams) -> dict[str, list[str]]:
         """unit -> reasons, from the observations of the `observed` checks (absent data: none)."""
         out: dict[str, list[str]] = {}
-        for entry in params.get("observed", ()):
-            for obs in _run(ctx, entry["check"], optional=True):
+        for entry in params.observed:
+            for obs in _run(ctx, entry.check, optional=True):
                 if obs.unit:
-                    out.setdefault(obs.unit, []).append(entry["reason"].format_map(_Dashed(obs.variables())))
+                    out.setdefault(obs.unit, []).append(entry.reason.format_map(_Dashed(obs.variables())))
         return out
 
 
@@ -620,20 +637,7 @@ class _Dashed(dict[str, Any]):
         return "-"
 
 
-def _check_schema(kind: CheckKind, spec: dict[str, Any], at: list[str | int]) -> None:
-    import jsonschema
-
-    schema = {**kind.schema(), "additionalProperties": False}
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(spec))
-    if error is not None:
-        raise ParamError([*at, *error.absolute_path], error.message)
-
-
-def _spec_params(spec: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in spec.items() if k != "kind"}
-
-
-def _run(ctx: CheckContext, spec: dict[str, Any], *, optional: bool = False) -> list[Observation]:
+def _run(ctx: CheckContext, call: CheckCall, *, optional: bool = False) -> list[Observation]:
     """The observations of a check spec (the same kinds rule conditions use); none if n/a. With
     ``optional``, data that cannot be had (no journal, no live systemd) is no evidence either: the
     rules that read it report that themselves."""
@@ -641,7 +645,7 @@ def _run(ctx: CheckContext, spec: dict[str, Any], *, optional: bool = False) -> 
     from imagelint.errors import ImageLintError
 
     try:
-        return registry()[spec["kind"]].evaluate(ctx, _spec_params(spec))
+        return registry()[call.kind].evaluate(ctx, call.arguments)
     except NotApplicable:
         return []
     except ImageLintError:

@@ -8,11 +8,12 @@ answer) is inconclusive, never "not applicable": the user asked for it.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 from imagelint.checks import register
 from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation
-from imagelint.checks.params import UNITS, flag, name_selected
+from imagelint.checks.params import Param, UnitSelection
 from imagelint.errors import ImageReadError
 from imagelint.facts.systemd.live import LiveState, LiveUnit
 
@@ -52,48 +53,45 @@ _LIVE_VARS = {
 }
 
 
+@dataclass(frozen=True, kw_only=True)
+class LiveRestartingParams(UnitSelection):
+    min_restarts: Annotated[int, Param("NRestarts at or above which it fires", minimum=1)]
+    auto_restart: Annotated[bool, Param("also fire for any unit in SubState auto-restart")] = True
+
+
 @register
-class LiveRestarting(CheckKind):
+class LiveRestarting(CheckKind[LiveRestartingParams]):
     name = "systemd.live_restarting"
     summary = (
         "Live: fires for each service of the running manager that is waiting to restart (SubState "
         "auto-restart) or has restarted automatically at least `min_restarts` times."
     )
-    parameters = {
-        **UNITS,
-        "min_restarts": {
-            "type": "integer",
-            "minimum": 1,
-            "description": "NRestarts at or above which it fires",
-        },
-        "auto_restart": flag("also fire for any unit in SubState auto-restart", default=True),
-    }
-    required = ("min_restarts",)
+    parameters = LiveRestartingParams
     variables = dict(_LIVE_VARS)
 
-    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
+    def evaluate(self, ctx: CheckContext, params: LiveRestartingParams) -> list[Observation]:
         live = _live(ctx)
         found = []
         for u in live.units.values():
-            if not name_selected(u.unit, params):
+            if not params.selects(u.unit):
                 continue
-            looping = params.get("auto_restart", True) and u.sub_state == "auto-restart"
-            if looping or (u.n_restarts or 0) >= params["min_restarts"]:
+            looping = params.auto_restart and u.sub_state == "auto-restart"
+            if looping or (u.n_restarts or 0) >= params.min_restarts:
                 found.append(Observation(u.unit, unit=u.unit, evidence=_live_evidence(u)))
         return found
 
 
 @register
-class LiveFailed(CheckKind):
+class LiveFailed(CheckKind[UnitSelection]):
     name = "systemd.live_failed"
     summary = "Live: fires for each service of the running manager in ActiveState failed."
-    parameters = {**UNITS}
+    parameters = UnitSelection
     variables = dict(_LIVE_VARS)
 
-    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
+    def evaluate(self, ctx: CheckContext, params: UnitSelection) -> list[Observation]:
         live = _live(ctx)
         return [
             Observation(u.unit, unit=u.unit, evidence=_live_evidence(u))
             for u in live.units.values()
-            if u.active_state == "failed" and name_selected(u.unit, params)
+            if u.active_state == "failed" and params.selects(u.unit)
         ]

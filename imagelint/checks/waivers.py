@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from imagelint.checks import register
 from imagelint.checks.base import CheckContext, CheckKind, Observation
+from imagelint.checks.params import NoParameters
 
 
 @register
-class WaiverExpired(CheckKind):
+class WaiverExpired(CheckKind[NoParameters]):
     name = "config.waiver_expired"
     summary = "Fires for each waiver in the configuration whose expiry date has passed."
-    parameters: ClassVar[dict[str, Any]] = {}
+    parameters = NoParameters
     variables: ClassVar[dict[str, str]] = {
         "rule": "the waived rule",
         "expires": "expiry date",
@@ -20,7 +21,7 @@ class WaiverExpired(CheckKind):
         "source": "file:line",
     }
 
-    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
+    def evaluate(self, ctx: CheckContext, params: NoParameters) -> list[Observation]:
         return [
             Observation(
                 f"waiver:{w.source}",

@@ -67,7 +67,7 @@ class Plan:
 
 
 def _spec_needs(spec: CheckSpec) -> list[PathNeed]:
-    needs = registry()[spec.kind].paths(spec.params)
+    needs = registry()[spec.kind].paths(spec.arguments)
     for condition in (*spec.when, *spec.unless):
         needs += _spec_needs(condition)
     return needs

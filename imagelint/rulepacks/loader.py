@@ -119,14 +119,14 @@ def _rule(document: YamlDocument, at: list[str | int], raw: dict[str, Any], pack
 
 def _check(document: YamlDocument, at: list[str | int], raw: dict[str, Any]) -> CheckSpec:
     params = {k: v for k, v in raw.items() if k not in ("kind", "when", "unless")}
-    kind = registry()[raw["kind"]]
     try:
-        kind.validate(params)
+        arguments = typed_arguments(raw["kind"], params)
     except ParamError as exc:
         raise RulePackError(one_line(exc.message), where=document.locate([*at, *exc.path])) from None
     return CheckSpec(
         kind=raw["kind"],
         params=params,
+        arguments=arguments,
         when=_conditions(document, [*at, "when"], raw.get("when")),
         unless=_conditions(document, [*at, "unless"], raw.get("unless")),
     )
@@ -138,6 +138,15 @@ def _conditions(document: YamlDocument, at: list[str | int], raw: Any) -> tuple[
     if isinstance(raw, dict):
         return (_check(document, at, raw),)
     return tuple(_check(document, [*at, i], item) for i, item in enumerate(raw))
+
+
+def typed_arguments(kind_name: str, params: dict[str, Any]) -> object:
+    """A kind's typed parameters from a dict its schema accepted, checked by the kind's ``validate``:
+    built once, when the rule is loaded (raises ParamError)."""
+    kind = registry()[kind_name]
+    arguments = kind.arguments(params)
+    kind.validate(arguments)
+    return arguments
 
 
 def override_params(rule: Rule, override: dict[str, Any], where: str) -> Rule:
@@ -153,10 +162,10 @@ def override_params(rule: Rule, override: dict[str, Any], where: str) -> Rule:
     if error is not None:
         raise ConfigError(one_line(f"parameters for {rule.id}: {error.message}"), where=where)
     try:
-        kind.validate(params)
+        arguments = typed_arguments(kind.name, params)
     except ParamError as exc:
         raise ConfigError(one_line(f"parameters for {rule.id}: {exc.message}"), where=where) from None
-    return replace(rule, check=replace(rule.check, params=params))
+    return replace(rule, check=replace(rule.check, params=params, arguments=arguments))
 
 
 def _check_template(document: YamlDocument, at: list[str | int], template: str, allowed: set[str]) -> None:

@@ -42,7 +42,8 @@ class CheckSpec:
     """A check kind with its parameters, and the conditions that gate it."""
 
     kind: str
-    params: dict[str, Any]
+    params: dict[str, Any]  # as the rule pack writes them (shown in docs and reasons; overridden by config)
+    arguments: object  # the same, as an instance of the kind's parameters dataclass (built on loading)
     when: tuple[CheckSpec, ...] = ()  # all must hold, else the rule is not applicable
     unless: tuple[CheckSpec, ...] = ()  # if any holds, the rule passes without running
 

@@ -16,7 +16,8 @@ from tests.support import build_tree
 
 
 def _evaluate(root: Path, kind: str, **params: object) -> list:
-    return registry()[kind].evaluate(CheckContext.for_target(RootfsTarget(root)), params)
+    check = registry()[kind]
+    return check.evaluate(CheckContext.for_target(RootfsTarget(root)), check.arguments(params))
 
 
 def test_one_observation_per_directory_with_count_size_and_names(tmp_path: Path) -> None:

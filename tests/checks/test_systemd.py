@@ -149,13 +149,13 @@ def test_exec_missing_fires_and_honours_prefixes_search_path_and_conditions(imag
 
 
 def test_exec_missing_can_include_ignored_commands(image: Path) -> None:
-    from imagelint.checks import CheckContext, registry
+    from imagelint.checks import CheckContext
+    from imagelint.checks.systemd import ExecMissing, ExecMissingParams
 
     service(image, "ignored.service", "ExecStart=/usr/bin/true\nExecStartPre=-/opt/nothing")
     ctx = CheckContext.for_target(RootfsTarget(image))
-    kind = registry()["systemd.exec_missing"]
-    assert kind.evaluate(ctx, {}) == []
-    [obs] = kind.evaluate(ctx, {"include_ignored": True})
+    assert ExecMissing().evaluate(ctx, ExecMissingParams()) == []
+    [obs] = ExecMissing().evaluate(ctx, ExecMissingParams(include_ignored=True))
     assert "failure ignored" in obs.evidence["missing"]
 
 

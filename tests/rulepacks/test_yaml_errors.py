@@ -201,3 +201,13 @@ def test_a_bad_nested_check_spec_is_a_usage_error_with_file_and_line(unless: str
     path = tmp_path / "nested.yaml"
     path.write_text(_NESTED.replace("{UNLESS}", unless), encoding="utf-8")
     _refusal(_load_pack, path)  # exit 2, one line naming file:line, no traceback
+
+
+def test_a_nested_check_spec_its_kind_refuses_is_located_at_the_nested_parameter(tmp_path: Path) -> None:
+    path = tmp_path / "nested.yaml"
+    pack = _NESTED.replace("{UNLESS}", "{kind: file.contains, paths: [/x], pattern: '('}")
+    path.write_text(pack)
+    lines = pack.splitlines()
+    number = next(i for i, text in enumerate(lines, 1) if "pattern: '('" in text)
+    column = lines[number - 1].index("'('") + 1  # before: the rule's check line, not the nested pattern
+    assert _refusal(_load_pack, path).startswith(f"{path}:{number}:{column}: ")
