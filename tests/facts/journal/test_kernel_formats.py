@@ -9,15 +9,19 @@ written by the real ``systemd-journal-remote`` as kernel-transport entries (``_T
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from imagelint.facts.journal import SIGNALS, count_signal, open_directory
+from imagelint.facts.journal import SIGNALS, analyze_ena_resets, count_signal, open_directory
+from imagelint.facts.journal.ena import classify
 from imagelint.facts.journal.patterns import KERNEL
 from imagelint.facts.journal.signals import entry_matches
 from tests.facts.journal.conftest import have_tools
 from tests.facts.journal.exportgen import Host, write_journal
+from tests.support import run_cli
 
 NET = "ena 0000:00:05.0 eth0: "  # netdev_*(): PCI address and interface
 DEV = "ena 0000:00:05.0: "  # dev_*(): PCI address only
@@ -153,7 +157,7 @@ CORPUS: dict[str, list[tuple[str, str]]] = {
     ],
 }
 
-# Reset-path lines that are neither timeouts, pauses nor triggers: no signal of their own.
+# Reset-path lines that are neither timeouts, pauses nor triggers: they belong to IL311's episodes only.
 ENA_EPISODE_ONLY = [
     NET + "napi handler hasn't been called for a long time but is scheduled",
     NET + "Keep alive watchdog timeout.",
@@ -234,3 +238,104 @@ def test_each_variant_fires_exactly_its_signal_and_benign_lines_none(corpus_jour
         name: {text for _, text in CORPUS.get(name, [])} for name in SIGNALS
     }  # recall 100%, 0 false
     assert counts == {name: len(CORPUS.get(name, [])) for name in SIGNALS}  # the same through the index
+
+
+def test_every_ena_reset_path_line_is_classified_and_benign_driver_lines_are_not(
+    corpus_journal: Path,
+) -> None:
+    ena_lines = [
+        text for name in ("ena-tx-timeout", "ena-tx-paused", "ena-reset") for _, text in CORPUS[name]
+    ]
+    assert all(classify(text) is not None for text in ena_lines + ENA_EPISODE_ONLY)
+    assert [text for text in BENIGN if classify(text) is not None] == []
+    with open_directory(corpus_journal) as journal:
+        report = analyze_ena_resets(journal)
+    # two minutes apart, every reset-path line is an episode of its own, all on one device
+    assert sum(e.lines for e in report.episodes) == len(report.episodes) == len(ena_lines + ENA_EPISODE_ONLY)
+    assert {e.device for e in report.episodes} == {"0000:00:05.0"}
+
+
+EPISODE_217 = [  # driver 2.17.0: queue 2 starved on CPU 5, one reset
+    NET + "[1/2] 3 new missed TX completions, qid: 2, 6100 msecs since interrupt, 6100 msecs since napi, "
+    "napi scheduled: 1",
+    NET + "[2/2] qid: 2, highest TX completion pending time (msec): 6100, napi sched changes: 0, napi CPU: 5",
+    NET + "[1/2] Lost TX completions are above threshold (129 > 128), completion timeout: 5000 (msec), "
+    "11000 msecs since interrupt, 11000 msecs since napi, qid: 2",
+    NET + "[2/2] qid: 5, napi CPU: 2",  # the driver swaps its arguments: CPU 5, queue 2
+    NET + "Resetting the device",
+    NET + "Trigger reset is on",
+    DEV + "Device reset completed, status: 0, Driver info: Elastic Network Adapter (ENA) v2.17.0g",
+]
+EPISODE_14 = [  # driver 1.4.0 / mainline 4.14: many descriptors of queue 0, one reset
+    *(NET + f"Found a Tx that wasn't completed on time, qid 0, index {i}." for i in range(4)),
+    NET + "The number of lost tx completions is above the threshold (129 > 128). Reset the device",
+    NET + "Trigger reset is on",
+    DEV + "Device reset completed successfully",
+]
+EPISODE_WATCHDOG = [  # the kernel's netdev watchdog on 2.12.0: queue 3, NAPI starved
+    "NETDEV WATCHDOG: eth0 (ena): transmit queue 3 timed out 5620 ms",
+    NET + "TX q 3 is paused for too long (threshold 5000000). Time since last napi 5924000 usec. napi "
+    "scheduled: 1. msecs since last interrupt: 5924",
+    NET + "napi handler hasn't been called for a long time but is scheduled",
+    NET + "Trigger reset is on",
+    DEV + "Device reset completed successfully, Driver info: Elastic Network Adapter (ENA) v2.12.0g",
+]
+EPISODE_FAILED = [  # driver 2.13.1+: the device stopped answering and did not come back
+    NET + "Keep alive watchdog timeout, 6012 msecs since last keep alive.",
+    NET + "Trigger reset is on",
+    DEV + "Device reset completed, status: -5, Driver info: Elastic Network Adapter (ENA) v2.13.1g",
+]
+
+
+@pytest.mark.parametrize(
+    ("lines", "queues", "cpus", "roles"),
+    [
+        (EPISODE_217, {2}, {5}, ["tx-timeout", "reset-decided", "reset-started", "reset-done"]),
+        (EPISODE_14, {0}, set(), ["tx-timeout", "reset-started", "reset-done"]),
+        (EPISODE_WATCHDOG, {3}, set(), ["tx-paused", "napi-starved", "reset-started", "reset-done"]),
+        (EPISODE_FAILED, set(), set(), ["device-health", "reset-started", "reset-failed"]),
+    ],
+)
+def test_one_reset_episode_is_one_reset(
+    tmp_path: Path, lines: list[str], queues: set[int], cpus: set[int], roles: list[str]
+) -> None:
+    have_tools()
+    directory = _journal(tmp_path, lines, step_usec=1_000_000)
+    with open_directory(directory) as journal:
+        report = analyze_ena_resets(journal)
+    (episode,) = report.episodes
+    assert episode.reset and episode.completed == ("reset-done" in roles)
+    assert (episode.queues, episode.napi_cpus, episode.roles) == (queues, cpus, roles)
+    assert episode.lines == sum(classify(line) is not None for line in lines)
+
+
+def test_resets_in_a_row_and_a_silence_are_told_apart(tmp_path: Path) -> None:
+    """Two resets a second apart are two (their own reset lines part them); symptoms that led to no
+    reset end with a minute's silence and are no reset."""
+    have_tools()
+    host = Host(22)
+    host.new_boot(1_737_000_000_000_000)
+    export = bytearray()
+    for line in [*EPISODE_14, *EPISODE_14, EPISODE_14[0]]:
+        host.at(host.mono + 1_000_000)
+        export += host.kernel(line)
+    host.at(host.mono + 61_000_000)  # a minute later: a new episode, which never reset
+    export += host.kernel(EPISODE_14[1])
+    with open_directory(write_journal(bytes(export), tmp_path)) as journal:
+        report = analyze_ena_resets(journal)
+    assert [(e.reset, e.lines) for e in report.episodes] == [(True, 7), (True, 7), (False, 1), (False, 1)]
+    assert len(report.resets()) == 2
+
+
+def test_il311_reports_one_reset_with_queue_and_napi_cpu(tmp_path: Path) -> None:
+    have_tools()
+    root = tmp_path / "image"
+    _journal(root / "var/log/journal", [*BENIGN, *EPISODE_217], step_usec=1_000_000)
+    proc = run_cli("audit", str(root), "--select", "IL311", "-f", "json")
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    (finding,) = [f for f in json.loads(proc.stdout)["findings"] if f["rule_id"] == "IL311"]
+    evidence = finding["evidence"]
+    assert (evidence["device"], evidence["resets"], evidence["completed"]) == ("0000:00:05.0", 1, 1)
+    assert (evidence["queues"], evidence["napi_cpus"], evidence["causes"]) == ("2", "5", "tx-timeout")
+    assert "queues 2; NAPI CPUs 5" in finding["message"]
+    assert Counter(f["rule_id"] for f in json.loads(proc.stdout)["findings"]) == {"IL311": 1}
