@@ -199,7 +199,10 @@ BENIGN = [
     "python3 invoked oom-killer: gfp_mask=0x6200ca(GFP_HIGHUSER_MOVABLE), order=0, oom_score_adj=0",
     "oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0,global_oom,task=python3,"
     "pid=4242,uid=0",
+    # lines of the same hang or stall as a counted line, which must not count it again
     '"echo 0 > /proc/sys/kernel/hung_task_timeout_secs" disables this message.',
+    "INFO: task kworker/4:1:16648 is blocked on a mutex likely owned by task systemd-shutdow:1.",
+    "rcu_tasks_wait_gp: rcu_tasks grace period number 85 (since boot) is 131273 jiffies old.",
     "Linux version 6.1.0-28-cloud-amd64",
 ]
 
