@@ -1,4 +1,5 @@
-"""Check kinds on the journal: restart loops, start-limit hits, repeated failures, kernel symptoms.
+"""Check kinds on the journal: restart loops, start-limit hits, repeated failures, kernel symptoms,
+ENA device resets (each reset counted once with the lines that led to it).
 
 The journal is opened once per run (the image's /var/log/journal and /run/log/journal, or the
 directory or file given with ``--journal``) and shared by every journal rule. Honesty about data:
@@ -244,4 +245,72 @@ class JournalSignal(_JournalKind[SignalParams]):
                     "sample": boot.samples[0] if boot.samples else None,
                 }
                 found.append(Observation(f"{spec.name}@{boot.boot_id}", evidence=evidence))
+        return found
+
+
+def _numbers(values: set[int]) -> str:
+    return ", ".join(str(v) for v in sorted(values)) or "not logged"
+
+
+@register
+class JournalEnaResets(_JournalKind):
+    name = "journal.ena_resets"
+    summary = (
+        "Fires per boot and ENA device with at least N resets, each reset counted once with the "
+        "Tx-timeout and watchdog lines that led to it (facts.journal.ena)."
+    )
+    parameters = {
+        "min_resets": {"type": "integer", "minimum": 1, "default": 1},
+        "gap": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "default": 60,
+            "description": "seconds of silence that end an episode whose reset lines are missing",
+        },
+    }
+    variables = {
+        "device": "the PCI address of the ENA device",
+        "resets": "resets of that device in that boot",
+        "completed": "how many of them logged a successful completion",
+        "queues": "the Tx queues the lines name",
+        "napi_cpus": "the CPUs of the queues' NAPI handlers, where the driver prints them (2.17.0+)",
+        "causes": "what preceded the resets (tx-timeout, tx-paused, napi-starved, device-health)",
+        "wordings": "the driver wordings seen (patterns.ENA_RESET_PATH: they date the driver)",
+        "lines": "driver lines of those resets",
+        "first": "first line (UTC)",
+        "last": "last line (UTC)",
+        "sample": "one line",
+        "boot": "boot id",
+    }
+
+    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
+        from imagelint.facts.journal import analyze_ena_resets
+
+        gap = params.get("gap", 60)
+        journal = _journal(ctx)
+        report = ctx.fact(("journal.ena_resets", gap), lambda: analyze_ena_resets(journal, gap=gap))
+        _gaps(ctx, journal)
+        per: dict[tuple[str, str], list[Any]] = {}
+        for episode in report.resets():
+            per.setdefault((episode.boot_id, episode.device), []).append(episode)
+        found = []
+        for (boot, device), episodes in per.items():
+            if len(episodes) < params.get("min_resets", 1):
+                continue
+            causes = sorted({cause for e in episodes for cause in e.causes})
+            evidence = {
+                "boot": boot,
+                "device": device,
+                "resets": len(episodes),
+                "completed": sum(e.completed for e in episodes),
+                "queues": _numbers({q for e in episodes for q in e.queues}),
+                "napi_cpus": _numbers({c for e in episodes for c in e.napi_cpus}),
+                "causes": ", ".join(causes) or "not logged",
+                "wordings": ", ".join(dict.fromkeys(w for e in episodes for w in e.wordings)),
+                "lines": sum(e.lines for e in episodes),
+                "first": _when(episodes[0].first_usec),
+                "last": _when(episodes[-1].last_usec),
+                "sample": episodes[0].samples[0],
+            }
+            found.append(Observation(f"ena-reset@{device}@{boot}", evidence=evidence))
         return found

@@ -17,7 +17,14 @@ from pathlib import Path
 import pytest
 
 from imagelint import textmatch
-from imagelint.facts.journal.patterns import SIGNALS, TEXT_PATTERNS, SignalSpec
+from imagelint.facts.journal.patterns import (
+    ENA_ANY,
+    ENA_DEVICE,
+    ENA_RESET_PATH,
+    SIGNALS,
+    TEXT_PATTERNS,
+    SignalSpec,
+)
 from tests.support import REPO, build_tree, run_cli
 
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -147,6 +154,8 @@ def test_journal_patterns_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     for signal in SIGNALS.values():
         regex = signal.compiled()
         assert regex is None or regex.engine is textmatch.Engine.RE2
+    ena = [ENA_ANY, ENA_DEVICE, *(p for m in ENA_RESET_PATH for p in (m.regex, m.qid, m.cpu) if p)]
+    assert {p.engine for p in ena} == {textmatch.Engine.RE2}
     for text in TEXT_PATTERNS:
         assert text.regex.search("x" * 100_000 + " \u2028é\n") is None and text.regex.worker_calls == 0
 

@@ -9,7 +9,8 @@ Public API (what the rule layer calls):
   fields=None)`` yield entries as dicts in journalctl's order (see ``reader``);
   ``Journal.match_any_decoded([...], decode)`` decodes the entries of several match sets.
 * analyses: ``analyze_restarts(journal) -> RestartReport`` and ``count_signal(journal, spec) ->
-  SignalReport``, with the specs and message ids in ``patterns``.
+  SignalReport``, ``analyze_ena_resets(journal) -> EnaReport`` (ENA resets as episodes, ``ena``),
+  with the specs, message ids and kernel wordings in ``patterns``.
 
 Every file is structure-checked before its first read (a torn or damaged one is *read in part*), and
 every size a file claims is bounded (values over 16 MiB uncompressed, decompression bombs, absurd
@@ -25,6 +26,7 @@ json``, values are never nulled for size and control characters stay in strings.
 
 from __future__ import annotations
 
+from imagelint.facts.journal.ena import EnaEpisode, EnaReport, analyze_ena_resets
 from imagelint.facts.journal.errors import CorruptJournal, JournalError, UnsupportedJournal
 from imagelint.facts.journal.journal import Journal, compare_keys
 from imagelint.facts.journal.patterns import SIGNALS, SignalSpec
@@ -47,6 +49,8 @@ __all__ = [
     "META_FIELDS",
     "SIGNALS",
     "CorruptJournal",
+    "EnaEpisode",
+    "EnaReport",
     "Entry",
     "ExitStatus",
     "FileReport",
@@ -62,6 +66,7 @@ __all__ = [
     "SignalSpec",
     "UnitRestarts",
     "UnsupportedJournal",
+    "analyze_ena_resets",
     "analyze_restarts",
     "compare_keys",
     "count_signal",

@@ -88,26 +88,223 @@ class SignalSpec:
 
 KERNEL: dict[str, str | tuple[str, ...]] = {"_TRANSPORT": "kernel"}
 
+# --- ENA reset path (drivers/net/ethernet/amazon/ena; out of tree: github.com/amzn/amzn-drivers) --
+# Every wording each release printed on the way to a device reset, read from the ena_netdev.c of every
+# ena_linux_* tag of amzn-drivers (1.0.0, June 2016, to 2.17.0, April 2026) and the mainline patches
+# that carried them (the mainline driver lags the out-of-tree one; an AL2 4.14 or AL2023 6.1 kernel
+# may ship either). netdev_*() lines read "ena 0000:00:05.0 eth0: ...", dev_*() lines (the reset
+# completion) "ena 0000:00:05.0: ...": the PCI address is the device both carry.
+
+# what a line says about a reset (``role`` below)
+TX_TIMEOUT = "tx-timeout"  # transmits not completed in time (the NIC's completions were not polled)
+TX_PAUSED = "tx-paused"  # the kernel's netdev watchdog: a Tx queue stopped too long (ena_tx_timeout)
+NAPI_STARVED = "napi-starved"  # the driver suspects the NAPI poll does not run (CPU starvation)
+DEVICE_HEALTH = "device-health"  # keep-alive, admin queue, MSI-X or device-requested resets
+RESET_DECIDED = "reset-decided"  # the driver decided to reset (the reset task runs next)
+RESET_STARTED = "reset-started"  # the reset task runs: exactly once per reset in every release
+RESET_DONE = "reset-done"  # the device is back
+RESET_FAILED = "reset-failed"  # the reset did not bring it back
+
+
+@dataclass(frozen=True)
+class EnaMessage:
+    """One wording of the ENA driver on its reset path, with the releases that print it.
+
+    ``qid`` and ``cpu`` find the queue and the NAPI handler's CPU in the text, where the wording gives
+    them: a match's last run of digits is the number.
+    """
+
+    name: str
+    role: str
+    text: str  # the wording's regex, after the driver's "ena <PCI address> <ifname>: " prefix
+    regex: Pattern  # the whole line: _ENA_PREFIX + text
+    releases: str  # amzn-drivers ena_linux_* tags (mainline kernel versions where known)
+    qid: Pattern | None = None
+    cpu: Pattern | None = None
+
+
+def _ena(
+    name: str, role: str, text: str, releases: str, qid: str | None = None, cpu: str | None = None
+) -> EnaMessage:
+    where = f"journal MESSAGE (ENA {name})"
+    return EnaMessage(
+        name,
+        role,
+        text,
+        Pattern(_ENA_PREFIX + text, where=where),
+        releases,
+        Pattern(qid, where=where) if qid else None,
+        Pattern(cpu, where=where) if cpu else None,
+    )
+
+
+# "ena 0000:00:05.0 eth0: " / "ena 0000:00:05.0: " (RE2 has no \b: see the module docstring)
+_ENA_PREFIX = r"(?:^|\W)ena[^\w\n].*"
+ENA_DEVICE = Pattern(r"(?:^|\W)ena [0-9A-Fa-f]{4,}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]", where="ENA device")
+_QID = r"qid:? \d+"
+_NAPI_CPU = r"napi CPU: \d+"
+
+ENA_RESET_PATH: tuple[EnaMessage, ...] = (
+    _ena(
+        "tx-not-completed-v1",
+        TX_TIMEOUT,
+        r"Found a Tx that wasn't completed on time, qid \d+, index \d+",
+        "1.0.0-2.7.1 (mainline 4.9-6.8; from 2.5.0 / 5.14 followed by '%u usecs have passed since last"
+        " napi execution. Missing Tx timeout value %u msecs')",
+        qid=_QID,
+    ),
+    _ena(
+        "tx-not-completed-v2",
+        TX_TIMEOUT,
+        r"TX hasn't completed, qid:? \d+, index:? \d+",
+        "2.7.2-2.8.9 ('%u usecs from last napi execution', mainline 6.9+), 2.9.0-2.16.1 ('%u msecs"
+        " since last interrupt, ...'), 2.17.0 ('qid: %d, index: %d, ...'; netif_dbg, so rarely seen)",
+        qid=_QID,
+    ),
+    _ena(
+        "tx-missed-v3",
+        TX_TIMEOUT,
+        r"\[1/2\] \d+ new missed TX completions, qid: \d+",
+        "2.17.0",
+        qid=_QID,
+    ),
+    _ena(
+        "tx-missed-detail-v3",
+        TX_TIMEOUT,
+        r"\[2/2\] qid: \d+, highest TX completion pending time",
+        "2.17.0 (gives the NAPI CPU)",
+        qid=_QID,
+        cpu=_NAPI_CPU,
+    ),
+    _ena(
+        "lost-tx-completions-v1",
+        TX_TIMEOUT,
+        r"The number of lost tx completions? is above the threshold \(\d+ > \d+\)",
+        "1.0.0-1.1.3 ('completion'), 1.2.0-2.7.1 ('completions'; mainline 4.9-6.8); ends 'Reset the device'",
+    ),
+    _ena(
+        "lost-tx-completions-v2",
+        TX_TIMEOUT,
+        r"Lost TX completions are above (?:the )?threshold \(\d+ > \d+\)",
+        "2.7.2-2.8.9 (mainline 6.9+), 2.9.0-2.15.0 (with msecs since interrupt and napi), 2.16.0-2.16.1"
+        " ('. qid %d.'), 2.17.0 ('[1/2] ... above threshold ..., qid: %d')",
+        qid=_QID,
+    ),
+    _ena(
+        "lost-tx-completions-cpu-v3",
+        TX_TIMEOUT,
+        r"\[2/2\] qid: \d+, napi CPU: \d+\s*\Z",
+        "2.17.0: the driver passes the CPU and the queue in swapped order, so 'qid' shows the NAPI CPU"
+        " and 'napi CPU' the queue",
+        qid=_NAPI_CPU,
+        cpu=r"qid: \d+",
+    ),
+    _ena(
+        "tx-queue-stuck",
+        TX_TIMEOUT,
+        r"Tx queue is stuck",
+        "1.2.0-2.4.1",
+    ),
+    _ena(
+        "tx-queue-paused",
+        TX_PAUSED,
+        r"TX q \d+ is paused for too long",
+        "2.7.2-2.11.1 (mainline 6.9+), 2.12.0-2.16.1 (+ msecs since last interrupt), 2.17.0 (+ 'napi"
+        " CPU: %d')",
+        qid=r"TX q \d+",
+        cpu=_NAPI_CPU,
+    ),
+    _ena(
+        "transmit-time-out",
+        TX_PAUSED,
+        r"Transmit time out\s*\Z",
+        "1.0.0-2.7.1 (mainline 4.9-6.8), after the kernel's NETDEV WATCHDOG line",
+    ),
+    _ena(
+        "tx-timeout-invalid-queue",
+        TX_PAUSED,
+        r"TX timeout on invalid queue \d+|timeout was called, but no offending queue was found",
+        "2.7.2-2.17.0 (mainline 6.9+)",
+    ),
+    _ena(
+        "napi-not-called",
+        NAPI_STARVED,
+        r"napi handler hasn't been called for a long time but is scheduled",
+        "2.7.2-2.17.0 (mainline 6.9+)",
+    ),
+    _ena(
+        "keep-alive-timeout",
+        DEVICE_HEALTH,
+        r"Keep alive watchdog timeout",
+        "1.0.0-2.11.1 ('.'), 2.12.0-2.17.0 (', %u msecs since last keep alive.')",
+    ),
+    _ena(
+        "admin-queue-down",
+        DEVICE_HEALTH,
+        r"ENA admin queue is not in running state",
+        "1.0.0-2.17.0",
+    ),
+    _ena(
+        "msix-issue",
+        DEVICE_HEALTH,
+        r"Potential MSIX issue on (?:Rx|Tx) side Queue = \d+",
+        "1.5.0-2.17.0 (Rx, '. Reset the device'); Tx: 1.5.0-2.15.0 ('. Reset the device'),"
+        " 2.16.0-2.17.0 ('.')",
+        qid=r"Queue = \d+",
+    ),
+    _ena(
+        "device-unhealthy",
+        DEVICE_HEALTH,
+        r"The device has detected an unhealthy state, reset is requested",
+        "2.12.0-2.17.0",
+    ),
+    _ena("resetting", RESET_DECIDED, r"Resetting the device\s*\Z", "2.7.2-2.17.0 (mainline 6.9+)"),
+    _ena("trigger-reset", RESET_STARTED, r"Trigger reset is on", "1.0.0-2.17.0 (mainline 4.9+)"),
+    _ena(
+        "reset-failed",
+        RESET_FAILED,
+        r"Device reset completed, status: -\d+|Reset attempt failed\. Can not reset the device"
+        r"|Device reset failed",
+        "1.0.0-2.17.0; 'Device reset completed, status: -errno' from 2.13.1",
+    ),
+    _ena(
+        "reset-completed",
+        RESET_DONE,
+        r"Device reset completed",
+        "1.0.0-1.6.0 (' successfully'), 2.0.2-2.13.0 (' successfully, Driver info: %s'),"
+        " 2.13.1-2.17.0 (', status: 0, Driver info: %s')",
+    ),
+)
+
+
+def _ena_union(*roles: str) -> str:
+    """One regex for the ENA wordings of these roles (what the generic signal counter runs)."""
+    return _ENA_PREFIX + "(?:" + "|".join(m.text for m in ENA_RESET_PATH if m.role in roles) + ")"
+
+
+# any line of the reset path: one search per kernel message before the wordings are told apart
+ENA_ANY = Pattern(_ena_union(*{m.role for m in ENA_RESET_PATH}), where="journal MESSAGE (ENA reset path)")
+
 SIGNALS: dict[str, SignalSpec] = {
     s.name: s
     for s in (
         SignalSpec(
             "ena-tx-timeout",
             KERNEL,
-            r"(?:^|\W)ena[^\w\n].*Found a Tx that wasn't completed on time",
-            "ENA: a transmit was not completed in time (NAPI starved or device stuck)",
+            _ena_union(TX_TIMEOUT),
+            "ENA: transmits not completed in time (NAPI starved or device stuck), in every driver wording",
         ),
         SignalSpec(
             "ena-reset",
             KERNEL,
-            r"(?:^|\W)ena[^\w\n].*Trigger reset is on",
-            "ENA: the driver is resetting the device",
+            _ena_union(RESET_STARTED),
+            "ENA: the driver is resetting the device (once per reset in every release)",
         ),
         SignalSpec(
             "ena-tx-paused",
             KERNEL,
-            r"(?:^|\W)ena[^\w\n].*TX q \d+ is paused for too long",
-            "ENA: a transmit queue stayed paused past the threshold",
+            _ena_union(TX_PAUSED),
+            "ENA: a transmit queue stayed paused past the kernel's watchdog threshold",
         ),
         SignalSpec(
             "netdev-watchdog",
@@ -115,28 +312,44 @@ SIGNALS: dict[str, SignalSpec] = {
             r"NETDEV WATCHDOG: \S+ \(.*\): transmit queue \d+ timed out",
             "a network transmit queue timed out",
         ),
+        # kernel/watchdog.c: pr_emerg("BUG: soft lockup - CPU#%d stuck for %us! [%s:%d]") in every
+        # version; its pr_fmt was "NMI watchdog: " up to 4.15 (so on AL2's 4.14) and "watchdog: " since.
         SignalSpec(
             "soft-lockup",
             KERNEL,
-            r"BUG: soft lockup - CPU#\d+ stuck for",
+            r"(?:^|\W)BUG: soft lockup - CPU#\d+ stuck for \d+s",
             "a CPU ran kernel code without scheduling for too long",
         ),
+        # "INFO: %s self-detected stall on CPU", "INFO: %s detected stalls on CPUs/tasks:" and
+        # "INFO: %s detected expedited stalls on CPUs/tasks: {" (%s: rcu_sched, rcu_preempt, rcu_bh):
+        # kernel/rcu/tree.c and tree_exp.h in 4.14 with no prefix; tree_stall.h and tree_exp.h with
+        # pr_fmt "rcu: " from 5.0 (so on 5.10, 6.1 and mainline). RCU Tasks: "INFO: rcu_tasks detected
+        # stalls on tasks:" (kernel/rcu/update.c, later tasks.h).
         SignalSpec(
             "rcu-stall",
             KERNEL,
-            r"rcu: INFO: rcu_\w+ (?:self-)?detected stalls?|rcu_\w+ detected stalls on CPUs",
+            r"(?:^|\W)INFO: rcu_\w+ "
+            r"(?:self-detected stall on CPU|detected (?:expedited )?stalls on (?:CPUs|tasks))",
             "RCU grace period stalled",
         ),
+        # kernel/hung_task.c: "INFO: task %s:%d blocked for more than %ld seconds." from 3.x to mainline
+        # (the comm, at most 15 bytes, may hold spaces and colons)
         SignalSpec(
             "hung-task",
             KERNEL,
-            r"INFO: task \S+ blocked for more than \d+ seconds",
+            r"(?:^|\W)INFO: task .{1,64}:\d+ blocked for more than \d+ seconds",
             "a task stuck in uninterruptible sleep",
         ),
+        # mm/oom_kill.c, one line per kill. Up to 5.0 (4.14): "%s: Kill process %d (%s) score %u or
+        # sacrifice child", then an unprefixed "Killed process %d (%s) total-vm:..." for the same kill
+        # (not counted again); from 5.1 (5.10, 6.1, mainline): "%s: Killed process %d (%s)
+        # total-vm:...". %s: "Out of memory", "Memory cgroup out of memory" or, on 4.14, "Out of memory
+        # (oom_kill_allocating_task)". "oom_reaper: reaped process" follows a kill and is not one.
         SignalSpec(
             "oom-kill",
             KERNEL,
-            r"(?:Memory cgroup )?[Oo]ut of memory: Kill(?:ed)? process",
+            r"(?:^|\W)(?:Memory cgroup out of memory|Out of memory(?: \(oom_kill_allocating_task\))?): "
+            r"Kill(?:ed)? process \d+ \(",
             "the OOM killer killed a process",
         ),
     )

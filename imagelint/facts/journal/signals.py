@@ -91,7 +91,8 @@ def count_signal(
     return SignalReport(spec, list(per.values()), journal.scan)
 
 
-def _first_text(value: FieldValue | None) -> str | None:
+def first_text(value: FieldValue | None) -> str | None:
+    """A field's (first) value as text: bytes decoded with replacement, None when absent."""
     if isinstance(value, list):
         value = value[0] if value else None
     if isinstance(value, bytes):
@@ -107,10 +108,10 @@ def entry_matches(spec: SignalSpec, regex: Pattern | None, fields: Mapping[str, 
     several), then the MESSAGE pattern, if any, matches.
     """
     for name, wanted in spec.matches.items():
-        value = _first_text(fields.get(name))
+        value = first_text(fields.get(name))
         if value is None or (value != wanted if isinstance(wanted, str) else value not in wanted):
             return False
     if regex is None:
         return True
-    message = _first_text(fields.get("MESSAGE"))
+    message = first_text(fields.get("MESSAGE"))
     return message is not None and regex.search(message) is not None
