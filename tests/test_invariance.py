@@ -137,11 +137,11 @@ def _collect(root: Path, workdir: Path) -> Path:
     (the loaded rules' paths for the image, host and soak scopes, without what a boot makes under
     /run) and, as the stand-in agent does (``IL_ROOT``, ``IL_LIVE=``), ``root`` for ``/`` and no
     ``systemctl show`` of this machine."""
-    from imagelint.aws.ssm import collector_plan
     from imagelint.collector import script_text
+    from imagelint.collector.plan import instance_plan
     from imagelint.session import RunOptions, prepare
 
-    plan = collector_plan(prepare(RunOptions(outputs=[])), soak_seconds=0, soak_interval=5)
+    plan = instance_plan(*prepare(RunOptions(outputs=[])).rules, soak_seconds=0, soak_interval=5).text()
     plan += f"root {root}\nshow 0\n"
     workdir.mkdir(parents=True)
     (workdir / "collect.sh").write_text(script_text())
@@ -382,8 +382,8 @@ def booted_bundle(tree: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple
     ecs.service fails at boot: its ExecStartPre is missing, and its restart finds no docker.service),
     a runtime unit left to crash-loop six times, then the real collector run inside with ``sh``, with
     the plan an ``ami`` run sends (``systemctl show`` included), as on an instance; powered off after."""
-    from imagelint.aws.ssm import collector_plan
     from imagelint.collector import script_text
+    from imagelint.collector.plan import instance_plan
     from imagelint.facts.systemd.live import collect_live_state
     from imagelint.session import RunOptions, prepare
     from tests.nspawn import booted
@@ -395,7 +395,7 @@ def booted_bundle(tree: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple
     work.mkdir(parents=True)
     (work / "collect.sh").write_text(script_text())
     (work / "plan.txt").write_text(
-        collector_plan(prepare(RunOptions(outputs=[])), soak_seconds=0, soak_interval=5)
+        instance_plan(*prepare(RunOptions(outputs=[])).rules, soak_seconds=0, soak_interval=5).text()
     )
 
     def restarts(prefix: list[str], name: str) -> int:

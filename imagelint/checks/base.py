@@ -1,19 +1,26 @@
-"""The contract between the engine and a check kind.
+"""The contract between the engine and a check kind, and the registry of kinds.
 
 A check kind is Python code that looks at a target and returns *observations*: one per thing it
 found (a path, a unit). A rule (data, in YAML) picks a kind, gives it parameters, and turns each
 observation into a finding with its own severity and message. Kinds never decide pass or fail.
+
+Kinds are found by discovery: every module of this package (but the plumbing named in
+``NOT_KINDS``) is imported on first use of :func:`registry`, and its ``@register`` classes become
+available to rule packs. A new kind is one module in the package plus its test; nothing else lists it.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import importlib
+import pkgutil
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
-from imagelint.checks.params import build, properties, required
+from imagelint.checks.params import ParamError, ParamType, build, properties, required
 from imagelint.targets.interface import Target
 
 
@@ -198,3 +205,65 @@ class CheckKind(ABC, Generic[P]):
             "properties": {"kind": {"const": self.name}, **properties(self.parameters)},
             "required": ["kind", *required(self.parameters)],
         }
+
+
+K = TypeVar("K", bound=CheckKind[Any])
+_REGISTRY: dict[str, CheckKind[Any]] = {}
+NOT_KINDS = frozenset({"base", "params"})  # modules of this package that define no kind
+_discovered = False
+
+
+def register(cls: type[K]) -> type[K]:
+    """Class decorator: make a check kind available to rule packs under ``cls.name``."""
+    if cls.name in _REGISTRY:
+        raise RuntimeError(f"check kind {cls.name} registered twice")
+    _REGISTRY[cls.name] = cls()
+    return cls
+
+
+def unregister(name: str) -> None:
+    """Remove a kind registered by name (for kinds a test or plug-in registered for a while)."""
+    _REGISTRY.pop(name, None)
+
+
+def kind_modules() -> list[str]:
+    """The modules of this package that define check kinds, by name."""
+    return sorted(
+        m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)]) if m.name not in NOT_KINDS
+    )
+
+
+def registry() -> dict[str, CheckKind[Any]]:
+    """All check kinds, by name (importing the modules that define them on first use)."""
+    global _discovered
+    if not _discovered:
+        for name in kind_modules():
+            importlib.import_module(f"{__package__}.{name}")
+        _discovered = True
+    return _REGISTRY
+
+
+@dataclass(frozen=True)
+class CheckCall(ParamType):
+    """A check spec inside a kind's parameters (``{kind: file.contains, paths: [...], ...}``): the
+    kind's name and its typed parameters, checked against that kind's own schema when built."""
+
+    kind: str
+    arguments: Any
+
+    @classmethod
+    def json_schema(cls) -> dict[str, Any]:
+        return {"type": "object", "required": ["kind"], "properties": {"kind": {"type": "string"}}}
+
+    @classmethod
+    def from_value(cls, value: Any) -> CheckCall:
+        import jsonschema
+
+        kind = registry().get(value["kind"])
+        if kind is None:
+            raise ParamError([], f"unknown check kind {value['kind']!r}")
+        schema = {**kind.schema(), "additionalProperties": False}
+        error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(value))
+        if error is not None:
+            raise ParamError(list(error.absolute_path), error.message)
+        return cls(kind.name, kind.arguments({k: v for k, v in value.items() if k != "kind"}))

@@ -252,22 +252,25 @@ def _numbers(values: set[int]) -> str:
     return ", ".join(str(v) for v in sorted(values)) or "not logged"
 
 
+@dataclass(frozen=True, kw_only=True)
+class EnaResetParams:
+    min_resets: Annotated[
+        int, Param("resets of one device in one boot at or above which it fires", minimum=1)
+    ] = 1
+    gap: Annotated[
+        float,
+        Param("seconds of silence that end an episode whose reset lines are missing", exclusiveMinimum=0),
+    ] = 60
+
+
 @register
-class JournalEnaResets(_JournalKind):
+class JournalEnaResets(_JournalKind[EnaResetParams]):
     name = "journal.ena_resets"
     summary = (
         "Fires per boot and ENA device with at least N resets, each reset counted once with the "
         "Tx-timeout and watchdog lines that led to it (facts.journal.ena)."
     )
-    parameters = {
-        "min_resets": {"type": "integer", "minimum": 1, "default": 1},
-        "gap": {
-            "type": "number",
-            "exclusiveMinimum": 0,
-            "default": 60,
-            "description": "seconds of silence that end an episode whose reset lines are missing",
-        },
-    }
+    parameters = EnaResetParams
     variables = {
         "device": "the PCI address of the ENA device",
         "resets": "resets of that device in that boot",
@@ -283,10 +286,10 @@ class JournalEnaResets(_JournalKind):
         "boot": "boot id",
     }
 
-    def evaluate(self, ctx: CheckContext, params: dict[str, Any]) -> list[Observation]:
+    def evaluate(self, ctx: CheckContext, params: EnaResetParams) -> list[Observation]:
         from imagelint.facts.journal import analyze_ena_resets
 
-        gap = params.get("gap", 60)
+        gap = params.gap
         journal = _journal(ctx)
         report = ctx.fact(("journal.ena_resets", gap), lambda: analyze_ena_resets(journal, gap=gap))
         _gaps(ctx, journal)
@@ -295,7 +298,7 @@ class JournalEnaResets(_JournalKind):
             per.setdefault((episode.boot_id, episode.device), []).append(episode)
         found = []
         for (boot, device), episodes in per.items():
-            if len(episodes) < params.get("min_resets", 1):
+            if len(episodes) < params.min_resets:
                 continue
             causes = sorted({cause for e in episodes for cause in e.causes})
             evidence = {

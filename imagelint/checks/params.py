@@ -6,7 +6,7 @@ Every field is written ``name: Annotated[type, Param("description", **keywords)]
 - the type is what mypy checks and what the schema's type is made from: ``bool``, ``int``,
   ``float``, ``str``, ``str | int``, a ``Literal`` of strings or an ``Enum`` (an ``enum`` of its
   values), ``tuple[X, ...]`` (an array), ``Mapping[str, str]`` (an object of strings), another
-  parameters dataclass (an object without other keys), :class:`CheckCall` (a nested check spec),
+  parameters dataclass (an object without other keys), a :class:`ParamType` (a nested check spec),
   and ``X | None`` for a parameter that may be absent (default None);
 - ``Param`` gives the description (every parameter has one) and any further JSON Schema keywords
   (``minimum``, ``minItems``, ``pattern``...); keywords for an array's items go on the item type,
@@ -52,34 +52,17 @@ class Param:
         self.keywords = keywords
 
 
-@dataclasses.dataclass(frozen=True)
-class CheckCall:
-    """A check spec inside a kind's parameters (``{kind: file.contains, paths: [...], ...}``): the
-    kind's name and its typed parameters, checked against that kind's own schema when built."""
-
-    kind: str
-    arguments: Any
-
-    SCHEMA: typing.ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "required": ["kind"],
-        "properties": {"kind": {"type": "string"}},
-    }
+class ParamType:
+    """A parameter type with a schema and a construction of its own (a nested check spec:
+    :class:`imagelint.checks.base.CheckCall`): subclasses give both."""
 
     @classmethod
-    def build(cls, spec: Mapping[str, Any]) -> CheckCall:
-        import jsonschema
+    def json_schema(cls) -> dict[str, Any]:
+        raise NotImplementedError
 
-        from imagelint.checks import registry
-
-        kind = registry().get(spec["kind"])
-        if kind is None:
-            raise ParamError([], f"unknown check kind {spec['kind']!r}")
-        schema = {**kind.schema(), "additionalProperties": False}
-        error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(spec))
-        if error is not None:
-            raise ParamError(list(error.absolute_path), error.message)
-        return cls(kind.name, kind.arguments({k: v for k, v in spec.items() if k != "kind"}))
+    @classmethod
+    def from_value(cls, value: Any) -> Any:
+        raise NotImplementedError
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -181,8 +164,8 @@ def _type_schema(tp: Any) -> dict[str, Any]:
         return {"type": "array", "items": _schema(args[0])}
     if origin is Mapping and args[0] is str:
         return {"type": "object", "additionalProperties": _schema(args[1])}
-    if tp is CheckCall:
-        return dict(CheckCall.SCHEMA)
+    if isinstance(tp, type) and issubclass(tp, ParamType):
+        return tp.json_schema()
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
         schema: dict[str, Any] = {"type": "object", "additionalProperties": False}
         if names := required(tp):
@@ -205,8 +188,8 @@ def _value(annotated: Any, value: Any) -> Any:
         return types.MappingProxyType(dict(value))
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return tp(value)
-    if tp is CheckCall:
-        return CheckCall.build(value)
+    if isinstance(tp, type) and issubclass(tp, ParamType):
+        return tp.from_value(value)
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
         return build(tp, value)
     return value  # a scalar or a literal: the schema checked it

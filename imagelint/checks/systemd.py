@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from imagelint.checks import register
-from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation, PathNeed
-from imagelint.checks.params import CheckCall, Param, ParamError, UnitGlobs, UnitSelection
+from imagelint.checks.base import CheckCall, CheckContext, CheckKind, NotApplicable, Observation, PathNeed
+from imagelint.checks.params import Param, ParamError, UnitGlobs, UnitSelection
 from imagelint.facts.systemd.enablement import (
     DSH_STATE,
     ENABLED_STATES,

@@ -16,7 +16,8 @@ import jsonschema
 import pytest
 
 from imagelint.checks import registry
-from imagelint.checks.params import CheckCall, Param, UnitSelection, build, properties
+from imagelint.checks.base import CheckCall
+from imagelint.checks.params import Param, UnitSelection, build, properties
 from imagelint.rulepacks import builtin_pack_paths, load_packs
 from imagelint.rulepacks.model import CheckSpec
 from imagelint.rulepacks.schema import rules_schema
