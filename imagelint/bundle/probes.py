@@ -3,11 +3,12 @@
 
 - ``live/start.txt`` / ``live/end.txt``: the batched ``systemctl show`` (the form
   :mod:`imagelint.facts.systemd.live` runs), with ``.status`` files (``wall``, ``booted``, ``rc``,
-  ``stderr``);
-  the start one is the live state of ``audit --live``, both are the soak's restart counters;
+  ``stderr``); the last one is the live state of ``audit --live``, both are the soak's restart
+  counters;
 - ``soak/layout`` (which hierarchies hold memory), ``soak/sample.NNNNN`` (``uptime``, ``wall``,
   then ``@@ /proc/cgroups``, ``@@ memdirs N`` (v1), ``@@ cgroup.stat`` and ``@@ subtree NAME``
-  (v2) sections), ``soak/probe.start`` / ``probe.end`` (the memory.stat walk).
+  (v2) sections), ``soak/probe.start`` / ``probe.end`` (the memory.stat walk); the per-CPU reads,
+  the walks during the soak and the NIC interrupts are :mod:`imagelint.bundle.symptoms`.
 """
 
 from __future__ import annotations
@@ -75,8 +76,11 @@ def _show(meta: Path, name: str) -> tuple[float, str | None, str | None, bool] |
 
 
 def live_state(meta: Path) -> LiveState | None:
-    """The manager's unit states at the start of collection; None when the bundle has none."""
-    shown = _show(meta, "start")
+    """The manager's unit states when the files were collected: at the end of the soak when there was
+    one (the journal in the bundle is read after it, so both tell of the same moment), else at the
+    start; None when the bundle has none."""
+    name = "end" if _status(meta, "end") is not None else "start"
+    shown = _show(meta, name)
     if shown is None:
         return None
     wall, text, reason, booted = shown
@@ -85,7 +89,7 @@ def live_state(meta: Path) -> LiveState | None:
     for props in parse_show_blocks(text):  # parse_live reads a bad number as unknown: here it is refused
         for key in ("NRestarts", "ExecMainStatus"):
             if props.get(key):
-                count(props[key], "imagelint/live/start.txt", f"{props['Id'][:80]!r}: {key}")
+                count(props[key], f"imagelint/live/{name}.txt", f"{props['Id'][:80]!r}: {key}")
     return LiveState(wall, True, True, None, parse_live(text))
 
 
@@ -200,10 +204,14 @@ def _head_seconds(head: dict[str, tuple[str, int]], key: str, where: str) -> flo
 _TIMES = re.compile(r"(\S+?)m(\S+?)s")
 
 
+def shell_times(text: str, where: str) -> list[float]:
+    """The shell's user and system time, then its children's, from the output of ``times``."""
+    return [count(m, where, "times") * 60 + seconds(s, where, "times") for m, s in _TIMES.findall(text)][:4]
+
+
 def _children_cpu(text: str, where: str) -> float:
-    """User + system time of the shell's children from the output of ``times`` (its 2nd line)."""
-    values = [count(m, where, "times") * 60 + seconds(s, where, "times") for m, s in _TIMES.findall(text)]
-    return sum(values[2:4]) if len(values) >= 4 else 0.0
+    """User + system time of the shell's children (the 2nd line of ``times``)."""
+    return sum(shell_times(text, where)[2:4])
 
 
 def probe(meta: Path, name: str, found: CgroupLayout) -> ProbeResult | None:

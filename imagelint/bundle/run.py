@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from imagelint.bundle import probes
+from imagelint.bundle import probes, symptoms
 from imagelint.bundle.extract import Extracted, extract
 from imagelint.bundle.numbers import count
 from imagelint.bundle.target import BundleTarget
@@ -83,7 +83,13 @@ class OpenedBundle:
             layout = probes.layout(meta, Path(scratch))
         result = probes.soak_result(meta, layout, duration, every)
         start, end = probes.probe(meta, "start", layout), probes.probe(meta, "end", layout)
-        return SoakFacts(result, layout, start, end)
+        during = {name: probes.probe(meta, name, layout) for _, name in symptoms.walk_names(meta)}
+        result.walks = symptoms.walks_during(meta, result.samples, during)
+        result.sampler_cpu_seconds = symptoms.collector_cpu(meta)
+        spans = [symptoms.walk_span(meta, name) for name in ("start", *during, "end")]
+        cpu, cpu_note = symptoms.cpu_record(meta, [s for s in spans if s is not None])
+        interrupts = symptoms.nic_interrupts_of(meta)
+        return SoakFacts(result, layout, start, end, cpu=cpu, cpu_note=cpu_note, nic_interrupts=interrupts)
 
 
 @contextlib.contextmanager

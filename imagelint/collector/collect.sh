@@ -290,19 +290,23 @@ probe() {  # probe NAME: time one read of every live memory cgroup's memory.stat
     done
     IFS=$NL
     _files=$(cat "$W/probe.lst")
+    read -r _u0 < /proc/uptime
     _t0=$(date +%s%N)
-    _before=$(times)
+    times > "$W/times.before"  # not $(times): a command substitution is a subshell with its own times
     _bytes=$(cat $_files 2> "$W/probe.err" | wc -c)
-    _after=$(times)
+    times > "$W/times.after"
     _t1=$(date +%s%N)
+    read -r _u1 < /proc/uptime
     IFS=$_old
     {
+        echo "uptime-start ${_u0%% *}"
+        echo "uptime-end ${_u1%% *}"
         echo "cgroups $(wc -l < "$W/probe.lst")"
         echo "ns $((_t1 - _t0))"
         echo "bytes $_bytes"
         echo "errors $(wc -l < "$W/probe.err")"
-        echo "times-before $(printf '%s' "$_before" | tr '\n' ' ')"
-        echo "times-after $(printf '%s' "$_after" | tr '\n' ' ')"
+        echo "times-before $(tr '\n' ' ' < "$W/times.before")"
+        echo "times-after $(tr '\n' ' ' < "$W/times.after")"
     } > "$M/soak/probe.$_name"
 }
 
@@ -314,24 +318,97 @@ uptime_cs() {
     echo $((_i * 100 + ${_fr#0}))
 }
 
+# The per-CPU reader: /proc/stat's cpuN lines about every PERIOD centiseconds to soak/cpu, each read
+# after a `t UPTIME` line, until WORKDIR/cpu.stop exists. Under bash it waits with `read -t` on a FIFO
+# nobody writes to: no process is started per read (under sh, one `sleep` per read).
+CPU_READER='
+W=$1 PERIOD=$2 MODE=$3
+SECS=$((PERIOD / 100)).$(printf %02d $((PERIOD % 100)))
+[ "$MODE" = bash ] && exec 3<> "$W/tick"
+echo "mode $MODE"
+echo "period $PERIOD"
+while [ ! -e "$W/cpu.stop" ]; do
+    read -r _up _idle < /proc/uptime
+    echo "t $_up"
+    while read -r _l; do
+        case $_l in cpu[0-9]*) echo "$_l" ;; cpu*) ;; *) break ;; esac
+    done < /proc/stat
+    if [ "$MODE" = bash ]; then read -r -t "$SECS" -u 3 _x; else sleep "$SECS"; fi
+done
+times > "$W/cpu.times"
+'
+CPU_PID=
+cpu_start() {  # the reader in the background; reads widened so that CPUs x reads stay under 1,000,000
+    [ -r /proc/stat ] || { echo "no /proc/stat" > "$M/soak/cpu.error"; return 0; }
+    _cpus=0
+    while read -r _l; do
+        case $_l in cpu[0-9]*) _cpus=$((_cpus + 1)) ;; cpu*) ;; *) break ;; esac
+    done < /proc/stat
+    _period=$(((SOAK_CS * _cpus + 999999) / 1000000))
+    [ "$_period" -ge 10 ] || _period=10
+    rm -f "$W/cpu.stop" "$W/tick" "$W/cpu.times"
+    if command -v bash > /dev/null 2>&1 && mkfifo "$W/tick" 2> /dev/null; then _mode=bash; else _mode=sh; fi
+    if [ "$_mode" = bash ]; then
+        bash -c "$CPU_READER" cpu-reader "$W" "$_period" bash > "$M/soak/cpu" 2>> "$M/soak/errors" &
+    else
+        sh -c "$CPU_READER" cpu-reader "$W" "$_period" sh > "$M/soak/cpu" 2>> "$M/soak/errors" &
+    fi
+    CPU_PID=$!
+}
+cpu_stop() {
+    [ -n "$CPU_PID" ] || return 0
+    : > "$W/cpu.stop"
+    wait "$CPU_PID"
+}
+
+# nics: each network interface with a device, its device's name and MSI IRQs (as /sys/class/net shows)
+nics() {
+    for _d in /sys/class/net/*; do
+        [ -e "$_d/device" ] || continue
+        _dev=$(readlink -f "$_d/device")
+        printf 'nic %s %s' "${_d##*/}" "${_dev##*/}"
+        for _i in "$_d/device/msi_irqs"/* "$_dev/../msi_irqs"/*; do
+            [ -e "$_i" ] && printf ' %s' "${_i##*/}"
+        done
+        echo
+    done
+}
+
 soak() {
     layout
     probe start
-    _t0=$(uptime_cs)
-    _k=0
-    _due=0
+    cat /proc/interrupts > "$M/soak/interrupts.start" 2>> "$M/soak/errors"
+    times > "$W/cost.before"
+    cpu_start
+    _soak0=$(uptime_cs)
+    _sk=0
+    _sdue=0
+    _staken=0
     while :; do
-        sample "$(printf '%05d' "$_k")"
-        [ "$_due" -lt "$SOAK_CS" ] || break
-        _now=$(uptime_cs)
-        _k=$((_k + 1))
-        _slot=$(((_now - _t0) / EVERY_CS + 1))
-        [ "$_slot" -gt "$_k" ] && _k=$_slot
-        _due=$((_k * EVERY_CS))
-        [ "$_due" -gt "$SOAK_CS" ] && _due=$SOAK_CS
-        _wait=$((_t0 + _due - $(uptime_cs)))
-        [ "$_wait" -gt 0 ] && sleep "$((_wait / 100)).$(printf '%02d' $((_wait % 100)))"
+        _sn=$(printf '%05d' "$_sk")
+        sample "$_sn"
+        _staken=$((_staken + 1))
+        # the walk after every 5th sample too (as the local soak), named by the sample it follows
+        [ $((_staken % 5)) -eq 1 ] && [ "$_staken" -gt 1 ] && probe "walk.$_sn"
+        [ "$_sdue" -lt "$SOAK_CS" ] || break
+        _snow=$(uptime_cs)
+        _sk=$((_sk + 1))
+        _sslot=$(((_snow - _soak0) / EVERY_CS + 1))
+        [ "$_sslot" -gt "$_sk" ] && _sk=$_sslot
+        _sdue=$((_sk * EVERY_CS))
+        [ "$_sdue" -gt "$SOAK_CS" ] && _sdue=$SOAK_CS
+        _swait=$((_soak0 + _sdue - $(uptime_cs)))
+        [ "$_swait" -gt 0 ] && sleep "$((_swait / 100)).$(printf '%02d' $((_swait % 100)))"
     done
+    cpu_stop
+    times > "$W/cost.after"
+    {
+        echo "times-before $(tr '\n' ' ' < "$W/cost.before")"
+        echo "times-after $(tr '\n' ' ' < "$W/cost.after")"
+        [ -f "$W/cpu.times" ] && echo "reader-times $(tr '\n' ' ' < "$W/cpu.times")"
+    } > "$M/soak/cost"
+    cat /proc/interrupts > "$M/soak/interrupts.end" 2>> "$M/soak/errors"
+    nics > "$M/soak/nics" 2>> "$M/soak/errors"
     probe end
 }
 

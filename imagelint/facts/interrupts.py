@@ -57,9 +57,17 @@ def read_interrupts(path: str = "/proc/interrupts") -> dict[str, IrqRow] | None:
     return parse_interrupts(data.decode("ascii", errors="replace"))
 
 
-def nic_irqs(rows: dict[str, IrqRow], net: str = "/sys/class/net") -> dict[str, list[str]]:
-    """Interface → its IRQ numbers (physical interfaces only: those with a ``device`` in sysfs)."""
-    out: dict[str, list[str]] = {}
+@dataclass(frozen=True)
+class NicDevice:
+    """What sysfs says of one interface's device: its name (``virtio2``, ``0000:00:05.0``) and MSI IRQs."""
+
+    name: str
+    msi_irqs: frozenset[str]
+
+
+def nic_devices(net: str = "/sys/class/net") -> dict[str, NicDevice]:
+    """Interface → its device (physical interfaces only: those with a ``device`` in sysfs)."""
+    out: dict[str, NicDevice] = {}
     try:
         names = sorted(os.listdir(net))
     except OSError:
@@ -74,7 +82,17 @@ def nic_irqs(rows: dict[str, IrqRow], net: str = "/sys/class/net") -> dict[str, 
                 irqs.update(n for n in os.listdir(msi) if n.isdigit())
             except OSError:
                 continue
-        virtio = os.path.basename(os.path.realpath(device))
+        out[iface] = NicDevice(os.path.basename(os.path.realpath(device)), frozenset(irqs))
+    return out
+
+
+def match_nic_irqs(rows: dict[str, IrqRow], devices: dict[str, NicDevice]) -> dict[str, list[str]]:
+    """Interface → its IRQ numbers: its device's MSI IRQs, and the rows of ``/proc/interrupts`` named
+    after it (``IF-...``, ``ena``, ``virtioN-input/output`` of its virtio device)."""
+    out: dict[str, list[str]] = {}
+    for iface, device in sorted(devices.items()):
+        irqs = set(device.msi_irqs)
+        virtio = device.name
         pattern = re.compile(
             rf"(^|\s){re.escape(iface)}[-_]|(^|\s)ena(\s|-|$)"
             + (rf"|(^|\s){re.escape(virtio)}-(input|output)" if virtio.startswith("virtio") else "")
@@ -86,6 +104,11 @@ def nic_irqs(rows: dict[str, IrqRow], net: str = "/sys/class/net") -> dict[str, 
         }
         out[iface] = sorted(named or irqs, key=int)
     return out
+
+
+def nic_irqs(rows: dict[str, IrqRow], net: str = "/sys/class/net") -> dict[str, list[str]]:
+    """Interface → its IRQ numbers, on this host (:func:`nic_devices`, :func:`match_nic_irqs`)."""
+    return match_nic_irqs(rows, nic_devices(net))
 
 
 @dataclass

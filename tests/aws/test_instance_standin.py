@@ -25,6 +25,7 @@ from imagelint.targets import RootfsTarget
 from tests.aws.moto_env import MotoEnv
 from tests.conftest import _test_image
 from tests.nspawn import booted
+from tests.soak.loads import KERNEL_LOAD, LOOSE, pinned, pinned_cpu
 from tests.support import clean_image, copy_rootfs, run_cli
 
 AGENT = """\
@@ -120,6 +121,46 @@ def test_faulty_instance_fails_with_the_offline_findings_plus_live_and_soak(
     assert ("IL206", "vendor-agent.service") in remote  # the combination, with the live evidence
     assert report["facts"]["audit"]["target"]["kind"] == "bundle"
     assert moto_env.alive() == {"instances": [], "volumes": []}
+    _assert_restarts_agree(report, "vendor-agent.service")
+    soak = report["facts"]["soak"]["soak"]  # the symptoms were measured on the instance, as locally
+    assert soak["cpu"]["reads"] >= 50 and len(soak["memory_stat_walk"]["series"]["times"]) >= 3, soak["cpu"]
+    outcomes = {r["rule_id"]: r["outcome"] for r in report["rules"]}
+    assert outcomes["IL407"] == outcomes["IL408"] == "pass"  # no load: no hot core
+
+
+def _assert_restarts_agree(report: dict, unit: str) -> None:
+    """IL211's count is the state at the end of the soak, and the journal of the same boot agrees
+    (within the one restart that may fall between the snapshot and the journal's collection)."""
+    [live] = [f for f in report["findings"] if (f["rule_id"], f["subject"]) == ("IL211", unit)]
+    units = report["facts"]["soak"]["soak"]["restarts"]["end"]["units"]
+    [end] = [u["n_restarts"] for u in units if u["unit"] == unit]
+    [logged] = [
+        f for f in report["findings"] if (f["rule_id"], f["subject"].split("@")[0]) == ("IL301", unit)
+    ]
+    assert live["evidence"]["n_restarts"] == end >= 5, (live["evidence"], end)
+    assert 0 <= logged["evidence"]["restarts"] - end <= 1, (logged["evidence"], end)
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_a_kernel_load_on_one_host_cpu_is_a_hot_core_in_the_remote_soak(
+    moto_env: MotoEnv, instance_image: Path, tmp_path: Path
+) -> None:
+    """The container sees the host's /proc/stat: a kernel-time load pinned to one host CPU during the
+    remote soak is named by the bundle's soak report, as the local soak names it."""
+    cpu = pinned_cpu()
+    root = _prepare(instance_image, tmp_path / "faulty", faulty=True)
+    config = tmp_path / "imagelint.yaml"
+    config.write_text(json.dumps({"parameters": {"IL407": {**LOOSE, "evidence": {}}}}))
+    out = tmp_path / "report.json"
+    with _boot(root) as prefix, pinned(KERNEL_LOAD, cpu):
+        moto_env.agent.container = prefix
+        proc = _ami(moto_env, out, "-c", str(config))
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    report = json.loads(out.read_text())
+    [finding] = [f for f in report["findings"] if f["rule_id"] == "IL407"]
+    assert f"cpu{cpu}" in finding["evidence"]["cpus"].split(", "), finding["evidence"]
+    assert f"cpu{cpu}" in finding["message"] and "memory.stat walk" in finding["message"]
 
 
 @pytest.mark.root

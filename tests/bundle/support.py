@@ -16,8 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 
-def collect_soak_bundle(work: Path) -> Path:
-    """What the real collector records of a near-empty tree with a 0.2 s soak on this host
+def collect_soak_bundle(work: Path, seconds: float = 0.2, interval: float = 0.1) -> Path:
+    """What the real collector records of a near-empty tree with a short soak on this host
     (``systemctl show`` included: where no systemd runs, its failure is recorded)."""
     from imagelint.collector import script_text
     from imagelint.collector.plan import Plan, needs_for
@@ -28,7 +28,7 @@ def collect_soak_bundle(work: Path) -> Path:
     (work / "root/etc").mkdir(parents=True)
     plan = Plan(
         needs_for(PACKS, Config(), (Scope.IMAGE,)),
-        show=True, soak_seconds=0.2, soak_interval=0.1, limits=DEFAULT_LIMITS, root=str(work / "root"),
+        show=True, soak_seconds=seconds, soak_interval=interval, limits=DEFAULT_LIMITS, root=str(work / "root"),
     )  # fmt: skip
     (work / "collect.sh").write_text(script_text())
     (work / "plan.txt").write_text(plan.text())

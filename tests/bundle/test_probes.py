@@ -74,6 +74,25 @@ CASES = {
     "layout-dot-dot": ({"imagelint/soak/layout": _line(b"mounted ", "..")}, "imagelint/soak/layout"),
     # found by benchmarks/fuzz_inputs.py (seed 2028 case 796): ENAMETOOLONG from mkdir
     "layout-long-name": ({"imagelint/soak/layout": _line(b"mounted ", "9" * 400)}, "imagelint/soak/layout"),
+    "cpu-stamp-nan": ({"imagelint/soak/cpu": _line(b"t ", "nan")}, "imagelint/soak/cpu:3"),
+    "cpu-column-superscript": (
+        {"imagelint/soak/cpu": _line(b"cpu0 ", "1 2 ² 4 5 6 7 8 9 10")},
+        "imagelint/soak/cpu:3",
+    ),
+    "cpu-period-zero": ({"imagelint/soak/cpu": _line(b"period ", "0")}, "imagelint/soak/cpu"),
+    "nics-slash": ({"imagelint/soak/nics": lambda _: b"nic a/b virtio0 1\n"}, "imagelint/soak/nics:1"),
+    "nics-irq-arabic": (
+        {"imagelint/soak/nics": lambda _: b"nic eth0 virtio0 \xd9\xa3\n"},
+        "imagelint/soak/nics:1",
+    ),
+    "walk-uptime-nan": (
+        {"imagelint/soak/probe.start": _line(b"uptime-start ", "nan")},
+        "imagelint/soak/probe.start",
+    ),
+    "cost-superscript": (
+        {"imagelint/soak/cost": _line(b"times-after ", "²m0s 0m0s 0m0s 0m0s")},
+        "imagelint/soak/cost",
+    ),
     "soak-interval-zero": ({"imagelint/manifest.txt": _line(b"soak ", "20 0")}, "imagelint/manifest.txt"),
     "soak-superscript": ({"imagelint/manifest.txt": _line(b"soak ", "² 10")}, "imagelint/manifest.txt"),
 }
@@ -103,12 +122,13 @@ def test_a_missing_record_is_one_line(soak_bundle: Path, tmp_path: Path) -> None
 
 @pytest.mark.parametrize("value", ["ExecMainStatus=٣", "NRestarts=²", "ExecMainStatus=-1"])
 def test_a_bad_number_in_the_live_state_is_one_line(soak_bundle: Path, tmp_path: Path, value: str) -> None:
+    """The live state of a bundle with a soak is the snapshot taken at its end."""
     edits = {
-        "imagelint/live/start.status": _line(b"rc ", "0"),
-        "imagelint/live/start.txt": lambda _: b"Id=a.service\nActiveState=failed\n" + value.encode() + b"\n",
+        "imagelint/live/end.status": _line(b"rc ", "0"),
+        "imagelint/live/end.txt": lambda _: b"Id=a.service\nActiveState=failed\n" + value.encode() + b"\n",
     }
     bundle = rewritten(soak_bundle, tmp_path / "bundle.tar.gz", edits)
-    run_cli_measured("audit", str(bundle)).assert_one_line(3, "imagelint/live/start.txt", value.split("=")[0])
+    run_cli_measured("audit", str(bundle)).assert_one_line(3, "imagelint/live/end.txt", value.split("=")[0])
 
 
 @pytest.mark.parametrize("text", ["1", "0", "12.5", "1700000000.123456789"])

@@ -12,41 +12,14 @@ the neighbours make it; the idle condition is covered by the synthetic tests) an
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from tests.support import is_root, need, run_cli
+from tests.soak.loads import KERNEL_LOAD, LOOSE, USER_LOAD, pinned, pinned_cpu
+from tests.support import run_cli
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
-
-KERNEL_LOAD = ["dd", "if=/dev/zero", "of=/dev/null", "bs=1M"]
-USER_LOAD = [sys.executable, "-c", "while True: pass"]
-LOOSE = {"max_others_busy": 1.0, "min_kernel_share": 0.75, "min_seconds": 3}
-
-
-def _cpu() -> int:
-    need(is_root(), "SCHED_FIFO and pinning a load need root")
-    return max(os.sched_getaffinity(0))
-
-
-@contextmanager
-def _pinned(command: list[str], cpu: int) -> Iterator[None]:
-    def setup() -> None:
-        os.sched_setaffinity(0, {cpu})
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
-
-    proc = subprocess.Popen(command, preexec_fn=setup, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        yield
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 def _soak(tmp_path: Path, parameters: dict[str, dict[str, object]]) -> tuple[int, dict]:
@@ -72,8 +45,8 @@ def _mean(values: list[float | None]) -> float:
 
 
 def test_a_pinned_kernel_load_is_a_hot_core_named_by_its_cpu(tmp_path: Path) -> None:
-    cpu = _cpu()
-    with _pinned(KERNEL_LOAD, cpu):
+    cpu = pinned_cpu()
+    with pinned(KERNEL_LOAD, cpu):
         code, report = _soak(
             tmp_path, {"IL407": {**LOOSE, "evidence": {}}, "IL408": {**LOOSE, "evidence": {}}}
         )
@@ -90,10 +63,10 @@ def test_a_pinned_kernel_load_is_a_hot_core_named_by_its_cpu(tmp_path: Path) -> 
 
 
 def test_with_a_slow_walk_the_same_hot_core_is_il408_high(tmp_path: Path) -> None:
-    cpu = _cpu()
+    cpu = pinned_cpu()
     # every walk counts as slow: the escalation is exercised on a real soak, end to end
     slow = {**LOOSE, "evidence": {"walk_seconds": "TINY"}}
-    with _pinned(KERNEL_LOAD, cpu):
+    with pinned(KERNEL_LOAD, cpu):
         _, report = _soak(tmp_path, {"IL407": slow, "IL408": slow})
     outcome, (finding,) = _rule(report, "IL408")
     assert outcome == "fail" and finding["severity"] == "high"
@@ -105,8 +78,8 @@ def test_with_a_slow_walk_the_same_hot_core_is_il408_high(tmp_path: Path) -> Non
 
 
 def test_the_same_load_in_user_time_stays_quiet(tmp_path: Path) -> None:
-    cpu = _cpu()
-    with _pinned(USER_LOAD, cpu):
+    cpu = pinned_cpu()
+    with pinned(USER_LOAD, cpu):
         _, report = _soak(tmp_path, {"IL407": {**LOOSE, "evidence": {}}, "IL408": {**LOOSE, "evidence": {}}})
     series = report["facts"]["soak"]["cpu"]["series"]
     assert _mean(series["busy_share"][f"cpu{cpu}"]) >= 0.75, series  # the load really ran there

@@ -1,0 +1,66 @@
+"""The soak's symptoms as the real collector records them (per-CPU time from /proc/stat, the
+memory.stat walk during the soak, the NIC queues' interrupts, its own cost), read back at home into
+the same facts the local soak has."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.bundle.support import collect_soak_bundle, members, pack
+from tests.support import need, run_cli
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    need(Path("/proc/cgroups").is_file(), "no /proc/cgroups")
+    return collect_soak_bundle(tmp_path_factory.mktemp("collect"), seconds=3, interval=0.25)
+
+
+def _soak(bundle: Path, out: Path) -> dict:
+    proc = run_cli("soak", "--from-bundle", str(bundle), "-f", f"json:{out}")
+    assert proc.returncode in (0, 1) and proc.stderr == "", proc.stderr
+    return json.loads(out.read_text())["facts"]["soak"]
+
+
+def test_the_collector_reads_per_cpu_time_ten_times_a_second(bundle: Path, tmp_path: Path) -> None:
+    cpu = _soak(bundle, tmp_path / "r.json")["cpu"]
+    assert cpu["period"] == 0.1 and cpu["reads"] >= 15, cpu  # ~30 in 3 s, fewer on a loaded machine
+    assert cpu["online_at_start"] == [f"cpu{c}" for c in sorted(_online())]
+    assert 0 < cpu["cpu_ms_per_read"] < 20, cpu  # the reader's own cost, measured on the instance
+    assert set(cpu["series"]["kernel_share"]) == set(cpu["online_at_start"])
+
+
+def test_the_walk_is_timed_during_the_soak_and_masks_its_intervals(bundle: Path, tmp_path: Path) -> None:
+    soak = _soak(bundle, tmp_path / "r.json")
+    walks = soak["memory_stat_walk"]["series"]
+    taken = len(soak["samples"])
+    assert len(walks["times"]) == 2 + (taken - 1) // 5, (walks, taken)  # start, every 5th sample, end
+    assert walks["times"][0] == 0 and walks["times"] == sorted(walks["times"])
+    assert soak["cpu"]["masked_intervals"] >= 1  # a walk's own kernel time is not judged
+
+
+def test_the_collector_cost_is_recorded(bundle: Path, tmp_path: Path) -> None:
+    soak = _soak(bundle, tmp_path / "r.json")
+    assert 0 < soak["sampler_cpu_seconds"] < soak["elapsed"], soak["sampler_cpu_seconds"]
+
+
+def test_nic_interrupts_are_read_where_the_host_has_a_nic(bundle: Path, tmp_path: Path) -> None:
+    need(any(Path(p, "device").exists() for p in Path("/sys/class/net").iterdir()), "no NIC with a device")
+    records = {m.name: data for m, data in members(bundle)}
+    nics = records["imagelint/soak/nics"].decode()
+    assert nics.startswith("nic ") and records["imagelint/soak/interrupts.end"].startswith(b" ")
+
+
+def test_a_bundle_of_an_older_collector_says_per_cpu_time_was_not_read(bundle: Path, tmp_path: Path) -> None:
+    older = [(m, d) for m, d in members(bundle) if not m.name.startswith("imagelint/soak/cpu")]
+    proc = run_cli("soak", "--from-bundle", str(pack(older, tmp_path / "b.tar.gz")), "-f", "text")
+    assert proc.returncode in (0, 1) and proc.stderr == "", proc.stderr
+    assert "per-CPU time not read (the collector that made this bundle does not read /proc/stat)" in proc.stdout
+
+
+def _online() -> set[int]:
+    text = Path("/proc/stat").read_text()
+    return {int(line.split()[0][3:]) for line in text.splitlines() if line[:3] == "cpu" and line[3].isdigit()}

@@ -1,0 +1,45 @@
+"""Real loads pinned to one CPU, for the hot-core tests (the local soak and the remote one).
+
+The load runs under SCHED_FIFO, so that it holds ~95% of that CPU (the kernel leaves the rest to
+ordinary tasks) however busy the machine is with other people's work. In the kernel: ``dd
+if=/dev/zero of=/dev/null bs=1M`` (each read clears 1 MiB in the kernel: system time). In user
+time: a pure Python loop. ``LOOSE`` loosens only what a shared machine cannot give:
+``max_others_busy`` 1.0 (the other CPUs are as busy as the neighbours make them) and
+``min_kernel_share`` 0.75 (margin below the ~95% the load gets).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from tests.support import is_root, need
+
+KERNEL_LOAD = ["dd", "if=/dev/zero", "of=/dev/null", "bs=1M"]
+USER_LOAD = [sys.executable, "-c", "while True: pass"]
+LOOSE = {"max_others_busy": 1.0, "min_kernel_share": 0.75, "min_seconds": 3}
+
+
+def pinned_cpu() -> int:
+    """The CPU a load is pinned to (the last this process may use); needs root."""
+    need(is_root(), "SCHED_FIFO and pinning a load need root")
+    return max(os.sched_getaffinity(0))
+
+
+@contextmanager
+def pinned(command: list[str], cpu: int) -> Iterator[None]:
+    """``command`` running on ``cpu`` alone, under SCHED_FIFO, for the block."""
+
+    def setup() -> None:
+        os.sched_setaffinity(0, {cpu})
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
+
+    proc = subprocess.Popen(command, preexec_fn=setup, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        yield
+    finally:
+        proc.kill()
+        proc.wait()
