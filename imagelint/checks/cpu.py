@@ -34,6 +34,10 @@ class Evidence:
         float | None,
         Param("any memory.stat walk of the soak at least this slow (as IL406)", exclusiveMinimum=0),
     ] = None
+    ena_reset: Annotated[
+        bool,
+        Param("an ENA reset in the host's journal whose NAPI handler ran on the hot CPU (its last boot)"),
+    ] = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,6 +90,7 @@ class HotCore(CheckKind[HotCoreRuleParams]):
         "walk_trend": "the memory.stat walk's timings through the soak",
         "accompanied": "the other evidence found ('no other evidence' when none)",
         "nic": "where the NIC queues' interrupts landed during the soak",
+        "ena": "the ENA resets of the journal's last boot whose NAPI handler ran on a hot CPU",
     }
 
     def evaluate(self, ctx: CheckContext, params: HotCoreRuleParams) -> list[Observation]:
@@ -106,7 +111,10 @@ class HotCore(CheckKind[HotCoreRuleParams]):
         )
         if not hot.episodes:
             return []
+        ena = _ena_resets_on(ctx, set(hot.cpus))
         reasons = _evidence(ctx, soak, params.evidence)
+        if params.evidence.ena_reset and ena[0]:
+            reasons.append(ena[1])
         require = params.require
         if (require == "alone" and reasons) or (require == "accompanied" and not reasons):
             return []
@@ -126,6 +134,7 @@ class HotCore(CheckKind[HotCoreRuleParams]):
             "walk_trend": soak.walks.trend_text(),
             "accompanied": "; ".join(reasons) or "no other evidence",
             "nic": nic,
+            "ena": ena[1],
             "episodes": hot.to_dict(record.origin)["episodes"],
         }
         return [Observation("cpu:hot-core", evidence=evidence)]
@@ -147,3 +156,28 @@ def _evidence(ctx: CheckContext, soak: SoakFacts, wanted: Evidence) -> list[str]
     if wanted.walk_seconds is not None and slowest is not None and slowest.seconds >= wanted.walk_seconds:
         reasons.append(f"a memory.stat walk of {slowest.cgroups:,} cgroups took {slowest.seconds:.2f} s")
     return reasons
+
+
+def _ena_resets_on(ctx: CheckContext, cpus: set[int]) -> tuple[bool, str]:
+    """(found, in words) the ENA resets of the journal's last boot whose NAPI handler ran on one of
+    ``cpus``: the symptom the hot core starves, named by the driver itself (2.17.0 and later print
+    the NAPI CPU). A journal that is not there is no evidence."""
+    from imagelint.checks.journal import journal_of
+    from imagelint.facts.journal import analyze_ena_resets
+
+    try:
+        journal = journal_of(ctx)
+    except NotApplicable as exc:
+        return False, f"no ENA reset read ({exc.reason})"
+    resets = ctx.fact(("journal.ena_resets", 60.0), lambda: analyze_ena_resets(journal, gap=60.0)).resets()
+    last_boot = resets[-1].boot_id if resets else None
+    named = [e for e in resets if e.boot_id == last_boot and e.napi_cpus & cpus]
+    if not named:
+        return False, "no ENA reset in the journal names a hot CPU as its NAPI CPU"
+    parts = [
+        f"ENA {e.device} reset{'' if e.completed else ' (not completed)'} with queue(s) "
+        f"{', '.join(str(q) for q in sorted(e.queues)) or '?'} on NAPI CPU(s) "
+        f"{', '.join(f'cpu{c}' for c in sorted(e.napi_cpus & cpus))}"
+        for e in named
+    ]
+    return True, "; ".join(parts)

@@ -33,7 +33,7 @@ class _JournalKind(CheckKind[P]):
         return [PathNeed(d, "journal") for d in IMAGE_JOURNAL_DIRS]
 
 
-def _journal(ctx: CheckContext) -> Any:
+def journal_of(ctx: CheckContext) -> Any:
     """The run's journal (opened once), after accounting for what could not be read."""
     from imagelint.facts.journal import JournalRequest, open_image, open_path
 
@@ -72,7 +72,7 @@ def _gaps(ctx: CheckContext, journal: Any) -> None:
 def _restarts(ctx: CheckContext) -> Any:
     from imagelint.facts.journal import analyze_restarts
 
-    journal = _journal(ctx)
+    journal = journal_of(ctx)
     report = ctx.fact("journal.restarts", lambda: analyze_restarts(journal))
     _gaps(ctx, journal)
     return report
@@ -227,7 +227,7 @@ class JournalSignal(_JournalKind[SignalParams]):
         else:
             assert params.match is not None  # validate: exactly one of signal and match
             spec = SignalSpec("custom", dict(params.match), params.pattern)
-        journal = _journal(ctx)
+        journal = journal_of(ctx)
         key = ("journal.signal", spec.name, repr(sorted(spec.matches.items())), spec.message)
         report = ctx.fact(key, lambda: count_signal(journal, spec))
         _gaps(ctx, journal)
@@ -290,7 +290,7 @@ class JournalEnaResets(_JournalKind[EnaResetParams]):
         from imagelint.facts.journal import analyze_ena_resets
 
         gap = params.gap
-        journal = _journal(ctx)
+        journal = journal_of(ctx)
         report = ctx.fact(("journal.ena_resets", gap), lambda: analyze_ena_resets(journal, gap=gap))
         _gaps(ctx, journal)
         per: dict[tuple[str, str], list[Any]] = {}

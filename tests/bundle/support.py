@@ -25,7 +25,7 @@ def collect_soak_bundle(work: Path, seconds: float = 0.2, interval: float = 0.1)
     from imagelint.rulepacks import Scope
     from tests.collector.support import DEFAULT_LIMITS, PACKS
 
-    (work / "root/etc").mkdir(parents=True)
+    (work / "root/etc").mkdir(parents=True, exist_ok=True)
     plan = Plan(
         needs_for(PACKS, Config(), (Scope.IMAGE,)),
         show=True, soak_seconds=seconds, soak_interval=interval, limits=DEFAULT_LIMITS, root=str(work / "root"),
