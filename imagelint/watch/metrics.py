@@ -13,7 +13,7 @@ source is down) is absent rather than zero; ``imagelint_source_up`` says which.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from imagelint import __version__
 from imagelint.watch.state import SOURCES, WatchState
@@ -107,12 +107,15 @@ def _units(state: WatchState) -> Iterator[Metric]:
     yield active
     yield looping
     if state.sources.get("systemd") and state.sources["systemd"].up:
-        yield GaugeMetricFamily("imagelint_units_loaded", "services systemd reported", state.units_loaded)
-        yield GaugeMetricFamily("imagelint_units_looping", "services in a restart loop", state.units_looping)
-        yield GaugeMetricFamily(
-            "imagelint_units_overflow",
-            "services in trouble not labelled because of the cap",
-            state.units_overflow,
+        yield from _unlabelled(
+            (GaugeMetricFamily, "imagelint_units_loaded", "services systemd reported", state.units_loaded),
+            (GaugeMetricFamily, "imagelint_units_looping", "services in a restart loop", state.units_looping),
+            (
+                GaugeMetricFamily,
+                "imagelint_units_overflow",
+                "services in trouble not labelled because of the cap",
+                state.units_overflow,
+            ),
         )
 
 
@@ -125,20 +128,33 @@ def _journal(state: WatchState) -> Iterator[Metric]:
     for name, count in sorted(state.signals.items()):
         signals.add_metric([name], count)
     yield signals
-    yield CounterMetricFamily(
-        "imagelint_journal_entries", "journal entries read while watching", state.journal_entries
+    yield from _unlabelled(
+        (
+            CounterMetricFamily,
+            "imagelint_journal_entries",
+            "journal entries read while watching",
+            state.journal_entries,
+        ),
+        (
+            CounterMetricFamily,
+            "imagelint_journal_bad_entries",
+            "journal entries that could not be read or matched",
+            state.journal_bad_entries,
+        ),
+        (GaugeMetricFamily, "imagelint_journal_files", "journal files followed", state.journal_files),
+        (
+            GaugeMetricFamily,
+            "imagelint_journal_files_unreadable",
+            "journal files that could not be opened or read",
+            state.journal_unreadable,
+        ),
     )
-    yield CounterMetricFamily(
-        "imagelint_journal_bad_entries",
-        "journal entries that could not be read or matched",
-        state.journal_bad_entries,
-    )
-    yield GaugeMetricFamily("imagelint_journal_files", "journal files followed", state.journal_files)
-    yield GaugeMetricFamily(
-        "imagelint_journal_files_unreadable",
-        "journal files that could not be opened or read",
-        state.journal_unreadable,
-    )
+
+
+def _unlabelled(*rows: tuple[Any, str, str, float]) -> Iterator[Metric]:
+    """One metric without labels per (family, name, help, value)."""
+    for family, name, text, value in rows:
+        yield family(name, text, value)
 
 
 def _verdicts(state: WatchState) -> Iterator[Metric]:

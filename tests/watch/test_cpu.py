@@ -16,7 +16,7 @@ from imagelint.facts.hotcore import HotCoreParams
 from imagelint.watch import metrics
 from imagelint.watch.cpu import CpuUnavailable, CpuWatch
 from imagelint.watch.state import WatchState
-from tests.soak.test_hot_core import KERNEL_LOAD, USER_LOAD, _cpu, _pinned
+from tests.soak.loads import KERNEL_LOAD, USER_LOAD, pinned, pinned_cpu
 
 LOOSE = HotCoreParams(min_kernel_share=0.75, max_others_busy=1.0)
 
@@ -35,10 +35,10 @@ def _watch_for(seconds: float, cpu_watch: CpuWatch, *, masked: bool = False) -> 
 @pytest.mark.root
 @pytest.mark.slow
 def test_a_pinned_kernel_load_is_counted_on_its_cpu() -> None:
-    cpu = _cpu()
+    cpu = pinned_cpu()
     watch = CpuWatch(params=LOOSE)
     watch.poll(time.monotonic())
-    with _pinned(KERNEL_LOAD, cpu):
+    with pinned(KERNEL_LOAD, cpu):
         state = _watch_for(8, watch)
     assert state.cpu is not None
     assert state.cpu.saturated_seconds.get(str(cpu), 0.0) >= 4, state.cpu
@@ -51,10 +51,10 @@ def test_a_pinned_kernel_load_is_counted_on_its_cpu() -> None:
 @pytest.mark.root
 @pytest.mark.slow
 def test_the_same_load_in_user_time_is_not_saturation() -> None:
-    cpu = _cpu()
+    cpu = pinned_cpu()
     watch = CpuWatch(params=LOOSE)
     watch.poll(time.monotonic())
-    with _pinned(USER_LOAD, cpu):
+    with pinned(USER_LOAD, cpu):
         state = _watch_for(5, watch)
     assert state.cpu is not None and state.cpu.saturated_seconds.get(str(cpu), 0.0) == 0.0
 
@@ -62,10 +62,10 @@ def test_the_same_load_in_user_time_is_not_saturation() -> None:
 @pytest.mark.root
 @pytest.mark.slow
 def test_masked_time_is_not_judged() -> None:
-    cpu = _cpu()
+    cpu = pinned_cpu()
     watch = CpuWatch(params=LOOSE)
     watch.poll(time.monotonic())
-    with _pinned(KERNEL_LOAD, cpu):
+    with pinned(KERNEL_LOAD, cpu):
         state = _watch_for(5, watch, masked=True)
     assert state.cpu is not None and state.cpu.saturated_seconds.get(str(cpu), 0.0) == 0.0
 
