@@ -10,7 +10,7 @@ user runs it (``imagelint audit SPEC -f json:PATH``); every kind
 must report what the directory reports: the findings (rule, subject, severity, message, path, line),
 each image-scope rule's outcome and reason, the counts, the verdict, the exit code, the inventory,
 errors, warnings and notes. The findings' evidence is compared apart (a directory's size is the
-filesystem's own; the bundle's symlink sizes are a known bug, marked xfail).
+filesystem's own).
 The bundle and the snapshot also ``diff`` against the directory with no change (the disk images'
 ``diff`` is in ``tests/targets/disk/test_disk_images.py``).
 
@@ -256,15 +256,7 @@ def test_the_snapshot_is_read_in_place(reports: Reports, aws: tuple[Any, str, st
     assert report["facts"]["disk"]["root"]["filesystem"] == "ext4"
 
 
-SYMLINK_SIZE = pytest.mark.xfail(
-    strict=True,
-    reason="bug: a bundle describes a symlink with size 0 (imagelint/bundle/extract.py keeps "
-    "member.size only for regular files, and a tar symlink's size field is 0) where every filesystem "
-    "gives the target's length: IL108's evidence for /var/lib/cloud/instance says size 0, not 44",
-)
-
-
-@pytest.mark.parametrize("kind", [pytest.param(k, marks=SYMLINK_SIZE) if k == "bundle" else k for k in KINDS])
+@pytest.mark.parametrize("kind", KINDS)
 def test_every_kind_gives_the_same_evidence(kind: str, reports: Reports, expected: dict[str, Any]) -> None:
     """Not part of the comparison above (the findings agree without it): each finding's evidence."""
     _, _, report = reports(kind)

@@ -334,7 +334,14 @@ def _member(
         raise BundleError(f"member {name[:200]!r} is {what}; refused", where=where)
     if area == "root":
         path = _image_path(parts)
-        size = member.size if kind is FileKind.FILE else 0
+        # a tar symlink's size field is 0; lstat gives a link the length of its target
+        size = (
+            member.size
+            if kind is FileKind.FILE
+            else len(os.fsencode(member.linkname))
+            if kind is FileKind.SYMLINK
+            else 0
+        )
         result.table[path] = ImageStat(
             path, kind, stat_mod.S_IMODE(member.mode), member.uid, member.gid, size
         )

@@ -28,7 +28,8 @@ def collect_soak_bundle(work: Path, seconds: float = 0.2, interval: float = 0.1)
     (work / "root/etc").mkdir(parents=True, exist_ok=True)
     plan = Plan(
         needs_for(PACKS, Config(), (Scope.IMAGE,)),
-        show=True, soak_seconds=seconds, soak_interval=interval, limits=DEFAULT_LIMITS, root=str(work / "root"),
+        show=True, soak_seconds=seconds, soak_interval=interval, limits=DEFAULT_LIMITS,
+        root=str(work / "root"),
     )  # fmt: skip
     (work / "collect.sh").write_text(script_text())
     (work / "plan.txt").write_text(plan.text())
