@@ -1,10 +1,20 @@
-"""The ``units`` document as a text table: one row per unit (colour only when asked), then the problems."""
+"""The ``units`` document as a text table: one row per unit (colour only when asked), then the problems.
+
+Without colour (a pipe, a CI log, ``NO_COLOR``) the table is written directly: columns as wide as
+their widest cell, two spaces apart, trailing spaces trimmed, which is the layout rich gives with
+these settings, without a layout engine per cell. Rich lays out the coloured table for a terminal,
+and any table wider than ``PLAIN_WIDTH`` (rich folds its cells).
+"""
 
 from __future__ import annotations
 
 import io
 import os
+import unicodedata
 from typing import Any
+
+PLAIN_WIDTH = 400
+COLUMNS = ("unit", "state", "preset", "file", "drop-ins", "boot chain")
 
 ARROW = " → "
 
@@ -20,47 +30,36 @@ _STATE_STYLE = {
 
 def render_text(document: dict[str, Any], *, color: bool) -> str:
     """A table of the units (colour only when asked), then the problems."""
+    if not color:
+        plain = _plain(document)
+        if plain is not None:
+            return plain
     from rich.console import Console
     from rich.markup import escape as markup
     from rich.table import Table
 
-    from imagelint.report.escape import for_log
-
     def escape(text: str) -> str:
-        return markup(for_log(text))
+        return markup(text)
 
     buffer = io.StringIO()
-    width = _width() if color else 400
-    console = Console(file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False)
-    units = document["units"]
-    boot = sum(1 for u in units if u["boot_chain"])
-    assumed = ", assumed: the image has no default.target" if document.get("default_target_assumed") else ""
-    console.print(
-        f"{escape(document['root'])}: {len(units)} units, {boot} started at boot "
-        f"(default.target → {escape(document['default_target'] or 'none')}{assumed})"
+    width = _width() if color else PLAIN_WIDTH
+    console = Console(
+        file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False, emoji=False
     )
+    units = document["units"]
+    console.print(escape(_heading(document)))
     table = Table(show_lines=False, expand=False, pad_edge=False, box=None, header_style="bold")
-    for column in ("unit", "state", "preset", "file", "drop-ins", "boot chain"):
+    for column in COLUMNS:
         table.add_column(column, overflow="fold")
-    for u in units:
+    for u, cells in zip(units, _rows(document), strict=True):
         style = _STATE_STYLE.get(u["state"])
-        state = f"[{style}]{escape(u['state'])}[/]" if style else escape(u["state"])
-        source = u["fragment"] or u["path"] or ""
-        if u["unit"] and u["unit"] != u["name"]:
-            source = f"→ {u['unit']} ({source})"
-        chain = ARROW.join(u["boot_chain"]) if u["boot_chain"] else ""
-        table.add_row(
-            escape(u["name"]),
-            state,
-            escape(u["preset"] or ""),
-            escape(source),
-            escape(", ".join(u["dropins"])),
-            escape(chain),
-        )
+        escaped = [markup(cell) for cell in cells]
+        if style:
+            escaped[1] = f"[{style}]{escaped[1]}[/]"
+        table.add_row(*escaped)
     console.print(table)
-    for p in document["problems"]:
-        where = p["path"] if p["line"] is None else f"{p['path']}:{p['line']}"
-        console.print(f"[yellow]problem[/] {escape(where)}: {escape(p['message'])}")
+    for where, message in _problems(document):
+        console.print(f"[yellow]problem[/] {markup(where)}: {markup(message)}")
     text = buffer.getvalue()
     return text if color else "\n".join(line.rstrip() for line in text.split("\n"))
 
@@ -70,3 +69,70 @@ def _width() -> int:
         return max(80, os.get_terminal_size().columns)
     except OSError:
         return 160
+
+
+def _heading(document: dict[str, Any]) -> str:
+    from imagelint.report.escape import for_log
+
+    units = document["units"]
+    boot = sum(1 for u in units if u["boot_chain"])
+    assumed = ", assumed: the image has no default.target" if document.get("default_target_assumed") else ""
+    return (
+        f"{for_log(document['root'])}: {len(units)} units, {boot} started at boot "
+        f"(default.target → {for_log(document['default_target'] or 'none')}{assumed})"
+    )
+
+
+def _rows(document: dict[str, Any]) -> list[list[str]]:
+    """Each unit's cells, escaped for a terminal or a log."""
+    from imagelint.report.escape import for_log
+
+    rows = []
+    for u in document["units"]:
+        source = u["fragment"] or u["path"] or ""
+        if u["unit"] and u["unit"] != u["name"]:
+            source = f"→ {u['unit']} ({source})"
+        chain = ARROW.join(u["boot_chain"]) if u["boot_chain"] else ""
+        cells = (u["name"], u["state"], u["preset"] or "", source, ", ".join(u["dropins"]), chain)
+        rows.append([for_log(cell) for cell in cells])
+    return rows
+
+
+def _problems(document: dict[str, Any]) -> list[tuple[str, str]]:
+    from imagelint.report.escape import for_log
+
+    out = []
+    for p in document["problems"]:
+        where = p["path"] if p["line"] is None else f"{p['path']}:{p['line']}"
+        out.append((for_log(where), for_log(p["message"])))
+    return out
+
+
+def _cells(text: str) -> int:
+    """Terminal columns ``text`` takes (wide East Asian characters 2, combining marks 0)."""
+    if text.isascii():
+        return len(text)
+    width = 0
+    for char in text:
+        if unicodedata.combining(char) or unicodedata.category(char) in ("Mn", "Me", "Cf"):
+            continue
+        width += 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+    return width
+
+
+def _plain(document: dict[str, Any]) -> str | None:
+    """The table written directly; None when a line would be wider than ``PLAIN_WIDTH`` (rich folds)."""
+    rows = _rows(document)
+    widths = [_cells(name) for name in COLUMNS]
+    for row in rows:
+        widths = [max(w, _cells(cell)) for w, cell in zip(widths, row, strict=True)]
+    heading = _heading(document)
+    problems = [f"problem {where}: {message}" for where, message in _problems(document)]
+    too_wide = sum(widths) + 2 * (len(widths) - 1) > PLAIN_WIDTH
+    if too_wide or any(_cells(line) > PLAIN_WIDTH for line in (heading, *problems)):
+        return None
+    out = [heading]
+    for row in (list(COLUMNS), *rows):
+        padded = [cell + " " * (w - _cells(cell)) for cell, w in zip(row, widths, strict=True)]
+        out.append("  ".join(padded).rstrip())
+    return "\n".join([*out, *problems, ""])
