@@ -1,0 +1,98 @@
+"""The common paths' speed in one run, each figure a ratio against its baseline, and where the time goes.
+
+Whole processes, medians of ``--runs`` runs after a warm-up, on the realistic cloud image the tests
+build (294 units, ~340 packages: ``scripts/build-test-rootfs.sh cloud``), or a root given with
+``--root``:
+
+- ``imagelint units ROOT`` (text, to a pipe) against ``systemctl --root ROOT list-unit-files``
+  (issue 26's goal: ≤ 0.5x);
+- ``imagelint audit ROOT -f json:/dev/null`` (all built-in packs) against the same systemctl call
+  (goal ≤ 1.0x), and its peak RSS (goal: no higher than 43 MiB);
+- ``imagelint --version`` against ``python -c pass`` of the same interpreter (goal ≤ 1.3x).
+
+The journal path has its own benchmark (``benchmarks/journal_vs_journalctl.py``: it builds a
+1,000,000-entry journal first). Then a profile of one in-process audit: the functions with the most
+time of their own, so that the next regression is seen in minutes.
+
+    .venv/bin/python benchmarks/speed.py [--runs 9] [--root ROOT] [--top 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from _timing import REPO, median_wall, report
+
+MIB = 1024 * 1024
+
+
+def cloud_rootfs() -> Path:
+    """The cached cloud image the tests use (built on first use; needs root)."""
+    script = REPO / "scripts/build-test-rootfs.sh"
+    out = subprocess.run(
+        ["bash", str(script), "--flavour", "cloud"], capture_output=True, text=True, check=True
+    )
+    return Path(out.stdout.strip().splitlines()[-1])
+
+
+def peak_rss(cmd: list[str]) -> int:
+    """Peak RSS in bytes of ``cmd``, run in a fresh Python whose only child it is."""
+    child = (
+        "import resource, subprocess, sys\n"
+        "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", child, *cmd], capture_output=True, text=True, check=True)
+    return int(out.stdout.strip()) * 1024
+
+
+def profile(root: Path, top: int) -> None:
+    from imagelint.openers import open_spec
+    from imagelint.session import RunOptions, audit_opened, prepare
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    run = prepare(RunOptions(outputs=[]))
+    with open_spec(str(root)) as opened:
+        audit_opened(run, opened)
+    profiler.disable()
+    print(
+        f"\nprofile of one in-process audit (rules loaded, image opened and audited), top {top} by own time:"
+    )
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(top)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--root", type=Path)
+    parser.add_argument("--top", type=int, default=15)
+    args = parser.parse_args()
+    root = args.root or cloud_rootfs()
+    imagelint = str(Path(sys.executable).parent / "imagelint")
+    systemctl = shutil.which("systemctl") or "systemctl"
+    load = os.getloadavg()
+    print(f"image: {root}; median of {args.runs} runs each; load average {load[0]:.2f} {load[1]:.2f}")
+    baseline = median_wall([systemctl, f"--root={root}", "list-unit-files", "--no-pager"], args.runs)
+    units = median_wall([imagelint, "units", str(root)], args.runs)
+    report("imagelint units (text)", units, "systemctl --root list-unit-files", baseline, goal=0.5)
+    audit_cmd = [imagelint, "audit", str(root), "-f", "json:/dev/null"]
+    audit = median_wall(audit_cmd, args.runs, ok_codes=(0, 1))
+    report("imagelint audit -f json:/dev/null", audit, "systemctl --root list-unit-files", baseline, goal=1.0)
+    python = median_wall([sys.executable, "-c", "pass"], args.runs)
+    version = median_wall([imagelint, "--version"], args.runs)
+    report("imagelint --version", version, "python -c pass", python, goal=1.3)
+    rss = peak_rss(audit_cmd)
+    print(f"imagelint audit peak RSS: {rss / MIB:.1f} MiB (goal ≤ 43 MiB)")
+    profile(root, args.top)
+
+
+if __name__ == "__main__":
+    main()
