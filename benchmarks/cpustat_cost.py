@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 
 from imagelint.facts.cgroups import CgroupSampler
-from imagelint.facts.cpusampler import CpuRecord
-from imagelint.facts.cpustat import ProcStatReader
+from imagelint.facts.cpurecord import CpuRecord
+from imagelint.probes.cpu import ProcStatReader
 
 GOAL_MS = 1.0
 READS_PER_SECOND = 10

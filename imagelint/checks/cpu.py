@@ -1,6 +1,6 @@
 """Check kind on a soak's per-CPU reads: a core saturated in the kernel while the host looks idle.
 
-``cpu.hot_core`` replays the soak's ``/proc/stat`` reads (:class:`imagelint.facts.cpusampler.CpuRecord`)
+``cpu.hot_core`` replays the soak's ``/proc/stat`` reads (:class:`imagelint.facts.cpurecord.CpuRecord`)
 through the episode tracker of :mod:`imagelint.facts.hotcore` with the rule's thresholds, and fires
 when a CPU stayed saturated for at least ``min_seconds``. Its ``evidence`` parameter names what else
 points at the incident's mechanism (dying memcgs growing as IL401 judges them; a slow memory.stat

@@ -2,7 +2,8 @@
 
 Public API (used by the soak and by ``imagelint watch``):
 
-- :func:`parse_proc_stat` (text → :class:`ProcStat`), :class:`ProcStatReader` (one open file, re-read);
+- :func:`parse_proc_stat` (text → :class:`ProcStat`; the live read is
+  :class:`imagelint.probes.cpu.ProcStatReader`);
 - :func:`diff` (two :class:`ProcStat` → :class:`Interval`: a :class:`CpuDelta` per CPU, and what
   could not be compared, said);
 - :class:`CpuDelta`: ``kernel`` (system + irq + softirq), ``busy`` (all but idle, iowait and steal)
@@ -27,7 +28,6 @@ What is tolerated, and said (each becomes a note; nothing is silently guessed):
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
 from imagelint.errors import ExitCode, ImageLintError
@@ -35,7 +35,6 @@ from imagelint.errors import ExitCode, ImageLintError
 FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal", "guest", "guest_nice")
 MIN_FIELDS = 4  # user nice system idle: every kernel since 2.0
 _USER, _NICE, _SYSTEM, _IDLE, _IOWAIT, _IRQ, _SOFTIRQ, _STEAL = range(8)
-DEFAULT_MAX_BYTES = 4 << 20  # /proc/stat of a 4,096-CPU host with its intr line stays well below
 
 
 class ProcStatError(ImageLintError):
@@ -162,49 +161,3 @@ def diff(prev: ProcStat, cur: ProcStat) -> Interval:
         out.deltas[cpu] = CpuDelta(kernel, busy, total)
     out.disappeared = [cpu for cpu in prev.cpus if cpu not in cur.cpus]
     return out
-
-
-class ProcStatReader:
-    """``/proc/stat`` kept open and re-read from offset 0 (the kernel regenerates it on each read).
-
-    Reads are capped at ``max_bytes``; a file that does not end within the cap is an error, never a
-    partial parse. Use as a context manager, or call :meth:`close`.
-    """
-
-    def __init__(self, path: str = "/proc/stat", *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
-        self.path = path
-        self.max_bytes = max_bytes
-        try:
-            self._fd: int | None = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        except OSError as exc:
-            raise ProcStatError(f"cannot open: {exc.strerror}", where=path) from None
-        self._buffer = bytearray(min(65536, max_bytes + 1))
-
-    def read_text(self) -> str:
-        """The whole file from one read call (one generation of it); the buffer grows up to the cap."""
-        if self._fd is None:
-            raise ProcStatError("read after close", where=self.path)
-        while True:
-            try:
-                size = os.preadv(self._fd, [self._buffer], 0)
-            except OSError as exc:
-                raise ProcStatError(f"cannot read: {exc.strerror}", where=self.path) from None
-            if size < len(self._buffer):
-                return self._buffer[:size].decode("ascii", errors="replace")
-            if len(self._buffer) > self.max_bytes:
-                raise ProcStatError(f"larger than {self.max_bytes} bytes", where=self.path)
-            self._buffer = bytearray(min(len(self._buffer) * 4, self.max_bytes + 1))
-
-    def read(self) -> ProcStat:
-        return parse_proc_stat(self.read_text(), where=self.path)
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-    def __enter__(self) -> ProcStatReader:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from imagelint.facts.cgroups import CgroupLayout, ProbeResult, Sample, SubtreeCount
-from imagelint.facts.cpusampler import CpuRecord
+from imagelint.facts.cpurecord import CpuRecord
 from imagelint.facts.hotcore import summarise
 from imagelint.facts.interrupts import NicInterrupts
 from imagelint.facts.systemd.show import RestartDelta, RestartSnapshot, restart_deltas

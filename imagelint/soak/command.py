@@ -16,10 +16,10 @@ from contextlib import contextmanager
 from imagelint import stderr
 from imagelint.errors import UsageError
 from imagelint.facts.cgroups import CgroupSampler, ProbeResult, Sample, probe_memory_stat
-from imagelint.facts.cpusampler import CpuSampler
 from imagelint.facts.cpustat import ProcStatError
 from imagelint.facts.interrupts import nic_interrupts, nic_irqs, read_interrupts
 from imagelint.facts.soak import SoakFacts
+from imagelint.probes.cpu import CpuSampler
 from imagelint.report import Verdict
 from imagelint.report.escape import for_log
 from imagelint.session import RunOptions, judge_soak, prepare, publish

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import os
 
-from imagelint.facts.cpustat import ProcStat, ProcStatError, ProcStatReader, diff
+from imagelint.facts.cpustat import ProcStat, ProcStatError, diff
 from imagelint.facts.hotcore import EpisodeTracker, HotCoreParams
+from imagelint.probes.cpu import ProcStatReader
 from imagelint.watch.state import CpuSaturation
 
 

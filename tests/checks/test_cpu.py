@@ -9,7 +9,7 @@ import pytest
 from imagelint.config import Config
 from imagelint.engine import RunSettings, audit
 from imagelint.facts.cgroups import CgroupLayout, ProbeResult, Sample
-from imagelint.facts.cpusampler import CpuRecord
+from imagelint.facts.cpurecord import CpuRecord
 from imagelint.facts.cpustat import parse_proc_stat
 from imagelint.facts.soak import SoakFacts, SoakResult
 from imagelint.report import Verdict

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from imagelint.facts.cgroups import CgroupLayout, ProbeResult, Sample
-from imagelint.facts.cpusampler import CpuRecord
+from imagelint.facts.cpurecord import CpuRecord
 from imagelint.facts.cpustat import parse_proc_stat
 from imagelint.facts.soak import SoakFacts
 from imagelint.soak.runner import run_soak

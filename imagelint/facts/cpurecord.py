@@ -1,33 +1,22 @@
-"""Read ``/proc/stat`` about ten times a second in a background thread and keep the per-CPU intervals.
+"""What the per-CPU sampler kept of ``/proc/stat``: per read, its time span and per-CPU deltas.
 
-:class:`CpuSampler` runs beside the soak's own loop (a thread, so that a slow cgroup sample, which on
-an affected host takes seconds in the kernel, does not stop the CPU reads exactly when they matter).
-Reads follow a fixed grid of ``period`` seconds; the deltas are kept compactly (four 32-bit numbers
-per CPU per read) so that thresholds can be applied afterwards, by the rule, with its parameters:
-:meth:`CpuRecord.tracker` replays them through an :class:`~imagelint.facts.hotcore.EpisodeTracker`.
-
-``masked()`` marks time that must not be judged: the soak times its own ``memory.stat`` walk inside
-it, since that walk is itself kernel time on one CPU. Intervals that overlap it are gaps.
-
-Memory is bounded: at most ``max_cpu_intervals`` (CPUs × reads) are kept, and the period is widened
-up front so that a soak of the announced ``duration`` fits; past the cap reads stop being kept, and
-the record says so.
+A :class:`CpuRecord` is filled by :class:`imagelint.probes.cpu.CpuSampler` on the running host. The
+deltas are kept compactly (four 32-bit numbers per CPU per read) so that thresholds can be applied
+afterwards, by the rule, with its parameters: :meth:`CpuRecord.tracker` replays them through an
+:class:`~imagelint.facts.hotcore.EpisodeTracker`. The record also says what was tolerated (older
+format, hotplug, counters going backwards, masked intervals, the memory cap).
 """
 
 from __future__ import annotations
 
-import contextlib
-import threading
-import time
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from imagelint.facts.cpustat import CpuDelta, Interval, ProcStat, ProcStatError, ProcStatReader, diff
+from imagelint.facts.cpustat import CpuDelta, Interval, ProcStat, diff
 from imagelint.facts.hotcore import EpisodeTracker, HotCoreParams
 
-DEFAULT_PERIOD = 0.1
 DEFAULT_MAX_CPU_INTERVALS = 2_000_000  # ~32 MB: one hour at 10 reads a second on 55 CPUs
 MAX_EVENTS = 20  # hotplug / backwards events listed (all are counted)
 _U32 = 0xFFFFFFFF
@@ -184,104 +173,3 @@ class CpuRecord:
             "notes": self.notes(),
             "error": self.error,
         }
-
-
-class CpuSampler:
-    """A background thread reading ``/proc/stat`` every ``period`` s until :meth:`stop`; see the module.
-
-    For a live view (``imagelint watch``), pass ``tracker``: each read is fed to it as it comes, under
-    :attr:`lock` (hold the lock to read its counters), and ``keep=False`` keeps no record of reads, so
-    memory stays flat however long it runs (the record then holds counts, events and cost only).
-    """
-
-    def __init__(
-        self,
-        period: float = DEFAULT_PERIOD,
-        *,
-        duration: float | None = None,
-        path: str = "/proc/stat",
-        max_cpu_intervals: int = DEFAULT_MAX_CPU_INTERVALS,
-        clock: Callable[[], float] = time.monotonic,
-        tracker: EpisodeTracker | None = None,
-        keep: bool = True,
-    ) -> None:
-        self._reader = ProcStatReader(path)  # fails here, before the soak, if there is no /proc/stat
-        self._clock = clock
-        self._first = self._reader.read()
-        cpus = len(self._first.cpus)
-        if duration:
-            period = max(period, duration * cpus / max_cpu_intervals)
-        self.record = CpuRecord(period, clock(), online=sorted(self._first.cpus))
-        self.record.reads = 1
-        self.record.columns_note = self._first.note()
-        self.record.max_cpu_intervals = max_cpu_intervals
-        self.record.keep = keep
-        self.tracker = tracker
-        self.lock = threading.Lock()  # guards the live tracker
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._mask_depth = 0
-        self._mask_dirty = False
-        self._thread = threading.Thread(target=self._run, name="imagelint-cpustat", daemon=True)
-
-    def start(self) -> CpuSampler:
-        self._thread.start()
-        return self
-
-    def stop(self) -> CpuRecord:
-        """Stop the thread (after one last read) and return the record."""
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join()
-        self._reader.close()
-        return self.record
-
-    def __enter__(self) -> CpuSampler:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @contextlib.contextmanager
-    def masked(self) -> Iterator[None]:
-        """Intervals that overlap this block are gaps (e.g. imagelint's own cgroup walk)."""
-        with self._lock:
-            self._mask_depth += 1
-            self._mask_dirty = True
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._mask_depth -= 1
-
-    def _run(self) -> None:
-        record, period = self.record, self.record.period
-        prev, t_prev, k = self._first, record.origin, 0
-        while True:
-            k = max(k + 1, int((self._clock() - record.origin) / period) + 1)
-            wait = record.origin + k * period - self._clock()
-            last = self._stop.wait(wait) if wait > 0 else self._stop.is_set()
-            if wait <= 0:
-                record.late += 1
-            c0 = time.thread_time()
-            try:
-                cur, t = self._reader.read(), self._clock()
-            except ProcStatError as exc:
-                record.error = str(exc)
-                return
-            with self._lock:
-                gap = self._mask_dirty
-                if self._mask_depth == 0:
-                    self._mask_dirty = False
-            interval = self.record.add(prev, cur, t_prev, t, masked=gap)
-            if self.tracker is not None:
-                with self.lock:
-                    if gap:
-                        self.tracker.gap(bridge=True)
-                    else:
-                        self.tracker.feed(t_prev, t, interval)
-            record.reads += 1
-            record.cpu_seconds += time.thread_time() - c0
-            prev, t_prev = cur, t
-            if last:
-                return
