@@ -24,8 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from imagelint.facts.cgroups import CgroupSampler
 from imagelint.facts.cpurecord import CpuRecord
+from imagelint.probes.cgroups import CgroupSampler
 from imagelint.probes.cpu import ProcStatReader
 
 GOAL_MS = 1.0

@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from imagelint.facts.cgroups import CgroupSampler, probe_memory_stat
+from imagelint.probes.cgroups import CgroupSampler, probe_memory_stat
 from imagelint.soak.runner import run_soak
 
 V1_MEMORY = Path("/sys/fs/cgroup/memory")

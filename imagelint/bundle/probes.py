@@ -24,7 +24,6 @@ from imagelint.facts.cgroups import (
     ProbeResult,
     Sample,
     SubtreeCount,
-    detect_layout,
     parse_cgroup_stat,
     parse_proc_cgroups,
     sample_from_counts,
@@ -33,6 +32,7 @@ from imagelint.facts.cgroups import (
 from imagelint.facts.soak import SoakResult
 from imagelint.facts.systemd.live import LiveState, parse_live
 from imagelint.facts.systemd.show import RestartSnapshot, parse_show_blocks, parse_systemctl_show
+from imagelint.probes.cgroups import detect_layout
 
 MAX_RECORD = 64 * 1024 * 1024
 MAX_MOUNTED = 256  # entries of /sys/fs/cgroup (a v1 host: about 15)

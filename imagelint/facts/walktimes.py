@@ -1,6 +1,6 @@
 """The ``memory.stat`` walk timed through a soak: its series, its trend in words, whether it was slow.
 
-The soak times the walk (:func:`imagelint.facts.cgroups.probe_memory_stat`) at every Nth sample, so
+The soak times the walk (:func:`imagelint.probes.cgroups.probe_memory_stat`) at every Nth sample, so
 that a walk growing slower can be set beside the hot-core episodes it causes.
 """
 

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from imagelint.facts.cgroups import CgroupSampler, probe_memory_stat
 from imagelint.facts.systemd.show import RestartSnapshot
+from imagelint.probes.cgroups import CgroupSampler, probe_memory_stat
 from imagelint.soak.runner import run_soak
 from tests.soak.memcg import MemcgLab, judged_against_noise, memory_num_cgroups, v1_memory_writable
 from tests.support import need
