@@ -319,7 +319,8 @@ class CgroupSampler:
 # Symptom probe
 
 
-def _thread_cpu() -> float:
+def thread_cpu() -> float:
+    """CPU time of the calling thread so far, user + system (the kernel's work on its behalf counts)."""
     usage = resource.getrusage(resource.RUSAGE_THREAD)
     return usage.ru_utime + usage.ru_stime
 
@@ -342,7 +343,7 @@ def probe_memory_stat(layout: CgroupLayout) -> ProbeResult:
     dirs = _memory_cgroup_dirs(layout)
     errors = 0
     total = 0
-    cpu0, t0 = _thread_cpu(), time.perf_counter()
+    cpu0, t0 = thread_cpu(), time.perf_counter()
     for d in dirs:
         try:
             fd = os.open(os.path.join(d, "memory.stat"), os.O_RDONLY)
@@ -356,5 +357,5 @@ def probe_memory_stat(layout: CgroupLayout) -> ProbeResult:
             errors += 1
         finally:
             os.close(fd)
-    seconds, cpu = time.perf_counter() - t0, _thread_cpu() - cpu0
+    seconds, cpu = time.perf_counter() - t0, thread_cpu() - cpu0
     return ProbeResult(layout.memory, len(dirs) - errors, seconds, cpu, total, errors)

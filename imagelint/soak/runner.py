@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import resource
 import signal
 import threading
 import time
@@ -23,15 +22,11 @@ from typing import Protocol
 from imagelint.facts.cgroups import ProbeResult, Sample
 from imagelint.facts.soak import SoakResult
 from imagelint.facts.systemd.show import RestartSnapshot, collect_restart_counters
+from imagelint.probes.cgroups import thread_cpu
 
 
 class SampleSource(Protocol):
     def sample(self) -> Sample: ...
-
-
-def _thread_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_THREAD)
-    return usage.ru_utime + usage.ru_stime
 
 
 def run_soak(
@@ -66,9 +61,9 @@ def run_soak(
     cut_short = False
     walks: list[tuple[float, ProbeResult]] = []
     while True:
-        c0 = _thread_cpu()
+        c0 = thread_cpu()
         sample = sampler.sample()
-        cpu += _thread_cpu() - c0
+        cpu += thread_cpu() - c0
         samples.append(sample)
         if on_sample is not None:
             on_sample(sample)
