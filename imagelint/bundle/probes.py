@@ -2,7 +2,7 @@
 ``imagelint/soak``), parsed at home with the same parsers as a local run.
 
 - ``live/start.txt`` / ``live/end.txt``: the batched ``systemctl show`` (the form
-  :mod:`imagelint.facts.systemd.live` runs), with ``.status`` files (``wall``, ``booted``, ``rc``,
+  :mod:`imagelint.probes.systemd` runs), with ``.status`` files (``wall``, ``booted``, ``rc``,
   ``stderr``); the last one is the live state of ``audit --live``, both are the soak's restart
   counters;
 - ``soak/layout`` (which hierarchies hold memory), ``soak/sample.NNNNN`` (``uptime``, ``wall``,

@@ -20,7 +20,7 @@ class LiveOpener:
 
     @contextlib.contextmanager
     def open(self, spec: str, options: OpenOptions) -> Iterator[Opened]:
-        from imagelint.facts.systemd.live import collect_live_state
+        from imagelint.probes.systemd import collect_live_state
         from imagelint.targets import HostTarget
 
         if options.partition is not None:

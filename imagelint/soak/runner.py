@@ -21,8 +21,9 @@ from typing import Protocol
 
 from imagelint.facts.cgroups import ProbeResult, Sample
 from imagelint.facts.soak import SoakResult
-from imagelint.facts.systemd.show import RestartSnapshot, collect_restart_counters
+from imagelint.facts.systemd.show import RestartSnapshot
 from imagelint.probes.cgroups import thread_cpu
+from imagelint.probes.systemd import collect_restart_counters
 
 
 class SampleSource(Protocol):

@@ -29,9 +29,9 @@ from enum import IntEnum
 from typing import Any
 
 from imagelint.facts.cgroups import CgroupReadError
-from imagelint.facts.systemd.live import collect_live_state
 from imagelint.facts.trend import DEFAULT_ALPHA, analyse
 from imagelint.probes.cgroups import CgroupSampler
+from imagelint.probes.systemd import collect_live_state
 from imagelint.report.escape import visible
 from imagelint.watch.textfile import write_atomically
 

@@ -14,7 +14,7 @@ import pytest
 
 from imagelint.aws import ec2 as ec2_ops
 from imagelint.aws.boot import BootWatch, console_verdict
-from imagelint.facts.systemd.live import collect_live_state
+from imagelint.probes.systemd import collect_live_state
 from tests.aws.moto_env import MotoEnv
 from tests.conftest import _test_image
 from tests.nspawn import booted

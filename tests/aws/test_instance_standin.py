@@ -19,7 +19,7 @@ import pytest
 
 from imagelint.config import Config
 from imagelint.engine import RunSettings, audit
-from imagelint.facts.systemd.live import collect_live_state
+from imagelint.probes.systemd import collect_live_state
 from imagelint.rulepacks import builtin_pack_paths, load_packs
 from imagelint.targets import RootfsTarget
 from tests.aws.moto_env import MotoEnv

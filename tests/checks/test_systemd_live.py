@@ -12,7 +12,8 @@ import pytest
 
 from imagelint.config import Config
 from imagelint.engine import RunSettings, audit
-from imagelint.facts.systemd.live import LiveState, collect_live_state, parse_live
+from imagelint.facts.systemd.live import LiveState, parse_live
+from imagelint.probes.systemd import collect_live_state
 from imagelint.report import Outcome
 from imagelint.rulepacks import Scope, builtin_pack_paths, load_packs
 from imagelint.targets import RootfsTarget

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from imagelint.facts.systemd.live import LiveState, collect_live_state, parse_live
+from imagelint.facts.systemd.live import LiveState, parse_live
+from imagelint.probes.systemd import collect_live_state
 from imagelint.watch import metrics
 from imagelint.watch.loop import Watcher, WatchSettings
 from imagelint.watch.state import SourceStatus, WatchState

@@ -1,30 +1,19 @@
-"""Live unit state of the running host, for ``imagelint audit --live``.
+"""Live unit state of the running host, for ``imagelint audit --live``, from ``systemctl show`` output.
 
-One batched call reads every loaded service (the same call and parser as the soak's restart
-counters, :mod:`imagelint.facts.systemd.show`)::
-
-    systemctl show --no-pager --all \\
-        --property=Id,ActiveState,SubState,Result,NRestarts,ExecMainStatus,UnitFileState -- '*.service'
-
-``prefix`` runs systemctl through another command (``nsenter -t PID -m -p ...``) to ask a
-manager in other namespaces, as the tests do with a container booted by systemd-nspawn.
-Where no systemd runs as PID 1 (``/run/systemd/system`` absent, as ``sd_booted()`` decides) the
-state is *not booted*; that, like a systemd that is there but does not answer, makes the live rules
-inconclusive (an error outcome, with the reason on one line): the user asked for a live check that
-could not run, which is not the same as one that does not apply.
+The output of one batched call over every loaded service (made by
+:func:`imagelint.probes.systemd.collect_live_state`, or recorded in a bundle), parsed with the
+same block parser as the soak's restart counters (:mod:`imagelint.facts.systemd.show`). Where no
+systemd runs as PID 1 the state is *not booted*; that, like a systemd that is there but does not
+answer, makes the live rules inconclusive (an error outcome, with the reason on one line): the user
+asked for a live check that could not run, which is not the same as one that does not apply.
 """
 
 from __future__ import annotations
 
-import os
-import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from imagelint.facts.systemd.show import DEFAULT_TIMEOUT, parse_show_blocks, run_systemctl_show
-
-PROPERTIES = ("Id", "ActiveState", "SubState", "Result", "NRestarts", "ExecMainStatus", "UnitFileState")
+from imagelint.facts.systemd.show import parse_show_blocks
 
 
 def _int(text: str | None) -> int | None:
@@ -90,20 +79,3 @@ class LiveState:
 
 def parse_live(text: str) -> dict[str, LiveUnit]:
     return {props["Id"]: LiveUnit.from_props(props) for props in parse_show_blocks(text)}
-
-
-def collect_live_state(
-    *,
-    prefix: Sequence[str] = (),
-    systemctl: str = "systemctl",
-    timeout: float = DEFAULT_TIMEOUT,
-) -> LiveState:
-    """Ask the running manager once; never raises (an unusable systemctl is reported in the state)."""
-    wall = time.time()
-    booted = bool(prefix) or os.path.isdir("/run/systemd/system")
-    out, reason = run_systemctl_show(PROPERTIES, systemctl=systemctl, prefix=prefix, timeout=timeout)
-    if out is None:
-        if not booted:
-            reason = f"this host was not booted with systemd (no /run/systemd/system); {reason}"
-        return LiveState(wall, False, booted, reason)
-    return LiveState(wall, True, True, None, parse_live(out))

@@ -1,17 +1,11 @@
-"""Restart counters of systemd services, read at the start and end of a soak, for attribution.
+"""Restart counters of systemd services, from ``systemctl show`` output, for the soak's attribution.
 
-One batched call reads every loaded service::
-
-    systemctl show --no-pager --all --property=Id,NRestarts,ActiveState,SubState -- '*.service'
-
-A glob pattern is expanded by the manager over the units it has loaded; ``--all`` keeps inactive
-units in the set (without it, only those ``list-units`` shows by default, so a unit that restarted
-during the soak and then stopped would drop out of the end snapshot). ``systemctl show`` with no
-unit argument at all describes the manager instead. Checked against systemd 252 booted in a
-container: 67 units with ``--all`` (as many as ``list-units --all``), 13 without. The output is
-one ``Key=Value`` block per unit, blocks separated by an empty line. ``NRestarts`` (systemd 235
-and later) counts the automatic restarts of a unit. A counter that went *down* between the two
-snapshots (the unit was unloaded and loaded again) is reported as unknown, never as negative.
+The output of the batched call that :func:`imagelint.probes.systemd.collect_restart_counters` makes
+on the running host (or that a bundle recorded) is one ``Key=Value`` block per unit, blocks
+separated by an empty line. ``NRestarts`` (systemd 235 and later) counts the automatic restarts of a unit. Two
+snapshots, at the start and end of a soak, give each unit's restarts in between: a counter that went
+*down* between them (the unit was unloaded and loaded again) is reported as unknown, never as
+negative.
 
 Where systemctl cannot talk to a manager (no systemd as PID 1, as in many containers), the source
 is *absent*: :class:`RestartSnapshot` says so and why, nothing raises.
@@ -19,17 +13,11 @@ is *absent*: :class:`RestartSnapshot` says so and why, nothing raises.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from imagelint.errors import ImageReadError
-
-PROPERTIES = ("Id", "NRestarts", "ActiveState", "SubState")
-DEFAULT_TIMEOUT = 15.0
 
 
 @dataclass(frozen=True)
@@ -98,63 +86,6 @@ def parse_systemctl_show(text: str, *, where: str = "systemctl show") -> dict[st
         n = int(raw) if raw else None
         units[unit] = UnitRestarts(unit, n, props.get("ActiveState") or None, props.get("SubState") or None)
     return units
-
-
-def run_systemctl_show(
-    properties: Sequence[str],
-    *,
-    systemctl: str = "systemctl",
-    extra_args: Sequence[str] = (),
-    prefix: Sequence[str] = (),
-    pattern: str = "*.service",
-    timeout: float = DEFAULT_TIMEOUT,
-) -> tuple[str | None, str | None]:
-    """Run the one batched ``systemctl show --all`` for ``properties``: (stdout, None) or (None, why not).
-
-    ``extra_args`` go before ``show`` (``--user``, ``-M machine``...); ``prefix`` runs systemctl
-    through another command (``nsenter -t PID -a`` to reach a manager in another namespace).
-    """
-    exe = systemctl if prefix else shutil.which(systemctl)
-    if exe is None:
-        return None, f"{systemctl} not found"
-    argv = [*prefix, exe, *extra_args, "show", "--no-pager", "--all", "--property=" + ",".join(properties)]
-    argv += ["--", pattern]
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
-        return None, f"systemctl show did not answer within {timeout:g} s"
-    except OSError as exc:
-        return None, f"cannot run systemctl: {exc.strerror or exc}"
-    if proc.returncode != 0:
-        first = next((ln.strip() for ln in proc.stderr.splitlines() if ln.strip()), "")
-        return None, f"systemctl show failed (exit {proc.returncode}): {first}".rstrip(": ")
-    return proc.stdout, None
-
-
-def collect_restart_counters(
-    *,
-    systemctl: str = "systemctl",
-    extra_args: Sequence[str] = (),
-    prefix: Sequence[str] = (),
-    pattern: str = "*.service",
-    timeout: float = DEFAULT_TIMEOUT,
-) -> RestartSnapshot:
-    """Run the one batched ``systemctl show`` and parse it; an unusable systemctl is reported, not raised.
-
-    Arguments as for :func:`run_systemctl_show`.
-    """
-    wall = time.time()
-    out, reason = run_systemctl_show(
-        PROPERTIES,
-        systemctl=systemctl,
-        extra_args=extra_args,
-        prefix=prefix,
-        pattern=pattern,
-        timeout=timeout,
-    )
-    if out is None:
-        return RestartSnapshot(wall, False, reason)
-    return RestartSnapshot(wall, True, None, parse_systemctl_show(out))
 
 
 @dataclass(frozen=True)
