@@ -1,22 +1,19 @@
-"""Which CPUs take the NIC's queue interrupts: ``/proc/interrupts`` read twice, NIC IRQs found in sysfs.
+"""Which CPUs take the NIC's queue interrupts: ``/proc/interrupts`` parsed, NIC IRQs matched, reads compared.
 
 A hot core starves the NAPI poll only if the NIC's queue interrupts (and so its softirq work) land
-on that core. :func:`nic_irqs` finds each network interface's IRQs exactly, from the MSI IRQs of its
-PCI device in sysfs (``/sys/class/net/IF/device/msi_irqs``, or the parent device's for virtio), and
-by name in ``/proc/interrupts`` (``IF-...``, ``ena``, ``virtioN-input/output`` of the interface's
-virtio device). :func:`nic_interrupts` says, per interface, how many interrupts each CPU took
-between two reads.
+on that core. :func:`match_nic_irqs` finds each network interface's IRQs exactly, from the MSI IRQs
+of its device (what sysfs says of it: :class:`NicDevice`, read on the running host by
+:func:`imagelint.probes.interrupts.nic_devices` or recorded in a bundle) and by name in
+``/proc/interrupts`` (``IF-...``, ``ena``, ``virtioN-input/output`` of the interface's virtio
+device). :func:`nic_interrupts` says, per interface, how many interrupts each CPU took between two
+reads.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-
-MAX_BYTES = 4 << 20
 
 
 @dataclass(frozen=True)
@@ -47,43 +44,12 @@ def parse_interrupts(text: str) -> dict[str, IrqRow]:
     return rows
 
 
-def read_interrupts(path: str = "/proc/interrupts") -> dict[str, IrqRow] | None:
-    """None when the file cannot be read (no /proc, a container that hides it)."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_BYTES)
-    except OSError:
-        return None
-    return parse_interrupts(data.decode("ascii", errors="replace"))
-
-
 @dataclass(frozen=True)
 class NicDevice:
     """What sysfs says of one interface's device: its name (``virtio2``, ``0000:00:05.0``) and MSI IRQs."""
 
     name: str
     msi_irqs: frozenset[str]
-
-
-def nic_devices(net: str = "/sys/class/net") -> dict[str, NicDevice]:
-    """Interface → its device (physical interfaces only: those with a ``device`` in sysfs)."""
-    out: dict[str, NicDevice] = {}
-    try:
-        names = sorted(os.listdir(net))
-    except OSError:
-        return out
-    for iface in names:
-        device = Path(net, iface, "device")
-        if not device.exists():
-            continue
-        irqs: set[str] = set()
-        for msi in (device / "msi_irqs", device / ".." / "msi_irqs"):
-            try:
-                irqs.update(n for n in os.listdir(msi) if n.isdigit())
-            except OSError:
-                continue
-        out[iface] = NicDevice(os.path.basename(os.path.realpath(device)), frozenset(irqs))
-    return out
 
 
 def match_nic_irqs(rows: dict[str, IrqRow], devices: dict[str, NicDevice]) -> dict[str, list[str]]:
@@ -104,11 +70,6 @@ def match_nic_irqs(rows: dict[str, IrqRow], devices: dict[str, NicDevice]) -> di
         }
         out[iface] = sorted(named or irqs, key=int)
     return out
-
-
-def nic_irqs(rows: dict[str, IrqRow], net: str = "/sys/class/net") -> dict[str, list[str]]:
-    """Interface → its IRQ numbers, on this host (:func:`nic_devices`, :func:`match_nic_irqs`)."""
-    return match_nic_irqs(rows, nic_devices(net))
 
 
 @dataclass

@@ -17,10 +17,11 @@ from imagelint import stderr
 from imagelint.errors import UsageError
 from imagelint.facts.cgroups import ProbeResult, Sample
 from imagelint.facts.cpustat import ProcStatError
-from imagelint.facts.interrupts import nic_interrupts, nic_irqs, read_interrupts
+from imagelint.facts.interrupts import nic_interrupts
 from imagelint.facts.soak import SoakFacts
 from imagelint.probes.cgroups import CgroupSampler, probe_memory_stat
 from imagelint.probes.cpu import CpuSampler
+from imagelint.probes.interrupts import nic_irqs, read_interrupts
 from imagelint.report import Verdict
 from imagelint.report.escape import for_log
 from imagelint.session import RunOptions, judge_soak, prepare, publish
