@@ -3,16 +3,16 @@
 The signals are the journal analyses' own (:data:`imagelint.facts.journal.patterns.SIGNALS`: ENA
 resets and Tx timeouts, NETDEV WATCHDOG, soft lockups, RCU stalls, hung tasks, OOM kills), matched
 by :func:`imagelint.facts.journal.signals.entry_matches`. Following is
-:class:`imagelint.facts.journal.follow.JournalFollower`: counters count what was logged while
+:class:`imagelint.probes.journal.JournalFollower`: counters count what was logged while
 watching, across rotations. A MESSAGE the regex budget gives up on is counted in ``unmatched``.
 """
 
 from __future__ import annotations
 
 from imagelint.errors import ImageReadError
-from imagelint.facts.journal.follow import FollowStats, JournalFollower
 from imagelint.facts.journal.patterns import SIGNALS
 from imagelint.facts.journal.signals import entry_matches
+from imagelint.probes.journal import FollowStats, JournalFollower
 
 DEFAULT_JOURNAL_DIR = "/var/log/journal"
 

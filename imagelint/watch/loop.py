@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from imagelint.facts.cgroups import CgroupReadError, ProbeResult, Sample
-from imagelint.facts.journal.follow import JournalUnavailable
 from imagelint.facts.systemd.show import RestartSnapshot
 from imagelint.facts.trend import DEFAULT_ALPHA, Trend
 from imagelint.probes.cgroups import CgroupSampler, probe_memory_stat
+from imagelint.probes.journal import JournalUnavailable
 from imagelint.probes.systemd import collect_live_state
 from imagelint.watch.cpu import CpuUnavailable, CpuWatch
 from imagelint.watch.journal import DEFAULT_JOURNAL_DIR, SignalCounter

@@ -131,7 +131,7 @@ def test_the_wheel_the_dockerfile_installs_has_the_watch_and_its_extra(tmp_path:
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
         meta = next(z.read(n).decode() for n in names if n.endswith(".dist-info/METADATA"))
-    assert {"imagelint/cli/watch.py", "imagelint/watch/loop.py", "imagelint/facts/journal/follow.py"} <= names
+    assert {"imagelint/cli/watch.py", "imagelint/watch/loop.py", "imagelint/probes/journal.py"} <= names
     assert "Provides-Extra: watch" in meta
     assert any(
         line.startswith("Requires-Dist: prometheus-client") and "extra == 'watch'" in line

@@ -28,4 +28,5 @@ class CorruptJournal(JournalError):
 
 class FileShrank(CorruptJournal):
     """The file got shorter while it was read (truncated under the reader): what is past the new end
-    is gone, so the read is incomplete; the file may be whole again later (see ``follow``)."""
+    is gone, so the read is incomplete; the file may be whole again later (see
+    :mod:`imagelint.probes.journal`)."""

@@ -9,8 +9,9 @@ journal stays within a fixed memory budget. A slice larger than a few pages is r
 cached (the reader caps single values itself).
 
 The size is fixed when the file is opened (a journal grows by appending; what a writer appends later
-is read by opening it again, see ``follow``). A read that comes back short inside that size means the
-file shrank under the reader: it raises ``FileShrank`` rather than hand over fewer bytes.
+is read by opening it again, see :mod:`imagelint.probes.journal`). A read that comes back short
+inside that size means the file shrank under the reader: it raises ``FileShrank`` rather than hand
+over fewer bytes.
 """
 
 from __future__ import annotations

@@ -73,3 +73,9 @@ def long_journal(tmp_path_factory: pytest.TempPathFactory) -> Path:
     a while, so that a test can change it under a reader. Copy it before changing it."""
     have_tools()
     return write_journal(large_history(100_000, restart_cycles=10_000), tmp_path_factory.mktemp("long"))
+
+
+@pytest.fixture
+def copied(long_journal: Path, tmp_path: Path) -> Path:
+    """A private copy of the long journal, for a test that cuts it."""
+    return Path(shutil.copytree(long_journal, tmp_path / "journal"))

@@ -1,7 +1,9 @@
-"""Following a live journal directory: each new entry handed over exactly once, files never re-read.
+"""Following the host's live journal directory (``imagelint watch``): each new entry handed over exactly once.
 
 ``JournalFollower(directory).poll()`` returns the entries appended since the previous poll, with the
-fields asked for. How each entry is counted exactly once:
+fields asked for. It lists the directory, opens the files journald is writing and hands them to the
+journal file reader of :mod:`imagelint.facts.journal` (the one every offline read goes through). How
+each entry is counted exactly once:
 
 - **Identity is the file, not its name.** Every journal file header carries a random 128-bit
   ``file_id``. Positions are kept per ``file_id``, so when journald rotates (renames the active
@@ -16,8 +18,8 @@ fields asked for. How each entry is counted exactly once:
   object is written, so a linked entry is complete.
 - **Cheap when idle**: each poll lists the directory (and one level down, as ``journalctl
   --directory`` does) and reads each file's header (4 KiB); a file is opened for reading (positioned
-  reads through a page cache, never a mapping: see ``reader``) only when its ``n_entries`` moved or
-  it is new, and closed again at the end of the poll.
+  reads through a page cache, never a mapping: see :mod:`imagelint.facts.journal.reader`) only when
+  its ``n_entries`` moved or it is new, and closed again at the end of the poll.
 - **Start**: files present at the first poll are followed from their end (``from_start=False``, the
   default: a counter counts what happened while watching), or from their beginning. A file that
   appears later is new: it is read from its first entry.

@@ -1,4 +1,4 @@
-"""Following a journal while systemd-journal-remote writes it: every entry exactly once, across a rotation.
+"""The live journal follower: every entry exactly once while systemd-journal-remote writes, across a rotation.
 
 The writer is the real ``systemd-journal-remote`` fed export format on a pipe that stays open, so the
 file is online (being written) while it is followed. The rotation is journald's: the active
@@ -6,6 +6,9 @@ file is online (being written) while it is followed. The rotation is journald's:
 its writer closed it, and a new writer starts a new ``system.journal``; entries the old file got
 after the last poll must still be read from it under its new name. journalctl is the oracle for
 when the writer's entries have landed.
+
+A file cut under the follower (truncated between polls, or an inode reused by another journal) keeps
+its place until it is whole again, or is read as the new file it is.
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from imagelint.facts.journal.follow import JournalFollower, JournalUnavailable
-from tests.facts.journal.conftest import have_tools, journalctl_json
+from imagelint.facts.journal import open_path
+from imagelint.probes.journal import MAX_FAILURES, JournalFollower, JournalUnavailable
+from tests.facts.journal.conftest import have_tools, journal_file, journalctl_json
 from tests.facts.journal.exportgen import JOURNAL_REMOTE, MACHINE_ID, Host
 
 FIELDS = ("MESSAGE", "_TRANSPORT")
@@ -149,3 +153,48 @@ def test_follow_an_unreadable_directory_is_unavailable(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(JournalUnavailable, match="not a directory"):
         JournalFollower(str(tmp_path / "file"), FIELDS).poll()
+
+
+SMALL = 4096  # what a cut file is cut to: its header still parses, every object is gone
+
+
+def test_the_follower_keeps_its_place_in_a_cut_file_until_it_is_whole(copied: Path) -> None:
+    """Cut between polls (as often as a file would be abandoned for damage), then restored in place:
+    followed on from where it was, so every entry is handed over exactly once."""
+    path = journal_file(copied)
+    whole = path.read_bytes()
+    follower = JournalFollower(str(copied), {"MESSAGE"}, from_start=True, max_entries=30_000)
+    first = follower.poll()
+    assert len(first) == 30_000 and not follower.stats.shrunk
+    os.truncate(path, SMALL)
+    for _ in range(MAX_FAILURES + 1):
+        assert follower.poll() == []
+        assert follower.stats.shrunk == {str(path): f"the file shrank from {len(whole)} to {SMALL} bytes"}
+    with open(path, "r+b") as f:
+        f.write(whole)
+    rest = []
+    while batch := follower.poll():
+        rest += batch
+    assert not follower.stats.shrunk and not follower.stats.abandoned
+    cursors = [(e.realtime_usec, e.fields["MESSAGE"]) for e in first + rest]
+    with open_path(copied) as journal:
+        expected = [(e["__REALTIME_TIMESTAMP"], e["MESSAGE"]) for e in journal.entries({"MESSAGE"})]
+    assert cursors == expected
+
+
+def test_a_smaller_journal_under_a_reused_inode_is_a_new_file(
+    copied: Path, journals: dict[str, Path]
+) -> None:
+    """Inode numbers are reused (journald vacuums a file, creates another): a smaller file with another
+    file id under a known inode is new, read from its start, not a cut file."""
+    path = journal_file(copied)
+    other = journal_file(journals["keyed"]).read_bytes()
+    follower = JournalFollower(str(copied), {"MESSAGE"}, from_start=True, max_entries=1_000_000)
+    assert follower.poll()
+    with open(path, "r+b") as f:  # the same inode, another journal in it
+        f.truncate(0)
+        f.write(other)
+    new = follower.poll()
+    assert not follower.stats.shrunk
+    with open_path(journal_file(journals["keyed"])) as journal:
+        assert len(new) == sum(1 for _ in journal.entries({"MESSAGE"}))
