@@ -1,1 +1,4 @@
-"""Facts: parsers and collectors that turn a target into data. Pure functions of the target; no rule logic."""
+"""Facts: parsers that turn what a target holds or a host answered into data. Pure functions; no rule logic.
+
+Live reads of the running host are in :mod:`imagelint.probes`, which hands its bytes to these parsers.
+"""
