@@ -24,6 +24,7 @@ from imagelint.facts.cgroups import (
     ProbeResult,
     Sample,
     SubtreeCount,
+    decide_layout,
     parse_cgroup_stat,
     parse_proc_cgroups,
     sample_from_counts,
@@ -32,10 +33,10 @@ from imagelint.facts.cgroups import (
 from imagelint.facts.soak import SoakResult
 from imagelint.facts.systemd.live import LiveState, parse_live
 from imagelint.facts.systemd.show import RestartSnapshot, parse_show_blocks, parse_systemctl_show
-from imagelint.probes.cgroups import detect_layout
 
 MAX_RECORD = 64 * 1024 * 1024
 MAX_MOUNTED = 256  # entries of /sys/fs/cgroup (a v1 host: about 15)
+CGROUP_ROOT = "/sys/fs/cgroup"
 _HIERARCHY = re.compile(r"[A-Za-z0-9._,-]{1,64}")
 
 
@@ -119,8 +120,9 @@ def _sections(text: str) -> tuple[dict[str, tuple[str, int]], list[tuple[str, st
     return head, [(name, "\n".join(lines), number) for name, lines, number in sections]
 
 
-def layout(meta: Path, scratch: Path) -> CgroupLayout:
-    """The host's cgroup layout, decided by :func:`detect_layout` on a replica of what it looks at."""
+def layout(meta: Path) -> CgroupLayout:
+    """The host's cgroup layout, decided by :func:`decide_layout` (as on a live host) from what the
+    collector found under ``/sys/fs/cgroup`` and the first sample's ``/proc/cgroups``."""
     facts: dict[str, list[str]] = {}
     for line in _read(meta / "soak" / "layout").splitlines():
         key, _, value = line.partition(" ")
@@ -132,13 +134,7 @@ def layout(meta: Path, scratch: Path) -> CgroupLayout:
     proc = {name: body for name, body, _ in sections}.get("/proc/cgroups")
     if proc is None:
         raise ImageReadError(f"imagelint/soak/{samples[0].name}", "no /proc/cgroups section")
-    parse_proc_cgroups(
-        proc, where=f"imagelint/soak/{samples[0].name}: /proc/cgroups"
-    )  # named, not the replica
-    (scratch / "proc").mkdir(parents=True)
-    (scratch / "proc" / "cgroups").write_text(proc)
-    cg = scratch / "sys/fs/cgroup"
-    cg.mkdir(parents=True)
+    rows = parse_proc_cgroups(proc, where=f"imagelint/soak/{samples[0].name}: /proc/cgroups")
     mounted = facts.get("mounted", [])
     if len(mounted) > MAX_MOUNTED:
         raise ImageReadError("imagelint/soak/layout", f"more than {MAX_MOUNTED} hierarchies mounted")
@@ -147,28 +143,19 @@ def layout(meta: Path, scratch: Path) -> CgroupLayout:
         # other name is forged, and may be one a directory cannot have (NUL, '/', 300 bytes)
         if not _HIERARCHY.fullmatch(name) or name in (".", ".."):
             raise ImageReadError("imagelint/soak/layout", f"mounted {name[:80]!r} is not a directory name")
-        (cg / name).mkdir(exist_ok=True)
+    root = Path(CGROUP_ROOT)
     v2 = (facts.get("v2") or ["-"])[0]
-    if v2 in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
-        where = cg if v2 == "/sys/fs/cgroup" else cg / "unified"
-        where.mkdir(exist_ok=True)
-        (where / "cgroup.controllers").write_text((facts.get("controllers") or [""])[0] + "\n")
+    v2_path = Path(v2) if v2 in (CGROUP_ROOT, f"{CGROUP_ROOT}/unified") else None
+    controllers = tuple((facts.get("controllers") or [""])[0].split()) if v2_path is not None else ()
     v1 = (facts.get("v1memory") or ["-"])[0]
-    if v1 != "-":
-        (cg / "memory").mkdir(exist_ok=True)
-        (cg / "memory" / "memory.limit_in_bytes").write_text("0\n")
-    found = detect_layout(scratch / "proc", cg)
-
-    def real(path: Path | None) -> Path | None:
-        return None if path is None else Path("/" + str(path.relative_to(scratch)))
-
-    from dataclasses import replace
-
-    return replace(
-        found,
-        v1_memory_path=Path(v1) if found.v1_memory_path is not None else None,
-        v2_path=real(found.v2_path),
-    )
+    v1_memory_path = Path(v1) if v1 != "-" and v2_path != root else None
+    # the directories under /sys/fs/cgroup the collector saw, with the memory mount and the unified root
+    dirs = {
+        *mounted,
+        *(["memory"] if v1 != "-" else []),
+        *(["unified"] if v2_path == root / "unified" else []),
+    }
+    return decide_layout(rows, root, v2_path, controllers, v1_memory_path, dirs.__contains__)
 
 
 def samples(meta: Path, found: CgroupLayout) -> list[Sample]:

@@ -6,7 +6,6 @@ session runs the engine on it (through :mod:`imagelint.openers`, ``session.soak_
 from __future__ import annotations
 
 import contextlib
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,8 +78,7 @@ class OpenedBundle:
         where = "imagelint/manifest.txt"
         duration = count(duration_cs, where, "soak duration (cs)", most=MAX_SOAK_CS) / 100
         every = count(every_cs, where, "soak interval (cs)", least=1, most=MAX_SOAK_CS) / 100
-        with tempfile.TemporaryDirectory(prefix="imagelint-layout-") as scratch:
-            layout = probes.layout(meta, Path(scratch))
+        layout = probes.layout(meta)
         result = probes.soak_result(meta, layout, duration, every)
         start, end = probes.probe(meta, "start", layout), probes.probe(meta, "end", layout)
         during = {name: probes.probe(meta, name, layout) for _, name in symptoms.walk_names(meta)}

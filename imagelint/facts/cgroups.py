@@ -24,6 +24,7 @@ measured: a read of ``memory.stat`` in every live memory cgroup, as kubelet and 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -157,6 +158,45 @@ class CgroupLayout:
             "v2_controllers": list(self.v2_controllers),
             "note": self.note,
         }
+
+
+def decide_layout(
+    rows: dict[str, ProcCgroupsRow],
+    root: Path,
+    v2_path: Path | None,
+    v2_controllers: tuple[str, ...],
+    v1_memory_path: Path | None,
+    has_v1_dir: Callable[[str], bool],
+) -> CgroupLayout:
+    """The layout, from what was found under the cgroup root ``root``: ``/proc/cgroups``, the v2 root
+    (``root`` or ``root/unified``, None when there is none) and its controllers, the v1 memory mount,
+    and whether a controller has a v1 hierarchy directory under ``root`` (asked only when needed).
+
+    The memory controller is on v1 when ``/proc/cgroups`` gives it a non-zero hierarchy id and the
+    v1 memory directory is there; on v2 when the v2 root lists it in ``cgroup.controllers``.
+    Shared by the live probe and a bundle's recorded layout.
+    """
+    mem_row = rows.get("memory")
+    if v2_path is not None and v2_path == root:
+        kind: Layout = "v2"
+    elif v1_memory_path is not None or any(has_v1_dir(name) for name in rows):
+        kind = "hybrid" if v2_path is not None else "v1"
+    else:
+        kind = "v2" if v2_path is not None else "none"
+
+    memory: Hierarchy | None = None
+    note: str | None = None
+    if mem_row is None or not mem_row.enabled:
+        note = "the kernel has no enabled memory controller (/proc/cgroups)"
+    elif mem_row.hierarchy != 0 and v1_memory_path is not None:
+        memory = "v1"
+    elif mem_row.hierarchy == 0 and "memory" in v2_controllers:
+        memory = "v2"
+    elif mem_row.hierarchy != 0:
+        note = f"memory is on v1 hierarchy {mem_row.hierarchy} but not mounted at {root / 'memory'}"
+    else:
+        note = "the memory controller is not mounted on any hierarchy under " + str(root)
+    return CgroupLayout(kind, memory, v1_memory_path, v2_path, v2_controllers, note)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -11,8 +11,7 @@ Run it in the host's cgroup and mount namespace: a container sees only its part 
 The *symptom probe* (:func:`probe_memory_stat`) times what kubelet and cAdvisor do: read
 ``memory.stat`` of every live memory cgroup. Its cost grows with the dying cgroups behind it.
 
-Both roots are parameters, so the probes run on recorded trees in tests (and on the replica of the
-layout that :func:`imagelint.bundle.probes.layout` builds).
+Both roots are parameters, so the probes run on recorded trees in tests.
 """
 
 from __future__ import annotations
@@ -26,11 +25,10 @@ from imagelint.facts.cgroups import (
     CgroupLayout,
     CgroupReadError,
     CgroupStat,
-    Hierarchy,
-    Layout,
     ProbeResult,
     Sample,
     SubtreeCount,
+    decide_layout,
     parse_cgroup_stat,
     parse_proc_cgroups,
     sample_from_counts,
@@ -62,15 +60,11 @@ def _is_v1_memory_dir(path: Path) -> bool:
 def detect_layout(
     proc_root: str | Path = DEFAULT_PROC_ROOT, cgroup_root: str | Path = DEFAULT_CGROUP_ROOT
 ) -> CgroupLayout:
-    """Find the v2 root (``cgroup_root`` itself or ``cgroup_root/unified``) and the v1 memory mount.
-
-    The memory controller is on v1 when ``/proc/cgroups`` gives it a non-zero hierarchy id and the
-    v1 memory directory is there; on v2 when the v2 root lists it in ``cgroup.controllers``.
-    """
+    """Find the v2 root (``cgroup_root`` itself or ``cgroup_root/unified``) and the v1 memory mount,
+    and let :func:`imagelint.facts.cgroups.decide_layout` say which holds memory."""
     proc = Path(proc_root)
     root = Path(cgroup_root)
     rows = parse_proc_cgroups(_read_text(proc / "cgroups"), where=str(proc / "cgroups"))
-    mem_row = rows.get("memory")
 
     v2_path: Path | None = None
     if (root / "cgroup.controllers").is_file():
@@ -89,26 +83,9 @@ def detect_layout(
             if _is_v1_memory_dir(candidate):
                 v1_memory_path = candidate
 
-    if v2_path is not None and v2_path == root:
-        kind: Layout = "v2"
-    elif v1_memory_path is not None or any((root / name).is_dir() for name in rows):
-        kind = "hybrid" if v2_path is not None else "v1"
-    else:
-        kind = "v2" if v2_path is not None else "none"
-
-    memory: Hierarchy | None = None
-    note: str | None = None
-    if mem_row is None or not mem_row.enabled:
-        note = "the kernel has no enabled memory controller (/proc/cgroups)"
-    elif mem_row.hierarchy != 0 and v1_memory_path is not None:
-        memory = "v1"
-    elif mem_row.hierarchy == 0 and "memory" in v2_controllers:
-        memory = "v2"
-    elif mem_row.hierarchy != 0:
-        note = f"memory is on v1 hierarchy {mem_row.hierarchy} but not mounted at {root / 'memory'}"
-    else:
-        note = "the memory controller is not mounted on any hierarchy under " + str(root)
-    return CgroupLayout(kind, memory, v1_memory_path, v2_path, v2_controllers, note)
+    return decide_layout(
+        rows, root, v2_path, v2_controllers, v1_memory_path, lambda name: (root / name).is_dir()
+    )
 
 
 # --------------------------------------------------------------------------------------------------

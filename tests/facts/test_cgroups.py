@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from imagelint.facts.cgroups import CgroupReadError, parse_cgroup_stat, parse_proc_cgroups
+from imagelint.facts.cgroups import CgroupReadError, decide_layout, parse_cgroup_stat, parse_proc_cgroups
 
 DATA = Path(__file__).resolve().parent / "data" / "cgroup"
 
@@ -26,3 +26,15 @@ def test_malformed_files_are_read_errors() -> None:
         parse_cgroup_stat("nr_descendants x\nnr_dying_descendants 1\n")
     with pytest.raises(CgroupReadError):
         parse_proc_cgroups("#subsys_name\thierarchy\tnum_cgroups\tenabled\nmemory\t4\t12\n")
+
+
+def test_the_layout_is_decided_from_what_was_found() -> None:
+    rows = parse_proc_cgroups((DATA / "hybrid-6.18/proc/cgroups").read_text())
+    root = Path("/sys/fs/cgroup")
+    memory = root / "memory"
+    found = {"memory", "unified"}.__contains__
+    hybrid = decide_layout(rows, root, root / "unified", ("hugetlb",), memory, found)
+    assert (hybrid.kind, hybrid.memory, hybrid.v1_memory_path, hybrid.note) == ("hybrid", "v1", memory, None)
+    unmounted = decide_layout(rows, root, None, (), None, lambda name: False)
+    assert (unmounted.kind, unmounted.memory) == ("none", None)
+    assert unmounted.note == f"memory is on v1 hierarchy 4 but not mounted at {memory}"
