@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import grimp
+import pytest
 
 from tests.support import REPO
 
@@ -50,18 +51,24 @@ def test_the_layers_contract_is_kept() -> None:
     assert "imagelint layers KEPT" in proc.stdout
 
 
-def test_an_upward_import_breaks_the_contract(tmp_path: Path) -> None:
-    """The contract is not vacuous: a parser (facts) importing a command (cli), even lazily, fails it."""
+@pytest.mark.parametrize(
+    ("importer", "imported"),
+    [
+        ("imagelint.facts.sshd", "imagelint.cli.app"),  # a parser importing a command
+        ("imagelint.facts.cgroups", "imagelint.probes.cgroups"),  # a parser reading the live host
+    ],
+)
+def test_an_upward_import_breaks_the_contract(tmp_path: Path, importer: str, imported: str) -> None:
+    """The contract is not vacuous: an upward import, even a lazy one, fails it."""
     shutil.copytree(REPO / "imagelint", tmp_path / "imagelint", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
-    sshd = tmp_path / "imagelint" / "facts" / "sshd.py"
-    sshd.write_text(
-        sshd.read_text() + "\n\ndef _upward() -> None:\n    import imagelint.cli.app  # noqa: F401\n"
-    )
+    module = tmp_path.joinpath(*importer.split(".")).with_suffix(".py")
+    upward = f"\n\ndef _upward() -> None:\n    import {imported}  # noqa: F401\n"
+    module.write_text(module.read_text() + upward)
     proc = _lint_imports(tmp_path)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "imagelint layers BROKEN" in proc.stdout
-    assert "imagelint.facts.sshd -> imagelint.cli.app" in proc.stdout
+    assert f"{importer} -> {imported}" in proc.stdout
 
 
 def test_no_module_is_part_of_an_import_circle() -> None:
