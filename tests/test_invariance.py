@@ -376,7 +376,7 @@ def booted_bundle(tree: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple
     the plan an ``ami`` run sends (``systemctl show`` included), as on an instance; powered off after."""
     from imagelint.collector import script_text
     from imagelint.collector.plan import instance_plan
-    from imagelint.facts.systemd.live import collect_live_state
+    from imagelint.probes.systemd import collect_live_state
     from imagelint.session import RunOptions, prepare
     from tests.nspawn import booted
     from tests.support import wait_for

@@ -2,7 +2,7 @@
 
 - ``soak/cpu``: ``mode`` and ``period`` lines, then per read of ``/proc/stat`` a ``t UPTIME`` line and
   its ``cpuN`` lines (``soak/cpu.error`` when there was no ``/proc/stat``). Each pair of reads becomes
-  one interval of a :class:`~imagelint.facts.cpusampler.CpuRecord`, parsed by the same
+  one interval of a :class:`~imagelint.facts.cpurecord.CpuRecord`, parsed by the same
   :func:`~imagelint.facts.cpustat.parse_proc_stat`; an interval that overlaps one of the soak's own
   memory.stat walks is a gap, as in the local soak (the walk is kernel time of imagelint's making).
 - ``soak/probe.walk.NNNNN``: the memory.stat walk timed after every fifth sample, named by the sample
@@ -25,7 +25,7 @@ from imagelint.bundle.numbers import count, seconds
 from imagelint.bundle.probes import shell_times
 from imagelint.errors import ImageReadError
 from imagelint.facts.cgroups import ProbeResult, Sample
-from imagelint.facts.cpusampler import CpuRecord
+from imagelint.facts.cpurecord import CpuRecord
 from imagelint.facts.cpustat import ProcStat, ProcStatError, parse_proc_stat
 from imagelint.facts.interrupts import (
     NicDevice,
