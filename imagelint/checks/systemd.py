@@ -624,7 +624,8 @@ class BootFailureLoopParams(_NestingParams):
         tuple[VendorConfig, ...],
         Param(
             "configuration a unit needs: where `unless` (a check spec, e.g. file.contains) finds nothing, "
-            "`reason` is evidence that the unit fails"
+            "`reason` is evidence that the unit fails (not for an expected unit when a file the check "
+            "reads is provided at launch: config expected-units and provided-at-launch)"
         ),
     ] = ()
     observed: Annotated[
