@@ -1,4 +1,5 @@
-"""The project configuration file (``.imagelint.yaml``): packs, selection, severities, fail-on, waivers.
+"""The project configuration file (``.imagelint.yaml``): packs, selection, severities, fail-on, the
+owner's intent (expected units, files provided at launch), waivers.
 
 Validated against its own schema (``imagelint schema config``); every reference in it (a rule in a
 waiver, a severity override, an exact id in select/ignore) must name a loaded rule, else the file is
@@ -65,6 +66,15 @@ def config_schema() -> dict[str, Any]:
                 "items": {"type": "string", "pattern": r"^[^/\s]+\.[a-z]+$"},
                 "description": "units this image is meant to run at boot",
             },
+            "provided-at-launch": {
+                "type": "array",
+                "items": {"type": "string", "pattern": "^/", "minLength": 2},
+                "description": (
+                    "absolute paths or globs of files that arrive at launch (user data, cloud-init, an "
+                    "instance bootstrap): an expected unit whose missing vendor configuration is one of "
+                    "them is not expected to fail for it"
+                ),
+            },
             "waivers": {"type": "array", "items": {"$ref": "#/$defs/waiver"}},
             "diff": diff_schema_section(),
         },
@@ -127,6 +137,7 @@ class Config:
     require_journal: bool = False
     fail_on: Severity = DEFAULT_FAIL_ON
     expected_units: list[str] = field(default_factory=list)
+    provided_at_launch: list[str] = field(default_factory=list)
     waivers: list[Waiver] = field(default_factory=list)
     diff: DiffPolicy = field(default_factory=DiffPolicy)  # imagelint diff: what fails, what warns
     document: YamlDocument | None = None
@@ -255,6 +266,7 @@ def load_config(path: Path | None) -> Config:
         require_journal=bool(data.get("require-journal", False)),
         fail_on=Severity(data.get("fail-on", DEFAULT_FAIL_ON.value)),
         expected_units=list(data.get("expected-units", [])),
+        provided_at_launch=list(data.get("provided-at-launch", [])),
         waivers=waivers,
         diff=DiffPolicy.from_config(data.get("diff")),
         document=document,

@@ -43,7 +43,10 @@ def audit(target: Target, packs: list[RulePack], config: Config, settings: RunSe
     started = time.monotonic()
     started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     settings_for_checks = CheckSettings(
-        expected_units=tuple(config.expected_units), waivers=tuple(config.waivers), today=settings.today
+        expected_units=tuple(config.expected_units),
+        provided_at_launch=tuple(config.provided_at_launch),
+        waivers=tuple(config.waivers),
+        today=settings.today,
     )
     facts = FactProvider(target, settings.sources)
     log = RunLog()
@@ -76,6 +79,7 @@ def audit(target: Target, packs: list[RulePack], config: Config, settings: RunSe
         ctx = CheckContext(settings_for_checks, facts, log)  # a fresh collector for each rule
         result.outcome, result.reason, observations = _evaluate(ctx, rule, errors)
         result.duration_ms = (time.perf_counter() - t0) * 1000
+        log.notes += [f"{rule.id}: {text}" for text in ctx.explanations]
         rule_findings = [_finding(rule, severity, obs, config, settings.today) for obs in observations]
         for finding in rule_findings:
             if settings.baseline is not None:
@@ -188,7 +192,7 @@ def _evaluate(
             errors.append(ReportError(message, rule_id=rule.id, where=where))
         reason = f"incomplete data: {len(ctx.gaps)} source(s) could not be read in full"
         return (Outcome.FAIL if observations else Outcome.ERROR), reason, observations
-    return (Outcome.FAIL if observations else Outcome.PASS), "", observations
+    return (Outcome.FAIL if observations else Outcome.PASS), "; ".join(ctx.explanations), observations
 
 
 def _holds(ctx: CheckContext, condition: CheckSpec) -> bool:

@@ -83,6 +83,22 @@ def clean_rootfs(debian_rootfs: Path, tmp_path_factory: pytest.TempPathFactory) 
 
 
 @pytest.fixture(scope="session")
+def clean_cloud_rootfs(cloud_rootfs: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A private copy of the cloud image cleaned as image builders clean before capture (the hygiene
+    remediations, and ``cloud-init clean``). Read-only: copy it with ``copy_rootfs`` to change it."""
+    from tests.support import clean_image, copy_rootfs
+
+    image = clean_image(copy_rootfs(cloud_rootfs, tmp_path_factory.mktemp("cloud") / "img"))
+    state = image / "var/lib/cloud"
+    for entry in state.iterdir() if state.is_dir() else []:
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+    return image
+
+
+@pytest.fixture(scope="session")
 def faulty_tree(debian_rootfs: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A private copy of the real Debian image with the sample image's faults planted (the ECS agent
     enabled without a cluster, baked machine-id and host keys, credentials, ...)."""

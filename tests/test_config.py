@@ -139,3 +139,13 @@ def test_bad_parameters_are_config_errors(
 ) -> None:
     code, _, err = _audit(image, text, tmp_path)
     assert code == 2 and f".imagelint.yaml{where}" in err and what in err
+
+
+def test_provided_at_launch_is_loaded_and_its_paths_must_be_absolute(image: Path, tmp_path: Path) -> None:
+    from imagelint.config import load_config
+
+    config = tmp_path / "launch.yaml"
+    config.write_text("provided-at-launch: [/etc/ecs/ecs.config, '/opt/aws/*/etc/*.toml']\n")
+    assert load_config(config).provided_at_launch == ["/etc/ecs/ecs.config", "/opt/aws/*/etc/*.toml"]
+    code, _, err = _audit(image, "provided-at-launch: [etc/ecs/ecs.config]\n", tmp_path)
+    assert code == 2 and ".imagelint.yaml:1:22" in err and "'etc/ecs/ecs.config' does not match '^/'" in err

@@ -75,6 +75,7 @@ class CheckSettings:
     """The run's settings a check may read (from the config and the command line); immutable."""
 
     expected_units: tuple[str, ...] = ()
+    provided_at_launch: tuple[str, ...] = ()  # globs of files that arrive at launch (user data...)
     waivers: tuple[Any, ...] = ()  # config.Waiver objects, for the check on the waivers themselves
     today: dt.date = field(default_factory=lambda: dt.datetime.now(dt.UTC).date())
 
@@ -129,6 +130,7 @@ class CheckContext:
     facts: FactProvider
     log: RunLog = field(default_factory=RunLog)
     gaps: list[tuple[str, str]] = field(default_factory=list)  # (where, what): data present but unread
+    explanations: list[str] = field(default_factory=list)  # how the config changed what it found
 
     @classmethod
     def for_target(cls, target: Target, *sources: object, **settings: Any) -> CheckContext:
@@ -165,6 +167,12 @@ class CheckContext:
     def record(self, name: str, to_dict: Callable[[], Any]) -> None:
         """Put a source's own account (files read, skipped...) in the report, rendered at the end."""
         self.log.recorded[name] = to_dict
+
+    def explain(self, text: str) -> None:
+        """Say why the config changed what the rule found (the owner's intent answered a piece of
+        evidence): the engine puts it in the rule's result and the report's notes."""
+        if text not in self.explanations:
+            self.explanations.append(text)
 
     def gap(self, where: str, message: str) -> None:
         """Data is there but could not be read (fully): the rule's run cannot pass on it."""

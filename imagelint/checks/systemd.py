@@ -12,6 +12,11 @@ without any ``default.target`` is walked as if on a stock base: see that module)
 Severity follows evidence: a risk on its own (an unbounded restart policy, a broken unit nothing
 starts) is reported low or info; ``systemd.boot_failure_loop`` combines the facts (started at boot,
 will fail, restarts forever) into the one critical finding.
+
+A vendor configuration missing from the image is evidence that a unit fails unless the owner said
+otherwise: :func:`config_missing`, used by ``systemd.unit_enabled`` (``configured``) and by
+``systemd.boot_failure_loop`` (``vendor_config``) alike, weighs the config's ``expected-units`` and
+``provided-at-launch``, and says so when they change the outcome.
 """
 
 from __future__ import annotations
@@ -149,21 +154,112 @@ class _UnitKind(CheckKind[U]):
         return needs
 
 
+@dataclass(frozen=True, kw_only=True)
+class _NestingParams(UnitSelection):
+    """Unit parameters that hold check specs of other kinds (a vendor configuration, observations)."""
+
+    def calls(self) -> list[tuple[list[str | int], CheckCall]]:
+        """The nested check specs, each with the path to it."""
+        raise NotImplementedError
+
+
+N = TypeVar("N", bound=_NestingParams)
+
+
+class _NestingKind(_UnitKind[N]):
+    """A unit kind that runs nested check specs: it reads what they read, and validates them."""
+
+    def paths(self, params: N) -> list[PathNeed]:
+        from imagelint.checks import registry
+
+        needs = super().paths(params)
+        for _, call in params.calls():
+            needs += registry()[call.kind].paths(call.arguments)
+        return needs
+
+    def validate(self, params: N) -> None:
+        from imagelint.checks import registry
+
+        for at, call in params.calls():  # each was checked against its kind's schema when built
+            if call.kind == self.name:
+                raise ParamError(at, f"unknown check kind {call.kind!r}")
+            try:
+                registry()[call.kind].validate(call.arguments)
+            except ParamError as exc:
+                raise ParamError([*at, *exc.path], exc.message) from None
+
+
+# -- the owner's intent ---------------------------------------------------------------------------
+
+
+def config_missing(ctx: CheckContext, unit: Unit, configured: CheckCall) -> bool:
+    """Whether the configuration ``unit`` needs (what the check spec ``configured`` finds) is missing
+    from the image, as evidence that the unit fails.
+
+    It is not when the check finds it. Nor is it when the owner declared both halves of the intent:
+    the unit is in ``expected-units`` and a file the check reads is in ``provided-at-launch`` (it
+    arrives with user data or a bootstrap); :meth:`CheckContext.explain` then says so, since the
+    config changed the outcome. An unexpected unit gets no such allowance, and nothing else about the
+    unit (a missing executable, what the journal or a live host shows) is weighed here.
+    """
+    if _run(ctx, configured):
+        return False
+    expected = ctx.settings.expected_units
+    declared = _launch_declarations(ctx, configured) if expected and unit_matches(unit, expected) else []
+    if not declared:
+        return True
+    verb = "is" if len(declared) == 1 else "are"
+    ctx.explain(
+        f"{unit.unit_id or unit.name}: {', '.join(declared)} {verb} provided at launch "
+        "(config provided-at-launch)"
+    )
+    return False
+
+
+def _launch_declarations(ctx: CheckContext, call: CheckCall) -> list[str]:
+    """The ``provided-at-launch`` entries that name a file the check spec reads."""
+    from imagelint.checks import registry
+
+    reads = [need.glob for need in registry()[call.kind].paths(call.arguments)]
+    return [d for d in ctx.settings.provided_at_launch if any(_globs_meet(d, r) for r in reads)]
+
+
+def _globs_meet(a: str, b: str) -> bool:
+    """Whether two absolute paths or globs name a common file: as many components, and at each the
+    glob of one side matches the text of the other (``/etc/ecs/*`` meets ``/etc/ecs/ecs.config``)."""
+    pa, pb = a.strip("/").split("/"), b.strip("/").split("/")
+    return len(pa) == len(pb) and all(
+        fnmatch.fnmatchcase(x, y) or fnmatch.fnmatchcase(y, x) for x, y in zip(pa, pb, strict=True)
+    )
+
+
 # -- image kinds ----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, kw_only=True)
-class UnitEnabledParams(UnitSelection):
+class UnitEnabledParams(_NestingParams):
     units: UnitGlobs = field()  # required here: field() keeps the selection's default from being inherited
     reachable: Annotated[bool, Param("require the unit to be started at boot, not merely enabled")] = False
+    configured: Annotated[
+        CheckCall | None,
+        Param(
+            "a check spec that finds the units' configuration (e.g. file.contains): a unit fires only "
+            "while it finds nothing, and not when the unit is expected and a file the check reads is "
+            "provided at launch (config expected-units and provided-at-launch)"
+        ),
+    ] = None
+
+    def calls(self) -> list[tuple[list[str | int], CheckCall]]:
+        return [] if self.configured is None else [(["configured"], self.configured)]
 
 
 @register
-class UnitEnabled(_UnitKind[UnitEnabledParams]):
+class UnitEnabled(_NestingKind[UnitEnabledParams]):
     name = "systemd.unit_enabled"
     summary = (
         "Fires for each matching unit that is enabled or started at boot (with `reachable: true`: only "
-        "those started at boot, with the chain that pulls them in); n/a if no unit matches."
+        "those started at boot, with the chain that pulls them in; with `configured`: only those whose "
+        "configuration is missing); n/a if no unit matches."
     )
     parameters = UnitEnabledParams
     variables = {
@@ -184,6 +280,8 @@ class UnitEnabled(_UnitKind[UnitEnabledParams]):
             chain = boot_chain(ctx, index, unit)
             enabled = unit.state in ENABLED_STATES
             if chain is None and (params.reachable or not enabled):
+                continue
+            if params.configured is not None and not config_missing(ctx, unit, params.configured):
                 continue
             found.append(
                 Observation(
@@ -518,7 +616,7 @@ class ObservedEvidence:
 
 
 @dataclass(frozen=True, kw_only=True)
-class BootFailureLoopParams(UnitSelection):
+class BootFailureLoopParams(_NestingParams):
     unexpected: Annotated[
         bool, Param("count 'enabled but not expected' (as systemd.unit_unexpected) as evidence")
     ] = True
@@ -526,7 +624,8 @@ class BootFailureLoopParams(UnitSelection):
         tuple[VendorConfig, ...],
         Param(
             "configuration a unit needs: where `unless` (a check spec, e.g. file.contains) finds nothing, "
-            "`reason` is evidence that the unit fails"
+            "`reason` is evidence that the unit fails (not for an expected unit when a file the check "
+            "reads is provided at launch: config expected-units and provided-at-launch)"
         ),
     ] = ()
     observed: Annotated[
@@ -538,7 +637,6 @@ class BootFailureLoopParams(UnitSelection):
     ] = ()
 
     def calls(self) -> list[tuple[list[str | int], CheckCall]]:
-        """The nested check specs, each with the path to it."""
         calls: list[tuple[list[str | int], CheckCall]] = [
             (["vendor_config", i, "unless"], v.unless) for i, v in enumerate(self.vendor_config)
         ]
@@ -546,7 +644,7 @@ class BootFailureLoopParams(UnitSelection):
 
 
 @register
-class BootFailureLoop(_UnitKind[BootFailureLoopParams]):
+class BootFailureLoop(_NestingKind[BootFailureLoopParams]):
     name = "systemd.boot_failure_loop"
     summary = (
         "Fires for each service that is started at boot, will fail (evidence: an executable or "
@@ -565,25 +663,6 @@ class BootFailureLoop(_UnitKind[BootFailureLoopParams]):
         "start_limit": "the start limit, and where it is set",
         "why": "why the start limit can never trip",
     }
-
-    def paths(self, params: BootFailureLoopParams) -> list[PathNeed]:
-        from imagelint.checks import registry
-
-        needs = super().paths(params)
-        for _, call in params.calls():
-            needs += registry()[call.kind].paths(call.arguments)
-        return needs
-
-    def validate(self, params: BootFailureLoopParams) -> None:
-        from imagelint.checks import registry
-
-        for at, call in params.calls():  # each was checked against its kind's schema when built
-            if call.kind == self.name:
-                raise ParamError(at, f"unknown check kind {call.kind!r}")
-            try:
-                registry()[call.kind].validate(call.arguments)
-            except ParamError as exc:
-                raise ParamError([*at, *exc.path], exc.message) from None
 
     def evaluate(self, ctx: CheckContext, params: BootFailureLoopParams) -> list[Observation]:
         from imagelint.facts.systemd import execs
@@ -604,7 +683,7 @@ class BootFailureLoop(_UnitKind[BootFailureLoopParams]):
             missing, _primary = execs.missing_files(ctx.target, unit)
             failure = list(missing)
             for entry in params.vendor_config:
-                if unit_matches(unit, entry.units) and not _run(ctx, entry.unless):
+                if unit_matches(unit, entry.units) and config_missing(ctx, unit, entry.unless):
                     failure.append(entry.reason)
             if params.unexpected and _unexpected(ctx, index, unit, UnexpectedParams()):
                 failure.append("enabled but not expected")

@@ -72,7 +72,7 @@ class RuleResult:
     severity: Severity
     outcome: Outcome
     pack: str
-    reason: str = ""  # why not applicable / skipped / error; which condition held
+    reason: str = ""  # why not applicable / skipped / error; which condition held; what the config changed
     findings: int = 0
     omitted: int = 0  # findings beyond the per-rule listing cap: counted and decided on, not listed
     omitted_failing: int = 0  # of those, how many fail the gate (the verdict counts them)

@@ -160,10 +160,15 @@ def test_built_in_rules_get_typed_parameters_with_every_value_they_set() -> None
     specs = [
         s for p in load_packs([], builtin=builtin_pack_paths()) for r in p.rules for s in _specs(r.check)
     ]
-    assert len(specs) > 50
+    assert len(specs) > 45
     for spec in specs:
         assert isinstance(spec.arguments, registry()[spec.kind].parameters), spec.kind
         assert _keeps(spec.params, _plain(spec.arguments)), spec
+    # check specs inside parameters (IL206's evidence, IL501-IL503's configuration) are typed too
+    nested = [call for s in specs if hasattr(s.arguments, "calls") for _, call in s.arguments.calls()]
+    assert len(nested) >= 9
+    for call in nested:
+        assert isinstance(call.arguments, registry()[call.kind].parameters), call.kind
 
 
 def test_a_nested_check_spec_is_built_with_its_own_kind_s_parameters() -> None:

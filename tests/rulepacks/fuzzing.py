@@ -50,6 +50,7 @@ WORDS = [
     "ignore", "parameters", "fail-on", "builtin-rules", "expected-units", "when", "unless", "units",
     "example", "tags", "references", "description", "ignore_case", "redact", "max_per_file",
     "content", "mode", "link", "directory", "signal", "match", "min_count", "window",
+    "provided-at-launch", "configured", "vendor_config",
 ]  # fmt: skip
 SCALARS = [
     "", "~", "null", "yes", "no", "on", "off", "true", "False", "0", "-0", "0o17", "0x_1F", "0b101",

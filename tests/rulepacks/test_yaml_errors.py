@@ -203,9 +203,20 @@ def test_a_bad_nested_check_spec_is_a_usage_error_with_file_and_line(unless: str
     _refusal(_load_pack, path)  # exit 2, one line naming file:line, no traceback
 
 
-def test_a_nested_check_spec_its_kind_refuses_is_located_at_the_nested_parameter(tmp_path: Path) -> None:
+_CONFIGURED = _NESTED.replace(
+    "      kind: systemd.boot_failure_loop\n      vendor_config:\n        - units: [ecs.service]\n"
+    "          reason: r\n          unless: {UNLESS}\n",
+    "      kind: systemd.unit_enabled\n      units: [ecs.service]\n      configured: {UNLESS}\n",
+)
+
+
+@pytest.mark.parametrize("template", [_NESTED, _CONFIGURED], ids=["vendor_config", "configured"])
+def test_a_nested_check_spec_its_kind_refuses_is_located_at_the_nested_parameter(
+    template: str, tmp_path: Path
+) -> None:
+    assert "{UNLESS}" in template
     path = tmp_path / "nested.yaml"
-    pack = _NESTED.replace("{UNLESS}", "{kind: file.contains, paths: [/x], pattern: '('}")
+    pack = template.replace("{UNLESS}", "{kind: file.contains, paths: [/x], pattern: '('}")
     path.write_text(pack)
     lines = pack.splitlines()
     number = next(i for i, text in enumerate(lines, 1) if "pattern: '('" in text)
