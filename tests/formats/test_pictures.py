@@ -24,6 +24,7 @@ from imagelint.report import Finding
 from imagelint.report.escape import visible
 from imagelint.rulepacks import Severity
 from tests.formats import browsers
+from tests.formats.fuzzing import FRAGMENTS, check_format
 from tests.formats.pictures import HOSTILE_UNIT, fleet_report, soak_report
 from tests.formats.test_text_report import check_snapshot
 from tests.support import REPO, need
@@ -201,3 +202,15 @@ def test_chromium_opens_the_html_report(artifacts: Path, tmp_path: Path) -> None
     proc = browsers.chromium(page, tmp_path, f"--screenshot={shot}", "--window-size=900,1600")
     assert proc.returncode == 0 and shot.exists(), proc.stderr[-2000:]
     assert browsers.png_ink(shot) > 0.02, "the screenshot is blank"
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown", "html"])
+def test_hostile_host_rows_stay_text(fmt: str) -> None:
+    """A fleet's rows through the fuzz test's checks (its reports carry soaks, not fleets)."""
+    report = fleet_report(8)
+    for n, row in enumerate(report.facts["instances"]):
+        row["instance_id"] = FRAGMENTS[(5 * n) % len(FRAGMENTS)] + HOSTILE_UNIT
+        row["status"] = FRAGMENTS[(7 * n + 3) % len(FRAGMENTS)]
+    output = check_format(fmt, report, deep=True)
+    if fmt != "text":
+        assert output.count("x.service") >= 8  # every row is there, escaped
