@@ -18,15 +18,21 @@ from pathlib import Path
 
 import pytest
 
+from imagelint.facts.cpusampler import CpuRecord
+from imagelint.facts.cpustat import parse_proc_stat
+from imagelint.facts.soak import SoakFacts
 from imagelint.formats import RenderOptions, get_formatter
 from imagelint.formats.charts import MAX_POINTS, downsample, for_mermaid, soak_series, sparkline
 from imagelint.report import Finding
 from imagelint.report.escape import visible
 from imagelint.rulepacks import Severity
+from imagelint.soak.runner import run_soak
+from tests.facts.cpustat_text import counters, proc_stat
 from tests.formats import browsers
 from tests.formats.fuzzing import FRAGMENTS, check_format
 from tests.formats.pictures import HOSTILE_UNIT, fleet_report, soak_report
 from tests.formats.test_text_report import check_snapshot
+from tests.soak.test_walk_series import LAYOUT, Counting, _probe
 from tests.support import REPO, need
 
 ARTIFACTS = REPO / "build" / "test-artifacts" / "pictures"
@@ -214,3 +220,39 @@ def test_hostile_host_rows_stay_text(fmt: str) -> None:
     output = check_format(fmt, report, deep=True)
     if fmt != "text":
         assert output.count("x.service") >= 8  # every row is there, escaped
+
+
+def test_the_charts_read_what_a_real_soak_records() -> None:
+    """A soak run by the real loop, with a hot cpu0 in its /proc/stat reads, recorded as the session
+    records it (``facts["soak"] = SoakFacts.to_dict()``): every series is found, the hot core named."""
+    sampler = Counting()
+    result = run_soak(sampler, duration=0.3, interval=0.05, restarts=None, probe=lambda: _probe(0.002))
+    record = CpuRecord(0.1, 0.0, reads=51, cpu_seconds=0.0051)
+    values = {0: counters(), 1: counters()}
+    prev = parse_proc_stat(proc_stat(values))
+    for i in range(50):
+        values = {0: counters(system=10 * (i + 1)), 1: counters(idle=10 * (i + 1))}
+        cur = parse_proc_stat(proc_stat(values))
+        record.add(prev, cur, 0.1 * i, 0.1 * (i + 1))
+        prev = cur
+    report = soak_report()
+    report.facts = {"soak": SoakFacts(result, LAYOUT, _probe(0.001), _probe(0.003), cpu=record).to_dict()}
+    series = {s.title: s for s in soak_series(report)}
+    assert list(series) == [
+        "dying memory cgroups",
+        "live memory cgroups",
+        "cpu0 kernel time, the busiest CPU",
+        "memory.stat walk",
+    ]
+    assert series["dying memory cgroups"].values == [float(i) for i in range(1, len(result.samples) + 1)]
+    assert max(series["cpu0 kernel time, the busiest CPU"].values) == 100
+    assert series["cpu0 kernel time, the busiest CPU"].note.startswith("hot core cpu0 ")
+    assert series["memory.stat walk"].values[0] == 1.0 and series["memory.stat walk"].values[-1] == 3.0
+
+
+def test_the_step_summary_has_the_charts(tmp_path: Path) -> None:
+    from imagelint.formats.github import write_step_summary
+
+    summary = tmp_path / "summary.md"
+    write_step_summary(soak_report(), summary)
+    assert summary.read_text(encoding="utf-8").count("```mermaid") == 5
