@@ -118,10 +118,11 @@ def soak_series(report: Report) -> list[Series]:
     if not soak:
         return []
     samples = [s for s in soak.get("samples") or [] if isinstance(s, dict)]
-    t0 = _number(samples[0].get("monotonic")) if samples else None
+    stamps = [_number(s.get("monotonic")) for s in samples]
+    t0 = next((t for t in stamps if t is not None), 0.0)
+    times = [t - t0 if t is not None else None for t in stamps]  # a sample with no time is not drawn
     out: list[Series | None] = []
     for name in ("dying", "live"):
-        times = [(_number(s.get("monotonic")) or 0.0) - (t0 or 0.0) for s in samples]
         out.append(_series(f"{name} memory cgroups", "memcgs", _pairs(times, [s.get(name) for s in samples])))
     out.append(_kernel_series(_dict(soak.get("cpu"))))
     walk = _dict(_dict(soak.get("memory_stat_walk")).get("series"))

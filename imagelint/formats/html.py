@@ -1,11 +1,11 @@
 """A self-contained HTML report (``--format html``): one file to keep as a CI artifact and open anywhere.
 
 Nothing is loaded from elsewhere: no script at all, no stylesheet, font or image but the inline ones,
-and a Content-Security-Policy that forbids anything else, so the page reads the same offline. It has
-the verdict and counts, the findings, what could not be checked, the inventory's summary, and after a
-soak its charts as inline SVG drawn here (a line per series, bars for the units that restarted most;
-data from :mod:`imagelint.formats.charts`, downsampled the same way); a fleet report adds a row per
-host and a bar chart of its outliers.
+and a Content-Security-Policy that forbids anything else, so the page reads the same offline. In order:
+the verdict and counts, the findings, what could not be checked; after a soak its charts as inline
+SVG drawn here (a line per series, bars for the units that restarted most; data from
+:mod:`imagelint.formats.charts`, downsampled the same way), for a fleet a bar chart of its outliers and
+a row per host; the inventory's summary; the notes.
 
 Every string from the report is escaped for HTML (``html.escape`` with quotes, after
 :func:`imagelint.report.escape.visible` made control and invisible characters visible), in text and
@@ -33,8 +33,8 @@ _W, _H, _PAD = 640, 180, 44  # chart size and margin, in px
 
 
 def text(value: object) -> str:
-    """One string from the report, for HTML text or a quoted attribute."""
-    return escape(visible(str(value)), quote=True)
+    """One string from the report, for HTML text or a quoted attribute (trimmed, as a Markdown cell is)."""
+    return escape(visible(str(value).strip()), quote=True)
 
 
 def _finding_row(f: Finding) -> str:
@@ -109,23 +109,23 @@ def _svg(title: str, parts: list[str], height: int = _H) -> str:
 
 
 def _inventory(report: Report) -> list[str]:
+    """The inventory in a few rows: the system, how many units and packages, and whether it is whole."""
     inv = report.inventory or {}
     if not inv:
         return []
-    units = inv.get("units")
-    packages = inv.get("packages")
-    listed = packages.get("packages") if isinstance(packages, dict) else None
+    release, units, packages = (inv.get(k) for k in ("os_release", "units", "packages"))
+    release = release if isinstance(release, dict) else {}
+    packages = packages if isinstance(packages, dict) else {}
     rows = [
+        ("system", release.get("PRETTY_NAME") or release.get("ID") or "-"),
         ("units", len(units) if isinstance(units, dict) else "-"),
-        ("packages", len(listed) if isinstance(listed, list | dict) else "-"),
+        ("packages", f"{packages.get('count', '-')} ({packages.get('manager') or 'no package database'})"),
         ("default target", inv.get("default_target") or "-"),
         ("complete", "yes" if inv.get("complete") else "no"),
         ("problems", len(inv.get("problems") or [])),
     ]
-    return [
-        "<h2>Inventory</h2>",
-        *_table(["", ""], [f"<tr><th>{k}</th><td>{text(v)}</td></tr>" for k, v in rows]),
-    ]
+    body = [f"<tr><th>{k}</th><td>{text(v)}</td></tr>" for k, v in rows]
+    return ["<h2>Inventory</h2>", *_table(["", ""], body)]
 
 
 def _pictures(report: Report) -> list[str]:
@@ -182,9 +182,9 @@ def render_html(report: Report) -> str:
             *(f"<li>{text(p)}</li>" for p in problems),
             "</ul>",
         ]
+    body += _pictures(report) + _inventory(report)
     if report.notes:
         body += ["<h2>Notes</h2>", "<ul>", *(f"<li>{text(n)}</li>" for n in report.notes), "</ul>"]
-    body += _inventory(report) + _pictures(report)
     return "\n".join(
         [
             "<!DOCTYPE html>",

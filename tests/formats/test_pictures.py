@@ -181,9 +181,10 @@ def _hostile_html_report() -> object:
             failing=True,
         )
     ]
-    report.inventory = {
-        "units": {HOSTILE_UNIT: {}},
-        "packages": {"packages": []},
+    report.inventory = {  # the shape imagelint.facts.inventory writes
+        "os_release": {"PRETTY_NAME": "Debian GNU/Linux 12 (bookworm)"},
+        "units": {HOSTILE_UNIT: {}, "ecs.service": {}},
+        "packages": {"manager": "dpkg", "count": 212},
         "complete": True,
         "problems": [],
     }
@@ -204,10 +205,26 @@ def test_chromium_opens_the_html_report(artifacts: Path, tmp_path: Path) -> None
     assert visible(HOSTILE_UNIT[:39]) + "…" in texts and "ecs.service" in texts, texts
     assert "dying memory cgroups (memcgs)" in texts
     assert "60 points, downsampled from 3,600 samples (bucket max)" in texts
-    shot = artifacts / "report.png"
-    proc = browsers.chromium(page, tmp_path, f"--screenshot={shot}", "--window-size=900,1600")
+    assert "<td>Debian GNU/Linux 12 (bookworm)</td>" in dom.stdout and "<td>212 (dpkg)</td>" in dom.stdout
+    _screenshot(page, tmp_path)
+
+
+def test_chromium_opens_the_html_report_of_a_fleet(artifacts: Path, tmp_path: Path) -> None:
+    need(browsers.CHROMIUM.exists(), "Debian's chromium is not installed (scripts/install.sh --test)")
+    page = artifacts / "fleet.html"
+    page.write_text(_render("html", fleet_report(100)), encoding="utf-8")
+    dom = browsers.chromium(page, tmp_path, "--dump-dom")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert dom.stdout.count("<svg") == 1 and dom.stdout.count("<tr><td><code>i-") == 100
+    assert "hosts with the most failing findings (failing); 6 more not shown" in _svg_texts(dom.stdout)
+    _screenshot(page, tmp_path)
+
+
+def _screenshot(page: Path, work: Path) -> None:
+    shot = page.with_suffix(".png")
+    proc = browsers.chromium(page, work, f"--screenshot={shot}", "--window-size=900,1600")
     assert proc.returncode == 0 and shot.exists(), proc.stderr[-2000:]
-    assert browsers.png_ink(shot) > 0.02, "the screenshot is blank"
+    assert browsers.png_ink(shot) > 0.02, f"{shot} is blank"
 
 
 @pytest.mark.parametrize("fmt", ["text", "markdown", "html"])
