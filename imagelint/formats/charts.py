@@ -126,7 +126,7 @@ def soak_series(report: Report) -> list[Series]:
         out.append(_series(f"{name} memory cgroups", "memcgs", _pairs(times, [s.get(name) for s in samples])))
     out.append(_kernel_series(_dict(soak.get("cpu"))))
     walk = _dict(_dict(soak.get("memory_stat_walk")).get("series"))
-    seconds = [v * 1000 if isinstance(v, int | float) else None for v in walk.get("seconds") or []]
+    seconds = [None if (n := _number(v)) is None else n * 1000 for v in walk.get("seconds") or []]
     out.append(_series("memory.stat walk", "ms", _pairs(walk.get("times"), seconds)))
     return [s for s in out if s is not None]
 
@@ -153,7 +153,7 @@ def _kernel_series(cpu: dict[str, Any]) -> Series | None:
     if seconds is not None and start is not None and core is not None:
         note = f"hot core cpu{core:.0f} {start:.0f}-{start + seconds:.0f} s at ≥ 90%"
     # the CPU name is the sampler's own ("cpu3"), but the facts may have been read back: keep it plain
-    label = re.sub(r"[^a-z0-9]", "", best[1])[:12]
+    label = re.sub(r"[^a-z0-9]", "", best[1])[:12] or "a CPU"
     return _series(f"{label} kernel time, the busiest CPU", "%", [(t, v * 100) for t, v in best[2]], note)
 
 
