@@ -44,6 +44,7 @@ class Series:
     values: list[float]
     samples: int  # how many points there were before downsampling
     note: str = ""  # e.g. the hot-core episode
+    marked: tuple[float, float] | None = None  # a span of time to shade (the hot-core episode), in seconds
 
     @property
     def sampling(self) -> str:
@@ -90,11 +91,17 @@ def downsample(
     return out_t, out_v
 
 
-def _series(title: str, unit: str, pairs: list[tuple[float, float]], note: str = "") -> Series | None:
+def _series(
+    title: str,
+    unit: str,
+    pairs: list[tuple[float, float]],
+    note: str = "",
+    marked: tuple[float, float] | None = None,
+) -> Series | None:
     if not pairs:
         return None
     times, values = downsample([t for t, _ in pairs], [v for _, v in pairs])
-    return Series(title, unit, times, values, len(pairs), note)
+    return Series(title, unit, times, values, len(pairs), note, marked)
 
 
 def _pairs(times: Any, values: Any) -> list[tuple[float, float]]:
@@ -144,7 +151,7 @@ def _kernel_series(cpu: dict[str, Any]) -> Series | None:
     if best is None:
         return None
     longest = _dict(_dict(cpu.get("hot_core")).get("longest"))
-    note = ""
+    note, marked = "", None
     seconds, start, core = (
         _number(longest.get("seconds")),
         _number(longest.get("start")),
@@ -152,9 +159,11 @@ def _kernel_series(cpu: dict[str, Any]) -> Series | None:
     )
     if seconds is not None and start is not None and core is not None:
         note = f"hot core cpu{core:.0f} {start:.0f}-{start + seconds:.0f} s at ≥ 90%"
+        marked = (start, start + seconds)
     # the CPU name is the sampler's own ("cpu3"), but the facts may have been read back: keep it plain
     label = re.sub(r"[^a-z0-9]", "", best[1])[:12] or "a CPU"
-    return _series(f"{label} kernel time, the busiest CPU", "%", [(t, v * 100) for t, v in best[2]], note)
+    shares_pct = [(t, v * 100) for t, v in best[2]]
+    return _series(f"{label} kernel time, the busiest CPU", "%", shares_pct, note, marked)
 
 
 def restart_bars(report: Report) -> Bars | None:

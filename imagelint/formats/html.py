@@ -51,7 +51,9 @@ def _finding_row(f: Finding) -> str:
 
 
 def _table(head: list[str], rows: list[str]) -> list[str]:
-    return ["<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>", *rows, "</table>"]
+    """A table of ``rows`` (HTML already), under a row of ``head`` words (ours) when there are any."""
+    heading = ["<tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"] if head else []
+    return ["<table>", *heading, *rows, "</table>"]
 
 
 def line_svg(series: charts.Series) -> str:
@@ -60,15 +62,26 @@ def line_svg(series: charts.Series) -> str:
     span = (high - low) or 1.0
     t0, t1 = series.times[0], series.times[-1]
     width = (t1 - t0) or 1.0
+
+    def x(t: float) -> float:
+        return _PAD + (min(max(t, t0), t1) - t0) / width * (_W - 2 * _PAD)
+
+    shade: list[str] = []
+    if series.marked:  # the hot-core episode, shaded behind the line
+        left, right = (x(t) for t in series.marked)
+        shade = [
+            f'<rect x="{left:.1f}" y="{_PAD}" width="{max(right - left, 1):.1f}" height="{_H - 2 * _PAD}" '
+            'fill="#cf222e" fill-opacity="0.12"/>'
+        ]
     points = " ".join(
-        f"{_PAD + (t - t0) / width * (_W - 2 * _PAD):.1f},"
-        f"{_H - _PAD - (v - low) / span * (_H - 2 * _PAD):.1f}"
+        f"{x(t):.1f},{_H - _PAD - (v - low) / span * (_H - 2 * _PAD):.1f}"
         for t, v in zip(series.times, series.values, strict=True)
     )
     return _svg(
         charts.headline(series),
         [
             f'<text x="8" y="30" style="fill:#666">{text(series.sampling)}</text>',
+            *shade,
             f'<polyline fill="none" stroke="#cf222e" stroke-width="1.5" points="{points}"/>',
             f'<text x="{_PAD - 4}" y="{_PAD}" text-anchor="end">{charts.number(high)}</text>',
             f'<text x="{_PAD - 4}" y="{_H - _PAD}" text-anchor="end">{charts.number(low)}</text>',
@@ -125,7 +138,7 @@ def _inventory(report: Report) -> list[str]:
         ("problems", len(inv.get("problems") or [])),
     ]
     body = [f"<tr><th>{k}</th><td>{text(v)}</td></tr>" for k, v in rows]
-    return ["<h2>Inventory</h2>", *_table(["", ""], body)]
+    return ["<h2>Inventory</h2>", *_table([], body)]
 
 
 def _pictures(report: Report) -> list[str]:

@@ -23,7 +23,7 @@ from imagelint.facts.cpustat import parse_proc_stat
 from imagelint.facts.soak import SoakFacts
 from imagelint.formats import RenderOptions, get_formatter
 from imagelint.formats.charts import MAX_POINTS, downsample, for_mermaid, soak_series, sparkline
-from imagelint.report import Finding
+from imagelint.report import Finding, Verdict
 from imagelint.report.escape import visible
 from imagelint.rulepacks import Severity
 from imagelint.soak.runner import run_soak
@@ -61,6 +61,7 @@ def test_soak_series_say_they_are_downsampled_and_mark_the_hot_core() -> None:
     assert "downsampled from 3,600 samples (bucket max)" in dying.sampling
     kernel = series["cpu3 kernel time, the busiest CPU"]
     assert max(kernel.values) == 97 and kernel.note == "hot core cpu3 1200-1500 s at ≥ 90%"
+    assert kernel.marked == (1200.0, 1500.0)
 
 
 def test_sparkline_spans_the_blocks() -> None:
@@ -168,6 +169,7 @@ def test_mermaid_cli_draws_every_chart_of_the_soak_and_the_fleet(artifacts: Path
 
 def _hostile_html_report() -> object:
     report = soak_report(units=("ecs.service", HOSTILE_UNIT))
+    report.verdict = Verdict.FAIL
     report.findings = [
         Finding(
             rule_id="IL201",
@@ -205,6 +207,7 @@ def test_chromium_opens_the_html_report(artifacts: Path, tmp_path: Path) -> None
     assert visible(HOSTILE_UNIT[:39]) + "…" in texts and "ecs.service" in texts, texts
     assert "dying memory cgroups (memcgs)" in texts
     assert "60 points, downsampled from 3,600 samples (bucket max)" in texts
+    assert dom.stdout.count('fill-opacity="0.12"') == 1  # the hot-core episode, shaded
     assert "<td>Debian GNU/Linux 12 (bookworm)</td>" in dom.stdout and "<td>212 (dpkg)</td>" in dom.stdout
     _screenshot(page, tmp_path)
 
@@ -273,3 +276,9 @@ def test_the_step_summary_has_the_charts(tmp_path: Path) -> None:
     summary = tmp_path / "summary.md"
     write_step_summary(soak_report(), summary)
     assert summary.read_text(encoding="utf-8").count("```mermaid") == 5
+
+
+def test_the_sparklines_are_on_a_terminal_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    table = get_formatter("text").render(soak_report(), RenderOptions(color=True))
+    assert table.count("soak chart: ") == 4 and "▁▁▁▁▁█████▁▁▁" in table
