@@ -5,8 +5,9 @@
 #   scripts/install.sh --test   also what the test suite needs: debootstrap, systemd-nspawn, strace,
 #                               systemd-journal-remote, packer, rpm (rpmbuild + an sqlite
 #                               rpmdb for the package inventory), the disk-image tools,
-#                               prometheus (+ promtool), prometheus-node-exporter, and the
-#                               Python test tools
+#                               prometheus (+ promtool), prometheus-node-exporter, chromium
+#                               and npm with the Mermaid CLI (the report pictures' renderers,
+#                               cached under ~/.cache/imagelint-tests), and the Python test tools
 # Needs root (or sudo) only when a Debian package is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +35,8 @@ if [ "$want_test" = 1 ]; then
     command -v cryptsetup >/dev/null || packages+=(cryptsetup-bin)
     command -v promtool >/dev/null || packages+=(prometheus)  # server + promtool: imagelint watch tests
     command -v prometheus-node-exporter >/dev/null || packages+=(prometheus-node-exporter)
+    [ -x /usr/bin/chromium ] || packages+=(chromium)  # draws the Mermaid charts, opens the html report
+    command -v npm >/dev/null || packages+=(npm)  # installs the Mermaid CLI (tests/formats/browsers.py)
 fi
 if [ "${#packages[@]}" -gt 0 ]; then
     sudo=""
@@ -51,6 +54,7 @@ python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || {
 .venv/bin/python -m pip install -q --upgrade pip
 if [ "$want_test" = 1 ]; then
     .venv/bin/python -m pip install -q -e '.[test]'
+    .venv/bin/python -m tests.formats.browsers  # the pinned Mermaid CLI, installed once per machine
 else
     .venv/bin/python -m pip install -q -e .
 fi

@@ -10,6 +10,11 @@ HTML metacharacters become numeric character references, control and invisible c
 too) visible escapes, so an image path or message can never break the table, open a link, an
 image, raw HTML, emphasis or a code span, or start a list, heading or fence in a list item.
 
+A soak report adds its pictures (``### Soak``: Mermaid ``xychart-beta`` charts, which GitHub renders
+natively, of dying and live memcgs, the busiest CPU's kernel share, the memory.stat walk and the
+units that restarted most) and a fleet report a row per host with a chart of its outliers
+(:mod:`imagelint.formats.charts`); they go with the errors and warnings when the budget is short.
+
 Rule states are named as in the text format (``imagelint.formats.wording``): "3 rules with findings
 below fail-on" rather than "3 failed", which a passing run made hard to read.
 """
@@ -75,6 +80,7 @@ def render_markdown(report: Report, max_bytes: int | None = None) -> str:
     if report.warnings:
         tail += ["", "### Warnings", ""]
         tail += [f"- {cell(w)}" for w in report.warnings]
+    tail += picture_lines(report)
     if waived:
         tail += ["", f"<details><summary>Waived findings ({len(waived)})</summary>", ""]
         tail += ["| severity | rule | in the image | finding | gate | waiver reason |", _RULE6]
@@ -126,6 +132,35 @@ def render_markdown(report: Report, max_bytes: int | None = None) -> str:
         return assemble(low, with_tail, with_rules)
     short = f"## imagelint: {_VERDICT[report.verdict]}\n\n(summary too large; see the JSON report)\n"
     return short if _size(short) <= max_bytes else ""
+
+
+def picture_lines(report: Report) -> list[str]:
+    """The soak as Mermaid charts and the fleet as a table with a chart of its outliers; none otherwise."""
+    from imagelint.formats import charts
+
+    out: list[str] = []
+    series = charts.soak_series(report)
+    restarts = charts.restart_bars(report)
+    if series or restarts:
+        out += ["", "### Soak", ""]
+        for one in series:
+            out += [*charts.mermaid_line(one), ""]
+        if restarts:
+            out += [*charts.mermaid_bars(restarts), ""]
+        out.pop()
+    hosts = charts.fleet_hosts(report)
+    if hosts:
+        out += ["", f"### Fleet ({len(hosts)} hosts)", ""]
+        outliers = charts.fleet_outliers(hosts)
+        if outliers:
+            out += [*charts.mermaid_bars(outliers), ""]
+        out += ["| host | verdict | failing | findings | errors | status |", "|---|---|---:|---:|---:|---|"]
+        out += [
+            f"| {code(h.instance)} | {cell(h.verdict)} | {h.failing} | {h.findings} | {h.errors} "
+            f"| {cell(h.status)} |"
+            for h in hosts
+        ]
+    return out
 
 
 def _size(text: str) -> int:

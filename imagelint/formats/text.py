@@ -23,8 +23,10 @@ unit), then the findings tied to no unit by rule (a ``== RULE`` heading per rule
 is shown once, after the first group it appears in. Then: waived findings (``--show-waived`` only), one
 line per rule whose findings the listing cap cut (``RULE: N more finding(s) not listed (K failing)``),
 what could not be checked (``ERROR ...``: each rule that could not run with its reason, and every
-report error), warnings, notes, and exactly one summary line (:func:`imagelint.formats.wording.
-summary_line`): the verdict, the true counts, the rule states in words that cannot be misread.
+report error), warnings, notes, after a soak one sparkline per series (``soak chart: dying memory
+cgroups ▁▁▂▃▅▇█ ...``, downsampled as :mod:`imagelint.formats.charts` says), and exactly one summary
+line (:func:`imagelint.formats.wording.summary_line`): the verdict, the true counts, the rule states
+in words that cannot be misread.
 
 **Table** (a terminal): the findings in a rich table at the terminal's width (``COLUMNS`` when set,
 as rich does; waived ones too with ``--show-waived``), then the same closing lines as above (cut
@@ -185,7 +187,27 @@ def _tail(report: Report) -> list[str]:
             out.append("")
         out += [f"warning: {for_log(str(w))}" for w in report.warnings]
         out += [for_log(note) for note in report.notes]
+    sparks = spark_lines(report)
+    if sparks:
+        if out:
+            out.append("")
+        out += sparks
     return out
+
+
+def spark_lines(report: Report) -> list[str]:
+    """One sparkline per soak series (:mod:`imagelint.formats.charts`); none without a soak.
+
+    Every word is ours (titles, numbers): nothing from the image is printed here.
+    """
+    from imagelint.formats.charts import number, soak_series, sparkline
+
+    return [
+        f"soak chart: {s.title} {sparkline(s.values)} "
+        f"{number(min(s.values))}..{number(max(s.values))} {s.unit} "
+        f"over {number(s.times[-1])} s; {s.sampling}" + (f"; {s.note}" if s.note else "")
+        for s in soak_series(report)
+    ]
 
 
 def omitted_line(result: RuleResult) -> str:

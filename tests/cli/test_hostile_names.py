@@ -78,7 +78,7 @@ def _check_run(args: list[str], proc: object, files: list[Path]) -> None:
         _check_channel(f"{args} {path.name}", path.read_text(encoding="utf-8"))
 
 
-@pytest.mark.parametrize("fmt", ["text", "json", "sarif", "junit", "github", "markdown"])
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif", "junit", "github", "markdown", "html"])
 def test_audit_in_every_format(hostile_image: Path, tmp_path: Path, fmt: str) -> None:
     out = tmp_path / f"report.{fmt}"
     summary = tmp_path / "summary.md"

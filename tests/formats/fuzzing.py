@@ -17,6 +17,7 @@ import json
 import re
 import xml.etree.ElementTree as ET
 from functools import cache
+from html.parser import HTMLParser
 from typing import Any
 
 import jsonschema
@@ -28,7 +29,7 @@ from imagelint.report.schema import report_schema
 from imagelint.rulepacks import Severity
 from tests.support import REPO
 
-FORMAT_NAMES = ("text", "json", "sarif", "junit", "github", "markdown")
+FORMAT_NAMES = ("text", "json", "sarif", "junit", "github", "markdown", "html")
 SARIF_SCHEMA = REPO / "tests" / "formats" / "sarif-schema-2.1.0.json"
 
 FRAGMENTS = [
@@ -198,6 +199,26 @@ _errors = st.builds(ReportError, message=hostile_text, rule_id=st.none() | short
 _hex = st.text("0123456789abcdef", min_size=64, max_size=64)
 
 
+_restarts = st.fixed_dictionaries({"unit": hostile_text, "restarts": st.integers(0, 10**6)})
+_soak = st.fixed_dictionaries(
+    {
+        "samples": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "monotonic": st.floats(0, 1e6),
+                    "dying": st.none() | st.integers(0, 10**6),
+                    "live": st.integers(0, 9),
+                }
+            ),
+            max_size=80,
+        ),
+        "restarts": st.fixed_dictionaries({"deltas": st.lists(_restarts, max_size=12)}),
+    }
+)
+# what the pictures read: a soak whose unit names are hostile (a fleet's rows: tests/formats/test_pictures.py)
+facts = st.just({}) | st.fixed_dictionaries({"soak": _soak})
+
+
 @st.composite
 def reports(draw: st.DrawFn, max_findings: int = 14) -> Report:
     """A report whose every string may be hostile; numbers and enums are valid (they are ours)."""
@@ -234,6 +255,7 @@ def reports(draw: st.DrawFn, max_findings: int = 14) -> Report:
         errors=draw(st.lists(_errors, max_size=3)),
         warnings=draw(st.lists(_errors, max_size=2)),
         notes=draw(st.lists(hostile_text, max_size=2)),
+        facts=draw(facts),
     )
 
 
@@ -333,6 +355,7 @@ def _check_github(report: Report, text: str) -> None:
 
 def _check_markdown(text: str, deep: bool) -> None:
     _terminal_safe("markdown", text)
+    _check_mermaid(text)
     _no_command_lines("markdown", text)
     block: list[str] = []
     for line in [*text.split("\n"), ""]:
@@ -349,11 +372,60 @@ def _check_markdown(text: str, deep: bool) -> None:
     html = _markdown().render(text)
     tags = set(re.findall(r"<([a-zA-Z][a-zA-Z0-9]*)", html))
     allowed = {"h2", "h3", "p", "code", "strong", "table", "thead", "tbody", "tr", "th", "td"}
-    allowed |= {"ul", "li", "details", "summary"}
+    allowed |= {"ul", "li", "details", "summary", "pre"}  # pre: the Mermaid charts' code blocks
     if tags - allowed:
         raise FormatProblem("markdown", "unexpected element", ",".join(sorted(tags - allowed)))
     if html.count("<strong>") != 1:
         raise FormatProblem("markdown", "injected emphasis")
+
+
+_MERMAID_LABEL = re.compile(r'"(?:[A-Za-z0-9 .,/_+-]|#\d+;)*"')
+_MERMAID_SHAPES = [
+    "xychart-beta",
+    "    title L",
+    r"    x-axis (?:L -?[\d.]+ --> -?[\d.]+|\[(?:L(?:, L)*)?\])",
+    r"    y-axis L(?: 0 --> [\d.]+)?",
+    r"    (?:line|bar) \[-?[\d.]+(?:, -?[\d.]+)*\]",
+    # the front matter: our fixed configuration
+    "---|config:|  xyChart:|    width: 900|    xAxis:|      labelFontSize: 12|  themeVariables:|    xyChart:",
+    '      plotColorPalette: "#cf222e"',
+]
+_MERMAID_LINE = re.compile("|".join(_MERMAID_SHAPES))
+
+
+def _check_mermaid(text: str) -> None:
+    """Every line of every Mermaid block is one of ours, its labels made of safe characters and codes."""
+    for block in re.findall(r"^```mermaid\n(.*?)^```$", text, re.MULTILINE | re.DOTALL):
+        for line in block.splitlines():
+            if not _MERMAID_LINE.fullmatch(_MERMAID_LABEL.sub("L", line)):
+                raise FormatProblem("markdown", "unexpected Mermaid line", repr(line[:80]))
+
+
+class _Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: set[str] = set()
+        self.attributes: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.add(tag)
+        self.attributes |= {name for name, _ in attrs}
+
+
+_HTML_TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "code", "span", "strong"}
+_HTML_TAGS |= {"table", "tr", "th", "td", "ul", "li", "svg", "rect", "text", "polyline"}
+
+
+def _check_html(text: str) -> None:
+    _terminal_safe("html", text)
+    _no_command_lines("html", text)
+    parser = _Tags()
+    parser.feed(text)
+    parser.close()
+    if parser.tags - _HTML_TAGS:
+        raise FormatProblem("html", "unexpected element", ",".join(sorted(parser.tags - _HTML_TAGS)))
+    if any(name.startswith("on") or name in ("src", "href") for name in parser.attributes):
+        raise FormatProblem("html", "unexpected attribute", ",".join(sorted(parser.attributes)))
 
 
 def _check_json(text: str, report: Report) -> None:
@@ -399,6 +471,8 @@ def check_format(fmt: str, report: Report, *, deep: bool = False, show_waived: b
     elif fmt == "text":
         _terminal_safe("text", text)
         _no_command_lines("text", text)
+    elif fmt == "html":
+        _check_html(text)
     return text
 
 

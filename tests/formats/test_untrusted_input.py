@@ -28,7 +28,7 @@ from imagelint.session import OutputSpec, write_outputs
 from tests.formats.ci_helpers import SARIF_SCHEMA, parse_commands, parse_output_file
 from tests.support import need
 
-FORMATS = ("text", "json", "sarif", "junit", "github", "markdown")
+FORMATS = ("text", "json", "sarif", "junit", "github", "markdown", "html")
 BAD_NAME = b"/etc/bad\xffname".decode("utf-8", "surrogateescape")  # what os.fsdecode gives
 INJECTION = "authorized_keys\n::error file=app.py,line=3::Injected\n::stop-commands::abc123\n"
 ESCAPES = "esc\x1b[2Jname\x1b]0;title\x07"
