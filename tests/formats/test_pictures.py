@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from imagelint.facts.cpusampler import CpuRecord
+from imagelint.facts.cpurecord import CpuRecord
 from imagelint.facts.cpustat import parse_proc_stat
 from imagelint.facts.soak import SoakFacts
 from imagelint.formats import RenderOptions, get_formatter
