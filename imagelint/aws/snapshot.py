@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +23,8 @@ from imagelint.errors import UsageError
 
 if TYPE_CHECKING:
     from imagelint.aws.clients import Clients
-    from imagelint.aws.ebs_blocks import SnapshotStream
+    from imagelint.aws.ebs_api import EbsApi
+    from imagelint.aws.ebs_blocks import BlockSource, SnapshotStream
     from imagelint.aws.progress import Progress
     from imagelint.report import Report
 
@@ -56,9 +57,14 @@ class SnapshotSettings:
 
 @contextlib.contextmanager
 def open_stream(
-    clients: Clients, snapshot_id: str, settings: SnapshotSettings, progress: Progress | None = None
+    clients: Clients,
+    snapshot_id: str,
+    settings: SnapshotSettings,
+    progress: Progress | None = None,
+    through: Callable[[EbsApi], BlockSource] | None = None,
 ) -> Iterator[SnapshotStream]:
-    """The snapshot as a raw disk stream; progress (blocks fetched, MiB) while it is read."""
+    """The snapshot as a raw disk stream; progress (blocks fetched, MiB) while it is read. ``through``:
+    where its blocks come from, given its API (default: the API itself)."""
     from imagelint.aws.ebs_api import EbsApi
     from imagelint.aws.ebs_blocks import SnapshotStream
 
@@ -77,7 +83,10 @@ def open_stream(
     if progress is not None:
         progress.phase("listing blocks", snapshot_id)
     stream = SnapshotStream(
-        api, cache_bytes=settings.cache_mib * MIB, concurrency=settings.concurrency, on_fetch=show
+        api if through is None else through(api),
+        cache_bytes=settings.cache_mib * MIB,
+        concurrency=settings.concurrency,
+        on_fetch=show,
     )
     try:
         if progress is not None:
@@ -89,11 +98,15 @@ def open_stream(
 
 @contextlib.contextmanager
 def snapshot_target(
-    clients: Clients, snapshot_id: str, settings: SnapshotSettings, progress: Progress | None = None
+    clients: Clients,
+    snapshot_id: str,
+    settings: SnapshotSettings,
+    progress: Progress | None = None,
+    through: Callable[[EbsApi], BlockSource] | None = None,
 ) -> Iterator[tuple[Any, SnapshotStream]]:
     """The disk target over the snapshot (and its stream, for the counters)."""
     open_disk_target = _disk_opener()
-    with open_stream(clients, snapshot_id, settings, progress) as stream:
+    with open_stream(clients, snapshot_id, settings, progress, through) as stream:
         description = f"ebs:{snapshot_id} ({clients.region})"
         try:
             target = open_disk_target(

@@ -4,8 +4,10 @@ Each side is a JSON report file (read back by :mod:`imagelint.report.reading`: c
 or any image the openers open (a directory, a disk image, ``ebs:snap-…``, a bundle), audited now with
 the run's rules and config, so that both sides carry findings as well as an inventory. A report
 without an inventory (written before inventories existed, or by a soak) cannot be compared: exit 3,
-naming it. The policy (the config's ``diff:`` section) says what each change does, and
-:func:`imagelint.diff.verdict.decide_diff` decides the exit code once.
+naming it. Both sides are opened with one ``shared`` mapping, so an opener can hand what it read of
+OLD to NEW's (an EBS snapshot's blocks: NEW is then read through ListChangedBlocks, and each side's
+``blocks`` say what was fetched and reused). The policy (the config's ``diff:`` section) says what
+each change does, and :func:`imagelint.diff.verdict.decide_diff` decides the exit code once.
 """
 
 from __future__ import annotations
@@ -34,8 +36,9 @@ def run_diff(
 ) -> DiffResult:
     run = prepare(RunOptions(config_path=config_path, extra_rules=extra_rules, builtin=builtin, outputs=[]))
     config = run.config
-    old_side = load_side(old, run, opening)
-    new_side = load_side(new, run, opening)
+    shared: dict[str, Any] = {}
+    old_side = load_side(old, run, replace(opening or OpenOptions(), side="old", shared=shared))
+    new_side = load_side(new, run, replace(opening or OpenOptions(), side="new", shared=shared))
     changes = compare(old_side, new_side)
     for change in changes:
         change.action = change_action(change.kind, config.diff, change.unit, failing=change.failing)
@@ -54,7 +57,10 @@ def load_side(argument: Path, run: PreparedRun, opening: OpenOptions | None = No
         report = audit_opened(run, opened)
     if report.inventory is None:  # pragma: no cover - every image-scope audit has one
         raise TargetError("the audit produced no inventory", where=str(argument))
-    return Side(str(argument), "image", report.inventory, list(report.findings), report.verdict.value)
+    blocks = report.facts.get("snapshot", {}).get("blocks")
+    return Side(
+        str(argument), "image", report.inventory, list(report.findings), report.verdict.value, blocks=blocks
+    )
 
 
 def _from_report(path: Path, data: dict[str, Any], sha256: str) -> Side:

@@ -40,6 +40,8 @@ class OpenOptions:
     live: bool = False
     reports: bool = False  # a JSON report is a side (diff), not an error
     interactive: bool = False
+    side: str | None = None  # diff: "old" or "new"
+    shared: dict[str, Any] | None = None  # diff: what an opener of OLD leaves for NEW's, by kind
 
 
 def _unchanged(report: Report) -> Report:

@@ -1,0 +1,217 @@
+"""Two snapshots of one lineage read once: NEW's unchanged blocks served from OLD's (``imagelint diff``).
+
+A diff of ``ebs:snap-OLD ebs:snap-NEW`` reads OLD in full, as an audit does, through
+:class:`KeptBlocks`: its :class:`~imagelint.aws.ebs_api.EbsApi` with every block it fetched kept
+(bounded in bytes) after OLD's stream is closed. NEW is then read through :class:`ChangedOverBase`:
+``ListChangedBlocks`` (OLD → NEW) names the blocks that differ; those are fetched from NEW, every
+other block is OLD's (kept, or fetched from OLD when it was not kept), and a block NEW does not
+have reads as zeros, as always. NEW's stream and disk target above are unchanged.
+
+Why the disk target sees exactly NEW's bytes: a block ListChangedBlocks does not name holds the same
+data in both snapshots (that is the API's contract), and before any block is served the listing is
+checked against both snapshots' own ``ListSnapshotBlocks``: NEW's allocated blocks must be OLD's,
+minus those the changes remove, plus those they write, and the volumes the same size. Anything else
+(the API refuses, e.g. ``UNRELATED_SNAPSHOTS`` for snapshots of different lineages, or
+``AccessDenied`` without ``ebs:ListChangedBlocks``; a listing that disagrees) reads NEW in full with
+its own API, and the reason is said (stderr and the report). Either way the answers are those of a
+full read.
+
+:meth:`ChangedOverBase.facts` and :meth:`KeptBlocks.facts` say which blocks were read from which
+snapshot and which were reused: the diff report's ``blocks`` of each side.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from imagelint.aws.ebs_api import ApiCounters, BlockMap, EbsApi
+from imagelint.aws.errors import AwsError
+
+DEFAULT_KEEP_BYTES = 512 * 1024 * 1024  # OLD's fetched blocks kept for NEW (beyond: fetched again)
+OLD, NEW = "old", "new"
+
+
+def block_facts(
+    mode: str,
+    fetched: Iterable[int],
+    *,
+    base: str | None = None,
+    fallback: str | None = None,
+    changed: int | None = None,
+    reused: Iterable[int] = (),
+    base_fetched: Iterable[int] = (),
+) -> dict[str, object]:
+    """The diff report's ``blocks`` of a snapshot side (``imagelint schema diff`` describes them)."""
+    return {
+        "mode": mode,
+        "base_snapshot_id": base,
+        "fallback": fallback,
+        "changed_blocks": changed,
+        "fetched": sorted(fetched),
+        "reused": sorted(reused),
+        "base_fetched": sorted(base_fetched),
+    }
+
+
+class _OnApi:
+    """A block source over one snapshot's API: its id, counters and listing are the API's."""
+
+    api: EbsApi
+
+    @property
+    def snapshot_id(self) -> str:
+        return self.api.snapshot_id
+
+    @property
+    def counters(self) -> ApiCounters:
+        return self.api.counters
+
+    def blocks(self) -> BlockMap:
+        return self.api.blocks()
+
+
+class Unusable(Exception):
+    """The changed-block listing cannot stand in for NEW's own: read NEW in full (the message says why)."""
+
+
+@dataclass
+class KeptBlocks(_OnApi):
+    """OLD's blocks: its API, with every block fetched kept for NEW (up to ``keep_bytes``)."""
+
+    api: EbsApi
+    keep_bytes: int = DEFAULT_KEEP_BYTES
+    fetched: set[int] = field(default_factory=set)
+    _kept: dict[int, bytes] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def fetch(self, index: int) -> bytes:
+        return self.serve(index)[0]
+
+    def serve(self, index: int) -> tuple[bytes, bool]:
+        """The block's data, and whether it was kept (False: fetched from OLD now)."""
+        with self._lock:
+            kept = self._kept.get(index)
+        if kept is not None:
+            return kept, True
+        data = self.api.fetch(index)
+        with self._lock:
+            self.fetched.add(index)
+            if (len(self._kept) + 1) * len(data) <= self.keep_bytes:
+                self._kept[index] = data
+        return data, False
+
+    def facts(self) -> dict[str, object]:
+        with self._lock:
+            return block_facts("full", self.fetched)
+
+
+@dataclass
+class ChangedOverBase(_OnApi):
+    """NEW's blocks: those ListChangedBlocks names from NEW's API, the others from OLD's."""
+
+    api: EbsApi
+    base: KeptBlocks
+    changed: dict[int, str | None]
+    fetched: set[int] = field(default_factory=set)
+    reused: set[int] = field(default_factory=set)
+    base_fetched: set[int] = field(default_factory=set)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def over(cls, api: EbsApi, base: KeptBlocks) -> ChangedOverBase:
+        """NEW read through OLD, once the changed-block listing agrees with both snapshots' own
+        listings; :class:`Unusable` (why) otherwise."""
+        try:
+            listing = api.changed_since(base.snapshot_id)
+        except AwsError as exc:
+            raise Unusable(f"ListChangedBlocks refused: {exc}") from None
+        new, old = api.blocks(), base.blocks()
+        if listing.volume_bytes != new.volume_bytes or old.volume_bytes != new.volume_bytes:
+            raise Unusable(
+                f"volume sizes differ: {old.volume_bytes} bytes in {base.snapshot_id}, "
+                f"{new.volume_bytes} in {api.snapshot_id}, {listing.volume_bytes} in ListChangedBlocks"
+            )
+        written = {i for i, token in listing.changed.items() if token is not None}
+        expected = (set(old.tokens) - set(listing.changed)) | written
+        disagree = sorted(expected ^ set(new.tokens))
+        if disagree:
+            raise Unusable(
+                f"ListChangedBlocks disagrees with the snapshots' own block listings at "
+                f"{len(disagree)} block(s), first {disagree[0]}"
+            )
+        return cls(api, base, listing.changed)
+
+    def fetch(self, index: int) -> bytes:
+        if index in self.changed:
+            data = self.api.fetch(index)
+            with self._lock:
+                self.fetched.add(index)
+            return data
+        data, kept = self.base.serve(index)
+        with self._lock:
+            (self.reused if kept else self.base_fetched).add(index)
+        return data
+
+    def facts(self) -> dict[str, object]:
+        with self._lock:
+            return block_facts(
+                "incremental",
+                self.fetched,
+                base=self.base.snapshot_id,
+                changed=len(self.changed),
+                reused=self.reused,
+                base_fetched=self.base_fetched,
+            )
+
+
+@dataclass
+class FullRead(_OnApi):
+    """A snapshot read with its own API alone (not a diff's OLD): what it fetched, and why a diff
+    did not read it through its base (``fallback``)."""
+
+    api: EbsApi
+    fallback: str | None = None
+    base_snapshot_id: str | None = None
+    fetched: set[int] = field(default_factory=set)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def fetch(self, index: int) -> bytes:
+        data = self.api.fetch(index)
+        with self._lock:
+            self.fetched.add(index)
+        return data
+
+    def facts(self) -> dict[str, object]:
+        with self._lock:
+            return block_facts("full", self.fetched, base=self.base_snapshot_id, fallback=self.fallback)
+
+
+@dataclass
+class SharedBlocks:
+    """What a diff's OLD snapshot leaves for NEW, and how each side was read."""
+
+    sides: dict[str, KeptBlocks | ChangedOverBase | FullRead] = field(default_factory=dict)
+
+    def reader(self, side: str) -> Callable[[EbsApi], KeptBlocks | ChangedOverBase | FullRead]:
+        """How the snapshot of ``side`` (:data:`OLD` or :data:`NEW`) is read, given its API: OLD with
+        its blocks kept; NEW through OLD's blocks, or in full with the reason (no reason when OLD
+        was not a snapshot)."""
+
+        def choose(api: EbsApi) -> KeptBlocks | ChangedOverBase | FullRead:
+            base = self.sides.get(OLD)
+            source: KeptBlocks | ChangedOverBase | FullRead
+            if side == OLD:
+                source = KeptBlocks(api)
+            elif not isinstance(base, KeptBlocks):
+                source = FullRead(api)
+            else:
+                try:
+                    source = ChangedOverBase.over(api, base)
+                except Unusable as exc:
+                    source = FullRead(api, str(exc), base.snapshot_id)
+            self.sides[side] = source
+            return source
+
+        return choose
