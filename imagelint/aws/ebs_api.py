@@ -58,6 +58,9 @@ HINTS: dict[str, str] = {
     "ValidationException": "the snapshot id; the snapshot must be completed (not pending)",
     "ServiceQuotaExceededException": "the EBS direct APIs quotas of the account (Service Quotas)",
 }
+REASON_HINTS: dict[str, str] = {  # ValidationException's modeled reasons that need their own words
+    "UNRELATED_SNAPSHOTS": "that both snapshots are of one volume/snapshot lineage",
+}
 
 
 class ChecksumMismatch(Exception):
@@ -301,7 +304,8 @@ class EbsApi:
         detail = " ".join(str(error.get("Message") or code).split())[:300]
         if reason:
             detail += f" (reason {reason})"
-        failure = AwsError("ebs", api, code, f"{self.snapshot_id}: {detail}", HINTS.get(code, _PERMISSIONS))
+        hint = REASON_HINTS.get(str(reason)) or HINTS.get(code, _PERMISSIONS)
+        failure = AwsError("ebs", api, code, f"{self.snapshot_id}: {detail}", hint)
         failure.reason = str(reason or "")  # type: ignore[attr-defined]
         return failure
 

@@ -14,7 +14,9 @@ minus those the changes remove, plus those they write, and the volumes the same 
 (the API refuses, e.g. ``UNRELATED_SNAPSHOTS`` for snapshots of different lineages, or
 ``AccessDenied`` without ``ebs:ListChangedBlocks``; a listing that disagrees) reads NEW in full with
 its own API, and the reason is said (stderr and the report). Either way the answers are those of a
-full read.
+full read, as far as the listing can be checked without reading: a block both snapshots have whose
+change the listing left out would look the same to this check, and there the guarantee is the API's
+documented contract.
 
 :meth:`ChangedOverBase.facts` and :meth:`KeptBlocks.facts` say which blocks were read from which
 snapshot and which were reused: the diff report's ``blocks`` of each side.

@@ -64,6 +64,15 @@ def gpt_ext4_image(tree: Path, dest: Path) -> Path:
     return dest
 
 
+def vendor_update(disk: Path, dest: Path, commands: list[str]) -> Path:
+    """``dest``: a copy of ``disk`` with its root filesystem changed in place by ``debugfs -w``
+    (``write LOCAL PATH``, ``symlink``, ``mkdir``, ``rm``...), as an update applied to a volume changes
+    it: the blocks the update did not touch stay byte for byte what they were."""
+    _run(["cp", "--sparse=always", str(disk), str(dest)])
+    _run(["debugfs", "-w", "-f", "-", f"{dest}?offset={ROOT_START}"], "\n".join(commands) + "\n")
+    return dest
+
+
 def plant_sample_faults(tree: Path) -> Path:
     """Plant the sample image's faults (examples/sample-image.yaml) into a private copy of a tree: the
     ECS agent enabled without a cluster, baked machine-id and host keys, credentials, ..."""
