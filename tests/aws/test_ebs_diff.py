@@ -13,7 +13,6 @@ the snapshots' own), which say why they read NEW in full.
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,21 +25,19 @@ from botocore.exceptions import ClientError
 from botocore.validate import ParamValidator
 
 from imagelint.diff.schema import diff_schema
-from tests.aws.disk_image import gpt_ext4_image, vendor_update
+from tests.aws.disk_image import PACKAGE, UNIT, VENDOR_FILES, gpt_ext4_image, vendor_update
 from tests.aws.ebs_upload import upload_image
 from tests.aws.moto_env import MotoEnv
+from tests.aws.snapshot_streams import blocks_read, differing
 from tests.support import REPO, build_tree, run_cli
 
 pytestmark = pytest.mark.slow
 
 BLOCK = 524288
-UNIT = "vendor-agent.service"
-PACKAGE = "vendor-agent"
 STATUS = (
     "Package: base-files\nStatus: install ok installed\nArchitecture: amd64\nVersion: 12.4\n\n"
     "Package: systemd\nStatus: install ok installed\nArchitecture: amd64\nVersion: 252.33-1\n\n"
 )
-ADDED = f"Package: {PACKAGE}\nStatus: install ok installed\nArchitecture: amd64\nVersion: 2.1.0-1\n\n"
 
 
 @dataclass
@@ -54,82 +51,13 @@ class Pair:
     walk: set[int]  # the blocks an audit of NEW's disk reads
 
 
-class ReadBlocks(io.RawIOBase):
-    """A disk image file, noting the 512 KiB blocks read."""
-
-    def __init__(self, path: Path) -> None:
-        super().__init__()
-        self.f = path.open("rb")
-        self.size = path.stat().st_size
-        self.read_blocks: set[int] = set()
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        return self.f.seek(offset, whence)
-
-    def tell(self) -> int:
-        return self.f.tell()
-
-    def readinto(self, buffer: Any) -> int:
-        start = self.f.tell()
-        n = self.f.readinto(buffer)
-        if n:
-            self.read_blocks.update(range(start // BLOCK, (start + n - 1) // BLOCK + 1))
-        return n
-
-
-def blocks_read(disk: Path) -> set[int]:
-    """The blocks an audit with the built-in rules reads from ``disk`` (the same disk target code)."""
-    from imagelint.engine import RunSettings, audit
-    from imagelint.session import RunOptions, prepare
-    from imagelint.targets.disk import open_disk_target
-
-    stream = ReadBlocks(disk)
-    packs, config = prepare(RunOptions()).rules
-    audit(open_disk_target(stream, description=str(disk)), packs, config, RunSettings())
-    stream.f.close()
-    return stream.read_blocks
-
-
-def differing(a: Path, b: Path) -> set[int]:
-    with a.open("rb") as fa, b.open("rb") as fb:
-        out, index = set(), 0
-        while True:
-            x, y = fa.read(BLOCK), fb.read(BLOCK)
-            if not x and not y:
-                return out
-            if x != y:
-                out.add(index)
-            index += 1
-
-
 def vendor_disks(work: Path) -> tuple[Path, Path]:
     import yaml
 
     spec = yaml.safe_load((REPO / "examples" / "sample-image.yaml").read_text(encoding="utf-8"))
-    files = {
-        **spec["files"],
-        "/var/lib/dpkg/status": STATUS,
-        f"/usr/lib/systemd/system/{UNIT}": "[Unit]\nDescription=Vendor agent\n\n[Service]\n"
-        "ExecStart=/usr/bin/vendor-agent\nRestart=on-failure\n\n[Install]\nWantedBy=multi-user.target\n",
-        "/usr/bin/vendor-agent": {"content": "#!/bin/sh\nexit 0\n", "mode": "0755"},
-    }
-    tree = build_tree(work / "rootfs", files)
+    tree = build_tree(work / "rootfs", {**spec["files"], "/var/lib/dpkg/status": STATUS, **VENDOR_FILES})
     old = gpt_ext4_image(tree, work / "old.img")
-    (work / "status").write_text(STATUS + ADDED, encoding="utf-8")
-    update = [
-        "rm /var/lib/dpkg/status",
-        f"write {work / 'status'} /var/lib/dpkg/status",
-        "sif /var/lib/dpkg/status uid 0",
-        "sif /var/lib/dpkg/status gid 0",
-        f"symlink /etc/systemd/system/multi-user.target.wants/{UNIT} /usr/lib/systemd/system/{UNIT}",
-    ]
-    return old, vendor_update(old, work / "new.img", update)
+    return old, vendor_update(old, work / "new.img", tree, work)
 
 
 @pytest.fixture(scope="module")
