@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from imagelint.aws.ebs_api import ApiCounters, BlockMap, EbsApi
 from imagelint.aws.errors import AwsError
 
-DEFAULT_KEEP_BYTES = 512 * 1024 * 1024  # OLD's fetched blocks kept for NEW (beyond: fetched again)
+DEFAULT_KEEP_BYTES = 512 * 1024 * 1024  # blocks kept per snapshot (beyond: fetched again when needed)
 OLD, NEW = "old", "new"
 
 
@@ -104,9 +104,13 @@ class KeptBlocks(_OnApi):
                 self._kept[index] = data
         return data, False
 
-    def facts(self) -> dict[str, object]:
+    def indexes(self) -> list[int]:
+        """The blocks fetched from this snapshot so far."""
         with self._lock:
-            return block_facts("full", self.fetched)
+            return sorted(self.fetched)
+
+    def facts(self) -> dict[str, object]:
+        return block_facts("full", self.indexes())
 
 
 @dataclass
@@ -116,7 +120,7 @@ class ChangedOverBase(_OnApi):
     api: EbsApi
     base: KeptBlocks
     changed: dict[int, str | None]
-    fetched: set[int] = field(default_factory=set)
+    own: KeptBlocks = field(init=False)  # NEW's changed blocks, kept: read again, never fetched again
     reused: set[int] = field(default_factory=set)
     base_fetched: set[int] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -145,12 +149,12 @@ class ChangedOverBase(_OnApi):
             )
         return cls(api, base, listing.changed)
 
+    def __post_init__(self) -> None:
+        self.own = KeptBlocks(self.api, self.base.keep_bytes)
+
     def fetch(self, index: int) -> bytes:
         if index in self.changed:
-            data = self.api.fetch(index)
-            with self._lock:
-                self.fetched.add(index)
-            return data
+            return self.own.fetch(index)
         data, kept = self.base.serve(index)
         with self._lock:
             (self.reused if kept else self.base_fetched).add(index)
@@ -160,7 +164,7 @@ class ChangedOverBase(_OnApi):
         with self._lock:
             return block_facts(
                 "incremental",
-                self.fetched,
+                self.own.indexes(),
                 base=self.base.snapshot_id,
                 changed=len(self.changed),
                 reused=self.reused,
@@ -169,41 +173,31 @@ class ChangedOverBase(_OnApi):
 
 
 @dataclass
-class FullRead(_OnApi):
-    """A snapshot read with its own API alone (not a diff's OLD): what it fetched, and why a diff
-    did not read it through its base (``fallback``)."""
+class FullRead(KeptBlocks):
+    """NEW read with its own API alone: OLD was no snapshot, or ``fallback`` says why NEW could not be
+    read through ``base_snapshot_id``."""
 
-    api: EbsApi
     fallback: str | None = None
     base_snapshot_id: str | None = None
-    fetched: set[int] = field(default_factory=set)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def fetch(self, index: int) -> bytes:
-        data = self.api.fetch(index)
-        with self._lock:
-            self.fetched.add(index)
-        return data
 
     def facts(self) -> dict[str, object]:
-        with self._lock:
-            return block_facts("full", self.fetched, base=self.base_snapshot_id, fallback=self.fallback)
+        return block_facts("full", self.indexes(), base=self.base_snapshot_id, fallback=self.fallback)
 
 
 @dataclass
 class SharedBlocks:
     """What a diff's OLD snapshot leaves for NEW, and how each side was read."""
 
-    sides: dict[str, KeptBlocks | ChangedOverBase | FullRead] = field(default_factory=dict)
+    sides: dict[str, KeptBlocks | ChangedOverBase] = field(default_factory=dict)
 
-    def reader(self, side: str) -> Callable[[EbsApi], KeptBlocks | ChangedOverBase | FullRead]:
+    def reader(self, side: str) -> Callable[[EbsApi], KeptBlocks | ChangedOverBase]:
         """How the snapshot of ``side`` (:data:`OLD` or :data:`NEW`) is read, given its API: OLD with
         its blocks kept; NEW through OLD's blocks, or in full with the reason (no reason when OLD
         was not a snapshot)."""
 
-        def choose(api: EbsApi) -> KeptBlocks | ChangedOverBase | FullRead:
+        def choose(api: EbsApi) -> KeptBlocks | ChangedOverBase:
             base = self.sides.get(OLD)
-            source: KeptBlocks | ChangedOverBase | FullRead
+            source: KeptBlocks | ChangedOverBase
             if side == OLD:
                 source = KeptBlocks(api)
             elif not isinstance(base, KeptBlocks):
@@ -212,7 +206,7 @@ class SharedBlocks:
                 try:
                     source = ChangedOverBase.over(api, base)
                 except Unusable as exc:
-                    source = FullRead(api, str(exc), base.snapshot_id)
+                    source = FullRead(api, fallback=str(exc), base_snapshot_id=base.snapshot_id)
             self.sides[side] = source
             return source
 
