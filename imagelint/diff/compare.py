@@ -51,7 +51,7 @@ class Side:
     """One side of a diff: where it came from, its inventory and its findings."""
 
     description: str
-    source: str  # "image" (audited now) or "report" (a JSON report file)
+    source: str  # "image" (audited now), "report" (a JSON report file) or "cache" (imagelint.diff.cache)
     inventory: dict[str, Any]
     findings: list[Finding] = field(default_factory=list)
     verdict: str = "pass"  # its own audit's verdict

@@ -10,8 +10,8 @@ _INDEXES = {"type": "array", "items": {"type": "integer", "minimum": 0}, "unique
 
 _BLOCKS = {
     "type": ["object", "null"],
-    "description": "an EBS snapshot side (ebs:snap-…): which 512 KiB blocks were read and from where; "
-    "null for any other side",
+    "description": "an EBS snapshot side (ebs:snap-…) read now: which 512 KiB blocks were read and "
+    "from where; null for any other side",
     "additionalProperties": False,
     "required": [
         "mode",
@@ -63,7 +63,12 @@ _SIDE = {
     "required": ["description", "source", "sha256", "complete", "verdict", "units", "packages", "blocks"],
     "properties": {
         "description": {"type": "string", "description": "the argument: an image root or a report file"},
-        "source": {"enum": ["image", "report"]},
+        "source": {
+            "enum": ["image", "report", "cache"],
+            "description": "image: audited now; report: a JSON report file; cache: an image that never "
+            "changes (an EBS snapshot), its audit with the same version, rules and config kept from an "
+            "earlier run (imagelint.diff.cache; IMAGELINT_NO_CACHE=1 turns it off)",
+        },
         "sha256": {"type": ["string", "null"], "description": "of the report file"},
         "complete": {
             "type": "boolean",

@@ -78,6 +78,12 @@ class SnapshotOpener:
     def claims(self, spec: str, options: OpenOptions) -> bool:
         return spec.startswith(PREFIX) and not options.live
 
+    def identity(self, spec: str, options: OpenOptions) -> str:
+        """A snapshot never changes: its region and id name its content for good."""
+        from imagelint.aws.clients import default_region
+
+        return f"{PREFIX}{default_region(options.region)}:{snapshot_id_of(spec)}"
+
     @contextlib.contextmanager
     def open(self, spec: str, options: OpenOptions) -> Iterator[Opened]:
         from imagelint.aws.clients import Clients, default_region

@@ -8,7 +8,8 @@ parent (another lineage). The CLI (a subprocess) must then name exactly the upda
 only blocks ListChangedBlocks names (at most 1.2 times the changed blocks its walk needs, counted by
 the server), and give the same changes as a full read of the same pair, as the diff of the two disk
 image files, and as the fallbacks (access denied, unrelated snapshots, a listing that disagrees with
-the snapshots' own), which say why they read NEW in full.
+the snapshots' own), which say why they read NEW in full. With the audit cache on, the next diff of
+the same snapshots reads neither of them again.
 """
 
 from __future__ import annotations
@@ -82,8 +83,12 @@ def env(pair: Pair) -> Iterator[MotoEnv]:
     pair.env.ebs.reset()
 
 
-def diff(env: MotoEnv, old: str, new: str, out: Path) -> tuple[dict[str, Any], str]:
-    proc = run_cli("diff", old, new, "-f", f"json:{out}", env=env.env, timeout=300)
+def diff(
+    env: MotoEnv, old: str, new: str, out: Path, cache: Path | None = None
+) -> tuple[dict[str, Any], str]:
+    """The CLI's diff (the audit cache off, or in ``cache``)."""
+    kept = {"IMAGELINT_NO_CACHE": "1"} if cache is None else {"XDG_CACHE_HOME": str(cache)}
+    proc = run_cli("diff", old, new, "-f", f"json:{out}", env={**env.env, **kept}, timeout=300)
     assert proc.returncode == 1, proc.stderr  # a new boot unit fails the diff by default
     result = json.loads(out.read_text())
     jsonschema.validate(result, diff_schema())
@@ -186,3 +191,16 @@ def test_the_front_answers_list_changed_blocks_in_the_models_shape(env: MotoEnv,
         client.list_changed_blocks(FirstSnapshotId=pair.old, SecondSnapshotId=pair.other)
     error = refused.value.response
     assert error["Error"]["Code"] == "ValidationException" and error["Reason"] == "UNRELATED_SNAPSHOTS"
+
+
+def test_the_next_diff_of_the_same_snapshots_reads_them_from_the_audit_cache(
+    env: MotoEnv, pair: Pair, incremental: tuple[dict[str, Any], list[int], str], tmp_path: Path
+) -> None:
+    first, _ = diff(env, f"ebs:{pair.old}", f"ebs:{pair.new}", tmp_path / "1.json", tmp_path / "cache")
+    assert first["old"]["source"] == first["new"]["source"] == "image" and env.ebs.snapshot_gets
+    assert len(list((tmp_path / "cache" / "imagelint" / "audits").glob("*.json"))) == 2
+    env.ebs.reset()
+    again, _ = diff(env, f"ebs:{pair.old}", f"ebs:{pair.new}", tmp_path / "2.json", tmp_path / "cache")
+    assert again["old"]["source"] == again["new"]["source"] == "cache"
+    assert again["old"]["blocks"] is None and env.ebs.snapshot_gets == [] and env.ebs.lists == 0
+    assert changes(again) == changes(first) == changes(incremental[0])
