@@ -54,7 +54,11 @@ def timed_diff(
     aws: MotoEnv, old: str, new: str, out: Path, cache: Path | None = None
 ) -> tuple[float, dict[str, Any], float]:
     """Wall time, the diff's JSON, and NEW's own read time (its progress line's elapsed seconds)."""
-    kept = {"IMAGELINT_NO_CACHE": "1"} if cache is None else {"XDG_CACHE_HOME": str(cache)}
+    kept = (
+        {"IMAGELINT_NO_CACHE": "1"}
+        if cache is None
+        else {"IMAGELINT_NO_CACHE": "", "XDG_CACHE_HOME": str(cache)}
+    )
     started = time.perf_counter()
     proc = subprocess.run(
         [IMAGELINT, "diff", old, new, "-f", f"json:{out}"],

@@ -87,7 +87,11 @@ def diff(
     env: MotoEnv, old: str, new: str, out: Path, cache: Path | None = None
 ) -> tuple[dict[str, Any], str]:
     """The CLI's diff (the audit cache off, or in ``cache``)."""
-    kept = {"IMAGELINT_NO_CACHE": "1"} if cache is None else {"XDG_CACHE_HOME": str(cache)}
+    kept = (
+        {"IMAGELINT_NO_CACHE": "1"}
+        if cache is None
+        else {"IMAGELINT_NO_CACHE": "", "XDG_CACHE_HOME": str(cache)}
+    )
     proc = run_cli("diff", old, new, "-f", f"json:{out}", env={**env.env, **kept}, timeout=300)
     assert proc.returncode == 1, proc.stderr  # a new boot unit fails the diff by default
     result = json.loads(out.read_text())
