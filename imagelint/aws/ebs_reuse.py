@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from imagelint.aws.ebs_api import ApiCounters, BlockMap, EbsApi
 from imagelint.aws.errors import AwsError
 
-DEFAULT_KEEP_BYTES = 512 * 1024 * 1024  # blocks kept per snapshot (beyond: fetched again when needed)
+DEFAULT_KEEP_BYTES = 256 * 1024 * 1024  # blocks kept per snapshot (beyond: fetched again when needed)
 OLD, NEW = "old", "new"
 
 

@@ -3,7 +3,8 @@
 The snapshot is read through the EBS direct APIs (:mod:`imagelint.aws.ebs_blocks`) as a raw disk
 and handed to the disk targets (:func:`imagelint.targets.disk.open_disk_target`), which find the
 partition table and the root filesystem; no instance, no volume, no root, no mount. Permissions
-needed: ``ebs:ListSnapshotBlocks``, ``ebs:GetSnapshotBlock`` (and ``ec2:DescribeImages`` for an AMI,
+needed: ``ebs:ListSnapshotBlocks``, ``ebs:GetSnapshotBlock`` (``ebs:ListChangedBlocks`` for a diff of
+two snapshots, which reads NEW in full without it; ``ec2:DescribeImages`` for an AMI,
 ``kms:Decrypt`` on the key of an encrypted snapshot): :data:`IAM_POLICY`.
 
 The report's ``facts["disk"]["io"]`` holds the stream's counters (blocks listed and fetched, bytes,
@@ -30,14 +31,14 @@ if TYPE_CHECKING:
 
 MIB = 1024 * 1024
 
-# The read-only EBS direct APIs on snapshots, DescribeImages to find an AMI's root snapshot, and
-# kms:Decrypt for encrypted snapshots (narrow Resource to the key's ARN).
+# The read-only EBS direct APIs on snapshots (ListChangedBlocks: a diff of two), DescribeImages to
+# find an AMI's root snapshot, and kms:Decrypt for encrypted snapshots (narrow Resource to the key).
 IAM_POLICY: dict[str, Any] = {
     "Version": "2012-10-17",
     "Statement": [
         {
             "Effect": "Allow",
-            "Action": ["ebs:ListSnapshotBlocks", "ebs:GetSnapshotBlock"],
+            "Action": ["ebs:ListSnapshotBlocks", "ebs:GetSnapshotBlock", "ebs:ListChangedBlocks"],
             "Resource": "arn:aws:ec2:*::snapshot/*",
         },
         {"Effect": "Allow", "Action": ["ec2:DescribeImages"], "Resource": "*"},
