@@ -9,8 +9,8 @@ OLD to NEW's (an EBS snapshot's blocks: NEW is then read through ListChangedBloc
 ``blocks`` say what was fetched and reused). The audit of an image its opener names for good (an EBS
 snapshot) is kept in :mod:`imagelint.diff.cache` under that name, the imagelint version and the
 run's rule packs and config, and read back instead of reading the image again (``source: cache``).
-The policy (the config's ``diff:`` section) says what
-each change does, and :func:`imagelint.diff.verdict.decide_diff` decides the exit code once.
+The policy (the config's ``diff:`` section) says what each change does, and
+:func:`imagelint.diff.verdict.decide_diff` decides the exit code once.
 """
 
 from __future__ import annotations
