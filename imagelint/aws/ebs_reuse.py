@@ -80,7 +80,9 @@ class Unusable(Exception):
 
 @dataclass
 class KeptBlocks(_OnApi):
-    """OLD's blocks: its API, with every block fetched kept for NEW (up to ``keep_bytes``)."""
+    """A snapshot's blocks: its API, with every block fetched kept (up to ``keep_bytes``; the same
+    ``bytes`` the stream's cache holds, not a copy), so that reading one again fetches nothing: OLD's
+    for NEW, NEW's own after the stream's cache let them go."""
 
     api: EbsApi
     keep_bytes: int = DEFAULT_KEEP_BYTES
@@ -92,7 +94,7 @@ class KeptBlocks(_OnApi):
         return self.serve(index)[0]
 
     def serve(self, index: int) -> tuple[bytes, bool]:
-        """The block's data, and whether it was kept (False: fetched from OLD now)."""
+        """The block's data, and whether it was kept (False: fetched now)."""
         with self._lock:
             kept = self._kept.get(index)
         if kept is not None:
