@@ -23,7 +23,6 @@ Run: .venv/bin/python benchmarks/ebs_snapshot.py
 from __future__ import annotations
 
 import collections
-import io
 import json
 import os
 import re
@@ -41,7 +40,7 @@ sys.path.insert(0, str(REPO))
 from tests.aws.disk_image import ROOT_START, gpt_ext4_image, plant_sample_faults
 from tests.aws.ebs_upload import register_image, upload_image
 from tests.aws.moto_env import MotoEnv
-from tests.aws.snapshot_streams import NoPrefetch
+from tests.aws.snapshot_streams import NoPrefetch, ReadBlocks
 
 BLOCK = 524288
 LATENCY = 0.05
@@ -49,31 +48,17 @@ IMAGELINT = str(Path(sys.executable).parent / "imagelint")
 WALKED = ["/etc", "/usr", "/boot", "/opt", "/bin", "/sbin", "/lib", "/lib64"]  # IL109's paths
 
 
-class CountingFile(io.RawIOBase):
+class CountingFile(ReadBlocks):
     """The image file, noting which 512 KiB blocks each rule reads first."""
 
     def __init__(self, path: Path) -> None:
-        super().__init__()
-        self.f = path.open("rb")
-        self.size = path.stat().st_size
+        super().__init__(path)
         self.tag = "open"
         self.first: dict[int, str] = {}
 
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        return self.f.seek(offset, whence)
-
-    def tell(self) -> int:
-        return self.f.tell()
-
     def readinto(self, buffer: Any) -> int:
         pos = self.f.tell()
-        n = self.f.readinto(buffer)
+        n = super().readinto(buffer)
         for index in range(pos // BLOCK, (pos + max(n, 1) - 1) // BLOCK + 1):
             self.first.setdefault(index, self.tag)
         return n

@@ -114,3 +114,9 @@ def faulty_disk(faulty_tree: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     from tests.aws.disk_image import gpt_ext4_image
 
     return gpt_ext4_image(faulty_tree, tmp_path_factory.mktemp("disk") / "disk.img")
+
+
+@pytest.fixture(autouse=True)
+def _no_audit_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test keeps audits in the user's cache (imagelint.diff.cache): a test of it names its own."""
+    monkeypatch.setenv("IMAGELINT_NO_CACHE", "1")

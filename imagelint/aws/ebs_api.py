@@ -1,10 +1,19 @@
-"""The two EBS direct API calls a snapshot reader needs, with retries, checksums and honest errors.
+"""The EBS direct API calls a snapshot reader needs, with retries, checksums and honest errors.
 
 - ``ListSnapshotBlocks`` (paginated, ``MaxResults`` 100..10000) gives the allocated blocks: their
   index (in units of 512 KiB, whatever else the reply says) and a block token. Blocks never written
   are not listed and read as zeros. Tokens are temporary: AWS documents seven days (``ExpiryTime`` in
   the reply) and a ``ValidationException`` with reason ``INVALID_BLOCK_TOKEN`` once one has expired;
   :class:`EbsApi` then lists again (see :meth:`EbsApi.fetch`).
+- ``ListChangedBlocks`` (``FirstSnapshotId``, ``SecondSnapshotId``; paginated like the listing,
+  ``MaxResults`` 100..10000, ``NextToken`` until absent; a page may hold fewer blocks than asked, even
+  none) gives the blocks that differ between two snapshots *of the same volume/snapshot lineage*:
+  each with ``FirstBlockToken`` (absent when the first snapshot does not have the block) and
+  ``SecondBlockToken`` (absent when the second one does not: it reads as zeros there). Snapshots of
+  different lineages are refused with a ``ValidationException``, reason ``UNRELATED_SNAPSHOTS``
+  (botocore's model lists the reason; the message text is AWS's own). Its tokens expire as the
+  listing's do; :meth:`EbsApi.changed_since` keeps only the indexes (blocks are fetched with the
+  second snapshot's own listing, which is listed again when its tokens expire).
 - ``GetSnapshotBlock`` (index + token) returns the block's data, its length and a SHA256 checksum
   (base64). The data is read with a bound (one block and a byte) and checked against both.
 
@@ -24,7 +33,7 @@ import hashlib
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -38,7 +47,9 @@ MAX_PAGES = 100_000  # a 64 TiB volume has 131072 blocks: 14 full pages; anythin
 TOKEN_MARGIN = timedelta(minutes=5)  # list again this long before the listed ExpiryTime
 
 THROTTLING = frozenset({"ThrottlingException", "RequestThrottledException", "Throttling", "SlowDown"})
-_PERMISSIONS = "IAM permissions ebs:ListSnapshotBlocks and ebs:GetSnapshotBlock"
+_PERMISSIONS = (
+    "IAM permissions ebs:ListSnapshotBlocks and ebs:GetSnapshotBlock (ebs:ListChangedBlocks for a diff)"
+)
 HINTS: dict[str, str] = {
     "AccessDeniedException": f"{_PERMISSIONS} for the caller, kms:Decrypt on the key of an encrypted "
     "snapshot, and that a snapshot of another account is shared with this one",
@@ -46,6 +57,9 @@ HINTS: dict[str, str] = {
     "shared with this one (public snapshots cannot be read through the EBS direct APIs)",
     "ValidationException": "the snapshot id; the snapshot must be completed (not pending)",
     "ServiceQuotaExceededException": "the EBS direct APIs quotas of the account (Service Quotas)",
+}
+REASON_HINTS: dict[str, str] = {  # ValidationException's modeled reasons that need their own words
+    "UNRELATED_SNAPSHOTS": "that both snapshots are of one volume/snapshot lineage",
 }
 
 
@@ -75,11 +89,22 @@ class BlockMap:
     listed_block_size: int
 
 
+@dataclass(frozen=True)
+class ChangedBlocks:
+    """What ListChangedBlocks said: each block that differs, with the second snapshot's token (None:
+    the second snapshot does not have the block, it reads as zeros there)."""
+
+    first_snapshot_id: str
+    volume_bytes: int
+    changed: dict[int, str | None]
+
+
 @dataclass
 class ApiCounters:
     """Counted under the lock: every request and every retry."""
 
     list_requests: int = 0
+    changed_requests: int = 0
     get_requests: int = 0
     retries: int = 0
     throttled: int = 0
@@ -129,45 +154,74 @@ class EbsApi:
 
     def _list(self) -> BlockMap:
         tokens: dict[int, str] = {}
-        params: dict[str, Any] = {"SnapshotId": self.snapshot_id, "MaxResults": LIST_PAGE}
-        volume_gib = block_size = 0
+        volume_gib = 0
         expires: datetime | None = None
-        for _ in range(MAX_PAGES):
-            with self._lock:
-                self.counters.list_requests += 1
-            reply = self._call("ListSnapshotBlocks", self.client.list_snapshot_blocks, params)
+        params: dict[str, Any] = {"SnapshotId": self.snapshot_id}
+        for reply in self._pages(
+            "ListSnapshotBlocks", self.client.list_snapshot_blocks, params, "list_requests"
+        ):
             volume_gib = int(reply.get("VolumeSize") or volume_gib)
-            block_size = int(reply.get("BlockSize") or block_size)
             if reply.get("ExpiryTime") is not None:
                 page_expiry = _aware(reply["ExpiryTime"])
                 expires = page_expiry if expires is None else min(expires, page_expiry)
             for block in reply.get("Blocks", []):
                 tokens[int(block["BlockIndex"])] = str(block["BlockToken"])
+        volume_bytes = volume_gib * GIB
+        self._in_volume("ListSnapshotBlocks", tokens, volume_bytes)
+        return BlockMap(volume_bytes, tokens, expires, BLOCK_SIZE)
+
+    def changed_since(self, first_snapshot_id: str) -> ChangedBlocks:
+        """ListChangedBlocks from ``first_snapshot_id`` to this snapshot, every page. An error (the
+        snapshots are unrelated, the permission is missing) is the :class:`AwsError` it is."""
+        changed: dict[int, str | None] = {}
+        volume_gib = 0
+        params: dict[str, Any] = {"FirstSnapshotId": first_snapshot_id, "SecondSnapshotId": self.snapshot_id}
+        pages = self._pages("ListChangedBlocks", self.client.list_changed_blocks, params, "changed_requests")
+        for reply in pages:
+            volume_gib = int(reply.get("VolumeSize") or volume_gib)
+            for block in reply.get("ChangedBlocks", []):
+                second = block.get("SecondBlockToken")
+                changed[int(block["BlockIndex"])] = None if second is None else str(second)
+        volume_bytes = volume_gib * GIB
+        self._in_volume("ListChangedBlocks", changed, volume_bytes)
+        return ChangedBlocks(first_snapshot_id, volume_bytes, changed)
+
+    def _pages(
+        self, api: str, func: Callable[..., Any], params: dict[str, Any], counter: str
+    ) -> Iterator[dict[str, Any]]:
+        """Every page of a paginated listing (``MaxResults`` the largest allowed, ``NextToken`` until
+        absent), each checked for the API's block size."""
+        page = {**params, "MaxResults": LIST_PAGE}
+        for _ in range(MAX_PAGES):
+            with self._lock:
+                setattr(self.counters, counter, getattr(self.counters, counter) + 1)
+            reply: dict[str, Any] = self._call(api, func, page)
+            block_size = int(reply.get("BlockSize") or 0)
+            if block_size != BLOCK_SIZE:
+                raise AwsError(
+                    "ebs",
+                    api,
+                    "UnexpectedBlockSize",
+                    f"{self.snapshot_id}: BlockSize {block_size}, the EBS direct APIs use {BLOCK_SIZE}",
+                    "that the endpoint implements the EBS direct APIs",
+                )
+            yield reply
             token = reply.get("NextToken")
             if not token:
-                break
-            params = {"SnapshotId": self.snapshot_id, "MaxResults": LIST_PAGE, "NextToken": token}
-        else:
-            raise AwsError("ebs", "ListSnapshotBlocks", "TooManyPages", f"more than {MAX_PAGES} pages")
-        if block_size != BLOCK_SIZE:
-            raise AwsError(
-                "ebs",
-                "ListSnapshotBlocks",
-                "UnexpectedBlockSize",
-                f"{self.snapshot_id}: BlockSize {block_size}, the EBS direct APIs use {BLOCK_SIZE}",
-                "that the endpoint implements the EBS direct APIs",
-            )
-        volume_bytes = volume_gib * GIB
-        beyond = [i for i in tokens if (i + 1) * BLOCK_SIZE > volume_bytes]
+                return
+            page = {**params, "MaxResults": LIST_PAGE, "NextToken": token}
+        raise AwsError("ebs", api, "TooManyPages", f"more than {MAX_PAGES} pages")
+
+    def _in_volume(self, api: str, indexes: Iterable[int], volume_bytes: int) -> None:
+        beyond = [i for i in indexes if (i + 1) * BLOCK_SIZE > volume_bytes]
         if beyond:
             raise AwsError(
                 "ebs",
-                "ListSnapshotBlocks",
+                api,
                 "BlockOutOfRange",
-                f"{self.snapshot_id}: block {beyond[0]} lies beyond the {volume_gib} GiB volume",
+                f"{self.snapshot_id}: block {beyond[0]} lies beyond the {volume_bytes // GIB} GiB volume",
                 "that the endpoint implements the EBS direct APIs",
             )
-        return BlockMap(volume_bytes, tokens, expires, block_size)
 
     # --- one block --------------------------------------------------------------------------------
 
@@ -250,7 +304,8 @@ class EbsApi:
         detail = " ".join(str(error.get("Message") or code).split())[:300]
         if reason:
             detail += f" (reason {reason})"
-        failure = AwsError("ebs", api, code, f"{self.snapshot_id}: {detail}", HINTS.get(code, _PERMISSIONS))
+        hint = REASON_HINTS.get(str(reason)) or HINTS.get(code, _PERMISSIONS)
+        failure = AwsError("ebs", api, code, f"{self.snapshot_id}: {detail}", hint)
         failure.reason = str(reason or "")  # type: ignore[attr-defined]
         return failure
 

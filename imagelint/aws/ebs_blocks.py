@@ -21,6 +21,12 @@ not name was never written and reads as zeros, without a request.
   zero-block reads, read-ahead and prefetch, requests, retries and throttling; the disk target puts
   them in the report.
 
+- **Source**: the blocks come from a :class:`BlockSource`: the snapshot's own
+  :class:`~imagelint.aws.ebs_api.EbsApi`, or a source that serves some blocks from elsewhere
+  (:mod:`imagelint.aws.ebs_reuse`: a diff's NEW snapshot, its changed blocks from the API and the
+  rest from OLD's blocks). The stream neither knows nor cares; the listing it reads sizes and zeros
+  from is always the snapshot's own.
+
 The first failure of a fetch (denied, not found, checksum, retries exhausted) is kept: a filesystem
 reader may turn an I/O error into "file unreadable", so :meth:`raise_if_failed` lets the caller end
 the run with the real cause. Nothing here writes: the stream is not writable.
@@ -33,9 +39,9 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, Protocol
 
-from imagelint.aws.ebs_api import BLOCK_SIZE, EbsApi
+from imagelint.aws.ebs_api import BLOCK_SIZE, ApiCounters, BlockMap
 from imagelint.errors import ImageLintError
 
 DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
@@ -44,12 +50,30 @@ DEFAULT_READAHEAD = 16
 ZERO_BLOCK = bytes(BLOCK_SIZE)
 
 
+class BlockSource(Protocol):
+    """Where a stream's blocks come from (:class:`imagelint.aws.ebs_api.EbsApi` is one)."""
+
+    @property
+    def snapshot_id(self) -> str: ...
+
+    @property
+    def counters(self) -> ApiCounters: ...
+
+    def blocks(self) -> BlockMap:
+        """The snapshot's listing: its size and its allocated blocks."""
+        ...
+
+    def fetch(self, index: int) -> bytes:
+        """The verified data of one allocated block."""
+        ...
+
+
 class SnapshotStream(io.RawIOBase):
     """Read-only, seekable bytes of one snapshot (``size`` = the volume size)."""
 
     def __init__(
         self,
-        api: EbsApi,
+        api: BlockSource,
         *,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
         concurrency: int = DEFAULT_CONCURRENCY,

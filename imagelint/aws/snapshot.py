@@ -3,7 +3,8 @@
 The snapshot is read through the EBS direct APIs (:mod:`imagelint.aws.ebs_blocks`) as a raw disk
 and handed to the disk targets (:func:`imagelint.targets.disk.open_disk_target`), which find the
 partition table and the root filesystem; no instance, no volume, no root, no mount. Permissions
-needed: ``ebs:ListSnapshotBlocks``, ``ebs:GetSnapshotBlock`` (and ``ec2:DescribeImages`` for an AMI,
+needed: ``ebs:ListSnapshotBlocks``, ``ebs:GetSnapshotBlock`` (``ebs:ListChangedBlocks`` for a diff of
+two snapshots, which reads NEW in full without it; ``ec2:DescribeImages`` for an AMI,
 ``kms:Decrypt`` on the key of an encrypted snapshot): :data:`IAM_POLICY`.
 
 The report's ``facts["disk"]["io"]`` holds the stream's counters (blocks listed and fetched, bytes,
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -23,20 +24,21 @@ from imagelint.errors import UsageError
 
 if TYPE_CHECKING:
     from imagelint.aws.clients import Clients
-    from imagelint.aws.ebs_blocks import SnapshotStream
+    from imagelint.aws.ebs_api import EbsApi
+    from imagelint.aws.ebs_blocks import BlockSource, SnapshotStream
     from imagelint.aws.progress import Progress
     from imagelint.report import Report
 
 MIB = 1024 * 1024
 
-# The read-only EBS direct APIs on snapshots, DescribeImages to find an AMI's root snapshot, and
-# kms:Decrypt for encrypted snapshots (narrow Resource to the key's ARN).
+# The read-only EBS direct APIs on snapshots (ListChangedBlocks: a diff of two), DescribeImages to
+# find an AMI's root snapshot, and kms:Decrypt for encrypted snapshots (narrow Resource to the key).
 IAM_POLICY: dict[str, Any] = {
     "Version": "2012-10-17",
     "Statement": [
         {
             "Effect": "Allow",
-            "Action": ["ebs:ListSnapshotBlocks", "ebs:GetSnapshotBlock"],
+            "Action": ["ebs:ListSnapshotBlocks", "ebs:GetSnapshotBlock", "ebs:ListChangedBlocks"],
             "Resource": "arn:aws:ec2:*::snapshot/*",
         },
         {"Effect": "Allow", "Action": ["ec2:DescribeImages"], "Resource": "*"},
@@ -56,9 +58,14 @@ class SnapshotSettings:
 
 @contextlib.contextmanager
 def open_stream(
-    clients: Clients, snapshot_id: str, settings: SnapshotSettings, progress: Progress | None = None
+    clients: Clients,
+    snapshot_id: str,
+    settings: SnapshotSettings,
+    progress: Progress | None = None,
+    through: Callable[[EbsApi], BlockSource] | None = None,
 ) -> Iterator[SnapshotStream]:
-    """The snapshot as a raw disk stream; progress (blocks fetched, MiB) while it is read."""
+    """The snapshot as a raw disk stream; progress (blocks fetched, MiB) while it is read. ``through``:
+    where its blocks come from, given its API (default: the API itself)."""
     from imagelint.aws.ebs_api import EbsApi
     from imagelint.aws.ebs_blocks import SnapshotStream
 
@@ -77,7 +84,10 @@ def open_stream(
     if progress is not None:
         progress.phase("listing blocks", snapshot_id)
     stream = SnapshotStream(
-        api, cache_bytes=settings.cache_mib * MIB, concurrency=settings.concurrency, on_fetch=show
+        api if through is None else through(api),
+        cache_bytes=settings.cache_mib * MIB,
+        concurrency=settings.concurrency,
+        on_fetch=show,
     )
     try:
         if progress is not None:
@@ -89,11 +99,15 @@ def open_stream(
 
 @contextlib.contextmanager
 def snapshot_target(
-    clients: Clients, snapshot_id: str, settings: SnapshotSettings, progress: Progress | None = None
+    clients: Clients,
+    snapshot_id: str,
+    settings: SnapshotSettings,
+    progress: Progress | None = None,
+    through: Callable[[EbsApi], BlockSource] | None = None,
 ) -> Iterator[tuple[Any, SnapshotStream]]:
     """The disk target over the snapshot (and its stream, for the counters)."""
     open_disk_target = _disk_opener()
-    with open_stream(clients, snapshot_id, settings, progress) as stream:
+    with open_stream(clients, snapshot_id, settings, progress, through) as stream:
         description = f"ebs:{snapshot_id} ({clients.region})"
         try:
             target = open_disk_target(

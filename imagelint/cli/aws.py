@@ -146,7 +146,8 @@ def ami_check(
 
       {"Version": "2012-10-17", "Statement": [
         {"Effect": "Allow", "Resource": "arn:aws:ec2:*::snapshot/*",
-         "Action": ["ebs:ListSnapshotBlocks", "ebs:GetSnapshotBlock"]},
+         "Action": ["ebs:ListSnapshotBlocks", "ebs:GetSnapshotBlock",
+                    "ebs:ListChangedBlocks"]},
         {"Effect": "Allow", "Resource": "*",
          "Action": ["ec2:DescribeImages"]},
         {"Effect": "Allow", "Resource": "arn:aws:kms:*:*:key/*",

@@ -54,7 +54,12 @@ def diff(
     a collector bundle; audited now with the same rules and config) or JSON reports of `imagelint
     audit -f json:…` (their inventory and findings). Which kinds of change fail or warn
     is the config's diff: section (`imagelint schema config`); by default a new boot unit and a
-    new failing finding fail, everything else warns. Examples:
+    new failing finding fail, everything else warns.
+
+    Two EBS snapshots of one lineage: NEW is read through ListChangedBlocks (only its changed blocks
+    fetched, the rest reused from OLD's); other pairs are read in full, with a warning saying why.
+    A snapshot's audit is kept in $XDG_CACHE_HOME/imagelint/audits (IMAGELINT_NO_CACHE=1: off), so
+    the next diff against it does not read it again. Examples:
 
       imagelint diff /mnt/last-release /mnt/candidate
 

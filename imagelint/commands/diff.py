@@ -4,22 +4,31 @@ Each side is a JSON report file (read back by :mod:`imagelint.report.reading`: c
 or any image the openers open (a directory, a disk image, ``ebs:snap-…``, a bundle), audited now with
 the run's rules and config, so that both sides carry findings as well as an inventory. A report
 without an inventory (written before inventories existed, or by a soak) cannot be compared: exit 3,
-naming it. The policy (the config's ``diff:`` section) says what each change does, and
+naming it. Both sides are opened with one ``shared`` mapping, so an opener can hand what it read of
+OLD to NEW's (an EBS snapshot's blocks: NEW is then read through ListChangedBlocks, and each side's
+``blocks`` say what was fetched and reused). The audit of an image its opener names for good (an EBS
+snapshot) is kept in :mod:`imagelint.diff.cache` under that name, the imagelint version and the
+run's rule packs and config, and read back instead of reading the image again (``source: cache``).
+The policy (the config's ``diff:`` section) says what each change does, and
 :func:`imagelint.diff.verdict.decide_diff` decides the exit code once.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from imagelint import __version__, stderr
+from imagelint.diff.cache import AuditCache
 from imagelint.diff.compare import Side, compare
 from imagelint.diff.result import ORDER, DiffResult
 from imagelint.diff.verdict import IGNORE, change_action, decide_diff
 from imagelint.errors import TargetError
-from imagelint.openers import OpenOptions, open_spec
-from imagelint.report.model import report_from_dict
+from imagelint.openers import OpenOptions, immutable_key, open_spec
+from imagelint.report.model import Verdict, report_from_dict
 from imagelint.session import PreparedRun, RunOptions, audit_opened, prepare
 
 
@@ -34,8 +43,10 @@ def run_diff(
 ) -> DiffResult:
     run = prepare(RunOptions(config_path=config_path, extra_rules=extra_rules, builtin=builtin, outputs=[]))
     config = run.config
-    old_side = load_side(old, run, opening)
-    new_side = load_side(new, run, opening)
+    shared: dict[str, Any] = {}
+    cache = AuditCache()
+    old_side = load_side(old, run, replace(opening or OpenOptions(), side="old", shared=shared), cache)
+    new_side = load_side(new, run, replace(opening or OpenOptions(), side="new", shared=shared), cache)
     changes = compare(old_side, new_side)
     for change in changes:
         change.action = change_action(change.kind, config.diff, change.unit, failing=change.failing)
@@ -45,16 +56,45 @@ def run_diff(
     return DiffResult(old_side, new_side, listed, verdict)
 
 
-def load_side(argument: Path, run: PreparedRun, opening: OpenOptions | None = None) -> Side:
-    """A report read back, or any image the openers open, audited now with the run's rules."""
+def load_side(
+    argument: Path, run: PreparedRun, opening: OpenOptions | None = None, cache: AuditCache | None = None
+) -> Side:
+    """A report read back, or any image the openers open, audited now with the run's rules (or its
+    audit with these rules kept from an earlier run, when its opener names it for good)."""
     opening = replace(opening or OpenOptions(), reports=True)
+    identity = immutable_key(str(argument), opening) if cache is not None else None
+    key = None if identity is None else f"{identity} {run_key(run)}"
+    kept = None if key is None or cache is None else cache.get(key)
+    if kept is not None:
+        cached = report_from_dict(kept)
+        return Side(str(argument), "cache", kept["inventory"], list(cached.findings), cached.verdict.value)
     with open_spec(str(argument), opening) as opened:
         if opened.report is not None:
             return _from_report(argument, *opened.report)
         report = audit_opened(run, opened)
     if report.inventory is None:  # pragma: no cover - every image-scope audit has one
         raise TargetError("the audit produced no inventory", where=str(argument))
-    return Side(str(argument), "image", report.inventory, list(report.findings), report.verdict.value)
+    complete = report.verdict != Verdict.INCONCLUSIVE and report.inventory.get("complete")
+    if key is not None and cache is not None and complete:
+        try:
+            cache.put(key, report.to_dict())
+        except OSError as exc:
+            stderr.warning(f"audit cache {cache.directory}: not written ({exc.strerror or exc}); going on")
+    blocks = report.facts.get("snapshot", {}).get("blocks")
+    return Side(
+        str(argument), "image", report.inventory, list(report.findings), report.verdict.value, blocks=blocks
+    )
+
+
+def run_key(run: PreparedRun) -> str:
+    """What an audit's answers depend on besides the image: the imagelint version, the rule packs and
+    the config (and the day, when waivers with an expiry date are in it)."""
+    digest = hashlib.sha256(__version__.encode())
+    for part in (*(pack.sha256 for pack in run.packs), run.config.sha256 or "no config"):
+        digest.update(b"\0" + part.encode())
+    if run.config.waivers:
+        digest.update(datetime.now(UTC).date().isoformat().encode())
+    return digest.hexdigest()
 
 
 def _from_report(path: Path, data: dict[str, Any], sha256: str) -> Side:

@@ -51,11 +51,12 @@ class Side:
     """One side of a diff: where it came from, its inventory and its findings."""
 
     description: str
-    source: str  # "image" (audited now) or "report" (a JSON report file)
+    source: str  # "image" (audited now), "report" (a JSON report file) or "cache" (imagelint.diff.cache)
     inventory: dict[str, Any]
     findings: list[Finding] = field(default_factory=list)
     verdict: str = "pass"  # its own audit's verdict
     sha256: str | None = None  # of the report file
+    blocks: dict[str, Any] | None = None  # an EBS snapshot's: blocks fetched and reused (schema.py)
 
     @property
     def complete(self) -> bool:
@@ -70,6 +71,7 @@ class Side:
             "verdict": self.verdict,
             "units": len(self.inventory.get("units", {})),
             "packages": self.inventory.get("packages", {}).get("count", 0),
+            "blocks": self.blocks,
         }
 
 

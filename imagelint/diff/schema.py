@@ -6,13 +6,69 @@ from typing import Any
 
 from imagelint.diff.policy import KINDS
 
+_INDEXES = {"type": "array", "items": {"type": "integer", "minimum": 0}, "uniqueItems": True}
+
+_BLOCKS = {
+    "type": ["object", "null"],
+    "description": "an EBS snapshot side (ebs:snap-…) read now: which 512 KiB blocks were read and "
+    "from where; null for any other side",
+    "additionalProperties": False,
+    "required": [
+        "mode",
+        "base_snapshot_id",
+        "fallback",
+        "changed_blocks",
+        "fetched",
+        "reused",
+        "base_fetched",
+    ],
+    "properties": {
+        "mode": {
+            "enum": ["full", "incremental"],
+            "description": "full: every block read came from this snapshot; incremental: NEW read "
+            "through ListChangedBlocks against OLD, only changed blocks fetched from NEW",
+        },
+        "base_snapshot_id": {
+            "type": ["string", "null"],
+            "description": "NEW: the snapshot its unchanged blocks come from (incremental) or that "
+            "was tried (full, with a fallback); null for OLD",
+        },
+        "fallback": {
+            "type": ["string", "null"],
+            "description": "NEW read in full although OLD is a snapshot: why (ListChangedBlocks "
+            "refused, e.g. UNRELATED_SNAPSHOTS or access denied; sizes differ; the listing disagrees "
+            "with the snapshots' own block listings); null otherwise",
+        },
+        "changed_blocks": {
+            "type": ["integer", "null"],
+            "minimum": 0,
+            "description": "incremental: the blocks ListChangedBlocks names (all of them, read or not)",
+        },
+        "fetched": {**_INDEXES, "description": "block indexes fetched from this snapshot (GetSnapshotBlock)"},
+        "reused": {
+            **_INDEXES,
+            "description": "incremental: unchanged block indexes served from OLD's blocks already read, "
+            "not fetched again",
+        },
+        "base_fetched": {
+            **_INDEXES,
+            "description": "incremental: unchanged block indexes OLD's read had not kept, fetched from OLD",
+        },
+    },
+}
+
 _SIDE = {
     "type": "object",
     "additionalProperties": False,
-    "required": ["description", "source", "sha256", "complete", "verdict", "units", "packages"],
+    "required": ["description", "source", "sha256", "complete", "verdict", "units", "packages", "blocks"],
     "properties": {
         "description": {"type": "string", "description": "the argument: an image root or a report file"},
-        "source": {"enum": ["image", "report"]},
+        "source": {
+            "enum": ["image", "report", "cache"],
+            "description": "image: audited now; report: a JSON report file; cache: an image that never "
+            "changes (an EBS snapshot), its audit with the same version, rules and config kept from an "
+            "earlier run (imagelint.diff.cache; IMAGELINT_NO_CACHE=1 turns it off)",
+        },
         "sha256": {"type": ["string", "null"], "description": "of the report file"},
         "complete": {
             "type": "boolean",
@@ -21,6 +77,7 @@ _SIDE = {
         "verdict": {"enum": ["pass", "fail", "inconclusive"], "description": "its own audit's verdict"},
         "units": {"type": "integer", "minimum": 0},
         "packages": {"type": "integer", "minimum": 0},
+        "blocks": _BLOCKS,
     },
 }
 

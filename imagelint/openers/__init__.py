@@ -7,8 +7,10 @@ host (``--live``) and, where a command asks for it (``diff``), a JSON report.
 
 An opener module defines ``OPENER`` with ``kind``, ``order`` (lower is asked first: a prefix before a
 sniff of the content, a sniff before "any regular file"), ``claims(spec, options)`` and
-``open(spec, options)``, a context manager yielding :class:`Opened`. Modules are found by listing
-this package: adding a kind of target is one module here and its test.
+``open(spec, options)``, a context manager yielding :class:`Opened`, and may define
+``identity(spec, options)``: a name of what it opens that stays true forever (an EBS snapshot never
+changes), so a command may keep its audit (:func:`immutable_key`). Modules are found by listing this
+package: adding a kind of target is one module here and its test.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ class OpenOptions:
     live: bool = False
     reports: bool = False  # a JSON report is a side (diff), not an error
     interactive: bool = False
+    side: str | None = None  # diff: "old" or "new"
+    shared: dict[str, Any] | None = None  # diff: what an opener of OLD leaves for NEW's, by kind
 
 
 def _unchanged(report: Report) -> Report:
@@ -85,6 +89,15 @@ def openers() -> list[Opener]:
     if not _OPENERS:
         _OPENERS.extend(_discover())
     return _OPENERS
+
+
+def immutable_key(spec: str, options: OpenOptions) -> str | None:
+    """What names the image ``spec`` opens for good (its opener's ``identity``), or None: it may change."""
+    for opener in openers():
+        if opener.claims(spec, options):
+            identity = getattr(opener, "identity", None)
+            return None if identity is None else identity(spec, options)
+    return None
 
 
 @contextlib.contextmanager

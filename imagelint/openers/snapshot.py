@@ -2,6 +2,10 @@
 
 :func:`open_snapshot` is the one way a snapshot becomes an opened target: the opener uses it for an
 ``ebs:`` spec, and ``ami check --mode snapshot`` for an AMI's root snapshot, with its own clients.
+
+Both sides of a diff: OLD's blocks are kept for NEW, which is read through ListChangedBlocks when
+the two are of one lineage (:mod:`imagelint.aws.ebs_reuse`); the report's ``snapshot.blocks`` says
+which blocks each side fetched or reused, and why NEW was read in full if it was.
 """
 
 from __future__ import annotations
@@ -11,12 +15,14 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from imagelint import stderr
 from imagelint.errors import UsageError
 from imagelint.openers import Opened, OpenOptions
 from imagelint.report import Report
 
 if TYPE_CHECKING:
     from imagelint.aws.clients import Clients
+    from imagelint.aws.ebs_reuse import SharedBlocks
     from imagelint.aws.progress import Progress
     from imagelint.aws.snapshot import SnapshotSettings
 
@@ -35,19 +41,32 @@ def snapshot_id_of(spec: str) -> str:
 
 @contextlib.contextmanager
 def open_snapshot(
-    clients: Clients, snapshot_id: str, settings: SnapshotSettings, progress: Progress
+    clients: Clients,
+    snapshot_id: str,
+    settings: SnapshotSettings,
+    progress: Progress,
+    shared: tuple[SharedBlocks, str] | None = None,
 ) -> Iterator[Opened]:
-    """The snapshot opened as a disk target; its report gets the stream's counters and names it."""
+    """The snapshot opened as a disk target; its report gets the stream's counters and names it.
+    ``shared``: a diff's blocks and this snapshot's side (OLD's blocks are kept for NEW)."""
     from imagelint.aws.snapshot import snapshot_target, stream_facts
 
     spec = PREFIX + snapshot_id
-    with snapshot_target(clients, snapshot_id, settings, progress) as (target, stream):
+    through = None if shared is None else shared[0].reader(shared[1])
+    with snapshot_target(clients, snapshot_id, settings, progress, through) as (target, stream):
+        read = None if shared is None else shared[0].sides[shared[1]]
+        fallback = None if read is None else read.facts()["fallback"]
+        if fallback:
+            stderr.warning(f"{spec}: read in full, not through the changes since OLD: {fallback}")
         progress.phase("auditing", f"{snapshot_id}: {len(stream.allocated)} blocks allocated")
 
         def annotate(report: Report) -> Report:
             stream.raise_if_failed()
             report.target = {"kind": KIND, "path": spec, "snapshot_id": snapshot_id, "region": clients.region}
-            return stream_facts(report, snapshot_id, clients.region, stream, progress)
+            report = stream_facts(report, snapshot_id, clients.region, stream, progress)
+            if read is not None:
+                report.facts["snapshot"]["blocks"] = read.facts()
+            return report
 
         yield Opened(KIND, target, annotate=annotate)
 
@@ -59,6 +78,12 @@ class SnapshotOpener:
     def claims(self, spec: str, options: OpenOptions) -> bool:
         return spec.startswith(PREFIX) and not options.live
 
+    def identity(self, spec: str, options: OpenOptions) -> str:
+        """A snapshot never changes: its region and id name its content for good."""
+        from imagelint.aws.clients import default_region
+
+        return f"{PREFIX}{default_region(options.region)}:{snapshot_id_of(spec)}"
+
     @contextlib.contextmanager
     def open(self, spec: str, options: OpenOptions) -> Iterator[Opened]:
         from imagelint.aws.clients import Clients, default_region
@@ -68,9 +93,14 @@ class SnapshotOpener:
         snapshot_id = snapshot_id_of(spec)
         clients = Clients(default_region(options.region))
         settings = SnapshotSettings(concurrency=options.concurrency, partition=options.partition)
+        shared = None
+        if options.shared is not None and options.side is not None:
+            from imagelint.aws.ebs_reuse import SharedBlocks
+
+            shared = (options.shared.setdefault(KIND, SharedBlocks()), options.side)
         with (
             Progress(interactive=options.interactive) as progress,
-            open_snapshot(clients, snapshot_id, settings, progress) as opened,
+            open_snapshot(clients, snapshot_id, settings, progress, shared) as opened,
         ):
             yield opened
 

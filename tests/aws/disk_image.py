@@ -64,6 +64,35 @@ def gpt_ext4_image(tree: Path, dest: Path) -> Path:
     return dest
 
 
+UNIT = "vendor-agent.service"
+PACKAGE = "vendor-agent"
+VENDOR_FILES: dict[str, object] = {  # a vendor's agent, installed and not enabled
+    f"/usr/lib/systemd/system/{UNIT}": "[Unit]\nDescription=Vendor agent\n\n[Service]\n"
+    "ExecStart=/usr/bin/vendor-agent\nRestart=on-failure\n\n[Install]\nWantedBy=multi-user.target\n",
+    "/usr/bin/vendor-agent": {"content": "#!/bin/sh\nexit 0\n", "mode": "0755"},
+}
+
+
+def vendor_update(disk: Path, dest: Path, tree: Path, work: Path) -> Path:
+    """``dest``: a copy of ``disk`` (made from ``tree``) with a vendor update applied to its root
+    filesystem in place by ``debugfs -w``, as an update applied to a volume changes it (the blocks it
+    did not touch stay byte for byte what they were): the agent enabled at boot, its package added
+    to ``/var/lib/dpkg/status``."""
+    status = work / "status"
+    added = f"Package: {PACKAGE}\nStatus: install ok installed\nArchitecture: amd64\nVersion: 2.1.0-1\n\n"
+    status.write_text((tree / "var/lib/dpkg/status").read_text(encoding="utf-8") + added, encoding="utf-8")
+    commands = [
+        "rm /var/lib/dpkg/status",
+        f"write {status} /var/lib/dpkg/status",
+        "sif /var/lib/dpkg/status uid 0",
+        "sif /var/lib/dpkg/status gid 0",
+        f"symlink /etc/systemd/system/multi-user.target.wants/{UNIT} /usr/lib/systemd/system/{UNIT}",
+    ]
+    _run(["cp", "--sparse=always", str(disk), str(dest)])
+    _run(["debugfs", "-w", "-f", "-", f"{dest}?offset={ROOT_START}"], "\n".join(commands) + "\n")
+    return dest
+
+
 def plant_sample_faults(tree: Path) -> Path:
     """Plant the sample image's faults (examples/sample-image.yaml) into a private copy of a tree: the
     ECS agent enabled without a cluster, baked machine-id and host keys, credentials, ..."""

@@ -11,21 +11,38 @@ What moto cannot do, the front does on request (``env.ebs``, reset per test): ad
 denied, snapshot not found, corrupted block data, and expired block tokens. Errors have AWS's
 rest-json shape (``x-amzn-ErrorType`` header, a body with ``Message`` and ``Reason``), so botocore
 parses them as it parses AWS's. The front also records the block indexes requested, the server-side
-count of ``GetSnapshotBlock`` calls.
+count of ``GetSnapshotBlock`` calls (``gets``; ``snapshot_gets`` with the snapshot of each).
+
+moto ignores ``StartSnapshot``'s ``ParentSnapshotId``, and its ``ListChangedBlocks`` leaves out the
+blocks only the second snapshot has and neither paginates nor knows lineages. The front records each
+snapshot's parent from ``StartSnapshot`` and answers ``ListChangedBlocks`` itself from moto's stored
+blocks of both snapshots (a block changed if one of them has it and the other does not, or the data
+differs), in AWS's documented shape: ``ChangedBlocks`` (``BlockIndex``, ``FirstBlockToken`` absent
+when the first snapshot lacks the block, ``SecondBlockToken`` absent when the second one does),
+``BlockSize`` 524288, ``VolumeSize``, ``ExpiryTime`` and ``NextToken`` pages of at most
+``MaxResults`` (100..10000, or ``changed_page`` when set: AWS may return fewer). Snapshots whose
+lineages (parent chains) do not meet get ``ValidationException`` with reason ``UNRELATED_SNAPSHOTS``.
+``deny = "changed"`` refuses it (AccessDenied); ``changed_lie`` names those blocks as absent from the
+second snapshot although it has them (a listing that lies, for the reader's cross-check).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import threading
 import time
+import urllib.parse
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 BLOCK_SIZE = 524288
 _BLOCK = re.compile(r"^/snapshots/(snap-[0-9a-f]+)/blocks/(\d+)")
 _LIST = re.compile(r"^/snapshots/(snap-[0-9a-f]+)/blocks(\?|$)")
+_CHANGED = re.compile(r"^/snapshots/(snap-[0-9a-f]+)/changedblocks(\?|$)")
+_REGION = re.compile(r"Credential=[^/]+/\d+/([a-z0-9-]+)/ebs/")
 
 
 @dataclass
@@ -35,17 +52,24 @@ class EbsFaults:
     unavailable: int = 0  # the next N GetSnapshotBlock calls: 503
     corrupt: int = 0  # the next N GetSnapshotBlock replies: one data byte flipped
     expire: int = 0  # the next N GetSnapshotBlock calls: ValidationException INVALID_BLOCK_TOKEN
-    deny: str | None = None  # "list" | "get": AccessDeniedException on that call
+    deny: str | None = None  # "list" | "get" | "changed": AccessDeniedException on that call
     not_found: bool = False  # ListSnapshotBlocks: ResourceNotFoundException
     hold: threading.Event | None = None  # GetSnapshotBlock answers only once this is set
     gets: list[int] = field(default_factory=list)  # block indexes GetSnapshotBlock was asked for
+    snapshot_gets: list[tuple[str, int]] = field(default_factory=list)  # the same, with the snapshot
     lists: int = 0
+    changed_lists: int = 0  # ListChangedBlocks pages served
+    changed_page: int | None = None  # ListChangedBlocks: at most this many blocks a page
+    changed_lie: set[int] = field(default_factory=set)  # ListChangedBlocks: "not in the second one"
+    parents: dict[str, str | None] = field(default_factory=dict)  # lineage, from StartSnapshot
     in_flight: int = 0
     max_in_flight: int = 0  # the most GetSnapshotBlock calls served at once
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def reset(self) -> None:
+        parents = self.parents  # the snapshots stay: so does their lineage
         self.__init__()  # type: ignore[misc]
+        self.parents = parents
 
     def _take(self, name: str) -> bool:
         with self.lock:
@@ -57,14 +81,86 @@ class EbsFaults:
     def handle(self, front: Any, body: bytes) -> bool:
         """Answer or alter an EBS request; False: not an EBS read, forward it as it is."""
         path = front.path
+        if front.command == "POST" and path == "/snapshots":
+            return self._start(front, body)
         if front.command != "GET":
             return False
         block = _BLOCK.match(path)
         if block:
-            return self._get(front, body, int(block.group(2)))
+            return self._get(front, body, block.group(1), int(block.group(2)))
         if _LIST.match(path):
             return self._list(front, body)
+        changed = _CHANGED.match(path)
+        if changed:
+            return self._changed(front, changed.group(1))
         return False
+
+    def _start(self, front: Any, body: bytes) -> bool:
+        status, headers, data = front._forward("POST", body)
+        if status < 300:
+            parent = json.loads(body or b"{}").get("ParentSnapshotId")
+            with self.lock:
+                self.parents[json.loads(data)["SnapshotId"]] = parent
+        front._send(status, headers, data)
+        return True
+
+    def _root(self, snapshot_id: str) -> str:
+        while self.parents.get(snapshot_id):
+            snapshot_id = str(self.parents[snapshot_id])
+        return snapshot_id
+
+    def _changed(self, front: Any, second_id: str) -> bool:
+        from moto.core import DEFAULT_ACCOUNT_ID
+        from moto.ebs.models import ebs_backends
+
+        query = {k: v[0] for k, v in urllib.parse.parse_qs(urllib.parse.urlsplit(front.path).query).items()}
+        with self.lock:
+            self.changed_lists += 1
+        if self.deny == "changed":
+            return _error(front, 403, "AccessDeniedException", "not authorized", "UNAUTHORIZED_ACCOUNT")
+        region = _REGION.search(front.headers.get("Authorization", ""))
+        snapshots = ebs_backends[DEFAULT_ACCOUNT_ID][region.group(1) if region else "us-east-1"].snapshots
+        first_id = query.get("firstSnapshotId")
+        if first_id is None:
+            message = "FirstSnapshotId must be specified with SecondSnapshotId"
+            return _error(front, 400, "ValidationException", message, "INVALID_PARAMETER_VALUE")
+        if first_id not in snapshots or second_id not in snapshots:
+            return _error(front, 404, "ResourceNotFoundException", "snapshot not found", "SNAPSHOT_NOT_FOUND")
+        if self._root(first_id) != self._root(second_id):
+            message = f"The snapshots {first_id} and {second_id} are not of the same lineage"
+            return _error(front, 400, "ValidationException", message, "UNRELATED_SNAPSHOTS")
+        limit = int(query.get("maxResults", 10000))
+        if not 100 <= limit <= 10000:
+            return _error(
+                front, 400, "ValidationException", "maxResults: 100..10000", "INVALID_PARAMETER_VALUE"
+            )
+        first, second = snapshots[first_id].blocks, snapshots[second_id].blocks
+        token = query.get("pageToken")  # it wins over startingBlockIndex, as documented
+        start = int(base64.b64decode(token)) if token else int(query.get("startingBlockIndex", 0))
+        indexes = [
+            i
+            for i in sorted(set(first) | set(second))
+            if i >= start
+            and (i not in first or i not in second or first[i].block_data != second[i].block_data)
+        ]
+        page = indexes[: min(limit, self.changed_page or limit)]
+        reply: dict[str, Any] = {
+            "ChangedBlocks": [
+                _changed_block(
+                    i,
+                    first_id if i in first else None,
+                    second_id if i in second and i not in self.changed_lie else None,
+                )
+                for i in page
+            ],
+            "ExpiryTime": (datetime.now(UTC) + timedelta(days=7)).timestamp(),
+            "VolumeSize": snapshots[second_id].volume_size,
+            "BlockSize": BLOCK_SIZE,
+        }
+        if len(indexes) > len(page):
+            reply["NextToken"] = base64.b64encode(str(indexes[len(page)]).encode()).decode()
+        front._send(200, {"Content-Type": "application/json"}, json.dumps(reply).encode())
+        return True
 
     def _list(self, front: Any, body: bytes) -> bool:
         with self.lock:
@@ -81,9 +177,10 @@ class EbsFaults:
         front._send(status, headers, data)
         return True
 
-    def _get(self, front: Any, body: bytes, index: int) -> bool:
+    def _get(self, front: Any, body: bytes, snapshot_id: str, index: int) -> bool:
         with self.lock:
             self.gets.append(index)
+            self.snapshot_gets.append((snapshot_id, index))
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
@@ -112,6 +209,19 @@ class EbsFaults:
             data = bytes([data[0] ^ 0xFF]) + data[1:]
         front._send(status, headers, data)
         return True
+
+
+def _token(snapshot_id: str, index: int) -> str:
+    return base64.b64encode(f"{snapshot_id}/{index}".encode()).decode()
+
+
+def _changed_block(index: int, first_id: str | None, second_id: str | None) -> dict[str, Any]:
+    block: dict[str, Any] = {"BlockIndex": index}
+    if first_id is not None:
+        block["FirstBlockToken"] = _token(first_id, index)
+    if second_id is not None:
+        block["SecondBlockToken"] = _token(second_id, index)
+    return block
 
 
 def _error(front: Any, status: int, code: str, message: str, reason: str | None) -> bool:

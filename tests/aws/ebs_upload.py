@@ -1,7 +1,12 @@
 """Write a disk image to an EBS snapshot the way real uploaders do (coldsnap, AWS's own samples):
 ``StartSnapshot`` → ``PutSnapshotBlock`` for every 512 KiB block that is not all zeros, each with
 its SHA256 checksum (base64) → ``CompleteSnapshot`` with the number of blocks written. Blocks left
-out read as zeros, which is what a sparse image holds there."""
+out read as zeros, which is what a sparse image holds there.
+
+``parent``: the snapshot is a child of that one (``ParentSnapshotId``), as an image pipeline's next
+release is. Every non-zero block is still written: moto ignores the parent (the test front records
+the lineage, :mod:`tests.aws.ebs_front`), so blocks the new image left as they were hold the same
+data in both snapshots, which is what AWS's child snapshot shares with its parent."""
 
 from __future__ import annotations
 
@@ -16,11 +21,16 @@ GIB = 1024**3
 ZERO = bytes(BLOCK_SIZE)
 
 
-def upload_image(ebs: Any, image: Path, *, description: str = "imagelint test image") -> tuple[str, int]:
+def upload_image(
+    ebs: Any, image: Path, *, description: str = "imagelint test image", parent: str | None = None
+) -> tuple[str, int]:
     """(snapshot id, blocks written)."""
     size = image.stat().st_size
     volume_gib = max(1, -(-size // GIB))
-    snapshot_id = ebs.start_snapshot(VolumeSize=volume_gib, Description=description, Timeout=60)["SnapshotId"]
+    lineage = {} if parent is None else {"ParentSnapshotId": parent}
+    snapshot_id = ebs.start_snapshot(VolumeSize=volume_gib, Description=description, Timeout=60, **lineage)[
+        "SnapshotId"
+    ]
 
     def put(index: int, data: bytes) -> None:
         ebs.put_snapshot_block(

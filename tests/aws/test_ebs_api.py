@@ -15,6 +15,7 @@ import pytest
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
+from imagelint.aws import ebs_reuse
 from imagelint.aws.ebs_api import BLOCK_SIZE, LIST_PAGE, EbsApi, RetryPolicy
 from imagelint.aws.ebs_blocks import SnapshotStream
 from imagelint.aws.errors import AwsError
@@ -205,3 +206,92 @@ def test_a_block_beyond_the_volume_is_refused(stubbed: Any) -> None:
     stub.add_response("list_snapshot_blocks", listing({8 * 2048: "AAAA"}))
     with pytest.raises(AwsError, match="beyond the 8 GiB volume"):
         api(client).blocks()
+
+
+OLD = "snap-0aaaaaaaaaaaaaaaa"
+
+
+def changed_params(token: str | None = None) -> dict[str, Any]:
+    params: dict[str, Any] = {"FirstSnapshotId": OLD, "SecondSnapshotId": SNAP, "MaxResults": LIST_PAGE}
+    if token:
+        params["NextToken"] = token
+    return params
+
+
+def changed_page(blocks: dict[int, tuple[str | None, str | None]], next_token: str | None = None) -> dict:
+    reply: dict[str, Any] = {
+        "ChangedBlocks": [
+            {
+                "BlockIndex": i,
+                **({"FirstBlockToken": first} if first else {}),
+                **({"SecondBlockToken": second} if second else {}),
+            }
+            for i, (first, second) in blocks.items()
+        ],
+        "VolumeSize": 8,
+        "BlockSize": BLOCK_SIZE,
+        "ExpiryTime": NOW + timedelta(days=7),
+    }
+    if next_token:
+        reply["NextToken"] = next_token
+    return reply
+
+
+def test_changed_blocks_follow_next_token_and_keep_what_the_second_snapshot_has(stubbed: Any) -> None:
+    client, stub = stubbed
+    stub.add_response("list_changed_blocks", changed_page({1: ("AAAA", "AAAB")}, "page2"), changed_params())
+    page2 = changed_page({5: (None, "AAAC"), 7: ("AAAD", None)})  # written in SNAP; gone from SNAP
+    stub.add_response("list_changed_blocks", page2, changed_params("page2"))
+    listing_ = api(client).changed_since(OLD)
+    assert listing_.changed == {1: "AAAB", 5: "AAAC", 7: None}
+    assert listing_.volume_bytes == 8 * 1024**3
+
+
+def test_unrelated_snapshots_are_an_error_with_their_reason(stubbed: Any) -> None:
+    client, stub = stubbed
+    stub.add_client_error(
+        "list_changed_blocks",
+        "ValidationException",
+        "not of the same lineage",
+        400,
+        modeled_fields={"Reason": "UNRELATED_SNAPSHOTS"},
+        expected_params=changed_params(),
+    )
+    with pytest.raises(AwsError) as failed:
+        api(client).changed_since(OLD)
+    assert getattr(failed.value, "reason", "") == "UNRELATED_SNAPSHOTS"
+    assert "one volume/snapshot lineage" in str(failed.value) and "\n" not in str(failed.value)
+
+
+def test_new_reads_changed_blocks_from_itself_and_the_rest_from_olds_kept_blocks(stubbed: Any) -> None:
+    client, stub = stubbed
+    kept, changed = b"\5" * BLOCK_SIZE, b"\6" * BLOCK_SIZE
+    old_api = EbsApi(client, OLD, sleep=lambda _: None, now=lambda: NOW)
+    stub.add_response(
+        "list_snapshot_blocks", {**listing({0: "T0", 1: "T1"})}, {**list_params(), "SnapshotId": OLD}
+    )
+    stub.add_response(
+        "get_snapshot_block", block_reply(kept), {"SnapshotId": OLD, "BlockIndex": 0, "BlockToken": "T0"}
+    )
+    shared = ebs_reuse.SharedBlocks()
+    base = shared.reader(ebs_reuse.OLD)(old_api)
+    assert base.fetch(0) == kept
+    stub.add_response(
+        "list_changed_blocks", changed_page({1: ("T1", "U1"), 2: (None, "U2")}), changed_params()
+    )
+    stub.add_response("list_snapshot_blocks", listing({0: "U0", 1: "U1", 2: "U2"}), list_params())
+    new = shared.reader(ebs_reuse.NEW)(api(client))
+    stub.add_response(
+        "get_snapshot_block", block_reply(changed), {"SnapshotId": SNAP, "BlockIndex": 2, "BlockToken": "U2"}
+    )
+    assert new.fetch(0) == kept  # unchanged: OLD's, no request (the Stubber refuses any it was not given)
+    assert new.fetch(2) == changed
+    assert new.facts() == {
+        "mode": "incremental",
+        "base_snapshot_id": OLD,
+        "fallback": None,
+        "changed_blocks": 2,
+        "fetched": [2],
+        "reused": [0],
+        "base_fetched": [],
+    }
