@@ -28,17 +28,21 @@ def _constant(node: ast.AST | None) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
+def _names(node: ast.Assign | ast.AnnAssign) -> set[str]:
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    return {t.id for t in targets if isinstance(t, ast.Name)}
+
+
 def _kinds_in_code() -> set[str]:
-    """``kind = "…"`` in a target class, ``kind="…"`` to the disk opener, ``{"kind": "…", "path": …}``."""
+    """``kind = "…"`` in a target class (named ``…Target``, wherever it lives), ``kind="…"`` to the
+    disk opener, ``{"kind": "…", "path": …}``."""
     kinds: set[str | None] = set()
     for path in (REPO / "imagelint").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Assign) and "targets" in path.parts:
-                if any(isinstance(t, ast.Name) and t.id == "kind" for t in node.targets):
-                    kinds.add(_constant(node.value))
-            elif isinstance(node, ast.AnnAssign) and "targets" in path.parts:
-                if isinstance(node.target, ast.Name) and node.target.id == "kind":
-                    kinds.add(_constant(node.value))
+            if isinstance(node, ast.ClassDef) and node.name.endswith("Target"):
+                for item in node.body:
+                    if isinstance(item, ast.Assign | ast.AnnAssign) and "kind" in _names(item):
+                        kinds.add(_constant(item.value))
             elif isinstance(node, ast.FunctionDef) and node.name == "open_disk_target":
                 named = zip(node.args.kwonlyargs, node.args.kw_defaults, strict=True)
                 kinds |= {_constant(default) for arg, default in named if arg.arg == "kind"}
