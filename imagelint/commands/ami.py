@@ -81,6 +81,7 @@ class AmiOptions:
     run: RunOptions = field(default_factory=RunOptions)
     interactive: bool = False
     role_arn: str | None = None  # assume this role (refreshing credentials) for the whole run
+    credentials_expire_at: datetime | None = None  # when the environment's credentials expire
     snapshot: SnapshotSettings = field(default_factory=SnapshotSettings)
 
     def per_image_seconds(self) -> float:
@@ -220,7 +221,7 @@ def _launch(
         collector_plan=instance_plan(
             *prepared.rules, soak_seconds=options.soak_seconds, soak_interval=options.soak_interval
         ).text(),
-        uploads=(),  # the instance's upload URL, once it has an id
+        # instance_id and upload_url: once the instance has an id
         soak_seconds=options.soak_seconds,
         soak_interval=options.soak_interval,
     )
@@ -250,9 +251,9 @@ def _launch(
                 f"{exc}; console output: {console}" if console else f"{exc}; no console output yet"
             ) from None
         url = bundle_url(clients, options.report_bucket, options.report_prefix, run_id, instance_id, expires)
-        plan = dataclasses.replace(plan, uploads=((instance_id, url),))
+        plan = dataclasses.replace(plan, instance_id=instance_id, upload_url=url)
         progress.phase("auditing" if not plan.soak_seconds else "auditing and soaking", instance_id)
-        command_id = ssm_ops.send(clients.ssm, plan, instance_ids=[instance_id])
+        command_id = ssm_ops.send(clients.unretried("ssm"), plan)
         started = datetime.now(UTC)
 
         def show(status: str) -> None:
@@ -420,7 +421,9 @@ def _session(options: AmiOptions, pairs: list[tuple[str, str]], clients: dict[st
         return next(iter(clients.values())).session
     session = credentials.run_session(options.role_arn, needed, pairs[0][0])
     if options.mode == "launch":
-        credentials.check_lifetime(session, needed, role=bool(options.role_arn))
+        credentials.check_lifetime(
+            session, needed, role=bool(options.role_arn), expires_at=options.credentials_expire_at
+        )
     return session
 
 
