@@ -18,6 +18,7 @@ from imagelint.cli.application import MARKUP, app, friendly
 from imagelint.cli.helptext import command, command_help, expand
 from imagelint.cli.options import (
     ConcurrencyOpt,
+    CredentialsExpireAtOpt,
     PollOpt,
     RegionOpt,
     ReportPrefixOpt,
@@ -132,6 +133,7 @@ def ami_check(
     poll: PollOpt = "5s",
     ssm_timeout: Annotated[str, typer.Option("--ssm-timeout", help="How long to wait for SSM.")] = "10m",
     role_arn: RoleArnOpt = None,
+    credentials_expire_at: CredentialsExpireAtOpt = None,
     *,
     run: RunOptions,
 ) -> None:
@@ -170,6 +172,7 @@ def ami_check(
 
       {AWS_POLICIES}
     """
+    from imagelint.aws.credentials import parse_expiry
     from imagelint.aws.ec2 import LaunchSettings
     from imagelint.aws.snapshot import SnapshotSettings
     from imagelint.commands.ami import AmiOptions, Timing, run_ami
@@ -193,6 +196,7 @@ def ami_check(
         run=run,
         interactive=sys.stderr.isatty(),
         role_arn=role_arn,
+        credentials_expire_at=parse_expiry(credentials_expire_at),
         snapshot=SnapshotSettings(concurrency=concurrency),
     )
     raise typer.Exit(int(run_ami(options).exit_code))
@@ -254,23 +258,48 @@ def fleet(
     report_bucket: Annotated[str, typer.Option("--report-bucket", help="S3 bucket for the reports.")],
     report_prefix: ReportPrefixOpt = "imagelint/",
     region: RegionOpt = None,
-    max_concurrency: Annotated[str, typer.Option("--max-concurrency", help="SSM MaxConcurrency.")] = "10%",
-    max_errors: Annotated[str, typer.Option("--max-errors", help="SSM MaxErrors.")] = "10%",
+    max_concurrency: Annotated[
+        str,
+        typer.Option(
+            "--max-concurrency",
+            help="Instances checked at once: a number, or a percentage of the managed ones.",
+        ),
+    ] = "10%",
+    max_errors: Annotated[
+        str,
+        typer.Option(
+            "--max-errors",
+            help="Failed commands tolerated before no new one is sent: a number, or a percentage.",
+        ),
+    ] = "10%",
+    allow_unmanaged: Annotated[
+        bool,
+        typer.Option(
+            "--allow-unmanaged",
+            help="Tagged instances that SSM does not manage are listed as not covered without making "
+            "the run inconclusive.",
+        ),
+    ] = False,
     soak: Annotated[str, typer.Option("--soak", help="Soak length on each instance (0 = none).")] = "0",
     soak_interval: SoakIntervalOpt = "5s",
     poll: PollOpt = "5s",
     role_arn: RoleArnOpt = None,
+    credentials_expire_at: CredentialsExpireAtOpt = None,
     *,
     run: RunOptions,
 ) -> None:
-    """Audit running instances through SSM Run Command; one report with a row per instance.
+    """Audit running instances through SSM Run Command; one report with a row per tagged instance.
 
-    SSM does the fan-out (tag targets, --max-concurrency, --max-errors). The config and rule
-    packs are shipped to the instances through the report bucket. Example:
+    Each instance SSM manages gets a command of its own, carrying its own upload URL only, at most
+    --max-concurrency at a time; no new command is sent once more than --max-errors have failed.
+    Tagged instances SSM does not manage are listed as not covered, and make the run inconclusive
+    unless --allow-unmanaged. The config and rule packs stay here: each instance uploads a bundle to
+    the report bucket and is judged on this machine. Example:
 
       imagelint fleet --target tag:Role=gpu-node --report-bucket my-bucket \\
           --soak 5m -f json:fleet.json
     """
+    from imagelint.aws.credentials import parse_expiry
     from imagelint.commands.fleet import FleetOptions, run_fleet
     from imagelint.durations import parse_duration
 
@@ -287,5 +316,7 @@ def fleet(
         run=run,
         interactive=sys.stderr.isatty(),
         role_arn=role_arn,
+        allow_unmanaged=allow_unmanaged,
+        credentials_expire_at=parse_expiry(credentials_expire_at),
     )
     raise typer.Exit(int(run_fleet(options).exit_code))
