@@ -50,6 +50,7 @@ from imagelint.report.verdict import decide
 from imagelint.session import PreparedRun, RunOptions, bundle_reports, prepare, publish
 
 INSTANCE_IDS_PER_CALL = 50  # DescribeInstanceInformation: ids per InstanceIds filter (and MaxResults)
+FETCHES_AT_ONCE = 8  # bundles downloaded in parallel from S3 (and on disk at once)
 
 
 @dataclass
@@ -362,18 +363,38 @@ def _managed(clients: Clients, instance_ids: list[str]) -> tuple[list[str], dict
     return managed, others
 
 
-def _report_of(clients: Clients, plan: ssm_ops.RemotePlan, row: Coverage, run: PreparedRun) -> Report:
-    host = {"kind": "host", "path": row.instance_id}
-    if row.coverage != "checked":
-        return empty_report(host, f"{row.instance_id}: {row.reason}")
-    try:
-        with tempfile.TemporaryDirectory(prefix="imagelint-fleet-") as scratch:
-            bundle = ssm_ops.fetch_bundle(clients.s3, plan, row.instance_id, row.invocation, Path(scratch))
-            labelled = bundle_reports(run, bundle)
-        return merge(labelled, host, instance_id=row.instance_id)
-    except ssm_ops.NoReportError as exc:
-        row.coverage, row.reason = "no-report", str(exc)
-        return empty_report(host, str(exc))
+def _reports(
+    clients: Clients, plan: ssm_ops.RemotePlan, rows: list[Coverage], run: PreparedRun
+) -> dict[str, Report]:
+    """The report of each instance that was sent its command: its bundle downloaded (FETCHES_AT_ONCE
+    at a time, so at most that many are on disk) and analysed here."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    s3 = clients.s3  # made once, here: a boto3 client is shared by threads, its creation is not
+    reports: dict[str, Report] = {}
+    with ThreadPoolExecutor(FETCHES_AT_ONCE) as pool:
+        for start in range(0, len(rows), FETCHES_AT_ONCE):
+            with tempfile.TemporaryDirectory(prefix="imagelint-fleet-") as scratch:
+                fetching = [
+                    (
+                        row,
+                        pool.submit(
+                            ssm_ops.fetch_bundle, s3, plan, row.instance_id, row.invocation, Path(scratch)
+                        ),
+                    )
+                    for row in rows[start : start + FETCHES_AT_ONCE]
+                    if row.coverage == "checked"
+                ]
+                for row, bundle in fetching:
+                    host = {"kind": "host", "path": row.instance_id}
+                    try:
+                        labelled = bundle_reports(run, bundle.result())
+                    except ssm_ops.NoReportError as exc:
+                        row.coverage, row.reason = "no-report", str(exc)
+                        reports[row.instance_id] = empty_report(host, str(exc))
+                    else:
+                        reports[row.instance_id] = merge(labelled, host, instance_id=row.instance_id)
+    return reports
 
 
 def _combine(
@@ -386,16 +407,19 @@ def _combine(
     target = {"kind": "fleet", "path": options.target, "run_id": plan.run_id}
     if not covered:
         return empty_report(target, f"no running instance matched {options.target}")
+    covered = sorted(covered, key=lambda r: r.instance_id)
+    reports = _reports(clients, plan, covered, run)
     parts: list[tuple[str, Report]] = []
     rows: list[dict[str, object]] = []
     uncovered: list[ReportError] = []
-    for row in sorted(covered, key=lambda r: r.instance_id):
+    for row in covered:
         one = None
         if row.coverage == "not-managed":
             accept = "" if options.allow_unmanaged else " (--allow-unmanaged accepts that)"
             uncovered.append(ReportError(f"{row.instance_id}: {row.reason}{accept}", where=row.instance_id))
         else:
-            one = _report_of(clients, plan, row, run)
+            host = {"kind": "host", "path": row.instance_id}
+            one = reports.get(row.instance_id) or empty_report(host, f"{row.instance_id}: {row.reason}")
             parts.append((row.instance_id, one))
         counts = one.counts() if one else {"failing": 0, "findings": 0, "errors": 0}  # true totals
         rows.append(

@@ -151,6 +151,8 @@ class InstanceAgent:
         self.canned: bytes | None = None  # a bundle to upload instead of running the script
         self.commands: dict[str, dict[str, Any]] = {}  # command id → the command, in order sent
         self.invocations: dict[tuple[str, str], Invocation] = {}
+        self._of_command: dict[str, list[Invocation]] = {}
+        self._running: tuple[set[str], float] = (set(), 0.0)  # (running instance ids, when listed)
         self.lock = threading.Lock()
         self._inbox: queue.Queue[dict[str, Any]] = queue.Queue()
         self._stop = threading.Event()
@@ -173,27 +175,33 @@ class InstanceAgent:
 
     # what the front asks
     def managed(self, ids: list[str] | None = None) -> list[str]:
-        """The running instances (among ``ids``) whose SSM agent is registered and online."""
+        """The running instances (among ``ids``) whose SSM agent is registered and online. EC2 is
+        asked again when an id is not among the running ones it listed, or that list is 10 s old (a
+        thousand SendCommands would otherwise be a thousand DescribeInstances of a thousand
+        instances)."""
         if not self.online or ids == []:
             return []
-        filters = [{"Name": "instance-state-name", "Values": ["running"]}]
-        if ids:
-            filters.append({"Name": "instance-id", "Values": ids})
-        reply = self.env.client("ec2", direct=True).describe_instances(Filters=filters)
-        running = [i["InstanceId"] for r in reply["Reservations"] for i in r["Instances"]]
-        return [i for i in running if i not in self.unmanaged]
+        running, when = self._running
+        if (ids and not set(ids) <= running) or time.monotonic() - when > 10:
+            ec2 = self.env.client("ec2", direct=True)
+            reply = ec2.describe_instances(Filters=[{"Name": "instance-state-name", "Values": ["running"]}])
+            running = {i["InstanceId"] for r in reply["Reservations"] for i in r["Instances"]}
+            self._running = (running, time.monotonic())
+        return [i for i in ids or sorted(running) if i in running and i not in self.unmanaged]
 
     def submit(self, command: dict[str, Any]) -> None:
         """A command SSM accepted: its invocations start (Pending), the loop runs them."""
         with self.lock:
             self.commands[command["CommandId"]] = command
+            mine = self._of_command[command["CommandId"]] = []
             for iid in command["InstanceIds"]:
-                self.invocations[(command["CommandId"], iid)] = Invocation(command["CommandId"], iid)
+                inv = self.invocations[(command["CommandId"], iid)] = Invocation(command["CommandId"], iid)
+                mine.append(inv)
         self._inbox.put(command)
 
     def command_status(self, command_id: str) -> str:
         with self.lock:
-            mine = [i.status for (c, _), i in self.invocations.items() if c == command_id]
+            mine = [i.status for i in self._of_command.get(command_id, [])]
         if not mine:
             return "Success"
         if any(s not in TERMINAL for s in mine):
@@ -202,8 +210,8 @@ class InstanceAgent:
 
     def cancel(self, command_id: str) -> None:
         with self.lock:
-            for (c, _), inv in self.invocations.items():
-                if c == command_id and inv.status not in TERMINAL:
+            for inv in self._of_command.get(command_id, []):
+                if inv.status not in TERMINAL:
                     inv.status = "Cancelled"
                     if inv.proc and inv.proc.poll() is None:
                         inv.proc.kill()
@@ -275,7 +283,9 @@ class InstanceAgent:
         """PUT the canned bundle to the one upload URL the command carries, as the collector would."""
         inv.status = "InProgress"
         (url,) = re.findall(r"^URL='([^']+)'$", script, re.M)
-        request = urllib.request.Request(url, data=self.canned, method="PUT")
+        # as curl -T: a body of bytes (urllib would call it a form, which S3 would parse as one)
+        headers = {"Content-Type": "application/octet-stream"}
+        request = urllib.request.Request(url, data=self.canned, method="PUT", headers=headers)
         with urllib.request.urlopen(request, timeout=60) as reply:
             ok = reply.status == 200
         with self.lock:
