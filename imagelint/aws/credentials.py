@@ -9,7 +9,7 @@ only valid while the credentials that signed them are (whatever ``X-Amz-Expires`
   the source credentials, so the cleanup after a long soak still runs. AWS caps a chained role
   session (a role assumed from role credentials, e.g. from a CI job's OIDC role) at 1 h, and the
   presigned URLs signed with it die with it: a run that needs longer is refused up front
-  (``GetCallerIdentity`` names an ``assumed-role`` caller), exit 2.
+  (``GetCallerIdentity``, which needs no permission, names an ``assumed-role`` caller), exit 2.
 - otherwise :func:`check_lifetime` refuses, before anything launches, a run longer than what is
   left of the session. The time left is the earlier of ``--credentials-expire-at`` (or
   ``AWS_CREDENTIAL_EXPIRATION``, the variable botocore and the AWS CLI's ``export-credentials``
@@ -148,7 +148,7 @@ def check_lifetime(session: Any, needed: float, *, role: bool, expires_at: datet
     elif getattr(session.get_credentials(), "_expiry_time", None):
         known = ""
     else:
-        known = " (assumed: session token of unknown expiry; give --credentials-expire-at)"
+        known = " (assumed: session token of unknown expiry; say it in AWS_CREDENTIAL_EXPIRATION)"
     fix = (
         "the role's MaxSessionDuration allows less: raise it, or shorten the soak"
         if role

@@ -187,19 +187,6 @@ RoleArnOpt = Annotated[
         "only); its credentials refresh themselves, so a long run still cleans up.",
     ),
 ]
-CredentialsExpireAtOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--credentials-expire-at",
-        metavar="TIMESTAMP",
-        envvar="AWS_CREDENTIAL_EXPIRATION",
-        show_envvar=True,
-        help="When the AWS credentials expire, as ISO 8601 with a zone (2026-12-03T21:40:00Z): for "
-        "credentials whose expiry the SDK cannot see, such as a CI job's OIDC role in environment "
-        "variables. The run is refused when it could outlast them; without this, a session token "
-        "of unknown expiry counts as one hour.",
-    ),
-]
 PollOpt = Annotated[str, typer.Option("--poll", help="Polling interval of the AWS calls that wait.")]
 ReportPrefixOpt = Annotated[str, typer.Option("--report-prefix", help="Key prefix in the report bucket.")]
 SoakIntervalOpt = Annotated[str, typer.Option("--soak-interval", help="Time between soak samples.")]

@@ -81,7 +81,6 @@ class AmiOptions:
     run: RunOptions = field(default_factory=RunOptions)
     interactive: bool = False
     role_arn: str | None = None  # assume this role (refreshing credentials) for the whole run
-    credentials_expire_at: datetime | None = None  # when the environment's credentials expire
     snapshot: SnapshotSettings = field(default_factory=SnapshotSettings)
 
     def per_image_seconds(self) -> float:
@@ -421,9 +420,7 @@ def _session(options: AmiOptions, pairs: list[tuple[str, str]], clients: dict[st
         return next(iter(clients.values())).session
     session = credentials.run_session(options.role_arn, needed, pairs[0][0])
     if options.mode == "launch":
-        credentials.check_lifetime(
-            session, needed, role=bool(options.role_arn), expires_at=options.credentials_expire_at
-        )
+        credentials.check_lifetime(session, needed, role=bool(options.role_arn))
     return session
 
 

@@ -17,7 +17,7 @@ gives boto3 clients on the same endpoint; ``aws.image_id`` is a moto built-in AM
 Why a front: moto 5.2 runs no SSM command (every invocation is "Success", empty output, and
 ``send_command(InstanceIds=[a])`` fans out to every instance: a thousand per-host commands to a
 thousand instances would be a million invocations), and it does not implement
-``DescribeInstanceInformation`` or ``ListCommandInvocations``. The front is a small HTTP proxy that
+``DescribeInstanceInformation``. The front is a small HTTP proxy that
 forwards everything to moto except SSM Run Command, which it answers itself with the
 :class:`InstanceAgent`:
 
@@ -38,7 +38,7 @@ forwards everything to moto except SSM Run Command, which it answers itself with
   (``PREFIX/COMMAND/INSTANCE/awsrunShellScript/0.awsrunShellScript/stdout``). With ``agent.canned``
   (a bundle's bytes), the agent runs no script and PUTs those bytes to the command's one upload URL
   instead, so a fleet of a thousand answers in seconds;
-- ``GetCommandInvocation`` / ``ListCommandInvocations`` / ``ListCommands`` report the agent's real
+- ``GetCommandInvocation`` / ``ListCommands`` report the agent's real
   statuses (``InProgress`` while the script runs, ``Failed`` with the exit code when it fails);
   ``DescribeInstanceInformation`` lists running instances as ``Online`` while ``agent.online`` is
   true (set it false to model an image without a working SSM agent), except those in
@@ -355,13 +355,6 @@ class _Front(BaseHTTPRequestHandler):
             if inv is None:
                 return self._json({"__type": "InvocationDoesNotExist", "message": "no such invocation"}, 400)
             return self._json(inv.to_api())
-        if target == "AmazonSSM.ListCommandInvocations":
-            request = json.loads(body)
-            with agent.lock:
-                found = [
-                    i.to_api() for (c, _), i in agent.invocations.items() if c == request.get("CommandId")
-                ]
-            return self._json({"CommandInvocations": found})
         if target == "AmazonSSM.CancelCommand":
             agent.cancel(json.loads(body)["CommandId"])
             return self._json({})

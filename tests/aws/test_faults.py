@@ -94,7 +94,7 @@ def test_credentials_expiring_before_the_run_ends_are_refused_before_launch(moto
     assert moto_env.launched() == []
     # a token of unknown expiry counts as one hour: a run of 1 h 40 min is refused too
     proc = ami(moto_env, soak="1h", extra_env={"AWS_SESSION_TOKEN": "token"}, timeout=60)
-    assert proc.returncode == 2 and "(assumed: session token of unknown expiry; give" in proc.stderr
+    assert proc.returncode == 2 and "(assumed: session token of unknown expiry; say it in" in proc.stderr
     assert moto_env.launched() == []
 
 
