@@ -104,7 +104,6 @@ def errors_allowed(max_errors: str, targets: int) -> int:
 
 @dataclass(frozen=True)
 class FleetTiming:
-    targets: int
     waves: int
     wave_seconds: float
 
@@ -117,7 +116,7 @@ class FleetTiming:
 def sized(count: int, options: FleetOptions) -> FleetTiming:
     """The waves ``count`` targets run in (--max-concurrency at a time), and each wave's length."""
     waves = math.ceil(max(1, count) / concurrency_of(options.max_concurrency, max(1, count)))
-    return FleetTiming(count, waves, options.soak_seconds + options.timeout_margin)
+    return FleetTiming(waves, options.soak_seconds + options.timeout_margin)
 
 
 @dataclass
