@@ -44,13 +44,17 @@ class Clients:
             self._cache[key] = presigner(bucket, self.s3, self.session)  # self.s3 sets self.session
         return self._cache[key]
 
-    def ebs(self, pool: int) -> Any:
-        """The EBS direct APIs client: botocore's retries off (imagelint.aws.ebs_api retries and counts
-        every attempt), a connection per concurrent block fetch."""
-        key = f"ebs/{pool}"
+    def unretried(self, service: str, pool: int = 10) -> Any:
+        """A client with botocore's retries off, for callers that retry and count every attempt
+        themselves (imagelint.aws.ebs_api, :class:`imagelint.aws.errors.Backoff`)."""
+        key = f"{service}/unretried/{pool}"
         if key not in self._cache:
-            self._cache[key] = self._make("ebs", {"total_max_attempts": 1}, pool)
+            self._cache[key] = self._make(service, {"total_max_attempts": 1}, pool)
         return self._cache[key]
+
+    def ebs(self, pool: int) -> Any:
+        """The EBS direct APIs client: retries off, a connection per concurrent block fetch."""
+        return self.unretried("ebs", pool)
 
     @property
     def ec2(self) -> Any:

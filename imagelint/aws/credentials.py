@@ -4,15 +4,19 @@ A run must be able to terminate what it launched, and the presigned URLs it hand
 only valid while the credentials that signed them are (whatever ``X-Amz-Expires`` says). So:
 
 - ``--role-arn ARN``: :func:`role_session` assumes the role with ``DurationSeconds`` covering the
-  whole run (at most 12 h, and only up to the role's ``MaxSessionDuration``; AWS caps a chained
-  role session, role assumed from role credentials, at 1 h) and wraps it in botocore's
-  ``DeferredRefreshableCredentials``: API calls keep working past that, refreshed from the source
-  credentials, so the cleanup after a long soak still runs.
+  whole run (at most 12 h, and only up to the role's ``MaxSessionDuration``) and wraps it in
+  botocore's ``DeferredRefreshableCredentials``: API calls keep working past that, refreshed from
+  the source credentials, so the cleanup after a long soak still runs. AWS caps a chained role
+  session (a role assumed from role credentials, e.g. from a CI job's OIDC role) at 1 h, and the
+  presigned URLs signed with it die with it: a run that needs longer is refused up front
+  (``GetCallerIdentity``, which needs no permission, names an ``assumed-role`` caller), exit 2.
 - otherwise :func:`check_lifetime` refuses, before anything launches, a run longer than what is
-  left of the session. The time left is the credentials' expiry when botocore knows it
-  (``AWS_CREDENTIAL_EXPIRATION``, SSO, a profile's role, IMDS, web identity); credentials with a
-  session token but no known expiry are assumed to have **one hour** left (the default session
-  length of STS and of CI OIDC roles); long-term keys (no token) have no limit.
+  left of the session. The time left is the earlier of ``--credentials-expire-at`` (or
+  ``AWS_CREDENTIAL_EXPIRATION``, the variable botocore and the AWS CLI's ``export-credentials``
+  use) and the credentials' expiry when botocore knows it (that variable, SSO, a profile's role,
+  IMDS, web identity); credentials with a session token but no known expiry are assumed to have
+  **one hour** left (the default session length of STS and of CI OIDC roles); long-term keys (no
+  token) have no limit.
 """
 
 from __future__ import annotations
@@ -30,6 +34,21 @@ MIN_ROLE_SESSION = 900
 ROLE_FLOOR = 3600.0  # the default MaxSessionDuration of a role, and AWS's cap on a chained one
 
 
+def parse_expiry(text: str | None) -> datetime | None:
+    """``--credentials-expire-at``: an ISO 8601 time with its zone (``2026-12-03T21:40:00Z``)."""
+    if not text:
+        return None
+    try:
+        value = datetime.fromisoformat(text.strip())
+    except ValueError:
+        value = None
+    if value is None or value.tzinfo is None:
+        raise UsageError(
+            f"--credentials-expire-at {text!r}: give an ISO 8601 time with its zone (2026-12-03T21:40:00Z)"
+        )
+    return value
+
+
 def role_session(role_arn: str, seconds: float, region: str, base: Any = None) -> Any:
     """A boto3 session whose credentials come from ``AssumeRole(role_arn)`` and refresh themselves."""
     import boto3
@@ -45,6 +64,14 @@ def role_session(role_arn: str, seconds: float, region: str, base: Any = None) -
         )
     source = base if base is not None else boto3.session.Session(region_name=region)
     sts = source.client("sts", region_name=region)
+    if duration > ROLE_FLOOR:
+        caller = str(call(sts.get_caller_identity).get("Arn", ""))
+        if ":assumed-role/" in caller:
+            raise UsageError(
+                f"--role-arn: the caller is itself a role session ({caller}), and AWS caps a role assumed "
+                f"from role credentials (role chaining) at {ROLE_FLOOR:.0f}s; this run needs {seconds:.0f}s "
+                "(soak and timeouts): shorten --soak, or run on the first role without --role-arn"
+            )
 
     def refresh() -> dict[str, str]:
         reply = call(
@@ -86,8 +113,11 @@ def refresh_now(session: Any) -> None:
         creds.get_frozen_credentials()
 
 
-def seconds_left(session: Any, now: datetime | None = None) -> float | None:
-    """What is left of the session's credentials (None: no limit); see the module docstring."""
+def seconds_left(
+    session: Any, now: datetime | None = None, expires_at: datetime | None = None
+) -> float | None:
+    """What is left of the session's credentials (None: no limit), ``expires_at`` being what the
+    user says of them; see the module docstring."""
     creds = session.get_credentials()
     if creds is None:
         raise AwsError(
@@ -95,26 +125,30 @@ def seconds_left(session: Any, now: datetime | None = None) -> float | None:
         )
     frozen = creds.get_frozen_credentials()
     expiry = getattr(creds, "_expiry_time", None)  # RefreshableCredentials' expiry (botocore has no getter)
-    if isinstance(expiry, datetime):
-        now = now or datetime.now(UTC)
-        return (expiry - now).total_seconds()
+    known = [e for e in (expiry, expires_at) if isinstance(e, datetime)]
+    if known:
+        return (min(known) - (now or datetime.now(UTC))).total_seconds()
     if frozen.token:
         return ASSUMED_TOKEN_LIFETIME
     return None
 
 
-def check_lifetime(session: Any, needed: float, *, role: bool) -> None:
-    """Refuse a run that would outlive its credentials (and with them its presigned URLs)."""
-    left = seconds_left(session)
+def check_lifetime(session: Any, needed: float, *, role: bool, expires_at: datetime | None = None) -> None:
+    """Refuse a run that would outlive its credentials (and with them its presigned URLs).
+    ``expires_at`` (``--credentials-expire-at``) is the expiry of the environment's credentials; with
+    ``role`` the session is the assumed role's, whose expiry AssumeRole gave."""
+    given = None if role else expires_at
+    left = seconds_left(session, expires_at=given)
     if left is None or left >= needed:
         return
     if left <= 0:
         raise UsageError("the AWS credentials have expired: refresh them (or give --role-arn)")
-    known = (
-        ""
-        if getattr(session.get_credentials(), "_expiry_time", None)
-        else " (assumed: session token of unknown expiry)"
-    )
+    if given is not None:
+        known = " (--credentials-expire-at)"
+    elif getattr(session.get_credentials(), "_expiry_time", None):
+        known = ""
+    else:
+        known = " (assumed: session token of unknown expiry; say it in AWS_CREDENTIAL_EXPIRATION)"
     fix = (
         "the role's MaxSessionDuration allows less: raise it, or shorten the soak"
         if role

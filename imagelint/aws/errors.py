@@ -6,13 +6,18 @@ quota or an unreachable endpoint ends the run with a line such as
     ec2 RunInstances failed: UnauthorizedOperation: You are not authorized ...
     (check: IAM permission ec2:RunInstances)
 
-and exit code 3 (the image was not checked), never a traceback.
+and exit code 3 (the image was not checked), never a traceback. :class:`Backoff` retries a call AWS
+throttled, a bounded number of times, on a client whose own retries are off
+(:meth:`imagelint.aws.clients.Clients.unretried`), and counts the throttles it survived.
 """
 
 from __future__ import annotations
 
 import contextlib
+import random
+import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from imagelint.errors import ExitCode, ImageLintError
@@ -40,6 +45,7 @@ _HINTS: dict[str, str] = {
     "RequestExpired": "the clock of this machine",
     "ExpiredToken": "the session credentials: refresh them",
     "Throttling": "the API rate: retry later",
+    "ThrottlingException": "the API rate: retry later, or lower --max-concurrency",
     "RequestLimitExceeded": "the API rate: retry later",
     "NotImplemented": "that the endpoint implements this API",
 }
@@ -103,6 +109,37 @@ def converted(service: str, api: str) -> Iterator[None]:
         raise AwsError(
             service, api, type(exc).__name__, str(exc)[:300], "network access, region and credentials"
         ) from None
+
+
+THROTTLED = frozenset(
+    {"Throttling", "ThrottlingException", "TooManyRequestsException", "RequestLimitExceeded"}
+)
+
+
+@dataclass
+class Backoff:
+    """Bounded exponential backoff with full jitter for throttled calls: after the n-th throttled
+    answer, sleep a random time up to ``min(cap, first * 2**(n-1))``; give up (the AwsError) after
+    ``attempts`` calls. ``throttled`` counts the throttled answers (survived or not)."""
+
+    attempts: int = 8
+    first: float = 1.0
+    cap: float = 20.0
+    throttled: int = 0
+    sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
+
+    def call(self, func: Callable[..., T], /, **kwargs: Any) -> T:
+        for attempt in range(self.attempts):
+            try:
+                return call(func, **kwargs)
+            except AwsError as exc:
+                if exc.code not in THROTTLED:
+                    raise
+                self.throttled += 1
+                if attempt == self.attempts - 1:
+                    raise
+                self.sleep(random.uniform(0, min(self.cap, self.first * 2**attempt)))
+        raise AssertionError("unreachable")  # the last attempt returns or raises
 
 
 def missing_object(exc: AwsError) -> bool:

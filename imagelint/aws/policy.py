@@ -45,7 +45,6 @@ RUNNER_ACTIONS: dict[str, tuple[str, ...]] = {
         "ssm:DescribeInstanceInformation",
         "ssm:SendCommand",
         "ssm:ListCommands",
-        "ssm:ListCommandInvocations",
         "ssm:GetCommandInvocation",
         "ssm:CancelCommand",
     ),

@@ -10,11 +10,19 @@ the bundle with ``curl -T`` to a presigned PUT URL (SigV4, the bucket's region:
 instance: a POSIX shell, coreutils, tar (gzip when present), systemctl and curl; no Python, no
 package, no internet but S3.
 
+One command per instance (:func:`send`: one ``InstanceIds`` entry): a command carries its own
+instance's upload URL and no other, so a host cannot read, and so cannot forge, another host's
+result. SSM's document quota is 64 KB, and it "includes the content specified for input parameters
+at runtime" (``CreateDocument``'s ``Content``, SSM API reference): :func:`check_parameters` refuses
+parameters over :data:`MAX_PARAMETERS` (64 KiB less a reserve for AWS-RunShellScript's own content)
+before anything is sent. A throttled ``SendCommand`` is retried with bounded backoff
+(:class:`imagelint.aws.errors.Backoff`).
+
 The runner downloads the bundle and runs the engine on it locally (:mod:`imagelint.bundle.run`)
 with the local config and rule packs, so nothing needs shipping to the instance. The script exits
 0 once the bundle is uploaded, whatever the image's verdict; 93 when it has no work directory, 94
-when collection failed, 92 when the upload failed, 95 when it has no upload URL for its instance
-id (a fleet instance that joined the target after the run started): then the run is inconclusive.
+when collection failed, 92 when the upload failed, 95 when it runs on another instance than the
+one its upload URL is for: then the run is inconclusive.
 
 In tests, ``IL_ROOT`` makes the collector read a directory instead of ``/`` and an empty
 ``IL_LIVE`` leaves out ``systemctl show`` (the stand-in machine is not the booted image).
@@ -22,6 +30,7 @@ In tests, ``IL_ROOT`` makes the collector read a directory instead of ``/`` and 
 
 from __future__ import annotations
 
+import json
 import shlex
 import tempfile
 import time
@@ -30,13 +39,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from imagelint.aws.errors import AwsError, call, missing_object
-from imagelint.errors import ExitCode, ImageLintError
+from imagelint.aws.errors import AwsError, Backoff, call, missing_object
+from imagelint.errors import ExitCode, ImageLintError, UsageError
 
 TERMINAL = {"Success", "Failed", "Cancelled", "TimedOut", "Undeliverable", "Terminated", "DeliveryTimedOut"}
 BUNDLE = "bundle.tar.gz"
 MAX_BUNDLE = 1536 * 1024 * 1024  # bytes downloaded at most
 _EOF = "IMAGELINT_COLLECTOR_EOF"
+SSM_DOCUMENT_QUOTA = 64 * 1024  # bytes: a document's content with its runtime parameters
+DOCUMENT_RESERVE = 4 * 1024  # bytes kept for AWS-RunShellScript's own content (about 1 KB)
+MAX_PARAMETERS = SSM_DOCUMENT_QUOTA - DOCUMENT_RESERVE
 
 
 class NoReportError(ImageLintError):
@@ -55,7 +67,8 @@ class RemotePlan:
     bucket_region: str
     version: str
     collector_plan: str = ""  # plan.txt for collect.sh
-    uploads: tuple[tuple[str, str], ...] = ()  # (instance id, presigned PUT URL of its bundle)
+    instance_id: str = ""  # the one instance this command is for
+    upload_url: str = ""  # the presigned PUT URL of that instance's bundle
     soak_seconds: float = 0.0
     soak_interval: float = 5.0
 
@@ -81,10 +94,9 @@ def remote_script(plan: RemotePlan) -> list[str]:
         '-H "X-aws-ec2-metadata-token-ttl-seconds: 60" '
         'http://169.254.169.254/latest/api/token) && curl -fsS -H "X-aws-ec2-metadata-token: $TOKEN" '
         'http://169.254.169.254/latest/meta-data/instance-id)}"',
-        'case "$IID" in',
-        *(f"  {q(iid)}) URL={q(url)} ;;" for iid, url in plan.uploads),
-        '  *) echo "imagelint: no upload URL for instance $IID in run ' + plan.run_id + '" >&2; exit 95 ;;',
-        "esac",
+        f'[ "$IID" = {q(plan.instance_id)} ] || {{ echo "imagelint: run {plan.run_id} has no upload URL '
+        'for $IID" >&2; exit 95; }',
+        f"URL={q(plan.upload_url)}",
         f"cat > \"$W/collect.sh\" <<'{_EOF}'",
         *script_text().splitlines(),
         _EOF,
@@ -134,33 +146,40 @@ def wait_online(
         time.sleep(poll)
 
 
-def send(
-    ssm: Any,
-    plan: RemotePlan,
-    *,
-    instance_ids: list[str] | None = None,
-    targets: list[dict[str, Any]] | None = None,
-    max_concurrency: str = "50",
-    max_errors: str = "0",
-    delivery_timeout: int = 600,
-) -> str:
-    """``delivery_timeout`` (``TimeoutSeconds``): how long an invocation may wait to start; a fleet's
-    later waves wait for the earlier ones (:func:`imagelint.commands.fleet.timing`)."""
-    params: dict[str, Any] = {
+def parameters(plan: RemotePlan) -> dict[str, list[str]]:
+    """The ``Parameters`` of the instance's AWS-RunShellScript command."""
+    return {"commands": remote_script(plan), "executionTimeout": [str(plan.execution_timeout)]}
+
+
+def check_parameters(params: dict[str, list[str]], instance_id: str) -> int:
+    """The size of ``params`` as sent (JSON, UTF-8); a UsageError (exit 2) over :data:`MAX_PARAMETERS`."""
+    size = len(json.dumps(params, separators=(",", ":"), ensure_ascii=False).encode())
+    if size > MAX_PARAMETERS:
+        raise UsageError(
+            f"the command for {instance_id} has {size:,} bytes of parameters; SSM's 64 KB document quota "
+            f"leaves {MAX_PARAMETERS:,} for them: load fewer rule packs or select fewer rules"
+        )
+    return size
+
+
+def send(ssm: Any, plan: RemotePlan, *, delivery_timeout: int = 600, backoff: Backoff | None = None) -> str:
+    """Send ``plan`` to its one instance; the command id. ``delivery_timeout`` (``TimeoutSeconds``):
+    how long the invocation may wait to start. A throttled call is retried by ``backoff``."""
+    params = parameters(plan)
+    check_parameters(params, plan.instance_id)
+    request: dict[str, Any] = {
+        "InstanceIds": [plan.instance_id],
         "DocumentName": "AWS-RunShellScript",
-        "Parameters": {"commands": remote_script(plan), "executionTimeout": [str(plan.execution_timeout)]},
+        "Parameters": params,
         "TimeoutSeconds": delivery_timeout,
         "Comment": f"imagelint run {plan.run_id}"[:100],
         "OutputS3BucketName": plan.bucket,
         "OutputS3KeyPrefix": f"{plan.prefix}{plan.run_id}/ssm",
-        "MaxConcurrency": max_concurrency,
-        "MaxErrors": max_errors,
+        "MaxConcurrency": "1",
+        "MaxErrors": "0",
     }
-    if instance_ids:
-        params["InstanceIds"] = instance_ids
-    if targets:
-        params["Targets"] = targets
-    return str(call(ssm.send_command, **params)["Command"]["CommandId"])
+    reply = (backoff or Backoff()).call(ssm.send_command, **request)
+    return str(reply["Command"]["CommandId"])
 
 
 def wait_invocation(

@@ -255,23 +255,60 @@ def fleet(
     report_bucket: Annotated[str, typer.Option("--report-bucket", help="S3 bucket for the reports.")],
     report_prefix: ReportPrefixOpt = "imagelint/",
     region: RegionOpt = None,
-    max_concurrency: Annotated[str, typer.Option("--max-concurrency", help="SSM MaxConcurrency.")] = "10%",
-    max_errors: Annotated[str, typer.Option("--max-errors", help="SSM MaxErrors.")] = "10%",
+    max_concurrency: Annotated[
+        str,
+        typer.Option(
+            "--max-concurrency",
+            help="Instances checked at once: a number, or a percentage of the managed ones.",
+        ),
+    ] = "10%",
+    max_errors: Annotated[
+        str,
+        typer.Option(
+            "--max-errors",
+            help="Failed commands tolerated before no new one is sent: a number, or a percentage.",
+        ),
+    ] = "10%",
+    allow_unmanaged: Annotated[
+        bool,
+        typer.Option(
+            "--allow-unmanaged",
+            help="Tagged instances that SSM does not manage are listed as not covered without making "
+            "the run inconclusive.",
+        ),
+    ] = False,
     soak: Annotated[str, typer.Option("--soak", help="Soak length on each instance (0 = none).")] = "0",
     soak_interval: SoakIntervalOpt = "5s",
     poll: PollOpt = "5s",
     role_arn: RoleArnOpt = None,
+    credentials_expire_at: Annotated[
+        str | None,
+        typer.Option(
+            "--credentials-expire-at",
+            metavar="TIMESTAMP",
+            envvar="AWS_CREDENTIAL_EXPIRATION",
+            show_envvar=False,  # named in the text: typer's note would take three lines
+            help="When the AWS credentials expire, as ISO 8601 with a zone (2026-12-03T21:40:00Z): for "
+            "credentials whose expiry the SDK cannot see, such as a CI job's OIDC role in environment "
+            "variables. The run is refused when it could outlast them; without this, a session token "
+            "of unknown expiry counts as one hour. Default: $AWS_CREDENTIAL_EXPIRATION.",
+        ),
+    ] = None,
     *,
     run: RunOptions,
 ) -> None:
-    """Audit running instances through SSM Run Command; one report with a row per instance.
+    """Audit running instances through SSM Run Command; one report with a row per tagged instance.
 
-    SSM does the fan-out (tag targets, --max-concurrency, --max-errors). The config and rule
-    packs are shipped to the instances through the report bucket. Example:
+    Each instance SSM manages gets a command of its own, carrying its own upload URL only, at most
+    --max-concurrency at a time; no new command is sent once more than --max-errors have failed.
+    Tagged instances SSM does not manage are listed as not covered, and make the run inconclusive
+    unless --allow-unmanaged. The config and rule packs stay here: each instance uploads a bundle to
+    the report bucket and is judged on this machine. Example:
 
       imagelint fleet --target tag:Role=gpu-node --report-bucket my-bucket \\
           --soak 5m -f json:fleet.json
     """
+    from imagelint.aws.credentials import parse_expiry
     from imagelint.commands.fleet import FleetOptions, run_fleet
     from imagelint.durations import parse_duration
 
@@ -288,5 +325,7 @@ def fleet(
         run=run,
         interactive=sys.stderr.isatty(),
         role_arn=role_arn,
+        allow_unmanaged=allow_unmanaged,
+        credentials_expire_at=parse_expiry(credentials_expire_at),
     )
     raise typer.Exit(int(run_fleet(options).exit_code))

@@ -220,7 +220,7 @@ def _launch(
         collector_plan=instance_plan(
             *prepared.rules, soak_seconds=options.soak_seconds, soak_interval=options.soak_interval
         ).text(),
-        uploads=(),  # the instance's upload URL, once it has an id
+        # instance_id and upload_url: once the instance has an id
         soak_seconds=options.soak_seconds,
         soak_interval=options.soak_interval,
     )
@@ -250,9 +250,9 @@ def _launch(
                 f"{exc}; console output: {console}" if console else f"{exc}; no console output yet"
             ) from None
         url = bundle_url(clients, options.report_bucket, options.report_prefix, run_id, instance_id, expires)
-        plan = dataclasses.replace(plan, uploads=((instance_id, url),))
+        plan = dataclasses.replace(plan, instance_id=instance_id, upload_url=url)
         progress.phase("auditing" if not plan.soak_seconds else "auditing and soaking", instance_id)
-        command_id = ssm_ops.send(clients.ssm, plan, instance_ids=[instance_id])
+        command_id = ssm_ops.send(clients.unretried("ssm"), plan)
         started = datetime.now(UTC)
 
         def show(status: str) -> None:

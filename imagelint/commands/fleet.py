@@ -1,41 +1,56 @@
 """`imagelint fleet`: audit (and soak) running instances through SSM Run Command, one combined report.
 
-SSM does the fan-out (``Targets`` by tag, ``MaxConcurrency``, ``MaxErrors``); imagelint schedules
-nothing. Each instance runs the same script as in ``imagelint ami`` (:mod:`imagelint.aws.ssm`) and
-uploads its reports to ``s3://BUCKET/PREFIX<run id>/<instance id>/``. When the command is done, the
-CLI lists its invocations, reads every instance's reports and prints one report: findings of all
-instances (subjects prefixed with the instance id), ``facts.instances`` with a row per instance,
-and one verdict, decided by :func:`imagelint.report.verdict.decide` on every instance's findings.
-An instance that sent no usable report (its command failed, was cancelled at the deadline, or SSM
-stopped it at ``MaxErrors``) gets a row with verdict ``inconclusive``, its
-command status and the reason as an error; the fleet's verdict is then ``inconclusive`` (exit 3)
-unless another instance fails (exit 1: a fail is never hidden by an unreadable part). Each
-instance runs the collector and uploads a bundle; the runner analyses every bundle with the local
-config and rule packs (:mod:`imagelint.bundle.run`). The tagged instances are listed before the
-command is sent, each with its own presigned upload URL.
+Every running instance with the tag gets a row. The ones SSM manages (``DescribeInstanceInformation``
+lists their agent as Online) each get a command of their own (:func:`imagelint.aws.ssm.send`: one
+``InstanceIds`` entry, that instance's presigned upload URL and no other host's, parameters checked
+under SSM's 64 KB quota before anything is sent). The others are *not covered*: listed with the
+reason, and the run is inconclusive unless ``--allow-unmanaged``.
+
+With one command per instance, imagelint runs the rollout SSM would run for one command
+(:class:`Rollout`): at most ``--max-concurrency`` invocations at a time (N, or P% of the managed
+instances), the next command as one ends, and no new command once more than ``--max-errors``
+commands have failed (the rest are *not sent*). AWS throttles ``SendCommand``: a throttled send is
+retried with bounded backoff (:class:`imagelint.aws.errors.Backoff`, on a client without botocore's
+own retries) and the throttles are counted in ``facts.command``. Each poll asks one paged
+``ListCommands`` for the commands still executing; ``GetCommandInvocation`` gives the status of
+those that are not. An invocation running longer than the soak plus ``timeout_margin`` is cancelled.
+
+Then each instance's bundle is fetched from ``s3://BUCKET/PREFIX<run id>/<instance id>/`` and
+analysed with the local config and rule packs (:mod:`imagelint.bundle.run`). The report holds the
+findings of all instances (subjects prefixed with the instance id), ``facts.instances`` with a row
+per tagged instance (``coverage``: checked, no-report, not-sent, not-managed), and one verdict,
+decided by :func:`imagelint.report.verdict.decide`: an instance without a usable report is an error,
+so the fleet is ``inconclusive`` (exit 3) unless another instance fails (exit 1: a fail is never
+hidden by an unreadable part).
 """
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 import math
 import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from imagelint import __version__
 from imagelint.aws import ssm as ssm_ops
 from imagelint.aws.clients import Clients, default_region
-from imagelint.aws.errors import AwsError, call
+from imagelint.aws.errors import AwsError, Backoff, call, paginate
 from imagelint.aws.merge import empty_report, merge
 from imagelint.aws.progress import Progress
 from imagelint.aws.signals import SignalGuard
 from imagelint.collector.plan import instance_plan
 from imagelint.errors import UsageError
-from imagelint.report import Report, Verdict
+from imagelint.report import Report, ReportError, Verdict
+from imagelint.report.verdict import decide
 from imagelint.session import PreparedRun, RunOptions, bundle_reports, prepare, publish
+
+INSTANCE_IDS_PER_CALL = 50  # DescribeInstanceInformation: ids per InstanceIds filter (and MaxResults)
+FETCHES_AT_ONCE = 8  # bundles downloaded in parallel from S3 (and on disk at once)
 
 
 @dataclass
@@ -54,6 +69,9 @@ class FleetOptions:
     run: RunOptions = field(default_factory=RunOptions)
     interactive: bool = False
     role_arn: str | None = None  # assume this role (refreshing credentials) for the whole run
+    allow_unmanaged: bool = False  # tagged instances SSM does not manage do not make the run inconclusive
+    credentials_expire_at: datetime | None = None  # when the environment's credentials expire
+    send_backoff: float = 1.0  # seconds: the first wait after a throttled SendCommand (it doubles)
 
 
 def parse_target(text: str) -> dict[str, object]:
@@ -63,40 +81,52 @@ def parse_target(text: str) -> dict[str, object]:
     return {"Key": key, "Values": [v for v in values.split(",") if v]}
 
 
-def concurrency_of(max_concurrency: str, targets: int) -> int:
-    """How many invocations SSM runs at once: ``N``, or ``P%`` of the targets (at least one)."""
-    text = max_concurrency.strip()
+def _share(text: str, targets: int, option: str, least: int) -> int:
+    """``N``, or ``P%`` of ``targets`` rounded up; at least ``least``."""
+    value = text.strip()
     try:
-        if text.endswith("%"):
-            return max(1, math.ceil(targets * float(text[:-1]) / 100))
-        return max(1, int(text))
+        if value.endswith("%"):
+            return max(least, math.ceil(targets * float(value[:-1]) / 100))
+        return max(least, int(value))
     except ValueError:
-        raise UsageError(
-            f"--max-concurrency {max_concurrency!r}: use a number or a percentage (10%)"
-        ) from None
+        raise UsageError(f"{option} {text!r}: use a number or a percentage (10%)") from None
+
+
+def concurrency_of(max_concurrency: str, targets: int) -> int:
+    """How many invocations run at once: ``N``, or ``P%`` of the targets (at least one)."""
+    return _share(max_concurrency, targets, "--max-concurrency", 1)
+
+
+def errors_allowed(max_errors: str, targets: int) -> int:
+    """How many commands may fail before no new one is sent: ``N``, or ``P%`` of the targets."""
+    return _share(max_errors, targets, "--max-errors", 0)
 
 
 @dataclass(frozen=True)
 class FleetTiming:
-    targets: int
     waves: int
     wave_seconds: float
 
     @property
     def total(self) -> int:
-        """The deadline, ``TimeoutSeconds`` and URL expiry: every wave, soak and margin each."""
+        """The run's longest length, and its URLs' expiry: every wave, soak and margin each."""
         return math.ceil(self.waves * self.wave_seconds)
 
 
-def timing(clients: Clients, target: dict[str, object], options: FleetOptions) -> FleetTiming:
-    """Count the targets (running instances with the tag) and size the run's waves."""
-    return sized(len(_tagged_instances(clients, target)), options)
-
-
 def sized(count: int, options: FleetOptions) -> FleetTiming:
-    """The waves ``count`` targets run in (SSM's MaxConcurrency at a time), and each wave's length."""
+    """The waves ``count`` targets run in (--max-concurrency at a time), and each wave's length."""
     waves = math.ceil(max(1, count) / concurrency_of(options.max_concurrency, max(1, count)))
-    return FleetTiming(count, waves, options.soak_seconds + options.timeout_margin)
+    return FleetTiming(waves, options.soak_seconds + options.timeout_margin)
+
+
+@dataclass
+class Coverage:
+    """What became of one tagged instance."""
+
+    instance_id: str
+    coverage: str  # checked | no-report | not-sent | not-managed
+    reason: str = ""
+    invocation: dict[str, Any] = field(default_factory=dict)  # GetCommandInvocation's last answer
 
 
 def run_fleet(options: FleetOptions) -> Verdict:
@@ -112,9 +142,10 @@ def run_fleet(options: FleetOptions) -> Verdict:
     # the run's length depends on the number of targets: count them on a short session first
     clients = Clients(region, credentials.run_session(options.role_arn, 0, region))
     run_id = str(uuid.uuid4())
-    # the instances the tag names now: each gets its own upload URL (one that joins later has none)
-    targets = _tagged_instances(clients, target)
-    sizes = sized(len(targets), options)
+    # the instances the tag names now; each one SSM manages gets its own upload URL
+    tagged = _tagged_instances(clients, target)
+    managed, unmanaged = _managed(clients, tagged)
+    sizes = sized(len(managed), options)
     expires = run_expiry(targets=sizes.waves, per_wave=sizes.wave_seconds)
     if options.role_arn:
         clients = Clients(region, credentials.run_session(options.role_arn, expires + 600, region))
@@ -125,8 +156,10 @@ def run_fleet(options: FleetOptions) -> Verdict:
         f"{options.report_prefix}{run_id}/run.json",
         {"run_id": run_id, "target": options.target, "version": __version__},
     )
-    credentials.check_lifetime(clients.session, expires + 600, role=bool(options.role_arn))
-    plan = ssm_ops.RemotePlan(
+    credentials.check_lifetime(
+        clients.session, expires + 600, role=bool(options.role_arn), expires_at=options.credentials_expire_at
+    )
+    base = ssm_ops.RemotePlan(
         run_id=run_id,
         bucket=options.report_bucket,
         prefix=options.report_prefix,
@@ -135,56 +168,165 @@ def run_fleet(options: FleetOptions) -> Verdict:
         collector_plan=instance_plan(
             *prepared.rules, soak_seconds=options.soak_seconds, soak_interval=options.soak_interval
         ).text(),
-        uploads=tuple(
-            (iid, bundle_url(clients, options.report_bucket, options.report_prefix, run_id, iid, expires))
-            for iid in targets
-        ),
         soak_seconds=options.soak_seconds,
         soak_interval=options.soak_interval,
     )
+    bucket, prefix = options.report_bucket, options.report_prefix
+    plans = {
+        iid: dataclasses.replace(
+            base, instance_id=iid, upload_url=bundle_url(clients, bucket, prefix, run_id, iid, expires)
+        )
+        for iid in managed
+    }
+    # every command's parameters fit SSM's quota, or nothing is sent
+    largest = max((ssm_ops.check_parameters(ssm_ops.parameters(p), i) for i, p in plans.items()), default=0)
+    rollout = Rollout(
+        clients,
+        plans,
+        window=concurrency_of(options.max_concurrency, max(1, len(managed))),
+        errors_allowed=errors_allowed(options.max_errors, max(1, len(managed))),
+        per_command=sizes.wave_seconds,
+        poll=options.poll,
+        backoff=Backoff(first=options.send_backoff),
+    )
     guard = SignalGuard()
     with guard.installed(), Progress(interactive=options.interactive) as progress:
-        progress.phase("sending", f"{options.target} in {region} (run {plan.run_id})")
-        command_id = ssm_ops.send(
-            clients.ssm,
-            plan,
-            targets=[target],
-            max_concurrency=options.max_concurrency,
-            max_errors=options.max_errors,
-            delivery_timeout=min(preflight.SSM_MAX_DELIVERY_TIMEOUT, max(30, sizes.total)),
+        progress.phase(
+            "sending",
+            f"{options.target} in {region} (run {run_id}): {len(managed)} managed, "
+            f"{len(unmanaged)} not managed by SSM, {rollout.window} at a time",
         )
-        progress.phase("running", f"command {command_id} ({sizes.targets} target(s), {sizes.waves} wave(s))")
-        deadline = time.monotonic() + sizes.total
-        try:
-            while True:
-                guard.checkpoint()
-                command = call(clients.ssm.list_commands, CommandId=command_id)["Commands"][0]
-                status = command.get("Status", "Pending")
-                progress.update(
-                    f"{status}: {command.get('CompletedCount', 0)}/{command.get('TargetCount', '?')} done, "
-                    f"{command.get('ErrorCount', 0)} error(s)"
-                )
-                if status in ssm_ops.TERMINAL:
-                    break
-                if time.monotonic() > deadline:
-                    ssm_ops.cancel(clients.ssm, command_id)
-                    break
-                time.sleep(options.poll)
-        except BaseException:  # SIGINT/SIGTERM (SignalGuard), or an error: the fleet stops its command
-            with guard.cleanup():
-                ssm_ops.cancel(clients.ssm, command_id)
-            raise
-        progress.phase("collecting", f"s3://{plan.bucket}/{plan.prefix}{plan.run_id}/")
-        invocations = _invocations(clients, command_id)
-        report = _combine(clients, plan, command_id, invocations, options.target, prepared)
-        progress.log(f"{len(invocations)} instance(s): {report.verdict.value}")
+        rollout.run(guard, progress)
+        progress.phase("collecting", f"s3://{base.bucket}/{base.prefix}{run_id}/")
+        covered = rollout.outcomes() + [
+            Coverage(iid, "not-managed", f"not managed by SSM ({why}): not covered")
+            for iid, why in sorted(unmanaged.items())
+        ]
+        report = _combine(clients, base, covered, options, prepared)
+        report.facts["command"] = {
+            "run_id": run_id,
+            "commands": len(rollout.commands),
+            "throttled": rollout.backoff.throttled,
+            "max_parameter_bytes": largest,
+            "concurrency": rollout.window,
+        }
+        progress.log(f"{len(tagged)} instance(s), {len(unmanaged)} not covered: {report.verdict.value}")
     return publish(report, options.run)
 
 
-def _tagged_instances(clients: Clients, target: dict[str, object]) -> list[str]:
-    """Running instances with the target's tag (SSM sends only to running, managed ones), sorted."""
-    from imagelint.aws.errors import paginate
+class Rollout:
+    """One command per instance: at most ``window`` running, none sent once more than
+    ``errors_allowed`` have failed, each cancelled after ``per_command`` seconds."""
 
+    def __init__(
+        self,
+        clients: Clients,
+        plans: dict[str, ssm_ops.RemotePlan],
+        *,
+        window: int,
+        errors_allowed: int,
+        per_command: float,
+        poll: float,
+        backoff: Backoff,
+    ) -> None:
+        from imagelint.aws.preflight import SSM_MAX_DELIVERY_TIMEOUT
+
+        self.clients, self.plans, self.window, self.errors_allowed = clients, plans, window, errors_allowed
+        self.per_command, self.poll, self.backoff = per_command, poll, backoff
+        self.delivery_timeout = min(SSM_MAX_DELIVERY_TIMEOUT, max(30, math.ceil(per_command)))
+        self.queue = sorted(plans)
+        self.commands: dict[str, str] = {}  # instance id → command id
+        self.running: dict[str, float] = {}  # instance id → deadline (monotonic)
+        self.ended: dict[str, dict[str, Any]] = {}  # instance id → the invocation's final answer
+        self.failed = 0
+        # ListCommands' InvokedAfter: a little before the first send (clock skew)
+        self.since = (datetime.now(UTC) - timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def run(self, guard: SignalGuard, progress: Progress) -> None:
+        try:
+            while self.queue or self.running:
+                guard.checkpoint()
+                self._fill()
+                if not self.running:
+                    break
+                time.sleep(self.poll)
+                guard.checkpoint()
+                self._reap()
+                progress.update(
+                    f"{len(self.ended)}/{len(self.plans)} done, {len(self.running)} running, "
+                    f"{self.failed} failed, {self.backoff.throttled} throttled send(s)"
+                )
+        except BaseException:  # SIGINT/SIGTERM (SignalGuard), or an error: stop every running command
+            with guard.cleanup():
+                for iid in self.running:
+                    ssm_ops.cancel(self.clients.ssm, self.commands[iid])
+            raise
+
+    def _fill(self) -> None:
+        sender = self.clients.unretried("ssm")
+        while self.queue and len(self.running) < self.window and self.failed <= self.errors_allowed:
+            iid = self.queue.pop(0)
+            self.commands[iid] = ssm_ops.send(
+                sender, self.plans[iid], delivery_timeout=self.delivery_timeout, backoff=self.backoff
+            )
+            self.running[iid] = time.monotonic() + self.per_command
+
+    def _reap(self) -> None:
+        """End the invocations that are no longer executing (or are past their deadline)."""
+        executing = {
+            c["CommandId"]
+            for c in paginate(
+                self.clients.ssm,
+                "list_commands",
+                "Commands",
+                Filters=[
+                    {"key": "InvokedAfter", "value": self.since},
+                    {"key": "ExecutionStage", "value": "Executing"},
+                ],
+            )
+        }
+        now = time.monotonic()
+        for iid, deadline in list(self.running.items()):
+            command_id = self.commands[iid]
+            if command_id in executing and now <= deadline:
+                continue
+            reply = self._invocation(command_id, iid)
+            if reply.get("Status") not in ssm_ops.TERMINAL:
+                if now <= deadline:
+                    continue  # not listed yet, or between two states: asked again next poll
+                ssm_ops.cancel(self.clients.ssm, command_id)
+                reply = {
+                    **reply,
+                    "Status": "Cancelled",
+                    "StatusDetails": f"no result within {self.per_command:.0f}s; cancelled",
+                }
+            del self.running[iid]
+            self.ended[iid] = reply
+            self.failed += reply.get("Status") != "Success"
+
+    def _invocation(self, command_id: str, instance_id: str) -> dict[str, Any]:
+        try:
+            reply: dict[str, Any] = call(
+                self.clients.ssm.get_command_invocation, CommandId=command_id, InstanceId=instance_id
+            )
+        except AwsError as exc:
+            if exc.code != "InvocationDoesNotExist":
+                raise
+            return {"Status": "Pending"}
+        return reply
+
+    def outcomes(self) -> list[Coverage]:
+        """A row for each managed instance: ended (checked or no report, decided on its bundle), or
+        never sent its command because too many had failed."""
+        rows = [Coverage(iid, "checked", invocation=reply) for iid, reply in self.ended.items()]
+        reason = (
+            f"not sent: {self.failed} command(s) failed, over --max-errors ({self.errors_allowed} allowed)"
+        )
+        return rows + [Coverage(iid, "not-sent", reason) for iid in self.queue]
+
+
+def _tagged_instances(clients: Clients, target: dict[str, object]) -> list[str]:
+    """Running instances with the target's tag, sorted."""
     pages = paginate(
         clients.ec2,
         "describe_instances",
@@ -197,68 +339,110 @@ def _tagged_instances(clients: Clients, target: dict[str, object]) -> list[str]:
     return sorted(i["InstanceId"] for r in pages for i in r.get("Instances", []))
 
 
-def _invocations(clients: Clients, command_id: str) -> list[dict[str, object]]:
-    from imagelint.aws.errors import paginate
+def _managed(clients: Clients, instance_ids: list[str]) -> tuple[list[str], dict[str, str]]:
+    """The instances whose SSM agent is Online, and the others with the reason (their PingStatus,
+    or not registered with SSM at all)."""
+    seen: dict[str, str] = {}
+    for start in range(0, len(instance_ids), INSTANCE_IDS_PER_CALL):
+        chunk = instance_ids[start : start + INSTANCE_IDS_PER_CALL]
+        for info in paginate(
+            clients.ssm,
+            "describe_instance_information",
+            "InstanceInformationList",
+            Filters=[{"Key": "InstanceIds", "Values": chunk}],
+            MaxResults=INSTANCE_IDS_PER_CALL,
+        ):
+            seen[str(info.get("InstanceId"))] = str(info.get("PingStatus", "?"))
+    managed = [i for i in instance_ids if seen.get(i) == "Online"]
+    others = {
+        i: f"SSM agent {seen[i]}" if i in seen else "no SSM agent registered"
+        for i in instance_ids
+        if seen.get(i) != "Online"
+    }
+    return managed, others
 
-    return paginate(clients.ssm, "list_command_invocations", "CommandInvocations", CommandId=command_id)
 
+def _reports(
+    clients: Clients, plan: ssm_ops.RemotePlan, rows: list[Coverage], run: PreparedRun
+) -> dict[str, Report]:
+    """The report of each instance that was sent its command: its bundle downloaded (FETCHES_AT_ONCE
+    at a time, so at most that many are on disk) and analysed here."""
+    from concurrent.futures import ThreadPoolExecutor
 
-def _details(clients: Clients, command_id: str, invocation: dict[str, object]) -> dict[str, object]:
-    """``ListCommandInvocations`` has no exit code or stderr: ask ``GetCommandInvocation`` (best effort)."""
-    try:
-        reply = call(
-            clients.ssm.get_command_invocation, CommandId=command_id, InstanceId=str(invocation["InstanceId"])
-        )
-    except AwsError:
-        return invocation
-    return {**invocation, **reply}
+    s3 = clients.s3  # made once, here: a boto3 client is shared by threads, its creation is not
+    reports: dict[str, Report] = {}
+    with ThreadPoolExecutor(FETCHES_AT_ONCE) as pool:
+        for start in range(0, len(rows), FETCHES_AT_ONCE):
+            with tempfile.TemporaryDirectory(prefix="imagelint-fleet-") as scratch:
+                fetching = [
+                    (
+                        row,
+                        pool.submit(
+                            ssm_ops.fetch_bundle, s3, plan, row.instance_id, row.invocation, Path(scratch)
+                        ),
+                    )
+                    for row in rows[start : start + FETCHES_AT_ONCE]
+                    if row.coverage == "checked"
+                ]
+                for row, bundle in fetching:
+                    host = {"kind": "host", "path": row.instance_id}
+                    try:
+                        labelled = bundle_reports(run, bundle.result())
+                    except ssm_ops.NoReportError as exc:
+                        row.coverage, row.reason = "no-report", str(exc)
+                        reports[row.instance_id] = empty_report(host, str(exc))
+                    else:
+                        reports[row.instance_id] = merge(labelled, host, instance_id=row.instance_id)
+    return reports
 
 
 def _combine(
     clients: Clients,
     plan: ssm_ops.RemotePlan,
-    command_id: str,
-    invocations: list[dict[str, object]],
-    selector: str,
+    covered: list[Coverage],
+    options: FleetOptions,
     run: PreparedRun,
 ) -> Report:
-    target = {"kind": "fleet", "path": selector, "run_id": plan.run_id}
-    if not invocations:
-        return empty_report(target, f"no instance matched {selector} (or none is managed by SSM)")
+    target = {"kind": "fleet", "path": options.target, "run_id": plan.run_id}
+    if not covered:
+        return empty_report(target, f"no running instance matched {options.target}")
+    covered = sorted(covered, key=lambda r: r.instance_id)
+    reports = _reports(clients, plan, covered, run)
     parts: list[tuple[str, Report]] = []
     rows: list[dict[str, object]] = []
-    for invocation in sorted(invocations, key=lambda i: str(i.get("InstanceId"))):
-        iid = str(invocation["InstanceId"])
-        try:
-            with tempfile.TemporaryDirectory(prefix="imagelint-fleet-") as scratch:
-                bundle = ssm_ops.fetch_bundle(
-                    clients.s3,
-                    plan,
-                    iid,
-                    functools.partial(_details, clients, command_id, dict(invocation)),
-                    Path(scratch),
-                )
-                labelled = bundle_reports(run, bundle)
-            one = merge(labelled, {"kind": "host", "path": iid}, instance_id=iid)
-        except ssm_ops.NoReportError as exc:
-            one = empty_report({"kind": "host", "path": iid}, str(exc))
-        parts.append((iid, one))
-        counts = one.counts()  # true totals, listed or not
+    uncovered: list[ReportError] = []
+    for row in covered:
+        one = None
+        if row.coverage == "not-managed":
+            accept = "" if options.allow_unmanaged else " (--allow-unmanaged accepts that)"
+            uncovered.append(ReportError(f"{row.instance_id}: {row.reason}{accept}", where=row.instance_id))
+        else:
+            host = {"kind": "host", "path": row.instance_id}
+            one = reports.get(row.instance_id) or empty_report(host, f"{row.instance_id}: {row.reason}")
+            parts.append((row.instance_id, one))
+        counts = one.counts() if one else {"failing": 0, "findings": 0, "errors": 0}  # true totals
         rows.append(
             {
-                "instance_id": iid,
-                "status": invocation.get("Status"),
-                "verdict": one.verdict.value,
+                "instance_id": row.instance_id,
+                "coverage": row.coverage,
+                "status": row.invocation.get("Status"),
+                "verdict": one.verdict.value if one and row.coverage != "not-sent" else None,
                 "failing": counts["failing"],
                 "findings": counts["findings"],
                 "errors": counts["errors"],
+                "reason": row.reason or None,
             }
         )
-    report = merge(parts, target)
-    report.facts = {"instances": rows, "command": {"run_id": plan.run_id}}
+    report = merge(parts, target) if parts else empty_report(target, "no instance was checked")
+    if options.allow_unmanaged:
+        report.warnings += uncovered
+    else:
+        report.errors += uncovered
+    report.verdict = decide(report)
+    report.facts = {"instances": rows}
     report.notes = [
-        f"{r['instance_id']}: {r['verdict']} ({r['failing']} failing, {r['findings']} finding(s), "
-        f"{r['errors']} error(s))"
+        f"{r['instance_id']}: {r['coverage']}, {r['verdict'] or 'not checked'} ({r['failing']} failing, "
+        f"{r['findings']} finding(s), {r['errors']} error(s))"
         for r in rows
     ] + report.notes
     return report

@@ -15,24 +15,34 @@ gives boto3 clients on the same endpoint; ``aws.image_id`` is a moto built-in AM
 ``aws.bucket`` an existing bucket.
 
 Why a front: moto 5.2 runs no SSM command (every invocation is "Success", empty output, and
-``send_command(InstanceIds=[a])`` fans out to every instance), and it does not implement
-``DescribeInstanceInformation`` or ``ListCommandInvocations``. The front is a small HTTP proxy that
-forwards everything to moto except those SSM calls, which it answers from the :class:`InstanceAgent`:
+``send_command(InstanceIds=[a])`` fans out to every instance: a thousand per-host commands to a
+thousand instances would be a million invocations), and it does not implement
+``DescribeInstanceInformation``. The front is a small HTTP proxy that
+forwards everything to moto except SSM Run Command, which it answers itself with the
+:class:`InstanceAgent`:
 
-- the agent polls ``ListCommands`` (on moto directly) and, for each new command, resolves the
-  instances it really targets (its own ``InstanceIds``, or ``Targets`` by tag against EC2), ignoring
-  moto's fan-out; unknown documents are refused (status ``Failed``), unknown instances get no
-  invocation;
+- ``SendCommand``: an instance that is not running, or not managed (``agent.unmanaged``, or
+  ``agent.online`` false), is refused with ``InvalidInstanceId`` as SSM does; otherwise the command
+  goes to the agent, which makes an invocation per ``InstanceIds`` entry; unknown documents fail
+  (status ``Failed``). Each request is recorded in ``env.sent`` (:class:`SentCommand`: its instance
+  ids, the size of its ``Parameters`` as JSON, the presigned URLs in them), and
+  ``env.throttle_every = n`` answers every n-th ``SendCommand`` with ``ThrottlingException``
+  (counted in ``env.throttled``) before it reaches the agent;
+- ``ListCommands`` (by ``CommandId``, ``InstanceId``, the ``InvokedAfter``/``InvokedBefore``/
+  ``Status``/``ExecutionStage``/``DocumentName`` filters, paged by ``MaxResults``/``NextToken``);
 - for each running instance it runs the command's script for real with bash, as root, with
   ``IL_ROOT`` set to :attr:`InstanceAgent.rootfs` (the collector reads that tree instead of ``/``)
   and ``IL_LIVE`` empty (this machine is not the booted image: no ``systemctl show``; a soak samples
   this machine's cgroups), and ``AWS_SSM_INSTANCE_ID`` set as the SSM agent does. The script uploads
   its bundle to moto's S3 itself through the presigned URL; the agent also writes stdout where SSM would
-  (``PREFIX/COMMAND/INSTANCE/awsrunShellScript/0.awsrunShellScript/stdout``);
-- ``GetCommandInvocation`` / ``ListCommandInvocations`` / ``ListCommands`` report the agent's real
+  (``PREFIX/COMMAND/INSTANCE/awsrunShellScript/0.awsrunShellScript/stdout``). With ``agent.canned``
+  (a bundle's bytes), the agent runs no script and PUTs those bytes to the command's one upload URL
+  instead, so a fleet of a thousand answers in seconds;
+- ``GetCommandInvocation`` / ``ListCommands`` report the agent's real
   statuses (``InProgress`` while the script runs, ``Failed`` with the exit code when it fails);
   ``DescribeInstanceInformation`` lists running instances as ``Online`` while ``agent.online`` is
-  true (set it false to model an image without a working SSM agent); ``CancelCommand`` kills it.
+  true (set it false to model an image without a working SSM agent), except those in
+  ``agent.unmanaged`` (tagged instances without an SSM agent); ``CancelCommand`` kills it.
 
 AWS behaviour moto does not model, injected by the front (:meth:`MotoEnv.fault_for`):
 ``env.console`` (a function giving the text, e.g. a booted container's real console) answers
@@ -60,12 +70,17 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import queue
+import re
 import socket
 import subprocess
 import threading
 import time
 import urllib.request
+import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -80,6 +95,18 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class SentCommand:
+    """What one SendCommand request carried, as the front received it."""
+
+    instance_ids: tuple[str, ...]
+    parameters_bytes: int  # its Parameters as compact JSON, UTF-8
+    urls: tuple[str, ...]  # the presigned URLs in its Parameters
+
+
+PRESIGNED = re.compile(r"https?://[^\s'\"]*X-Amz-Signature=[0-9a-f]+")
 
 
 class Invocation:
@@ -120,9 +147,14 @@ class InstanceAgent:
         # with sh, with the container's own tools, systemd and journal, as on a real instance
         self.container: list[str] | None = None
         self.container_for: dict[str, list[str]] = {}  # per instance (a fleet of booted images)
+        self.unmanaged: set[str] = set()  # running instances without a registered SSM agent
+        self.canned: bytes | None = None  # a bundle to upload instead of running the script
+        self.commands: dict[str, dict[str, Any]] = {}  # command id → the command, in order sent
         self.invocations: dict[tuple[str, str], Invocation] = {}
-        self.seen: set[str] = set()
+        self._of_command: dict[str, list[Invocation]] = {}
+        self._running: tuple[set[str], float] = (set(), 0.0)  # (running instance ids, when listed)
         self.lock = threading.Lock()
+        self._inbox: queue.Queue[dict[str, Any]] = queue.Queue()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._workers: list[threading.Thread] = []
@@ -142,17 +174,34 @@ class InstanceAgent:
             worker.join(10)
 
     # what the front asks
-    def running_instances(self, ids: list[str] | None = None) -> list[str]:
-        ec2 = self.env.client("ec2", direct=True)
-        filters = [{"Name": "instance-state-name", "Values": ["running"]}]
-        reply = ec2.describe_instances(Filters=filters, **({"InstanceIds": ids} if ids else {}))
-        return [i["InstanceId"] for r in reply["Reservations"] for i in r["Instances"]]
+    def managed(self, ids: list[str] | None = None) -> list[str]:
+        """The running instances (among ``ids``) whose SSM agent is registered and online. EC2 is
+        asked again when an id is not among the running ones it listed, or that list is 10 s old (a
+        thousand SendCommands would otherwise be a thousand DescribeInstances of a thousand
+        instances)."""
+        if not self.online or ids == []:
+            return []
+        running, when = self._running
+        if (ids and not set(ids) <= running) or time.monotonic() - when > 10:
+            ec2 = self.env.client("ec2", direct=True)
+            reply = ec2.describe_instances(Filters=[{"Name": "instance-state-name", "Values": ["running"]}])
+            running = {i["InstanceId"] for r in reply["Reservations"] for i in r["Instances"]}
+            self._running = (running, time.monotonic())
+        return [i for i in ids or sorted(running) if i in running and i not in self.unmanaged]
+
+    def submit(self, command: dict[str, Any]) -> None:
+        """A command SSM accepted: its invocations start (Pending), the loop runs them."""
+        with self.lock:
+            self.commands[command["CommandId"]] = command
+            mine = self._of_command[command["CommandId"]] = []
+            for iid in command["InstanceIds"]:
+                inv = self.invocations[(command["CommandId"], iid)] = Invocation(command["CommandId"], iid)
+                mine.append(inv)
+        self._inbox.put(command)
 
     def command_status(self, command_id: str) -> str:
         with self.lock:
-            if command_id not in self.seen:
-                return "Pending"
-            mine = [i.status for (c, _), i in self.invocations.items() if c == command_id]
+            mine = [i.status for i in self._of_command.get(command_id, [])]
         if not mine:
             return "Success"
         if any(s not in TERMINAL for s in mine):
@@ -161,45 +210,23 @@ class InstanceAgent:
 
     def cancel(self, command_id: str) -> None:
         with self.lock:
-            for (c, _), inv in self.invocations.items():
-                if c == command_id and inv.status not in TERMINAL:
+            for inv in self._of_command.get(command_id, []):
+                if inv.status not in TERMINAL:
                     inv.status = "Cancelled"
                     if inv.proc and inv.proc.poll() is None:
                         inv.proc.kill()
 
     # the loop
     def _loop(self) -> None:
-        ssm = self.env.client("ssm", direct=True)
         while not self._stop.is_set():
             try:
-                commands = ssm.list_commands()["Commands"]
-            except Exception:
-                commands = []
-            for command in commands:
-                if command["CommandId"] not in self.seen:
-                    self._accept(command)
-            self._stop.wait(0.2)
-
-    def _accept(self, command: dict[str, Any]) -> None:
-        targets = command.get("Targets") or []
-        if targets:
-            ec2 = self.env.client("ec2", direct=True)
-            filters = [
-                {"Name": t["Key"], "Values": t["Values"]} for t in targets if t["Key"].startswith("tag:")
-            ]
-            filters.append({"Name": "instance-state-name", "Values": ["running"]})
-            reply = ec2.describe_instances(Filters=filters)
-            ids = [i["InstanceId"] for r in reply["Reservations"] for i in r["Instances"]]
-        else:
-            ids = [i for i in command.get("InstanceIds", []) if i in set(self.running_instances())]
-        with self.lock:
-            for iid in ids if self.online else []:
-                self.invocations[(command["CommandId"], iid)] = Invocation(command["CommandId"], iid)
-            self.seen.add(command["CommandId"])
-        for iid in ids if self.online else []:
-            worker = threading.Thread(target=self._run, args=(command, iid), daemon=True)
-            self._workers.append(worker)
-            worker.start()
+                command = self._inbox.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            for iid in command["InstanceIds"]:
+                worker = threading.Thread(target=self._run, args=(command, iid), daemon=True)
+                self._workers.append(worker)
+                worker.start()
 
     def _run(self, command: dict[str, Any], iid: str) -> None:
         inv = self.invocations[(command["CommandId"], iid)]
@@ -207,6 +234,8 @@ class InstanceAgent:
             inv.status, inv.code, inv.stderr = "Failed", 1, f"document {command['DocumentName']} unknown here"
             return
         script = "\n".join(command["Parameters"]["commands"])
+        if self.canned is not None:
+            return self._upload_canned(inv, script)
         fault = self.faults.get(iid, self.fault)
         if fault == "command-fails":
             script = 'echo "imagelint: collection failed" >&2; exit 94'
@@ -249,6 +278,20 @@ class InstanceAgent:
             inv.stdout, inv.stderr, inv.code = out, err, proc.returncode
             if inv.status != "Cancelled":
                 inv.status = "Success" if proc.returncode == 0 else "Failed"
+
+    def _upload_canned(self, inv: Invocation, script: str) -> None:
+        """PUT the canned bundle to the one upload URL the command carries, as the collector would."""
+        inv.status = "InProgress"
+        (url,) = re.findall(r"^URL='([^']+)'$", script, re.M)
+        # as curl -T: a body of bytes (urllib would call it a form, which S3 would parse as one)
+        headers = {"Content-Type": "application/octet-stream"}
+        request = urllib.request.Request(url, data=self.canned, method="PUT", headers=headers)
+        with urllib.request.urlopen(request, timeout=60) as reply:
+            ok = reply.status == 200
+        with self.lock:
+            inv.code, inv.stdout = (0, "imagelint: bundle uploaded (canned)") if ok else (92, "")
+            if inv.status != "Cancelled":
+                inv.status = "Success" if ok else "Failed"
 
 
 class _Front(BaseHTTPRequestHandler):
@@ -299,33 +342,91 @@ class _Front(BaseHTTPRequestHandler):
         if target == "AmazonSSM.DescribeInstanceInformation":
             request = json.loads(body or b"{}")
             ids = [v for f in request.get("Filters", []) if f["Key"] == "InstanceIds" for v in f["Values"]]
-            found = agent.running_instances(ids or None) if agent.online else []
+            found = agent.managed(ids or None)
             infos = [{"InstanceId": i, "PingStatus": "Online", "PlatformType": "Linux"} for i in found]
             return self._json({"InstanceInformationList": infos})
+        if target == "AmazonSSM.SendCommand":
+            return self._send_command(json.loads(body))
+        if target == "AmazonSSM.ListCommands":
+            return self._json(_list_commands(agent, json.loads(body or b"{}")))
         if target == "AmazonSSM.GetCommandInvocation":
             request = json.loads(body)
             inv = agent.invocations.get((request["CommandId"], request["InstanceId"]))
             if inv is None:
                 return self._json({"__type": "InvocationDoesNotExist", "message": "no such invocation"}, 400)
             return self._json(inv.to_api())
-        if target == "AmazonSSM.ListCommandInvocations":
-            request = json.loads(body)
-            with agent.lock:
-                found = [
-                    i.to_api() for (c, _), i in agent.invocations.items() if c == request.get("CommandId")
-                ]
-            return self._json({"CommandInvocations": found})
         if target == "AmazonSSM.CancelCommand":
             agent.cancel(json.loads(body)["CommandId"])
+            return self._json({})
         status, headers, data = self._forward(self.command, body)
-        if target == "AmazonSSM.ListCommands" and status == 200:
-            reply = json.loads(data)
-            for command in reply.get("Commands", []):
-                command["Status"] = agent.command_status(command["CommandId"])
-            data = json.dumps(reply).encode()
         self._send(status, headers, data)
 
+    def _send_command(self, request: dict[str, Any]) -> None:
+        env, agent = self.env, self.env.agent
+        params = json.dumps(request.get("Parameters", {}), separators=(",", ":"), ensure_ascii=False)
+        ids = list(request.get("InstanceIds", []))
+        with env._fault_lock:
+            env.send_requests += 1
+            throttle = bool(env.throttle_every) and env.send_requests % env.throttle_every == 0
+            if throttle:
+                env.throttled += 1
+            else:
+                urls = tuple(PRESIGNED.findall(params))
+                env.sent.append(SentCommand(tuple(ids), len(params.encode()), urls))
+        if throttle:
+            return self._json({"__type": "ThrottlingException", "message": "Rate exceeded"}, 400)
+        unknown = sorted(set(ids) - set(agent.managed(ids)))
+        if not ids or unknown:
+            message = f"Instances {unknown} not in a valid state for account 123456789012"
+            return self._json({"__type": "InvalidInstanceId", "message": message}, 400)
+        command = {
+            **{k: v for k, v in request.items() if k != "Targets"},
+            "CommandId": str(uuid.uuid4()),
+            "InstanceIds": ids,
+            "RequestedDateTime": time.time(),
+        }
+        agent.submit(command)
+        return self._json({"Command": _command_api(agent, command)})
+
     do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _handle
+
+
+def _command_api(agent: InstanceAgent, command: dict[str, Any]) -> dict[str, Any]:
+    """A command as SendCommand and ListCommands describe it."""
+    keys = ("CommandId", "DocumentName", "Comment", "InstanceIds", "Parameters", "RequestedDateTime")
+    keys += ("OutputS3BucketName", "OutputS3KeyPrefix", "TimeoutSeconds", "MaxConcurrency", "MaxErrors")
+    return {
+        **{k: command[k] for k in keys if k in command},
+        "Status": agent.command_status(command["CommandId"]),
+        "TargetCount": len(command["InstanceIds"]),
+    }
+
+
+def _list_commands(agent: InstanceAgent, request: dict[str, Any]) -> dict[str, Any]:
+    """ListCommands: by id or instance, the filters SSM documents, MaxResults pages."""
+    with agent.lock:
+        commands = list(agent.commands.values())
+    if "CommandId" in request:
+        commands = [c for c in commands if c["CommandId"] == request["CommandId"]]
+    if "InstanceId" in request:
+        commands = [c for c in commands if request["InstanceId"] in c["InstanceIds"]]
+    rows = [_command_api(agent, c) for c in commands]
+    for f in request.get("Filters", []):
+        key, value = f["key"], f["value"]
+        if key in ("InvokedAfter", "InvokedBefore"):
+            moment = datetime.fromisoformat(value).timestamp()
+            after = key == "InvokedAfter"
+            rows = [r for r in rows if (r["RequestedDateTime"] >= moment) == after]
+        elif key == "ExecutionStage":
+            rows = [r for r in rows if (r["Status"] in TERMINAL) == (value == "Complete")]
+        elif key in ("Status", "DocumentName"):
+            rows = [r for r in rows if r[key] == value]
+    start = int(request.get("NextToken") or 0)
+    size = int(request.get("MaxResults") or 50)
+    reply: dict[str, Any] = {"Commands": rows[start : start + size]}
+    if start + size < len(rows):
+        reply["NextToken"] = str(start + size)
+    return reply
 
 
 def _console_reply(body: bytes, text: str) -> bytes:
@@ -392,6 +493,10 @@ class MotoEnv:
         self.console: Callable[[], str] | None = None  # GetConsoleOutput's text (None: moto's sample)
         self.seen_calls: list[tuple[str, str]] = []  # (access key, Action of a query-protocol call or "")
         self.answered_not_found: list[str] = []
+        self.sent: list[SentCommand] = []  # every SendCommand the front let through
+        self.throttle_every = 0  # answer every n-th SendCommand with ThrottlingException (0: none)
+        self.send_requests = 0
+        self.throttled = 0
         self._fault_lock = threading.Lock()
 
     def fault_for(self, authorization: str, body: bytes) -> bytes | None:

@@ -304,7 +304,7 @@ def test_fleet_sigterm_mid_soak_cancels_its_command_exit_3(moto_env: MotoEnv, sa
     _fleet_instances(moto_env, "gpu", 2)
     code, err = moto_env.sigterm_while_soaking(
         "fleet", "--target", "tag:Role=gpu", "--report-bucket", moto_env.bucket, "--poll", "0.2s",
-        "--soak", "60s", "--soak-interval", "1s", soaking=2,
+        "--soak", "60s", "--soak-interval", "1s", "--max-concurrency", "2", soaking=2,
     )  # fmt: skip
     assert code == 3, err
     assert "interrupted by SIGTERM" in err

@@ -359,39 +359,132 @@ def test_deregister_without_the_flag_on_an_older_botocore(ec2, monkeypatch):
     assert "deleted snapshot(s) snap-1, snap-2" in ec2_ops.act_on_failure(ec2, _image(), "deregister")
 
 
-def test_fleet_waves_size_the_deadline(session):
-    from imagelint.aws import fleet, ssm
+COMMAND_ID = "0b5d7a1c-1b2d-4c3e-9f4a-5b6c7d8e9f00"
+
+
+def _plan(**extra):
+    from imagelint.aws import ssm
+
+    fields = {"run_id": "r", "bucket": "bkt", "prefix": "p/", "bucket_region": "eu-west-1", "version": "0"}
+    url = "https://bkt/u?X-Amz-Signature=0"
+    return ssm.RemotePlan(**{**fields, "instance_id": IID, "upload_url": url, **extra})
+
+
+def _ssm_clients(session):
+    from imagelint.aws.clients import Clients
+
+    clients = Clients("eu-west-1", session)
+    client = session.client("ssm")
+    clients._cache["ssm"] = clients._cache["ssm/unretried/10"] = client
+    return clients, client
+
+
+def test_fleet_waves_size_the_deadline():
+    from imagelint.commands import fleet
 
     assert fleet.concurrency_of("10%", 25) == 3 and fleet.concurrency_of("7", 25) == 7
     assert fleet.concurrency_of("1%", 5) == 1
+    assert fleet.errors_allowed("0", 25) == 0 and fleet.errors_allowed("10%", 25) == 3
     with pytest.raises(UsageError, match="--max-concurrency"):
         fleet.concurrency_of("lots", 5)
-    timing = fleet.FleetTiming(targets=25, waves=9, wave_seconds=600 + 900)
+    timing = fleet.FleetTiming(waves=9, wave_seconds=600 + 900)
     assert timing.total == 9 * 1500
+
+
+def test_send_is_one_instance_its_own_url_and_survives_throttling(session):
+    from imagelint.aws import ssm
+    from imagelint.aws.errors import Backoff
+
     client = session.client("ssm")
-    plan = ssm.RemotePlan(run_id="r", bucket="bkt", prefix="p/", bucket_region="eu-west-1", version="0")
+    expected = {
+        "InstanceIds": [IID],
+        "DocumentName": "AWS-RunShellScript",
+        "Parameters": ANY,
+        "TimeoutSeconds": 900,
+        "Comment": "imagelint run r",
+        "OutputS3BucketName": "bkt",
+        "OutputS3KeyPrefix": "p/r/ssm",
+        "MaxConcurrency": "1",
+        "MaxErrors": "0",
+    }
+    waits: list[float] = []
+    backoff = Backoff(first=0.5, sleep=waits.append)
     with Stubber(client) as stub:
-        expected = {
-            "DocumentName": "AWS-RunShellScript",
-            "Parameters": ANY,
-            "TimeoutSeconds": timing.total,
-            "Comment": ANY,
-            "OutputS3BucketName": "bkt",
-            "OutputS3KeyPrefix": ANY,
-            "MaxConcurrency": "10%",
-            "MaxErrors": "0",
-            "Targets": [{"Key": "tag:Role", "Values": ["web"]}],
-        }
+        stub.add_client_error(
+            "send_command", "ThrottlingException", "Rate exceeded", expected_params=expected
+        )
+        stub.add_client_error(
+            "send_command", "ThrottlingException", "Rate exceeded", expected_params=expected
+        )
+        stub.add_response("send_command", {"Command": {"CommandId": COMMAND_ID}}, expected)
+        assert ssm.send(client, _plan(), delivery_timeout=900, backoff=backoff) == COMMAND_ID
+    assert backoff.throttled == 2 and len(waits) == 2 and 0 <= waits[0] <= 0.5 and 0 <= waits[1] <= 1.0
+    script = "\n".join(ssm.remote_script(_plan()))
+    assert script.count("X-Amz-Signature") == 1 and f'[ "$IID" = {IID} ]' in script
+    with Stubber(client) as stub:  # bounded: the last throttle is the error
+        for _ in range(3):
+            stub.add_client_error("send_command", "ThrottlingException", "Rate exceeded")
+        with pytest.raises(AwsError, match="ThrottlingException"):
+            ssm.send(client, _plan(), backoff=Backoff(attempts=3, sleep=waits.append))
+
+
+def test_parameters_over_the_ssm_quota_are_refused_before_sending(session):
+    from imagelint.aws import ssm
+
+    client = session.client("ssm")
+    big = _plan(collector_plan="path /etc/x\n" * 6000)
+    with Stubber(client), pytest.raises(UsageError, match=r"bytes of parameters; SSM's 64 KB document quota"):
+        ssm.send(client, big)  # no response queued: a call would fail differently
+    assert ssm.check_parameters(ssm.parameters(_plan()), IID) < ssm.MAX_PARAMETERS
+
+
+def test_fleet_asks_ssm_which_instances_it_manages_50_at_a_time(session):
+    from imagelint.commands import fleet
+
+    clients, client = _ssm_clients(session)
+    ids = [f"i-{n:017x}" for n in range(60)]
+    with Stubber(client) as stub:
+        online = [{"InstanceId": i, "PingStatus": "Online"} for i in ids[:49]]
         stub.add_response(
-            "send_command", {"Command": {"CommandId": "0b5d7a1c-1b2d-4c3e-9f4a-5b6c7d8e9f00"}}, expected
+            "describe_instance_information",
+            {"InstanceInformationList": [*online, {"InstanceId": ids[49], "PingStatus": "ConnectionLost"}]},
+            {"Filters": [{"Key": "InstanceIds", "Values": ids[:50]}], "MaxResults": 50},
         )
-        ssm.send(
-            client,
-            plan,
-            targets=[{"Key": "tag:Role", "Values": ["web"]}],
-            max_concurrency="10%",
-            delivery_timeout=timing.total,
+        stub.add_response(
+            "describe_instance_information",
+            {"InstanceInformationList": [{"InstanceId": ids[50], "PingStatus": "Online"}]},
+            {"Filters": [{"Key": "InstanceIds", "Values": ids[50:]}], "MaxResults": 50},
         )
+        managed, others = fleet._managed(clients, ids)
+    assert managed == [*ids[:49], ids[50]]
+    assert others[ids[49]] == "SSM agent ConnectionLost" and others[ids[51]] == "no SSM agent registered"
+    assert len(others) == 10
+
+
+def test_rollout_polls_the_executing_commands_then_their_invocations(session):
+    from imagelint.aws.errors import Backoff
+    from imagelint.commands import fleet
+
+    clients, client = _ssm_clients(session)
+    rollout = fleet.Rollout(
+        clients, {IID: _plan()}, window=1, errors_allowed=0, per_command=60, poll=0, backoff=Backoff()
+    )
+    rollout.queue, rollout.commands, rollout.running = [], {IID: COMMAND_ID}, {IID: 1e18}
+    filters = [
+        {"key": "InvokedAfter", "value": rollout.since},
+        {"key": "ExecutionStage", "value": "Executing"},
+    ]
+    with Stubber(client) as stub:
+        stub.add_response("list_commands", {"Commands": [{"CommandId": COMMAND_ID}]}, {"Filters": filters})
+        rollout._reap()  # still executing: no invocation asked
+        stub.add_response("list_commands", {"Commands": []}, {"Filters": filters})
+        stub.add_response(
+            "get_command_invocation",
+            {"CommandId": COMMAND_ID, "InstanceId": IID, "Status": "Failed", "ResponseCode": 94},
+            {"CommandId": COMMAND_ID, "InstanceId": IID},
+        )
+        rollout._reap()
+    assert rollout.running == {} and rollout.ended[IID]["Status"] == "Failed" and rollout.failed == 1
 
 
 def test_credential_lifetime_rules():
@@ -415,5 +508,16 @@ def test_credential_lifetime_rules():
     left = credentials.seconds_left(Session(refreshable))
     assert left is not None and 3 * 3600 - 60 < left <= 3 * 3600
     credentials.check_lifetime(Session(refreshable), 7200, role=True)
+    token = Session(Credentials("AK", "SK", "token"))
     with pytest.raises(UsageError, match="expire in"):
-        credentials.check_lifetime(Session(Credentials("AK", "SK", "token")), 7200, role=False)
+        credentials.check_lifetime(token, 7200, role=False)
+    # --credentials-expire-at: the user says how long a token of unknown expiry lasts
+    later = credentials.parse_expiry((expiry + timedelta(hours=3)).isoformat())
+    credentials.check_lifetime(token, 7200, role=False, expires_at=later)
+    soon = credentials.parse_expiry((expiry + timedelta(minutes=30)).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    with pytest.raises(UsageError, match=r"expire in \d+s \(--credentials-expire-at\)"):
+        credentials.check_lifetime(Session(Credentials("AK", "SK")), 7200, role=False, expires_at=soon)
+    # the earlier of what botocore knows and what the user says
+    assert credentials.seconds_left(Session(refreshable), expires_at=soon) < 1900
+    with pytest.raises(UsageError, match="with its zone"):
+        credentials.parse_expiry("2026-12-03T21:40:00")

@@ -94,7 +94,7 @@ def test_credentials_expiring_before_the_run_ends_are_refused_before_launch(moto
     assert moto_env.launched() == []
     # a token of unknown expiry counts as one hour: a run of 1 h 40 min is refused too
     proc = ami(moto_env, soak="1h", extra_env={"AWS_SESSION_TOKEN": "token"}, timeout=60)
-    assert proc.returncode == 2 and "(assumed: session token of unknown expiry)" in proc.stderr
+    assert proc.returncode == 2 and "(assumed: session token of unknown expiry; say it in" in proc.stderr
     assert moto_env.launched() == []
 
 
@@ -131,6 +131,58 @@ def test_fleet_with_a_role_runs_on_the_roles_keys(moto_env: MotoEnv, sample_imag
     )  # fmt: skip
     assert proc.returncode == 1, proc.stderr  # the sample image fails
     _only_assume_role_used_the_callers_keys(moto_env)
+
+
+def _fleet(env: MotoEnv, *args: str, extra_env: dict[str, str] | None = None):
+    return run_cli(
+        "fleet", "--target", "tag:Role=none", "--report-bucket", env.bucket, *FAST, *args,
+        env={**env.env, **(extra_env or {})},
+    )  # fmt: skip
+
+
+def _stamp(after: timedelta) -> str:
+    return (datetime.now(UTC) + after).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_credentials_expire_at_is_what_the_run_is_checked_against(moto_env: MotoEnv):
+    """A session token's expiry is unknown (one hour assumed); --credentials-expire-at (or
+    AWS_CREDENTIAL_EXPIRATION) says it. No instance has the tag: a run let through ends at once (3)."""
+    token = {"AWS_SESSION_TOKEN": "token-of-an-oidc-role"}
+    refused = _fleet(moto_env, "--soak", "1h", extra_env=token)
+    assert refused.returncode == 2 and "unknown expiry" in refused.stderr
+    later = _fleet(
+        moto_env, "--soak", "1h", "--credentials-expire-at", _stamp(timedelta(hours=3)), extra_env=token
+    )
+    assert later.returncode == 3 and "no running instance matched" in later.stdout, later.stderr
+    # long-term keys have no limit, unless the user says when they end
+    soon = _stamp(timedelta(minutes=10))
+    for proc in (
+        _fleet(moto_env, "--credentials-expire-at", soon),
+        _fleet(moto_env, extra_env={"AWS_CREDENTIAL_EXPIRATION": soon}),
+    ):
+        assert proc.returncode == 2, proc.stderr
+        assert "expire in" in proc.stderr and "(--credentials-expire-at)" in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
+    bad = _fleet(moto_env, "--credentials-expire-at", "tomorrow")
+    assert bad.returncode == 2 and "ISO 8601" in bad.stderr
+
+
+def test_role_chaining_past_an_hour_is_refused_before_anything_runs(moto_env: MotoEnv):
+    """The caller is itself a role session (a CI job's OIDC role): AWS caps the role it assumes at
+    one hour, so a run that needs longer is refused with one line, exit 2; a shorter one runs."""
+    creds = moto_env.client("sts").assume_role(RoleArn=f"{ROLE}-ci", RoleSessionName="gh")["Credentials"]
+    chained = {
+        "AWS_ACCESS_KEY_ID": creds["AccessKeyId"],
+        "AWS_SECRET_ACCESS_KEY": creds["SecretAccessKey"],
+        "AWS_SESSION_TOKEN": creds["SessionToken"],
+        "AWS_CREDENTIAL_EXPIRATION": creds["Expiration"].isoformat(),
+    }
+    proc = _fleet(moto_env, "--role-arn", ROLE, "--soak", "1h", extra_env=chained)
+    assert proc.returncode == 2, proc.stderr
+    assert "role chaining" in proc.stderr and ":assumed-role/" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    short = _fleet(moto_env, "--role-arn", ROLE, extra_env=chained)
+    assert short.returncode == 3 and "role chaining" not in short.stderr, short.stderr
 
 
 def test_cleanup_with_a_role_runs_on_the_roles_keys(moto_env: MotoEnv):

@@ -153,7 +153,8 @@ def test_every_call_of_every_flow_is_in_the_runner_policy(
         "iam:GetInstanceProfile",
         "s3:ListBucket",
     } <= recorded.calls
-    assert {"ec2:AttachVolume", "ec2:DeregisterImage", "ssm:ListCommandInvocations"} <= recorded.calls
+    assert {"ec2:AttachVolume", "ec2:DeregisterImage", "ssm:ListCommands"} <= recorded.calls
+    assert "ssm:DescribeInstanceInformation" in recorded.calls
     allowed = _actions(policy.runner_policy())
     test_only = {
         "ec2:CreateImage",
