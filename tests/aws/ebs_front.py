@@ -64,12 +64,14 @@ class EbsFaults:
     parents: dict[str, str | None] = field(default_factory=dict)  # lineage, from StartSnapshot
     in_flight: int = 0
     max_in_flight: int = 0  # the most GetSnapshotBlock calls served at once
+    generation: int = 0  # bumped by reset: a call still in flight from before it is not counted after it
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def reset(self) -> None:
         parents = self.parents  # the snapshots stay: so does their lineage
+        generation = self.generation + 1
         self.__init__()  # type: ignore[misc]
-        self.parents = parents
+        self.parents, self.generation = parents, generation
 
     def _take(self, name: str) -> bool:
         with self.lock:
@@ -183,11 +185,13 @@ class EbsFaults:
             self.snapshot_gets.append((snapshot_id, index))
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            generation = self.generation
         try:
             return self._answer_get(front, body)
         finally:
             with self.lock:
-                self.in_flight -= 1
+                if self.generation == generation:
+                    self.in_flight -= 1
 
     def _answer_get(self, front: Any, body: bytes) -> bool:
         hold = self.hold
