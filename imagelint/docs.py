@@ -65,6 +65,9 @@ def _rule_section(rule: Rule) -> list[str]:
     life += f"; use {rule.replaced_by} instead" if rule.replaced_by else ""
     life += f"; formerly {', '.join(rule.renamed_from)}" if rule.renamed_from else ""
     lines += [life + (f"; takes over {', '.join(rule.replaces)}" if rule.replaces else "")]
+    if rule.subsumes:
+        folded = "their failing findings on its unit are part of its own"
+        lines += [f"- subsumes: {', '.join(rule.subsumes)} ({folded})"]
     lines += ["", rule.description.strip(), ""] if rule.description else [""]
     lines += ["Check:", "", "```yaml", f"kind: {rule.check.kind}"]
     lines += [f"{k}: {json.dumps(v)}" for k, v in rule.check.params.items()]

@@ -19,7 +19,7 @@ from imagelint.checks.base import CheckSettings, FactProvider, RunLog
 from imagelint.config import Config
 from imagelint.errors import ImageLintError, where_raised
 from imagelint.report import Finding, Outcome, Report, ReportError, RuleResult, Verdict
-from imagelint.report.verdict import decide, finding_fails
+from imagelint.report.verdict import ALWAYS_FAIL_TAG, decide, finding_fails, fold_evidence
 from imagelint.rulepacks import CheckSpec, Rule, RulePack, RuleStatus, Scope, Severity
 from imagelint.targets.interface import Target
 
@@ -121,6 +121,11 @@ def audit(target: Target, packs: list[RulePack], config: Config, settings: RunSe
     report.facts.update({name: to_dict() for name, to_dict in log.recorded.items()})
     report.facts.update(target.facts())  # what the target opened (a disk image: container, partitions, I/O)
     report.notes.extend(log.notes)
+    fold_evidence(
+        report.findings,
+        {rule.id: rule.subsumes for pack in packs for rule in pack.rules if rule.subsumes},
+        {rule.id for pack in packs for rule in pack.rules if ALWAYS_FAIL_TAG in rule.tags},
+    )
     report.verdict = decide(report)  # on every finding, before the listing is cut
     report.cut_listing(MAX_FINDINGS_PER_RULE)
     return report

@@ -18,6 +18,7 @@ from html import escape
 
 from imagelint.formats import charts
 from imagelint.formats.interface import REPORT, RenderOptions
+from imagelint.formats.presentation import gate_words
 from imagelint.formats.wording import rule_states, summary_line
 from imagelint.report import Finding, Report
 from imagelint.report.escape import neutralise_commands, visible
@@ -44,7 +45,7 @@ def _finding_row(f: Finding) -> str:
         f.rule_id,
         where,
         f.message,
-        "fails" if f.failing else "below fail-on",
+        gate_words(f),
         f.remediation,
     ]
     return "<tr>" + "".join(f"<td>{text(c)}</td>" for c in cells) + "</tr>"

@@ -27,8 +27,8 @@ from imagelint.formats.interface import DIFF, REPORT, RenderOptions
 
 if TYPE_CHECKING:
     from imagelint.diff.result import DiffResult
-from imagelint.formats.presentation import cell, code
-from imagelint.formats.wording import failing_rules, rule_state_words, rule_states
+from imagelint.formats.presentation import cell, code, gate_words
+from imagelint.formats.wording import failing_rules, folded_rules, rule_state_words, rule_states
 from imagelint.report import Finding, Outcome, Report, Verdict
 from imagelint.report.escape import neutralise_commands
 
@@ -41,7 +41,7 @@ def _finding_row(finding: Finding, waived: bool = False) -> str:
     severity = f"{_SEVERITY_ICON[finding.severity.value]} {finding.severity.value}"
     where = finding.location + (f" (unit {finding.unit})" if finding.unit else "")
     last = cell(finding.waiver.get("reason", "")) if waived and finding.waiver else cell(finding.remediation)
-    gate = "fails" if finding.failing else "below fail-on"
+    gate = cell(gate_words(finding))
     return (
         f"| {severity} | {code(finding.rule_id)} {cell(finding.rule_name)} | {code(where)} "
         f"| {cell(finding.message)} | {gate if not waived else 'waived'} | {last} |"
@@ -51,7 +51,7 @@ def _finding_row(finding: Finding, waived: bool = False) -> str:
 def render_markdown(report: Report, max_bytes: int | None = None) -> str:
     """The report as Markdown; at most ``max_bytes`` UTF-8 bytes when given (rows are dropped to fit)."""
     counts = report.counts()
-    failing = failing_rules(report)
+    failing, folded = failing_rules(report), folded_rules(report)
     head = [
         f"## imagelint: {_VERDICT[report.verdict]}",
         "",
@@ -90,8 +90,8 @@ def render_markdown(report: Report, max_bytes: int | None = None) -> str:
     rules_block = ["", f"<details><summary>Rules evaluated ({len(ran)})</summary>", ""]
     rules_block += ["| rule | severity | state | reason |", "|---|---|---|---|"]
     rules_block += [
-        f"| {code(r.rule_id)} {cell(r.name)} | {cell(r.severity.value)} | {rule_state_words(r, failing)} "
-        f"| {cell(r.reason)} |"
+        f"| {code(r.rule_id)} {cell(r.name)} | {cell(r.severity.value)} "
+        f"| {rule_state_words(r, failing, folded)} | {cell(r.reason)} |"
         for r in ran
     ]
     rules_block += ["", "</details>"]

@@ -33,6 +33,13 @@ def finding_level(finding: Finding, fail_on: Severity) -> str:
     return severity_level(finding.severity, fail_on)
 
 
+def gate_words(finding: Finding) -> str:
+    """What one finding does to the gate, in words: ``fails``, ``part of IL206`` or ``below fail-on``."""
+    if finding.failing:
+        return "fails"
+    return f"part of {finding.part_of}" if finding.part_of else "below fail-on"
+
+
 def location_text(finding: Finding) -> str:
     """Where in the image, for humans: ``unit X (/path:line)`` or ``/path:line``."""
     where = finding.location

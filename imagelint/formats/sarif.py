@@ -167,6 +167,8 @@ def _result(finding: Finding, report: Report, index: dict[str, int], uri: str | 
     }
     if finding.rule_id in index:
         result["ruleIndex"] = index[finding.rule_id]
+    if finding.part_of is not None:  # folded into a failing finding of the rule that combines it
+        result["properties"]["partOf"] = finding.part_of
     if finding.baseline_state is not None:
         result["baselineState"] = finding.baseline_state
     if finding.waiver is not None:

@@ -120,9 +120,11 @@ def _lines(report: Report, options: RenderOptions) -> list[str]:
 
 
 def finding_line(finding: Finding) -> str:
-    """``SEVERITY RULE where: message``, one line whatever the strings hold."""
+    """``SEVERITY RULE where: message``, one line whatever the strings hold; a finding folded into
+    another ends with ``(part of RULE)``."""
     where = for_log(finding.location) or "-"
-    return f"{finding.severity.value.upper()} {for_log(finding.rule_id)} {where}: {for_log(finding.message)}"
+    line = f"{finding.severity.value.upper()} {for_log(finding.rule_id)} {where}: {for_log(finding.message)}"
+    return f"{line} (part of {for_log(finding.part_of)})" if finding.part_of else line
 
 
 def waived_line(finding: Finding) -> str:
@@ -268,6 +270,8 @@ def _table(report: Report, options: RenderOptions) -> str:
             message = _escape(finding.message)
             if finding.waiver:
                 message += f"\n[dim]waived: {_escape(finding.waiver.get('reason', ''))}[/]"
+            if finding.part_of:
+                message += f"\n[dim]part of {_escape(finding.part_of)}[/]"
             table.add_row(severity, _escape(finding.rule_id), _escape(finding.location), message)
         console.print(table)
     else:

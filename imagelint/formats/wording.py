@@ -6,6 +6,8 @@ the human formats name the state of each rule for what it means to the gate:
 
 - "with failing findings": outcome ``fail``, and a finding of it (listed or not) fails the gate;
 - "with findings below fail-on": outcome ``fail``, and none of its findings fails the gate;
+- "with findings part of another rule's": outcome ``fail``, none of its findings fails the gate, and
+  one that would is folded into a failing finding of a rule that combines it (``part_of``, IL206);
 - "with findings the baseline already had": ``audit --baseline --fail-on-new``, and its findings at
   or above ``fail-on`` are all in the baseline (so none fails);
 - "with only waived findings": outcome ``waived``;
@@ -16,7 +18,8 @@ the human formats name the state of each rule for what it means to the gate:
 
 :func:`summary_line` is the one-line summary of the text format: the verdict first, then the true
 finding counts (:meth:`Report.counts`, which includes the findings a listing cap left out), the failing
-count against ``fail-on``, the waived count, the errors, then the rule states. It holds no string from
+count against ``fail-on`` (and how many findings are part of a failing one, where any are), the
+waived count, the errors, then the rule states. It holds no string from
 the image, so it is always exactly one line.
 """
 
@@ -28,6 +31,7 @@ from imagelint.report import Outcome, Report, RuleResult
 STATES: tuple[tuple[str, str], ...] = (
     ("error", "could not run"),
     ("failing", "with failing findings"),
+    ("folded", "with findings part of another rule's"),
     ("baselined", "with findings the baseline already had"),
     ("below", "with findings below fail-on"),
     ("waived", "with only waived findings"),
@@ -57,6 +61,11 @@ def failing_rules(report: Report) -> set[str]:
     return ids
 
 
+def folded_rules(report: Report) -> set[str]:
+    """Ids of the rules with a finding folded into another rule's failing finding (``part_of``)."""
+    return {f.rule_id for f in report.findings if f.part_of} - failing_rules(report)
+
+
 def baselined_rules(report: Report) -> set[str]:
     """Under ``--fail-on-new``: ids of the rules whose findings at or above fail-on are all unchanged
     from the baseline (they would fail without it)."""
@@ -73,28 +82,32 @@ def baselined_rules(report: Report) -> set[str]:
     return found - failing_rules(report)
 
 
-def rule_state(result: RuleResult, failing: set[str], baselined: set[str] | None = None) -> str:
+def rule_state(
+    result: RuleResult, failing: set[str], baselined: set[str] | None = None, folded: set[str] | None = None
+) -> str:
     """The state key of one rule (see :data:`STATES`); ``failing`` is :func:`failing_rules`,
-    ``baselined`` :func:`baselined_rules`."""
+    ``baselined`` :func:`baselined_rules`, ``folded`` :func:`folded_rules`."""
     if result.outcome is Outcome.FAIL:
         if result.rule_id in failing:
             return "failing"
+        if result.rule_id in (folded or set()):
+            return "folded"
         return "baselined" if result.rule_id in (baselined or set()) else "below"
     return _BY_OUTCOME[result.outcome]
 
 
-def rule_state_words(result: RuleResult, failing: set[str]) -> str:
+def rule_state_words(result: RuleResult, failing: set[str], folded: set[str] | None = None) -> str:
     """What one rule's state means, in words: ``with findings below fail-on``, ``clean``..."""
-    return _WORDS[rule_state(result, failing)]
+    return _WORDS[rule_state(result, failing, folded=folded)]
 
 
 def rule_states(report: Report) -> list[str]:
     """The rules counted by state, most urgent first, states with no rule left out:
     ``["11 rules with failing findings", "1 rule with findings below fail-on", "7 rules clean"]``."""
-    failing, baselined = failing_rules(report), baselined_rules(report)
+    failing, baselined, folded = failing_rules(report), baselined_rules(report), folded_rules(report)
     counts = dict.fromkeys(_WORDS, 0)
     for result in report.rules:
-        counts[rule_state(result, failing, baselined)] += 1
+        counts[rule_state(result, failing, baselined, folded)] += 1
     return [f"{plural(counts[key], 'rule')} {words}" for key, words in STATES if counts[key]]
 
 
@@ -103,10 +116,12 @@ def finding_counts(report: Report) -> str:
     true totals, counting the findings a listing cap left out."""
     counts = report.counts()
     severities = ", ".join(f"{n} {s}" for s, n in reversed(counts["by_severity"].items()) if n)
+    folded = sum(1 for f in report.findings if f.part_of)
     return " · ".join(
         [
             f"{counts['findings']} finding(s)" + (f" ({severities})" if severities else ""),
             f"{counts['failing']} failing (fail-on={report.fail_on.value})",
+            *([f"{folded} part of a failing finding"] if folded else []),
             f"{counts['waived']} waived",
             f"{counts['errors']} error(s)",
         ]

@@ -50,6 +50,8 @@ class Finding:
     waiver: dict[str, Any] | None = None  # the waiver that covers it, if any
     failing: bool = False  # counts towards a failing verdict
     baseline_state: str | None = None  # audit --baseline: new, unchanged or absent (SARIF's words)
+    # the rule of the failing finding that names this one as evidence (report.verdict.fold_evidence)
+    part_of: str | None = None
 
     def __post_init__(self) -> None:
         # strings from the image may hold undecodable bytes: see imagelint/report/escape.py
@@ -207,7 +209,10 @@ class Report:
 def _finding_dict(finding: Finding) -> dict[str, Any]:
     from imagelint.report.fingerprint import fingerprint
 
-    return {**asdict(finding), "location": finding.location, "fingerprint": fingerprint(finding)}
+    data = {**asdict(finding), "location": finding.location, "fingerprint": fingerprint(finding)}
+    if data["part_of"] is None:  # only where a finding was folded: reports without one are unchanged
+        del data["part_of"]
+    return data
 
 
 def report_from_dict(data: dict[str, Any]) -> Report:

@@ -10,6 +10,13 @@ formats that show a finding's level (SARIF ``error``/``warning``). Nothing else 
   (``baseline_state`` other than ``new``) does not fail, so adopting imagelint on an old image is
   not blocked by its backlog; an ``always-fail`` finding still fails (a baseline does not extend a
   waiver's expiry date).
+- :func:`fold_evidence`: a rule that combines the evidence of others on one unit (IL206, the boot
+  failure loop, ``subsumes: [IL201, IL203, IL501, …]``) carries the failure for all of it: where its
+  finding fails, the findings of the rules it subsumes on the same unit are marked ``part_of`` it
+  and stop failing on their own. They stay listed and counted (nothing is lost). Only a failing
+  finding absorbs others, and a finding of an ``always-fail`` rule is never absorbed, so folding
+  never changes a verdict: it decides which finding carries the failure, so that one fault is one
+  failing finding.
 - :func:`decide`: fail if any finding fails, counting the findings a listing omitted (they are
   decided before any listing is cut); else inconclusive if any data could not be read or any rule
   could not run; else pass. Not-applicable and skipped rules never change the verdict.
@@ -17,14 +24,14 @@ formats that show a finding's level (SARIF ``error``/``warning``). Nothing else 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from imagelint.report.model import Outcome, Verdict
 from imagelint.rulepacks.model import Severity
 
 if TYPE_CHECKING:
-    from imagelint.report.model import Report
+    from imagelint.report.model import Finding, Report
 
 ALWAYS_FAIL_TAG = "always-fail"
 
@@ -46,6 +53,29 @@ def finding_fails(
     if new_only and baseline_state is not None and baseline_state != "new":
         return False
     return severity.at_least(fail_on)
+
+
+def fold_evidence(
+    findings: list[Finding], subsumes: Mapping[str, Iterable[str]], always_fail: Iterable[str] = ()
+) -> None:
+    """Mark the findings each failing combining finding names as evidence (same unit) ``part_of`` it.
+
+    ``subsumes``: rule id → the ids of the rules it combines; ``always_fail``: ids of rules tagged
+    ``always-fail`` (never absorbed). Call on every finding of a run, before the listing is cut.
+    """
+    carriers: dict[tuple[str, str], str] = {}
+    for finding in findings:
+        if finding.failing and finding.unit and subsumes.get(finding.rule_id):
+            for rule_id in subsumes[finding.rule_id]:
+                carriers.setdefault((rule_id, finding.unit), finding.rule_id)
+    if not carriers:
+        return
+    keep = set(always_fail)
+    for finding in findings:
+        carrier = carriers.get((finding.rule_id, finding.unit or ""))
+        if carrier and finding.failing and finding.rule_id not in keep and finding.part_of is None:
+            finding.part_of = carrier
+            finding.failing = False
 
 
 def decide(report: Report) -> Verdict:

@@ -93,6 +93,9 @@ def _rule(document: YamlDocument, at: list[str | int], raw: dict[str, Any], pack
     check = _check(document, [*at, "check"], raw["check"])
     kind = registry()[check.kind]
     _check_template(document, [*at, "message"], raw["message"], COMMON_VARIABLES | set(kind.variables))
+    if raw["id"] in raw.get("subsumes", ()):
+        where = document.locate([*at, "subsumes", raw["subsumes"].index(raw["id"])])
+        raise RulePackError(f"rule {raw['id']} subsumes itself", where=where)
     return Rule(
         id=raw["id"],
         name=raw["name"],
@@ -114,6 +117,7 @@ def _rule(document: YamlDocument, at: list[str | int], raw: dict[str, Any], pack
         renamed_from=tuple(raw.get("renamed_from", ())),
         replaces=tuple(raw.get("replaces", ())),
         replaced_by=raw.get("replaced_by", ""),
+        subsumes=tuple(raw.get("subsumes", ())),
     )
 
 

@@ -70,6 +70,7 @@ class Rule:
     renamed_from: tuple[str, ...] = ()  # earlier names, still matched by selectors and waivers
     replaces: tuple[str, ...] = ()  # ids of removed rules it takes over
     replaced_by: str = ""  # for a deprecated or removed rule: what to use instead
+    subsumes: tuple[str, ...] = ()  # rules whose findings on its unit fold into its failing finding
 
     def matches(self, selector: str) -> bool:
         """True when a select/ignore/waiver entry names this rule (id, name, tag:X, pack:X; globs allowed)."""

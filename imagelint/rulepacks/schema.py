@@ -121,6 +121,14 @@ def rule_schema() -> dict[str, Any]:
                 "pattern": RULE_ID,
                 "description": "for a deprecated or removed rule: the rule to use instead",
             },
+            "subsumes": {
+                "type": "array",
+                "items": {"type": "string", "pattern": RULE_ID},
+                "uniqueItems": True,
+                "description": "ids of rules that each report one piece of this rule's evidence: where a "
+                "failing finding of this rule names a unit, their findings on that unit are folded into it "
+                "(listed, marked part_of, not failing on their own)",
+            },
         },
     }
 

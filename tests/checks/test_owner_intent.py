@@ -10,7 +10,8 @@ audit runs through the command line with the owner's config, as a gate would.
 - an ECS-optimized-AMI-like image (ecs.service enabled at build time, /etc/ecs/ecs.config written
   by user data at launch) passes with its owner's config, and says why;
 - a DLAMI-like image with the same ecs.service enabled that nobody expects is the incident (IL206
-  critical), whatever provided-at-launch says; with ecs.service disabled it passes;
+  critical, the one failing finding: IL203 and IL501 are listed as part of it), whatever
+  provided-at-launch says; with ecs.service disabled it passes;
 - an expected unit whose executable is missing, or whose loop the journal shows, still fails.
 """
 
@@ -207,6 +208,11 @@ def _failing(report: dict) -> list[tuple[str, str, str]]:
     )
 
 
+def _folded(report: dict) -> list[tuple[str, str, str]]:
+    """Findings listed as part of another rule's failing finding: (rule, unit, the carrier's rule)."""
+    return sorted((f["rule_id"], f["unit"], f["part_of"]) for f in report["findings"] if f.get("part_of"))
+
+
 def _outcome(report: dict, rule_id: str) -> tuple[str, str]:
     (rule,) = [r for r in report["rules"] if r["rule_id"] == rule_id]
     return rule["outcome"], rule["reason"]
@@ -234,11 +240,14 @@ def test_the_ecs_optimized_image_passes_with_its_owners_config_and_says_why(
 
 def test_without_provided_at_launch_the_same_image_fails_as_before(ecs_ami: Path, tmp_path: Path) -> None:
     code, report = _audit(ecs_ami, f"expected-units: [{', '.join(ECS_AMI_UNITS)}]\n", tmp_path)
+    # one failing finding per fault: each vendor rule's finding is part of its unit's loop (IL206)
     assert code == 1 and _failing(report) == [
         ("IL206", "amazon-cloudwatch-agent.service", "critical"),
         ("IL206", "ecs.service", "critical"),
-        ("IL501", "ecs.service", "high"),
-        ("IL502", "amazon-cloudwatch-agent.service", "medium"),
+    ]
+    assert _folded(report) == [
+        ("IL501", "ecs.service", "IL206"),
+        ("IL502", "amazon-cloudwatch-agent.service", "IL206"),
     ]
     assert not any("provided at launch" in note for note in report["notes"])
 
@@ -249,10 +258,8 @@ def test_a_declaration_covers_only_the_files_it_names(ecs_ami: Path, tmp_path: P
         f"expected-units: [{', '.join(ECS_AMI_UNITS)}]\nprovided-at-launch: [/etc/*, {CLOUDWATCH_TOML}]\n"
     )
     code, report = _audit(ecs_ami, config, tmp_path)
-    assert code == 1 and _failing(report) == [
-        ("IL206", "ecs.service", "critical"),
-        ("IL501", "ecs.service", "high"),
-    ]
+    assert code == 1 and _failing(report) == [("IL206", "ecs.service", "critical")]
+    assert _folded(report) == [("IL501", "ecs.service", "IL206")]
     assert _outcome(report, "IL502") == (
         "pass",
         f"amazon-cloudwatch-agent.service: {CLOUDWATCH_TOML} is provided at launch "
@@ -266,13 +273,10 @@ def test_the_dlami_with_an_unexpected_ecs_agent_is_the_incident(
 ) -> None:
     config = DLAMI_CONFIG + (f"provided-at-launch: [{ECS_CONFIG}]\n" if declared else "")
     code, report = _audit(dlami, config, tmp_path)
-    # every failing finding is about ecs.service: the loop (IL206) and the rules that each name one
-    # piece of its evidence (IL501: no cluster; IL203: enabled, yet nobody expects it)
-    assert code == 1 and _failing(report) == [
-        ("IL203", "ecs.service", "medium"),
-        ("IL206", "ecs.service", "critical"),
-        ("IL501", "ecs.service", "high"),
-    ]
+    # the one failing finding is the loop on ecs.service (IL206); the rules that each name one piece
+    # of its evidence (IL501: no cluster; IL203: enabled, yet nobody expects it) are listed as part of it
+    assert code == 1 and _failing(report) == [("IL206", "ecs.service", "critical")]
+    assert _folded(report) == [("IL203", "ecs.service", "IL206"), ("IL501", "ecs.service", "IL206")]
     (loop,) = [f for f in report["findings"] if f["rule_id"] == "IL206"]
     assert "/etc/ecs/ecs.config has no ECS_CLUSTER; enabled but not expected" in loop["message"]
     assert not any("provided at launch" in note for note in report["notes"])
@@ -294,10 +298,8 @@ def test_an_expected_unit_whose_executable_is_missing_still_fails(ecs_ami: Path,
     image = copy_rootfs(ecs_ami, tmp_path / "img")
     os.unlink(image / "usr/libexec/amazon-ecs-init")
     code, report = _audit(image, ECS_AMI_CONFIG, tmp_path)
-    assert code == 1 and _failing(report) == [
-        ("IL201", "ecs.service", "high"),
-        ("IL206", "ecs.service", "critical"),
-    ]
+    assert code == 1 and _failing(report) == [("IL206", "ecs.service", "critical")]
+    assert _folded(report) == [("IL201", "ecs.service", "IL206")]
     (loop,) = [f for f in report["findings"] if f["rule_id"] == "IL206"]
     assert "will fail (/usr/libexec/amazon-ecs-init is missing" in loop["message"]
     assert "ECS_CLUSTER" not in loop["message"]  # the configuration is not counted: it comes at launch

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from imagelint.aws.merge import merge
 from imagelint.report import Finding, Outcome, Report, ReportError, RuleResult, Verdict, report_from_dict
-from imagelint.report.verdict import decide, finding_fails
+from imagelint.report.verdict import decide, finding_fails, fold_evidence
 from imagelint.rulepacks import Severity
 from imagelint.sampletree import build_tree
 from tests.support import REPO, run_cli
@@ -131,3 +131,80 @@ def test_no_module_but_the_verdict_module_compares_severity_with_fail_on() -> No
             ):
                 offenders.append(f"{path.relative_to(REPO)}:{node.lineno}")
     assert offenders == []
+
+
+# -- one fault, one failing finding: a combining rule carries the failure of the evidence it names --
+
+
+def _on_unit(rule_id: str, unit: str, *, failing: bool = True, severity: Severity = Severity.HIGH) -> Finding:
+    return Finding(rule_id, rule_id.lower(), severity, "m", unit, "r", unit=unit, failing=failing)
+
+
+def test_a_failing_combining_finding_carries_the_evidence_on_its_unit_only() -> None:
+    loop, exec_missing, elsewhere, other_rule = (
+        _on_unit("IL206", "ecs.service", severity=Severity.CRITICAL),
+        _on_unit("IL201", "ecs.service"),
+        _on_unit("IL201", "other.service"),  # the same rule on another unit stands alone
+        _on_unit("IL204", "ecs.service"),  # a rule the combining one does not name stands alone
+    )
+    findings = [exec_missing, loop, elsewhere, other_rule]  # order does not matter
+    fold_evidence(findings, {"IL206": ("IL201", "IL203")})
+    assert [(f.rule_id, f.unit, f.failing, f.part_of) for f in findings] == [
+        ("IL201", "ecs.service", False, "IL206"),
+        ("IL206", "ecs.service", True, None),
+        ("IL201", "other.service", True, None),
+        ("IL204", "ecs.service", True, None),
+    ]
+
+
+def test_folding_never_changes_a_verdict() -> None:
+    """Only a failing finding absorbs, and never an always-fail rule's: the verdict is the same."""
+    waived_loop = _on_unit("IL206", "a.service", failing=False)  # waived or under --fail-on-new
+    evidence = _on_unit("IL201", "a.service")
+    expired = _on_unit("IL001", "a.service")  # a rule tagged always-fail
+    loop = _on_unit("IL206", "b.service")
+    below = _on_unit("IL202", "b.service", failing=False)  # below fail-on: nothing to carry
+    findings = [waived_loop, evidence, expired, loop, below]
+    before = decide(_report(list(findings), [_rule()]))
+    fold_evidence(findings, {"IL206": ("IL201", "IL001", "IL202")}, always_fail={"IL001"})
+    assert evidence.failing and evidence.part_of is None  # its carrier does not fail
+    assert expired.failing and below.part_of is None
+    assert decide(_report(findings, [_rule()])) is before is Verdict.FAIL
+    only_evidence = [_on_unit("IL206", "c.service", failing=False), _on_unit("IL201", "c.service")]
+    fold_evidence(only_evidence, {"IL206": ("IL201",)})
+    assert decide(_report(only_evidence, [_rule()])) is Verdict.FAIL
+
+
+FAULTY_UNIT = {
+    "/usr/lib/systemd/system/agent.service": (
+        "[Service]\nExecStart=/usr/bin/agent\nRestart=on-failure\nRestartSec=10\n\n"
+        "[Install]\nWantedBy=multi-user.target\n"
+    ),
+    "/etc/systemd/system/multi-user.target.wants/agent.service": {
+        "link": "/usr/lib/systemd/system/agent.service"
+    },
+}
+
+
+def test_an_audit_lists_the_evidence_as_part_of_the_loop_in_every_format(tmp_path: Path) -> None:
+    root = build_tree(tmp_path / "img", FAULTY_UNIT)
+    (tmp_path / "cfg.yaml").write_text("expected-units: [agent.service]\n")
+    out, sarif = tmp_path / "report.json", tmp_path / "report.sarif"
+    proc = run_cli(
+        "audit", str(root), "-c", str(tmp_path / "cfg.yaml"), "--select", "IL201,IL202,IL206",
+        "--fail-on", "low", "-f", "text", "-f", f"json:{out}", "-f", f"sarif:{sarif}",
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    data = json.loads(out.read_text())
+    states = sorted((f["rule_id"], f["failing"], f.get("part_of")) for f in data["findings"])
+    assert states == [("IL201", False, "IL206"), ("IL202", False, "IL206"), ("IL206", True, None)]
+    assert data["counts"]["failing"] == 1 and data["counts"]["findings"] == 3
+    assert "HIGH IL201 /usr/lib/systemd/system/agent.service:2:" in proc.stdout
+    assert proc.stdout.count("(part of IL206)") == 2
+    assert "1 failing (fail-on=low) · 2 part of a failing finding" in proc.stdout
+    assert "2 rules with findings part of another rule's" in proc.stdout
+    results = json.loads(sarif.read_text())["runs"][0]["results"]
+    assert sorted(r["properties"].get("partOf", "") for r in results) == ["", "IL206", "IL206"]
+    back = report_from_dict(data)  # the mark survives a JSON round trip (baselines, diffs, merges)
+    assert sorted(f.part_of or "" for f in back.findings) == ["", "IL206", "IL206"]
+    assert decide(back) is Verdict.FAIL

@@ -64,6 +64,8 @@ def test_good_pack_validates(tmp_path: Path) -> None:
             "colour",
         ),
         (GOOD_RULE + GOOD_RULE.replace("rules:\n", ""), ":12:5", "already defined"),
+        (GOOD_RULE.replace("[image]", "[image]\n    subsumes: [X101, X100]"), ":7:22", "itself"),
+        (GOOD_RULE.replace("[image]", "[image]\n    subsumes: [x1]"), ":7:16", "does not match"),
     ],
     ids=[
         "yaml-syntax",
@@ -75,6 +77,8 @@ def test_good_pack_validates(tmp_path: Path) -> None:
         "dup-key",
         "unknown-key",
         "dup-id",
+        "subsumes-itself",
+        "subsumes-not-an-id",
     ],
 )
 def test_broken_pack_is_refused_with_location(tmp_path: Path, text: str, where: str, what: str) -> None:
