@@ -12,7 +12,8 @@ Two identities:
   command's output (``OutputS3BucketName``).
 
 ``tests/aws/test_policy.py`` runs every flow against moto, records each API call and each URL the
-code signs, and checks that all are in :data:`RUNNER_ACTIONS`.
+code signs, and checks that all are in the runner's policy, with the KMS actions AWS performs on the
+caller's behalf for an encrypted snapshot (:data:`imagelint.aws.kms.IMPLICIT_KMS`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 RUNNER_ACTIONS: dict[str, tuple[str, ...]] = {
     "ImagelintEc2": (
         "ec2:DescribeImages",
+        "ec2:DescribeSnapshots",
         "ec2:DescribeInstanceTypes",
         "ec2:DescribeVpcs",
         "ec2:DescribeSubnets",
@@ -55,14 +57,23 @@ RUNNER_ACTIONS: dict[str, tuple[str, ...]] = {
 
 # API operations authorised by another action than their own name
 ACTION_OF: dict[str, str] = {"s3:HeadBucket": "s3:ListBucket", "s3:HeadObject": "s3:GetObject"}
+# API operations no IAM policy can allow or deny (AWS STS API reference: GetCallerIdentity)
+NO_PERMISSION = frozenset({"sts:GetCallerIdentity"})
 
 
 def runner_policy() -> dict[str, Any]:
+    """The runner's policy: :data:`RUNNER_ACTIONS`, and the KMS statements of :mod:`imagelint.aws.kms`
+    for AMIs whose snapshots are encrypted with a KMS key."""
+    from imagelint.aws.kms import runner_statements
+
     return {
         "Version": "2012-10-17",
         "Statement": [
-            {"Sid": sid, "Effect": "Allow", "Action": list(actions), "Resource": "*"}
-            for sid, actions in RUNNER_ACTIONS.items()
+            *(
+                {"Sid": sid, "Effect": "Allow", "Action": list(actions), "Resource": "*"}
+                for sid, actions in RUNNER_ACTIONS.items()
+            ),
+            *runner_statements(),
         ],
     }
 

@@ -4,6 +4,7 @@ calls (recorded from real runs of every flow against moto, not listed by hand) i
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import functools
 import json
 import re
@@ -13,7 +14,9 @@ from pathlib import Path
 import boto3
 import pytest
 
-from imagelint.aws import policy
+from imagelint.aws import kms, policy
+from imagelint.aws.kms import IMPLICIT_KMS
+from tests.aws.ebs_upload import encrypted_image
 from tests.aws.moto_env import MotoEnv
 from tests.aws.test_ami_inputs import PACK
 from tests.support import REPO, run_cli
@@ -33,12 +36,21 @@ def _json_documents(text: str) -> list[dict]:
     return [d for d in docs if isinstance(d, dict) and "Statement" in d]
 
 
-def _actions(doc: dict) -> set[str]:
+def _actions(doc: dict, *, unconditioned: bool = False) -> set[str]:
+    """The actions the statements of ``doc`` name (only those without a Condition: the ones a call
+    the caller makes itself can rely on, whatever the request's context)."""
     out: set[str] = set()
     for statement in doc["Statement"]:
+        if unconditioned and "Condition" in statement:
+            continue
         action = statement["Action"]
         out |= {action} if isinstance(action, str) else set(action)
     return out
+
+
+def _allowed(action: str, actions: set[str]) -> bool:
+    """IAM's match: ``*`` and ``?`` wildcards, case-insensitive."""
+    return any(fnmatch.fnmatchcase(action.lower(), pattern.lower()) for pattern in actions)
 
 
 @pytest.mark.parametrize("command", [["ami"], ["ami", "check"]], ids=" ".join)
@@ -130,9 +142,10 @@ def test_every_call_of_every_flow_is_in_the_runner_policy(
     )
     assert run_ami(launch).value == "fail"
     # volume mode on a fresh image (moto has no EnableImageDeprecation: test_contract covers it)
+    # ... on an AMI whose snapshot is encrypted with a customer managed key (the KMS pre-flight)
     ec2 = moto_env.client("ec2")
     runner = ec2.run_instances(ImageId=moto_env.image_id, MinCount=1, MaxCount=1)["Instances"][0]
-    image = ec2.create_image(InstanceId=runner["InstanceId"], Name="second")["ImageId"]
+    image, _, _ = encrypted_image(moto_env)
     host = LocalTreeHost(runner["InstanceId"], runner["Placement"]["AvailabilityZone"], sample_image)
     volume = AmiOptions(images=[image], mode="volume", timing=timing, run=run)
     assert run_ami(volume, volume_host=host).value == "fail"
@@ -156,14 +169,55 @@ def test_every_call_of_every_flow_is_in_the_runner_policy(
     assert {"ec2:AttachVolume", "ec2:DeregisterImage", "ssm:ListCommands"} <= recorded.calls
     assert "ssm:DescribeInstanceInformation" in recorded.calls
     allowed = _actions(policy.runner_policy())
+    assert {"ec2:DescribeSnapshots", "kms:DescribeKey"} <= recorded.calls
     test_only = {
-        "ec2:CreateImage",
+        "ec2:CreateSnapshot",
+        "ec2:CopySnapshot",
+        "ec2:RegisterImage",
+        "kms:CreateKey",
         "iam:CreateRole",
         "iam:CreateInstanceProfile",
         "iam:AddRoleToInstanceProfile",
     }
-    missing = recorded.calls - allowed - test_only
+    direct = _actions(policy.runner_policy(), unconditioned=True)
+    missing = {c for c in recorded.calls - test_only - policy.NO_PERMISSION if not _allowed(c, direct)}
     assert not missing, f"called but not in the runner policy: {sorted(missing)}"
+    # ... and what EC2 does with the runner's permissions for an encrypted snapshot
+    implicit = {k for call in recorded.calls for k in IMPLICIT_KMS.get(call, ())}
+    assert {"kms:CreateGrant", "kms:Decrypt"} <= implicit
+    assert not {k for k in implicit if not _allowed(k, allowed)}, implicit
+
+
+def test_the_implicit_kms_actions_are_in_the_printed_policies() -> None:
+    """Every call the table names, and what AWS does with the caller's KMS permissions for it, is in
+    the policy of the mode that makes the call: the runner's (launch, volume) or snapshot mode's."""
+    from imagelint.aws.snapshot import IAM_POLICY
+
+    runner, snapshot = _actions(policy.runner_policy()), _actions(IAM_POLICY)
+    for call, kms_actions in IMPLICIT_KMS.items():
+        doc = snapshot if call.startswith("ebs:") else runner
+        assert _allowed(call, doc), call
+        assert all(_allowed(a, doc) for a in kms_actions), (call, kms_actions)
+    # the pre-flight's own calls are allowed without a condition; the ones EC2 makes only through it
+    assert _allowed("kms:DescribeKey", _actions(policy.runner_policy(), unconditioned=True))
+    assert _allowed("kms:DescribeKey", _actions(IAM_POLICY, unconditioned=True))
+    assert not _allowed("kms:Decrypt", _actions(policy.runner_policy(), unconditioned=True))
+    grant = next(s for s in policy.runner_policy()["Statement"] if "kms:CreateGrant" in s["Action"])
+    assert grant["Condition"] == {"Bool": {"kms:GrantIsForAWSResource": "true"}}
+    assert set(kms.LAUNCH) <= runner and set(kms.READ) <= snapshot
+
+
+def test_a_snapshot_mode_refusal_calls_only_what_its_policy_allows(recorded: Recorder, moto_env: MotoEnv):
+    """Snapshot mode's pre-flight (owner, key) is covered by snapshot mode's policy."""
+    from imagelint.aws.snapshot import IAM_POLICY
+    from imagelint.commands.ami import AmiOptions, run_ami
+    from imagelint.errors import UsageError
+
+    with pytest.raises(UsageError, match="owned by account"):
+        run_ami(AmiOptions(images=[moto_env.image_id], mode="snapshot"))
+    assert {"ec2:DescribeImages", "ec2:DescribeSnapshots"} <= recorded.calls
+    allowed = _actions(IAM_POLICY, unconditioned=True)
+    assert not {c for c in recorded.calls - policy.NO_PERMISSION if not _allowed(c, allowed)}
 
 
 def test_role_arn_needs_only_sts_assume_role(recorded: Recorder, moto_env: MotoEnv):
