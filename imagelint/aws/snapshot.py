@@ -35,7 +35,8 @@ MIB = 1024 * 1024
 # The read-only EBS direct APIs on snapshots (ListChangedBlocks: a diff of two), DescribeImages to
 # find an AMI's root snapshot and DescribeSnapshots its owner and key (imagelint.aws.kms), and
 # kms:Decrypt (the direct APIs decrypt the blocks) with kms:DescribeKey (the pre-flight's check of the
-# key) for encrypted snapshots: narrow that Resource to the keys.
+# key) for encrypted snapshots: narrow that Resource to the keys; CreateTags for --tag (the Packer
+# offline gate tags the verdict on the AMI and its snapshots).
 IAM_POLICY: dict[str, Any] = {
     "Version": "2012-10-17",
     "Statement": [
@@ -49,6 +50,11 @@ IAM_POLICY: dict[str, Any] = {
             "Effect": "Allow",
             "Action": ["kms:Decrypt", "kms:DescribeKey"],
             "Resource": "arn:aws:kms:*:*:key/*",
+        },
+        {
+            "Effect": "Allow",
+            "Action": ["ec2:CreateTags"],
+            "Resource": ["arn:aws:ec2:*::image/*", "arn:aws:ec2:*::snapshot/*"],
         },
     ],
 }

@@ -152,7 +152,9 @@ def ami_check(
         {"Effect": "Allow", "Resource": "*",
          "Action": ["ec2:DescribeImages", "ec2:DescribeSnapshots"]},
         {"Effect": "Allow", "Resource": "arn:aws:kms:*:*:key/*",
-         "Action": ["kms:Decrypt", "kms:DescribeKey"]}]}
+         "Action": ["kms:Decrypt", "kms:DescribeKey"]},
+        {"Effect": "Allow", "Action": ["ec2:CreateTags"],
+         "Resource": ["arn:aws:ec2:*::image/*", "arn:aws:ec2:*::snapshot/*"]}]}
 
     Volume mode stays for accounts that forbid the EBS direct APIs.
 
