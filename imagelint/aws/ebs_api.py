@@ -21,9 +21,10 @@ Throttling (``ThrottlingException``, ``RequestThrottledException``), 5xx replies
 and a checksum that does not match are retried with capped exponential backoff and full jitter, as
 the API reference asks; botocore's own retries are off for this client so that every attempt is
 counted here. Anything else ends the read with one line naming the API, the code and what to check:
-an ``AccessDeniedException`` says which permissions (and that a snapshot of another account must be
-shared with this one), a ``ResourceNotFoundException`` says the snapshot is not in that region or not
-shared. Both are :class:`imagelint.aws.errors.AwsError`: exit 3, the image was not read.
+an ``AccessDeniedException`` says which permissions (and that a snapshot of another account, shared
+or public, must be copied into this one first), a ``ResourceNotFoundException`` says the snapshot is
+not in that region or is another account's. Both are :class:`imagelint.aws.errors.AwsError`: exit 3,
+the image was not read.
 """
 
 from __future__ import annotations
@@ -52,9 +53,11 @@ _PERMISSIONS = (
 )
 HINTS: dict[str, str] = {
     "AccessDeniedException": f"{_PERMISSIONS} for the caller, kms:Decrypt on the key of an encrypted "
-    "snapshot, and that a snapshot of another account is shared with this one",
-    "ResourceNotFoundException": "the snapshot id and --region; a snapshot of another account must be "
-    "shared with this one (public snapshots cannot be read through the EBS direct APIs)",
+    "snapshot, and that the snapshot is this account's (another account's, shared or public, cannot be "
+    "read through the EBS direct APIs: copy it into this account first, aws ec2 copy-snapshot)",
+    "ResourceNotFoundException": "the snapshot id and --region; a snapshot of another account (shared "
+    "or public) cannot be read through the EBS direct APIs: copy it into this account first "
+    "(aws ec2 copy-snapshot)",
     "ValidationException": "the snapshot id; the snapshot must be completed (not pending)",
     "ServiceQuotaExceededException": "the EBS direct APIs quotas of the account (Service Quotas)",
 }

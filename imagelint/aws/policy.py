@@ -6,13 +6,18 @@ Two identities:
   presigned URLs the instance uses, so the instance's uploads and downloads are authorised as the
   runner's ``s3:PutObject`` / ``s3:GetObject``. ``HeadBucket`` is authorised as ``s3:ListBucket``,
   which also makes a missing key answer 404 rather than 403. ``iam:PassRole`` lets ``RunInstances``
-  give the instance its profile's role.
+  give the instance its profile's role (that role only, ``iam:PassedToService`` EC2). Least privilege
+  (:data:`RUNNER_STATEMENTS`): the run's instance and volume can only be created carrying the run's
+  tag (``aws:RequestTag``), tagged only by their creating call (``ec2:CreateAction``), and terminated,
+  detached or deleted only while they carry it (``aws:ResourceTag``); the gated AMI and its snapshots
+  (``--tag``, ``--on-fail``) are not the run's, so those actions cannot be scoped by its tag.
 - **the instance profile's role** (launch mode): ``AmazonSSMManagedInstanceCore`` (attach the AWS
   managed policy) plus ``s3:PutObject`` under the report prefix, where the SSM agent writes the
   command's output (``OutputS3BucketName``).
 
 ``tests/aws/test_policy.py`` runs every flow against moto, records each API call and each URL the
-code signs, and checks that all are in :data:`RUNNER_ACTIONS`.
+code signs, and checks that all are in the runner's policy, with the KMS actions AWS performs on the
+caller's behalf for an encrypted snapshot (:data:`imagelint.aws.kms.IMPLICIT_KMS`).
 """
 
 from __future__ import annotations
@@ -20,51 +25,115 @@ from __future__ import annotations
 import json
 from typing import Any
 
-RUNNER_ACTIONS: dict[str, tuple[str, ...]] = {
-    "ImagelintEc2": (
-        "ec2:DescribeImages",
-        "ec2:DescribeInstanceTypes",
-        "ec2:DescribeVpcs",
-        "ec2:DescribeSubnets",
-        "ec2:DescribeAvailabilityZones",
-        "ec2:RunInstances",
-        "ec2:DescribeInstances",
-        "ec2:GetConsoleOutput",
-        "ec2:TerminateInstances",
-        "ec2:CreateVolume",
-        "ec2:AttachVolume",
-        "ec2:DetachVolume",
-        "ec2:DeleteVolume",
-        "ec2:DescribeVolumes",
-        "ec2:CreateTags",
-        "ec2:DeregisterImage",
-        "ec2:DeleteSnapshot",
-        "ec2:EnableImageDeprecation",
+from imagelint.aws.ec2 import RUN_TAG
+
+_EC2 = "arn:aws:ec2:*:*:{}/*"  # account-owned EC2 resources (instance, volume, subnet...)
+_IMAGES = ["arn:aws:ec2:*::image/*", "arn:aws:ec2:*::snapshot/*"]  # images and snapshots: no account
+_RUN_RESOURCES = [_EC2.format("instance"), _EC2.format("volume")]
+INSTANCE_ROLE = "INSTANCE-ROLE"  # the instance profile's role: replace in the printed policy
+
+# Sid → (actions, Resource, Condition). Why each statement is scoped as it is:
+RUNNER_STATEMENTS: dict[str, tuple[tuple[str, ...], str | list[str], dict[str, Any] | None]] = {
+    # Describe/List and console reads: EC2 supports no resource-level permission on most of them
+    "ImagelintEc2Read": (
+        (
+            "ec2:DescribeImages",
+            "ec2:DescribeSnapshots",
+            "ec2:DescribeInstanceTypes",
+            "ec2:DescribeVpcs",
+            "ec2:DescribeSubnets",
+            "ec2:DescribeAvailabilityZones",
+            "ec2:DescribeInstances",
+            "ec2:DescribeVolumes",
+            "ec2:GetConsoleOutput",
+        ),
+        "*",
+        None,
+    ),
+    # the run's instance and volume exist only carrying the run tag (TagSpecifications on the create call)
+    "ImagelintCreateTagged": (
+        ("ec2:RunInstances", "ec2:CreateVolume"),
+        _RUN_RESOURCES,
+        {"StringLike": {f"aws:RequestTag/{RUN_TAG}": "*"}},
+    ),
+    # what RunInstances / CreateVolume read or create untagged: the AMI, its snapshots, the subnet,
+    # security groups and the network interface
+    "ImagelintCreateFrom": (
+        ("ec2:RunInstances", "ec2:CreateVolume"),
+        [*_IMAGES, *(_EC2.format(t) for t in ("subnet", "security-group", "network-interface"))],
+        None,
+    ),
+    # tags only as part of the creating call (the TagSpecifications), never on an existing resource
+    "ImagelintTagOnCreate": (
+        ("ec2:CreateTags",),
+        _RUN_RESOURCES,
+        {"StringEquals": {"ec2:CreateAction": ["RunInstances", "CreateVolume"]}},
+    ),
+    # destructive actions only on resources carrying the run tag (cleanup and `ami cleanup` too)
+    "ImagelintRunResources": (
+        ("ec2:TerminateInstances", "ec2:AttachVolume", "ec2:DetachVolume", "ec2:DeleteVolume"),
+        _RUN_RESOURCES,
+        {"StringLike": {f"aws:ResourceTag/{RUN_TAG}": "*"}},
+    ),
+    # volume mode: the runner's own instance, which the run did not create and did not tag
+    "ImagelintRunnerInstance": (("ec2:AttachVolume", "ec2:DetachVolume"), _EC2.format("instance"), None),
+    # --tag and --on-fail act on the gated AMI and its snapshots: the run did not create them, so they
+    # cannot be scoped by the run's tag (scope them by your own image tags if your pipeline sets any)
+    "ImagelintVerdict": (
+        ("ec2:CreateTags", "ec2:DeregisterImage", "ec2:EnableImageDeprecation", "ec2:DeleteSnapshot"),
+        _IMAGES,
+        None,
     ),
     "ImagelintSsm": (
-        "ssm:DescribeInstanceInformation",
-        "ssm:SendCommand",
-        "ssm:ListCommands",
-        "ssm:GetCommandInvocation",
-        "ssm:CancelCommand",
+        (
+            "ssm:DescribeInstanceInformation",
+            "ssm:SendCommand",
+            "ssm:ListCommands",
+            "ssm:GetCommandInvocation",
+            "ssm:CancelCommand",
+        ),
+        "*",
+        None,
     ),
-    "ImagelintReports": ("s3:ListBucket", "s3:PutObject", "s3:GetObject"),
-    "ImagelintInstanceProfile": ("iam:GetInstanceProfile", "iam:PassRole"),
-    "ImagelintRole": ("sts:AssumeRole",),  # only with --role-arn
+    "ImagelintReports": (("s3:ListBucket", "s3:PutObject", "s3:GetObject"), "*", None),
+    "ImagelintInstanceProfile": (("iam:GetInstanceProfile",), "arn:aws:iam::*:instance-profile/*", None),
+    # RunInstances gives the instance its profile's role: that role only, and only to EC2
+    "ImagelintPassRole": (
+        ("iam:PassRole",),
+        f"arn:aws:iam::*:role/{INSTANCE_ROLE}",
+        {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
+    ),
+    "ImagelintRole": (("sts:AssumeRole",), "*", None),  # only with --role-arn
 }
 
 # API operations authorised by another action than their own name
 ACTION_OF: dict[str, str] = {"s3:HeadBucket": "s3:ListBucket", "s3:HeadObject": "s3:GetObject"}
+# API operations no IAM policy can allow or deny (AWS STS API reference: GetCallerIdentity)
+NO_PERMISSION = frozenset({"sts:GetCallerIdentity"})
+# IAM actions that are permissions only, not API operations of their own
+PERMISSION_ONLY = {
+    "iam:PassRole": "checked when RunInstances gives the instance a profile's role",
+    "s3:ListBucket": "authorises ListObjects and HeadBucket",
+}
 
 
 def runner_policy() -> dict[str, Any]:
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {"Sid": sid, "Effect": "Allow", "Action": list(actions), "Resource": "*"}
-            for sid, actions in RUNNER_ACTIONS.items()
-        ],
-    }
+    """The runner's policy: :data:`RUNNER_STATEMENTS`, and the KMS statements of
+    :mod:`imagelint.aws.kms` for AMIs whose snapshots are encrypted with a KMS key."""
+    from imagelint.aws.kms import runner_statements
+
+    statements: list[dict[str, Any]] = []
+    for sid, (actions, resource, condition) in RUNNER_STATEMENTS.items():
+        statement: dict[str, Any] = {
+            "Sid": sid,
+            "Effect": "Allow",
+            "Action": list(actions),
+            "Resource": resource,
+        }
+        if condition:
+            statement["Condition"] = condition
+        statements.append(statement)
+    return {"Version": "2012-10-17", "Statement": [*statements, *runner_statements()]}
 
 
 def instance_role_policy(bucket: str = "REPORT-BUCKET", prefix: str = "imagelint/") -> dict[str, Any]:
@@ -99,7 +168,7 @@ def help_block(indent: str = "  ") -> str:
 
     return "\n\n".join(
         [
-            f"{indent}Runner policy (the identity running imagelint):",
+            f"{indent}Runner policy (the identity running imagelint; replace {INSTANCE_ROLE}):",
             block(runner_policy()),
             f"{indent}Instance profile role: trust policy; attach {SSM_MANAGED_POLICY}, and this inline one:",
             block(INSTANCE_TRUST),

@@ -5,7 +5,8 @@ and handed to the disk targets (:func:`imagelint.targets.disk.open_disk_target`)
 partition table and the root filesystem; no instance, no volume, no root, no mount. Permissions
 needed: ``ebs:ListSnapshotBlocks``, ``ebs:GetSnapshotBlock`` (``ebs:ListChangedBlocks`` for a diff of
 two snapshots, which reads NEW in full without it; ``ec2:DescribeImages`` for an AMI,
-``kms:Decrypt`` on the key of an encrypted snapshot): :data:`IAM_POLICY`.
+``ec2:DescribeSnapshots``, ``kms:Decrypt`` and ``kms:DescribeKey`` on the key of an encrypted
+snapshot): :data:`IAM_POLICY`.
 
 The report's ``facts["disk"]["io"]`` holds the stream's counters (blocks listed and fetched, bytes,
 cache hits, retries); ``facts["snapshot"]`` names the snapshot. A fetch that failed ends the run with
@@ -32,7 +33,10 @@ if TYPE_CHECKING:
 MIB = 1024 * 1024
 
 # The read-only EBS direct APIs on snapshots (ListChangedBlocks: a diff of two), DescribeImages to
-# find an AMI's root snapshot, and kms:Decrypt for encrypted snapshots (narrow Resource to the key).
+# find an AMI's root snapshot and DescribeSnapshots its owner and key (imagelint.aws.kms), and
+# kms:Decrypt (the direct APIs decrypt the blocks) with kms:DescribeKey (the pre-flight's check of the
+# key) for encrypted snapshots: narrow that Resource to the keys; CreateTags for --tag (the Packer
+# offline gate tags the verdict on the AMI and its snapshots).
 IAM_POLICY: dict[str, Any] = {
     "Version": "2012-10-17",
     "Statement": [
@@ -41,8 +45,17 @@ IAM_POLICY: dict[str, Any] = {
             "Action": ["ebs:ListSnapshotBlocks", "ebs:GetSnapshotBlock", "ebs:ListChangedBlocks"],
             "Resource": "arn:aws:ec2:*::snapshot/*",
         },
-        {"Effect": "Allow", "Action": ["ec2:DescribeImages"], "Resource": "*"},
-        {"Effect": "Allow", "Action": ["kms:Decrypt"], "Resource": "arn:aws:kms:*:*:key/*"},
+        {"Effect": "Allow", "Action": ["ec2:DescribeImages", "ec2:DescribeSnapshots"], "Resource": "*"},
+        {
+            "Effect": "Allow",
+            "Action": ["kms:Decrypt", "kms:DescribeKey"],
+            "Resource": "arn:aws:kms:*:*:key/*",
+        },
+        {
+            "Effect": "Allow",
+            "Action": ["ec2:CreateTags"],
+            "Resource": ["arn:aws:ec2:*::image/*", "arn:aws:ec2:*::snapshot/*"],
+        },
     ],
 }
 

@@ -1,4 +1,4 @@
-"""The commands audit, units, soak, rules, schema and docs; it registers the others (ami, fleet,
+"""The commands audit, units, soak, collector, rules, schema and docs; it registers the others (ami, fleet,
 diff, watch) by importing their modules.
 
 Each command turns an ImageLintError into one line on stderr and its documented exit code; no
@@ -219,6 +219,40 @@ def soak(
     seconds, every = parse_duration(duration, "--duration"), parse_duration(interval, "--interval")
     verdict = run_soak_command(seconds, every, options, interactive=sys.stderr.isatty())
     raise typer.Exit(int(verdict.exit_code))
+
+
+@command(app, "collector", codes=USAGE_ONLY, meanings=SUCCESS)
+@friendly
+def collector(
+    directory: Annotated[
+        Path, typer.Argument(help="Write collect.sh and plan.txt here (created if missing).")
+    ],
+    config: ConfigOpt = None,
+    rules: RulesOpt = None,
+    no_builtin_rules: NoBuiltinOpt = False,
+) -> None:
+    """Write the POSIX-shell collector and its plan, for a machine that has no imagelint (no Python).
+
+    The plan lists what the loaded rules read (give the same --config and --rules as the audit). On the
+    machine, `sh DIR/collect.sh DIR` (as root; POSIX sh, coreutils, tar) collects it into a bundle and
+    prints the bundle's path; bring the bundle back and judge it here. Example:
+
+      imagelint collector gate/ --config imagelint.yaml
+
+      sudo sh /var/tmp/gate/collect.sh /var/tmp/gate      # on the machine
+
+      imagelint audit bundle.tar.gz --config imagelint.yaml -f json:report.json
+    """
+    from imagelint.collector.files import write_collector
+    from imagelint.collector.plan import instance_plan
+    from imagelint.session import RunOptions, prepare
+
+    prepared = prepare(
+        RunOptions(config_path=config, extra_rules=list(rules or []), builtin=not no_builtin_rules)
+    )
+    plan = instance_plan(*prepared.rules, soak_seconds=0, soak_interval=5)
+    for path in write_collector(directory, plan):
+        typer.echo(str(path))
 
 
 @command(rules_app, "list", codes=USAGE_ONLY, meanings=SUCCESS)

@@ -142,16 +142,19 @@ def ami_check(
     snapshots (unless another image uses them).
 
     Snapshot mode is the offline mode: it creates nothing and needs no EC2 runner, only this IAM
-    policy (kms:Decrypt for encrypted snapshots; narrow its Resource to the key):
+    policy (the KMS actions for encrypted snapshots; narrow their Resource to the keys). It reads
+    only snapshots this account owns: copy a public or shared AMI first (aws ec2 copy-image).
 
       {"Version": "2012-10-17", "Statement": [
         {"Effect": "Allow", "Resource": "arn:aws:ec2:*::snapshot/*",
          "Action": ["ebs:ListSnapshotBlocks", "ebs:GetSnapshotBlock",
                     "ebs:ListChangedBlocks"]},
         {"Effect": "Allow", "Resource": "*",
-         "Action": ["ec2:DescribeImages"]},
+         "Action": ["ec2:DescribeImages", "ec2:DescribeSnapshots"]},
         {"Effect": "Allow", "Resource": "arn:aws:kms:*:*:key/*",
-         "Action": ["kms:Decrypt"]}]}
+         "Action": ["kms:Decrypt", "kms:DescribeKey"]},
+        {"Effect": "Allow", "Action": ["ec2:CreateTags"],
+         "Resource": ["arn:aws:ec2:*::image/*", "arn:aws:ec2:*::snapshot/*"]}]}
 
     Volume mode stays for accounts that forbid the EBS direct APIs.
 

@@ -328,9 +328,11 @@ def _volume(
     progress: Progress,
     host: VolumeHost,
 ) -> Report:
+    from imagelint.aws import kms
     from imagelint.openers import open_spec
 
     root_snapshot = _root_snapshot(image)
+    kms.check_image(clients, image.image_id, [root_snapshot], kms.LAUNCH)
     instance_id, zone = host.identity()
     ec2_ops.check_zone(clients.ec2, zone, image)
     volume_id: str | None = None
@@ -358,8 +360,11 @@ def _snapshot(
     clients: Clients, image: ec2_ops.ImageInfo, options: AmiOptions, prepared: PreparedRun, progress: Progress
 ) -> Report:
     """Read the root snapshot in place: nothing is created, so nothing needs cleaning up."""
+    from imagelint.aws import kms
     from imagelint.openers.snapshot import open_snapshot
 
+    kms.check_owned(clients, image.image_id, _root_snapshot(image), image.region)
+    kms.check_image(clients, image.image_id, [_root_snapshot(image)], kms.READ)
     with open_snapshot(clients, _root_snapshot(image), options.snapshot, progress) as opened:
         return audit_opened(prepared, opened)
 
@@ -428,6 +433,7 @@ def preflight(
     clients: Clients, image: ec2_ops.ImageInfo, options: AmiOptions, plan: ssm_ops.RemotePlan
 ) -> str:
     """The launch-mode checks (:mod:`imagelint.aws.preflight`); returns the instance type to launch."""
+    from imagelint.aws import kms
     from imagelint.aws import preflight as checks
 
     assert options.report_bucket
@@ -441,6 +447,7 @@ def preflight(
     if options.launch.instance_profile:
         checks.check_instance_profile(clients.get("iam"), options.launch.instance_profile)
     checks.check_subnet(clients.ec2, options.launch.subnet)
+    kms.check_image(clients, image.image_id, image.snapshots, kms.LAUNCH)
     return ec2_ops.instance_type_for(clients.ec2, image, options.launch)
 
 

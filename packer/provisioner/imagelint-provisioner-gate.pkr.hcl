@@ -1,9 +1,12 @@
 # imagelint as a provisioner step: gate the build instance before the AMI is captured.
 #
-# After your own provisioners, imagelint is installed into a throwaway virtual environment on the
-# build instance, runs `imagelint audit / --live` there, the JSON report is downloaded to the Packer
-# host, and imagelint is removed again so that it is not baked into the image. The last step exits
-# with imagelint's exit code: on a failure no AMI is created (Packer terminates the instance).
+# After your own provisioners, the Packer host writes imagelint's POSIX-shell collector and its plan
+# (`imagelint collector`), uploads them, and the build instance runs `sh collect.sh` (POSIX sh,
+# coreutils, tar: no Python, no package install, no network), which gathers what the rules read,
+# with `systemctl show`, into a bundle. The bundle is downloaded, the collector's directory removed
+# from the instance (nothing of imagelint is baked into the image), and the verdict is decided on the
+# Packer host: `imagelint audit BUNDLE` in a shell-local step, whose exit code passes or fails the
+# build. On a failure no AMI is created (Packer terminates the instance).
 #
 # What this catches: everything in the image's files (enabled units, missing executables, vendor
 # agents without configuration, hygiene such as SSH host keys and machine-id) plus the live state of
@@ -49,22 +52,16 @@ variable "ami_name_prefix" {
   default = "imagelint-provisioned"
 }
 
+variable "imagelint" {
+  type        = string
+  default     = "imagelint"
+  description = "The imagelint command on the Packer host (a path, or a name found in PATH)."
+}
+
 variable "imagelint_version" {
   type        = string
   default     = "0.1.0"
-  description = "imagelint version installed (temporarily) on the build instance."
-}
-
-variable "imagelint_pip_spec" {
-  type        = string
-  default     = ""
-  description = "What pip installs instead of imagelint==VERSION (a wheel URL, an internal index spec)."
-}
-
-variable "python" {
-  type        = string
-  default     = "python3"
-  description = "Python >= 3.11 with the venv module on the build instance."
+  description = "The imagelint version the Packer host must run (empty: any): the collector and the audit are its."
 }
 
 variable "fail_on" {
@@ -76,19 +73,26 @@ variable "fail_on" {
 variable "imagelint_config" {
   type        = string
   default     = ""
-  description = "The .imagelint.yaml uploaded to the build instance (empty: imagelint.yaml beside this template)."
+  description = "The .imagelint.yaml of the plan and the audit, on the Packer host (empty: imagelint.yaml beside this template)."
 }
 
 variable "report_path" {
   type        = string
   default     = "imagelint-report.json"
-  description = "Where the downloaded JSON report is written on the Packer host."
+  description = "Where the JSON report is written on the Packer host."
+}
+
+variable "work_dir" {
+  type        = string
+  default     = "imagelint-gate"
+  description = "Directory on the Packer host for the collector, its plan and the downloaded bundle."
 }
 
 locals {
   build_stamp = formatdate("YYYYMMDDhhmmss", timestamp())
-  # Everything imagelint leaves on the instance lives here, and is removed by the last step.
+  # Everything the gate puts on the instance lives here, and is removed before the verdict.
   workdir = "/var/tmp/imagelint-gate"
+  bundle  = "${var.work_dir}/bundle"
   config  = var.imagelint_config != "" ? var.imagelint_config : "${path.root}/imagelint.yaml"
 }
 
@@ -105,60 +109,79 @@ build {
 
   # Your provisioners go here, before the gate.
 
-  # 1. Install imagelint into a throwaway venv and upload the configuration.
-  provisioner "shell" {
+  # 1. On the Packer host: the collector and its plan, from the config the audit will use.
+  provisioner "shell-local" {
     environment_vars = [
-      "IMAGELINT_DIR=${local.workdir}",
-      "IMAGELINT_PYTHON=${var.python}",
+      "IMAGELINT=${var.imagelint}",
       "IMAGELINT_VERSION=${var.imagelint_version}",
-      "IMAGELINT_PIP_SPEC=${var.imagelint_pip_spec}",
+      "IMAGELINT_CONFIG=${local.config}",
+      "IMAGELINT_WORK=${var.work_dir}",
     ]
-    execute_command = "chmod +x {{ .Path }}; {{ .Vars }} sudo -E sh -eu '{{ .Path }}'"
     inline = [
-      "spec=\"$IMAGELINT_PIP_SPEC\"; [ -n \"$spec\" ] || spec=\"imagelint==$IMAGELINT_VERSION\"",
-      "mkdir -p \"$IMAGELINT_DIR\" && chmod 0777 \"$IMAGELINT_DIR\"",
-      "\"$IMAGELINT_PYTHON\" -m venv \"$IMAGELINT_DIR/venv\"",
-      "\"$IMAGELINT_DIR/venv/bin/pip\" install --quiet --no-cache-dir \"$spec\"",
+      "set -eu",
+      "if [ -n \"$IMAGELINT_VERSION\" ] && [ \"$(\"$IMAGELINT\" --version)\" != \"imagelint $IMAGELINT_VERSION\" ]; then echo \"imagelint gate: $IMAGELINT is not imagelint $IMAGELINT_VERSION\" >&2; exit 2; fi",
+      "\"$IMAGELINT\" collector \"$IMAGELINT_WORK\" --config \"$IMAGELINT_CONFIG\"",
     ]
+  }
+
+  provisioner "shell" {
+    environment_vars = ["IMAGELINT_DIR=${local.workdir}"]
+    execute_command  = "chmod +x {{ .Path }}; {{ .Vars }} sudo -E sh -eu '{{ .Path }}'"
+    inline = [
+      "rm -rf \"$IMAGELINT_DIR\" && mkdir -p \"$IMAGELINT_DIR\" && chmod 0777 \"$IMAGELINT_DIR\"",
+    ]
+  }
+
+  # 2. Upload them (written by step 1, so checked only when uploaded).
+  provisioner "file" {
+    source      = "${var.work_dir}/collect.sh"
+    destination = "${local.workdir}/collect.sh"
+    generated   = true
   }
 
   provisioner "file" {
-    source      = local.config
-    destination = "${local.workdir}/imagelint.yaml"
+    source      = "${var.work_dir}/plan.txt"
+    destination = "${local.workdir}/plan.txt"
+    generated   = true
   }
 
-  # 2. Run the audit; keep its exit code for step 4 so that the report is downloaded in every case.
+  # 3. Collect as root with the POSIX shell; the bundle's path is printed by collect.sh.
   provisioner "shell" {
-    environment_vars = [
-      "IMAGELINT_DIR=${local.workdir}",
-      "IMAGELINT_FAIL_ON=${var.fail_on}",
-    ]
-    execute_command = "chmod +x {{ .Path }}; {{ .Vars }} sudo -E sh -u '{{ .Path }}'"
+    environment_vars = ["IMAGELINT_DIR=${local.workdir}"]
+    execute_command  = "chmod +x {{ .Path }}; {{ .Vars }} sudo -E sh -eu '{{ .Path }}'"
     inline = [
-      "\"$IMAGELINT_DIR/venv/bin/imagelint\" audit / --live --config \"$IMAGELINT_DIR/imagelint.yaml\" --fail-on \"$IMAGELINT_FAIL_ON\" -f text -f \"json:$IMAGELINT_DIR/report.json\"",
-      "echo $? > \"$IMAGELINT_DIR/exit-code\"",
-      "chmod 0644 \"$IMAGELINT_DIR/report.json\" || true",
+      "bundle=\"$(sh \"$IMAGELINT_DIR/collect.sh\" \"$IMAGELINT_DIR\")\" || { echo \"imagelint gate: collection failed\" >&2; exit 3; }",
+      "cp \"$bundle\" \"$IMAGELINT_DIR/bundle\" && chmod 0644 \"$IMAGELINT_DIR/bundle\"",
+      "echo \"imagelint gate: bundle of $(wc -c < \"$IMAGELINT_DIR/bundle\") bytes\"",
     ]
   }
 
-  # 3. Bring the report back to the Packer host.
+  # 4. Bring the bundle back to the Packer host.
   provisioner "file" {
     direction   = "download"
-    source      = "${local.workdir}/report.json"
-    destination = var.report_path
+    source      = "${local.workdir}/bundle"
+    destination = local.bundle
   }
 
-  # 4. Remove imagelint from the image, then pass or fail the build with imagelint's exit code.
+  # 5. Remove the collector from the image.
   provisioner "shell" {
+    environment_vars = ["IMAGELINT_DIR=${local.workdir}"]
+    execute_command  = "chmod +x {{ .Path }}; {{ .Vars }} sudo -E sh -eu '{{ .Path }}'"
+    inline           = ["rm -rf \"$IMAGELINT_DIR\""]
+  }
+
+  # 6. The verdict, on the Packer host: imagelint's exit code passes or fails the build.
+  provisioner "shell-local" {
     environment_vars = [
-      "IMAGELINT_DIR=${local.workdir}",
+      "IMAGELINT=${var.imagelint}",
+      "IMAGELINT_CONFIG=${local.config}",
+      "IMAGELINT_BUNDLE=${local.bundle}",
+      "IMAGELINT_FAIL_ON=${var.fail_on}",
+      "IMAGELINT_REPORT=${var.report_path}",
     ]
-    execute_command = "chmod +x {{ .Path }}; {{ .Vars }} sudo -E sh -eu '{{ .Path }}'"
     inline = [
-      "rc=\"$(cat \"$IMAGELINT_DIR/exit-code\")\"",
-      "rm -rf \"$IMAGELINT_DIR\"",
-      "echo \"imagelint gate: exit code $rc (0 pass, 1 fail, 2 usage, 3 inconclusive)\"",
-      "exit \"$rc\"",
+      "echo \"imagelint gate: $IMAGELINT audit $IMAGELINT_BUNDLE\"",
+      "\"$IMAGELINT\" audit \"$IMAGELINT_BUNDLE\" --config \"$IMAGELINT_CONFIG\" --fail-on \"$IMAGELINT_FAIL_ON\" -f text -f \"json:$IMAGELINT_REPORT\"",
     ]
   }
 }

@@ -81,3 +81,16 @@ def register_image(ec2: Any, snapshot_id: str, *, name: str = "imagelint-snapsho
     image.root_device_name, image.root_device_type = root, "ebs"
     image.ebs_snapshot = backend.snapshots[snapshot_id]
     return image_id
+
+
+def encrypted_image(env: Any) -> tuple[str, str, str]:
+    """An AMI on a snapshot encrypted with a new customer managed key: (image, snapshot, key ARN).
+    moto keeps a snapshot's KmsKeyId only from CopySnapshot, so the snapshot is a copy."""
+    ec2 = env.client("ec2")
+    key = env.client("kms").create_key(Description="imagelint test CMK")["KeyMetadata"]["Arn"]
+    volume = ec2.create_volume(AvailabilityZone=f"{ec2.meta.region_name}a", Size=8)["VolumeId"]
+    plain = ec2.create_snapshot(VolumeId=volume)["SnapshotId"]
+    snapshot = ec2.copy_snapshot(
+        SourceSnapshotId=plain, SourceRegion=ec2.meta.region_name, Encrypted=True, KmsKeyId=key
+    )["SnapshotId"]
+    return register_image(ec2, snapshot, name="encrypted"), snapshot, key

@@ -192,6 +192,8 @@ def test_errors_are_one_line_with_what_to_check(
     message = str(failed.value)
     assert message.startswith(f"ebs ListSnapshotBlocks failed: {code}: {SNAP}: no (reason {reason})")
     assert says in message and "\n" not in message
+    # another account's snapshot (shared or public) is not readable: copy it, not "share" it
+    assert ("copy-snapshot" in message) == (code != "ValidationException")
 
 
 def test_a_block_size_other_than_512_kib_is_refused(stubbed: Any) -> None:

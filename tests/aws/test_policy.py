@@ -4,6 +4,7 @@ calls (recorded from real runs of every flow against moto, not listed by hand) i
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import functools
 import json
 import re
@@ -13,7 +14,9 @@ from pathlib import Path
 import boto3
 import pytest
 
-from imagelint.aws import policy
+from imagelint.aws import kms, policy
+from imagelint.aws.kms import IMPLICIT_KMS
+from tests.aws.ebs_upload import encrypted_image
 from tests.aws.moto_env import MotoEnv
 from tests.aws.test_ami_inputs import PACK
 from tests.support import REPO, run_cli
@@ -33,12 +36,26 @@ def _json_documents(text: str) -> list[dict]:
     return [d for d in docs if isinstance(d, dict) and "Statement" in d]
 
 
-def _actions(doc: dict) -> set[str]:
+# conditions a request the caller makes itself never meets: only AWS services' calls on its behalf
+_ON_BEHALF = {"kms:ViaService", "kms:GrantIsForAWSResource"}
+
+
+def _actions(doc: dict, *, direct: bool = False) -> set[str]:
+    """The actions the statements of ``doc`` name (``direct``: only in statements a call the caller
+    makes itself can meet; the tag conditions are checked against the requests separately)."""
     out: set[str] = set()
     for statement in doc["Statement"]:
+        keys = {k for test in statement.get("Condition", {}).values() for k in test}
+        if direct and keys & _ON_BEHALF:
+            continue
         action = statement["Action"]
         out |= {action} if isinstance(action, str) else set(action)
     return out
+
+
+def _allowed(action: str, actions: set[str]) -> bool:
+    """IAM's match: ``*`` and ``?`` wildcards, case-insensitive."""
+    return any(fnmatch.fnmatchcase(action.lower(), pattern.lower()) for pattern in actions)
 
 
 @pytest.mark.parametrize("command", [["ami"], ["ami", "check"]], ids=" ".join)
@@ -66,11 +83,18 @@ def test_readme_gives_the_same_policies():
 class Recorder:
     def __init__(self) -> None:
         self.calls: set[str] = set()
+        self.requests: list[tuple[str, dict]] = []  # (service:Operation, its parameters)
 
     def __call__(self, model, **kwargs) -> None:
         prefix = model.service_model.signing_name
         api = f"{prefix}:{model.name}"
         self.calls.add(policy.ACTION_OF.get(api, api))
+
+    def parameters(self, params, model, **kwargs) -> None:
+        self.requests.append((f"{model.service_model.signing_name}:{model.name}", dict(params)))
+
+    def made(self, api: str) -> list[dict]:
+        return [params for name, params in self.requests if name == api]
 
 
 @pytest.fixture
@@ -88,6 +112,7 @@ def recorded(monkeypatch: pytest.MonkeyPatch, moto_env: MotoEnv) -> Iterator[Rec
         def __init__(self, *args, **kwargs) -> None:
             super().__init__(*args, **kwargs)
             self.events.register("before-call", recorder)
+            self.events.register("before-parameter-build", recorder.parameters)
 
     monkeypatch.setattr(boto3.session, "Session", Recording)
     sign = s3urls.Presigner._sign
@@ -130,9 +155,10 @@ def test_every_call_of_every_flow_is_in_the_runner_policy(
     )
     assert run_ami(launch).value == "fail"
     # volume mode on a fresh image (moto has no EnableImageDeprecation: test_contract covers it)
+    # ... on an AMI whose snapshot is encrypted with a customer managed key (the KMS pre-flight)
     ec2 = moto_env.client("ec2")
     runner = ec2.run_instances(ImageId=moto_env.image_id, MinCount=1, MaxCount=1)["Instances"][0]
-    image = ec2.create_image(InstanceId=runner["InstanceId"], Name="second")["ImageId"]
+    image, _, _ = encrypted_image(moto_env)
     host = LocalTreeHost(runner["InstanceId"], runner["Placement"]["AvailabilityZone"], sample_image)
     volume = AmiOptions(images=[image], mode="volume", timing=timing, run=run)
     assert run_ami(volume, volume_host=host).value == "fail"
@@ -156,14 +182,148 @@ def test_every_call_of_every_flow_is_in_the_runner_policy(
     assert {"ec2:AttachVolume", "ec2:DeregisterImage", "ssm:ListCommands"} <= recorded.calls
     assert "ssm:DescribeInstanceInformation" in recorded.calls
     allowed = _actions(policy.runner_policy())
+    assert {"ec2:DescribeSnapshots", "kms:DescribeKey"} <= recorded.calls
     test_only = {
-        "ec2:CreateImage",
+        "ec2:CreateSnapshot",
+        "ec2:CopySnapshot",
+        "ec2:RegisterImage",
+        "kms:CreateKey",
         "iam:CreateRole",
         "iam:CreateInstanceProfile",
         "iam:AddRoleToInstanceProfile",
     }
-    missing = recorded.calls - allowed - test_only
+    direct = _actions(policy.runner_policy(), direct=True)
+    missing = {c for c in recorded.calls - test_only - policy.NO_PERMISSION if not _allowed(c, direct)}
     assert not missing, f"called but not in the runner policy: {sorted(missing)}"
+    # ... and what EC2 does with the runner's permissions for an encrypted snapshot
+    _check_tag_conditions(recorded, moto_env)
+    implicit = {k for call in recorded.calls for k in IMPLICIT_KMS.get(call, ())}
+    assert {"kms:CreateGrant", "kms:Decrypt"} <= implicit
+    assert not {k for k in implicit if not _allowed(k, allowed)}, implicit
+
+
+def test_the_implicit_kms_actions_are_in_the_printed_policies() -> None:
+    """Every call the table names, and what AWS does with the caller's KMS permissions for it, is in
+    the policy of the mode that makes the call: the runner's (launch, volume) or snapshot mode's."""
+    from imagelint.aws.snapshot import IAM_POLICY
+
+    runner, snapshot = _actions(policy.runner_policy()), _actions(IAM_POLICY)
+    for call, kms_actions in IMPLICIT_KMS.items():
+        doc = snapshot if call.startswith("ebs:") else runner
+        assert _allowed(call, doc), call
+        assert all(_allowed(a, doc) for a in kms_actions), (call, kms_actions)
+    # the pre-flight's own calls are allowed without a condition; the ones EC2 makes only through it
+    assert _allowed("kms:DescribeKey", _actions(policy.runner_policy(), direct=True))
+    assert _allowed("kms:DescribeKey", _actions(IAM_POLICY, direct=True))
+    assert not _allowed("kms:Decrypt", _actions(policy.runner_policy(), direct=True))
+    grant = next(s for s in policy.runner_policy()["Statement"] if "kms:CreateGrant" in s["Action"])
+    assert grant["Condition"] == {"Bool": {"kms:GrantIsForAWSResource": "true"}}
+    assert set(kms.LAUNCH) <= runner and set(kms.READ) <= snapshot
+
+
+def test_a_snapshot_mode_refusal_calls_only_what_its_policy_allows(recorded: Recorder, moto_env: MotoEnv):
+    """Snapshot mode's pre-flight (owner, key) is covered by snapshot mode's policy."""
+    from imagelint.aws.snapshot import IAM_POLICY
+    from imagelint.commands.ami import AmiOptions, run_ami
+    from imagelint.errors import UsageError
+
+    with pytest.raises(UsageError, match="owned by account"):
+        run_ami(AmiOptions(images=[moto_env.image_id], mode="snapshot"))
+    assert {"ec2:DescribeImages", "ec2:DescribeSnapshots"} <= recorded.calls
+    allowed = _actions(IAM_POLICY, direct=True)
+    assert not {c for c in recorded.calls - policy.NO_PERMISSION if not _allowed(c, allowed)}
+
+
+def _check_tag_conditions(recorded: Recorder, moto_env: MotoEnv) -> None:
+    """The flows' requests meet the runner policy's tag conditions: what they create carries the run
+    tag in the creating call (aws:RequestTag), tags after creation go only on the gated AMI and its
+    snapshots, and what they terminate carries the run tag (aws:ResourceTag)."""
+    from imagelint.aws.ec2 import RUN_TAG
+
+    def tagged(params: dict, kind: str) -> bool:
+        specs = [t for t in params.get("TagSpecifications", []) if t["ResourceType"] == kind]
+        return any(tag["Key"] == RUN_TAG for spec in specs for tag in spec["Tags"])
+
+    launched = [p for p in recorded.made("ec2:RunInstances") if "UserData" in p]  # the flows', not the test's
+    assert launched and all(tagged(p, "instance") and tagged(p, "volume") for p in launched)
+    created = recorded.made("ec2:CreateVolume")
+    assert created and all(tagged(p, "volume") for p in created)
+    verdicts = [
+        p for p in recorded.made("ec2:CreateTags") if any(t["Key"] == "imagelint:verdict" for t in p["Tags"])
+    ]
+    assert verdicts and all(r.startswith(("ami-", "snap-")) for p in verdicts for r in p["Resources"])
+    terminated = {i for p in recorded.made("ec2:TerminateInstances") for i in p["InstanceIds"]}
+    reply = moto_env.client("ec2").describe_instances(InstanceIds=sorted(terminated))
+    tags = {
+        i["InstanceId"]: {t["Key"] for t in i.get("Tags", [])}
+        for r in reply["Reservations"]
+        for i in r["Instances"]
+    }
+    assert terminated and all(RUN_TAG in tags[i] for i in terminated), tags
+
+
+@pytest.mark.slow
+def test_snapshot_mode_with_tag_calls_only_what_its_policy_allows(
+    recorded: Recorder, moto_env: MotoEnv, faulty_disk: Path
+) -> None:
+    """The Packer recipes' offline gate (`ami --mode snapshot --tag`), run for real: every call is in
+    snapshot mode's policy, CreateTags included."""
+    from imagelint.aws.snapshot import IAM_POLICY
+    from imagelint.commands.ami import AmiOptions, run_ami
+    from tests.aws.ebs_upload import register_image, upload_image
+
+    snapshot_id, _ = upload_image(moto_env.client("ebs", direct=True), faulty_disk)
+    image = register_image(moto_env.client("ec2", direct=True), snapshot_id)
+    recorded.calls.clear()
+    assert run_ami(AmiOptions(images=[image], mode="snapshot", tag=True)).value == "fail"
+    assert {"ec2:CreateTags", "ebs:GetSnapshotBlock", "ec2:DescribeSnapshots"} <= recorded.calls
+    allowed = _actions(IAM_POLICY, direct=True)
+    assert not {c for c in recorded.calls - policy.NO_PERMISSION if not _allowed(c, allowed)}
+
+
+_ACTION = re.compile(r"^[a-z0-9-]+:[A-Za-z0-9*?]+$")
+_CONDITION_KEY = re.compile(r"^(aws|ec2|iam|kms|s3|ssm):[A-Za-z]+(/[\w:.+=@/-]+)?$")
+_OPERATORS = {"StringEquals", "StringLike", "StringNotEquals", "Bool", "ArnLike", "ArnEquals"}
+_SERVICES = {"ec2": "ec2", "ebs": "ebs", "kms": "kms", "ssm": "ssm", "s3": "s3", "iam": "iam", "sts": "sts"}
+
+
+def _policies() -> list[dict]:
+    from imagelint.aws.snapshot import IAM_POLICY
+
+    return [policy.runner_policy(), policy.instance_role_policy(), IAM_POLICY]
+
+
+@pytest.mark.parametrize("index", range(3), ids=["runner", "instance-role", "snapshot-mode"])
+def test_the_policies_are_well_formed_and_name_real_actions(index: int) -> None:
+    """Valid IAM JSON; every action an operation of botocore's model of its service (or a documented
+    permission-only action), wildcards matching at least one; well-formed condition keys."""
+    import botocore.session
+
+    doc = _policies()[index]
+    assert set(doc) == {"Version", "Statement"} and doc["Version"] == "2012-10-17"
+    session = botocore.session.get_session()
+    sids = [s["Sid"] for s in doc["Statement"] if "Sid" in s]
+    assert len(sids) == len(set(sids)) and all(re.fullmatch(r"[A-Za-z0-9]+", sid) for sid in sids)
+    for statement in doc["Statement"]:
+        assert set(statement) <= {"Sid", "Effect", "Action", "Resource", "Condition"}
+        assert statement["Effect"] == "Allow"
+        resources = statement["Resource"]
+        for resource in [resources] if isinstance(resources, str) else resources:
+            assert resource == "*" or re.fullmatch(r"arn:aws:[a-z0-9-]+:[a-z0-9*-]*:[0-9*]*:\S+", resource), (
+                resource
+            )
+        for action in statement["Action"]:
+            assert _ACTION.match(action), action
+            prefix, name = action.split(":")
+            if action in policy.PERMISSION_ONLY:
+                continue
+            operations = session.get_service_model(_SERVICES[prefix]).operation_names
+            assert fnmatch.filter(operations, name), (
+                f"{action}: no such operation in botocore's {prefix} model"
+            )
+        for operator, test in statement.get("Condition", {}).items():
+            assert operator in _OPERATORS, operator
+            assert all(_CONDITION_KEY.match(key) for key in test), test
 
 
 def test_role_arn_needs_only_sts_assume_role(recorded: Recorder, moto_env: MotoEnv):

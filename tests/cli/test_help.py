@@ -15,6 +15,7 @@ COMMANDS = [
     ("audit", True),
     ("units", False),
     ("soak", True),
+    ("collector", False),
     ("ami", False),
     ("ami check", True),
     ("ami cleanup", False),

@@ -1,15 +1,17 @@
-"""The EC2 Image Builder test component: valid AWSTOE structure, and the commands the gate depends on."""
+"""The EC2 Image Builder test component: valid AWSTOE structure, S3 steps that move the collector in
+and the bundle out, and a collect step that runs for real and gives a bundle `imagelint audit` judges."""
 
 from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import jsonschema
 import yaml
 
-from tests.packer.helpers import PACKER_DIR
+from tests.packer.helpers import PACKER_DIR, VENV_BIN
 
 COMPONENT = PACKER_DIR / "imagebuilder" / "imagelint-test-component.yaml"
 SCHEMA = Path(__file__).resolve().parent / "awstoe-component.schema.json"
@@ -35,29 +37,66 @@ def test_schema_rejects_what_awstoe_rejects():
         assert not jsonschema.Draft202012Validator(schema).is_valid(bad)
 
 
-def test_only_a_test_phase_with_execute_bash_steps_that_abort_on_failure():
+def test_only_a_test_phase_whose_steps_abort_on_failure_and_run_no_python():
     doc = _doc()
     assert [p["name"] for p in doc["phases"]] == ["test"]
     steps = doc["phases"][0]["steps"]
-    assert all(s["action"] == "ExecuteBash" for s in steps)
-    gates = [s for s in steps if s["name"] != "RemoveImagelint"]
+    assert [(s["name"], s["action"]) for s in steps] == [
+        ("DownloadCollector", "S3Download"),
+        ("CollectBundle", "ExecuteBash"),
+        ("UploadBundle", "S3Upload"),
+        ("RemoveCollector", "ExecuteBash"),
+    ]
+    gates = [s for s in steps if s["name"] != "RemoveCollector"]
     assert all(s.get("onFailure", "Abort") == "Abort" for s in gates)
+    text = COMPONENT.read_text(encoding="utf-8")
+    commands = [c for s in steps if s["action"] == "ExecuteBash" for c in s["inputs"]["commands"]]
+    assert not any(re.search(r"python|pip|venv|imagelint audit", c) for c in commands)
+    assert "imagelint collector" in text and "imagelint audit BUNDLE" in text  # said where it is judged
 
 
-def test_commands_install_audit_and_soak_with_the_parameters():
+def test_s3_steps_move_the_collector_in_and_the_bundle_out_with_the_parameters():
     doc = _doc()
     params = {name for p in doc["parameters"] for name in p}
-    assert params == {"ImagelintVersion", "FailOn", "SoakDuration"}
-    commands = {s["name"]: s["inputs"]["commands"] for s in doc["phases"][0]["steps"]}
-    assert commands["InstallImagelint"][0] == "set -eu"
-    assert any('"imagelint=={{ ImagelintVersion }}"' in c for c in commands["InstallImagelint"])
-    (audit,) = commands["AuditImage"]
-    assert re.search(r"imagelint audit / --live --fail-on \"\{\{ FailOn \}\}\"", audit)
-    (soak,) = commands["SoakImage"]
-    assert 'imagelint soak --duration "{{ SoakDuration }}" --fail-on "{{ FailOn }}"' in soak
-    # every {{ reference }} names a declared parameter, and is inside a YAML string (AWSTOE's rule)
-    for cmds in commands.values():
-        for command in cmds:
-            assert set(re.findall(r"\{\{\s*(\w+)\s*\}\}", command)) <= params
-    # the exit code decides: nothing swallows it
-    assert not any("|| true" in c or "; exit 0" in c for cmds in commands.values() for c in cmds)
+    assert params == {"CollectorS3Uri", "BundleS3Uri"}
+    steps = {s["name"]: s for s in doc["phases"][0]["steps"]}
+    downloads = steps["DownloadCollector"]["inputs"]
+    assert [(d["source"], d["destination"]) for d in downloads] == [
+        ("{{ CollectorS3Uri }}/collect.sh", "/var/tmp/imagelint-test/collect.sh"),
+        ("{{ CollectorS3Uri }}/plan.txt", "/var/tmp/imagelint-test/plan.txt"),
+    ]
+    (upload,) = steps["UploadBundle"]["inputs"]
+    assert upload == {"source": "/var/tmp/imagelint-test/bundle", "destination": "{{ BundleS3Uri }}"}
+    # every {{ reference }} names a declared parameter
+    for reference in re.findall(r"\{\{\s*(\w+)\s*\}\}", COMPONENT.read_text(encoding="utf-8")):
+        assert reference in params
+
+
+def test_the_collect_step_runs_with_bash_and_the_bundle_is_judged_by_imagelint_audit(
+    tmp_path: Path, sample_image: Path
+) -> None:
+    """The CollectBundle commands run for real (bash, as AWSTOE's ExecuteBash), on the collector
+    `imagelint collector` wrote, standing in for the S3 download; the instance's paths are moved under
+    tmp_path and the collector reads the sample tree (its plan's ``root``), not this machine."""
+    exe = str(VENV_BIN / "imagelint")
+    config = PACKER_DIR / "provisioner" / "imagelint.yaml"
+    instance = tmp_path / "var-tmp-imagelint-test"
+    subprocess.run(
+        [exe, "collector", str(instance), "--config", str(config)], check=True, capture_output=True
+    )
+    with (instance / "plan.txt").open("a", encoding="utf-8") as plan:
+        plan.write(f"root {sample_image}\nshow 0\n")
+    steps = {s["name"]: s for s in _doc()["phases"][0]["steps"]}
+    script = "\n".join(steps["CollectBundle"]["inputs"]["commands"]).replace(
+        "/var/tmp/imagelint-test", str(instance)
+    )
+    proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    report = tmp_path / "report.json"
+    audit = subprocess.run(
+        [exe, "audit", str(instance / "bundle"), "--config", str(config), "-f", f"json:{report}"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert audit.returncode == 1, audit.stderr
+    failing = {f["rule_id"] for f in json.loads(report.read_text())["findings"] if f["failing"]}
+    assert {"IL203", "IL108"} <= failing

@@ -199,13 +199,23 @@ def _git_mode(path: str) -> str:
     return out.split()[0] if out else ""
 
 
-def test_provisioner_gate_order_run_download_cleanup():
+def test_provisioner_gate_collects_with_the_shell_and_judges_on_the_packer_host():
+    """No Python on the build instance: the host writes the collector, the instance runs it with sh,
+    the bundle comes back, the instance is cleaned, and the host's `imagelint audit BUNDLE` decides."""
     (build,) = load_template(PROVISIONER)["build"]
     steps = labelled(build["provisioner"])
-    assert [label for label, _ in steps] == ["shell", "file", "shell", "file", "shell"]
-    assert steps[3][1]["direction"] == "download"
-    assert any("audit / --live" in c for c in steps[2][1]["inline"])
-    assert 'rm -rf "$IMAGELINT_DIR"' in steps[4][1]["inline"] and steps[4][1]["inline"][-1] == 'exit "$rc"'
+    labels = [label for label, _ in steps]
+    assert labels == ["shell-local", "shell", "file", "file", "shell", "file", "shell", "shell-local"]
+    assert any('collector "$IMAGELINT_WORK"' in c for c in steps[0][1]["inline"])
+    assert all(steps[i][1]["generated"] is True for i in (2, 3))  # written by step 1, after validation
+    assert any('sh "$IMAGELINT_DIR/collect.sh"' in c for c in steps[4][1]["inline"])
+    assert steps[5][1]["direction"] == "download"
+    assert steps[6][1]["inline"] == ['rm -rf "$IMAGELINT_DIR"']
+    verdict = steps[7][1]["inline"]
+    assert any('audit "$IMAGELINT_BUNDLE"' in c for c in verdict)
+    # nothing on the instance installs or runs Python or pip
+    remote = "\n".join(c for label, body in steps if label == "shell" for c in body["inline"])
+    assert not re.search(r"python|pip|venv", remote)
 
 
 def test_chroot_gate_audits_the_mount_path_last():
