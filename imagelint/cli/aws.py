@@ -95,7 +95,7 @@ def ami_check(
         typer.Option(
             "--mode",
             help="launch: boot an instance, audit --live and soak over SSM; "
-            "snapshot: read the root snapshot in place through the EBS direct APIs and audit offline, "
+            "snapshot: read the AMI's snapshots in place through the EBS direct APIs and audit offline, "
             "from anywhere; volume: mount the root snapshot on this EC2 runner and audit offline.",
         ),
     ] = "launch",

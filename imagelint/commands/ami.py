@@ -10,8 +10,8 @@ samples into a bundle and uploads it to a presigned URL → download the bundle 
 with the local config and packs (:mod:`imagelint.bundle`) → terminate. Volume mode: create a volume from the
 root snapshot in this runner's zone, attach, mount read-only, audit offline, unmount, detach, delete.
 Snapshot mode (the offline mode to use; volume mode stays for accounts that forbid the EBS direct
-APIs): read the root snapshot in place through the EBS direct APIs (:mod:`imagelint.aws.snapshot`),
-from anywhere, with no instance, volume, root or mount.
+APIs): read every EBS snapshot of the AMI in place through the EBS direct APIs, mounted as the root's
+fstab says (:mod:`imagelint.aws.machine`), from anywhere, with no instance, volume, root or mount.
 
 Then, on the combined report (:mod:`imagelint.aws.merge`): keep the report in S3
 (``--report-bucket``), tag the AMI and its snapshots (``--tag``), write the outputs, and only then act
@@ -357,10 +357,12 @@ def _volume(
 def _snapshot(
     clients: Clients, image: ec2_ops.ImageInfo, options: AmiOptions, prepared: PreparedRun, progress: Progress
 ) -> Report:
-    """Read the root snapshot in place: nothing is created, so nothing needs cleaning up."""
-    from imagelint.openers.snapshot import open_snapshot
+    """Read every EBS snapshot of the AMI in place, mounted by the root's fstab as boot would
+    (:mod:`imagelint.aws.machine`): nothing is created, so nothing needs cleaning up."""
+    from imagelint.openers.snapshot import open_ami_disks
 
-    with open_snapshot(clients, _root_snapshot(image), options.snapshot, progress) as opened:
+    _root_snapshot(image)
+    with open_ami_disks(clients, image.mappings, image.root_device, options.snapshot, progress) as opened:
         return audit_opened(prepared, opened)
 
 

@@ -8,7 +8,8 @@ block and index unit). The front corrects that field and otherwise forwards the 
 
 What moto cannot do, the front does on request (``env.ebs``, reset per test): added latency per
 ``GetSnapshotBlock``, holding its replies until the test lets them go, throttling, 503s, access
-denied, snapshot not found, corrupted block data, and expired block tokens. Errors have AWS's
+denied (every call, or every read of the snapshots in ``denied``), snapshot not found, corrupted block
+data, and expired block tokens. Errors have AWS's
 rest-json shape (``x-amzn-ErrorType`` header, a body with ``Message`` and ``Reason``), so botocore
 parses them as it parses AWS's. The front also records the block indexes requested, the server-side
 count of ``GetSnapshotBlock`` calls (``gets``; ``snapshot_gets`` with the snapshot of each).
@@ -54,6 +55,7 @@ class EbsFaults:
     expire: int = 0  # the next N GetSnapshotBlock calls: ValidationException INVALID_BLOCK_TOKEN
     deny: str | None = None  # "list" | "get" | "changed": AccessDeniedException on that call
     not_found: bool = False  # ListSnapshotBlocks: ResourceNotFoundException
+    denied: set[str] = field(default_factory=set)  # these snapshots: AccessDeniedException on every read
     hold: threading.Event | None = None  # GetSnapshotBlock answers only once this is set
     gets: list[int] = field(default_factory=list)  # block indexes GetSnapshotBlock was asked for
     snapshot_gets: list[tuple[str, int]] = field(default_factory=list)  # the same, with the snapshot
@@ -90,8 +92,9 @@ class EbsFaults:
         block = _BLOCK.match(path)
         if block:
             return self._get(front, body, block.group(1), int(block.group(2)))
-        if _LIST.match(path):
-            return self._list(front, body)
+        listing = _LIST.match(path)
+        if listing:
+            return self._list(front, body, listing.group(1))
         changed = _CHANGED.match(path)
         if changed:
             return self._changed(front, changed.group(1))
@@ -164,10 +167,10 @@ class EbsFaults:
         front._send(200, {"Content-Type": "application/json"}, json.dumps(reply).encode())
         return True
 
-    def _list(self, front: Any, body: bytes) -> bool:
+    def _list(self, front: Any, body: bytes, snapshot_id: str) -> bool:
         with self.lock:
             self.lists += 1
-        if self.deny == "list":
+        if self.deny == "list" or snapshot_id in self.denied:
             return _error(front, 403, "AccessDeniedException", "not authorized", "UNAUTHORIZED_ACCOUNT")
         if self.not_found:
             return _error(front, 404, "ResourceNotFoundException", "snapshot not found", "SNAPSHOT_NOT_FOUND")
@@ -187,19 +190,19 @@ class EbsFaults:
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             generation = self.generation
         try:
-            return self._answer_get(front, body)
+            return self._answer_get(front, body, snapshot_id)
         finally:
             with self.lock:
                 if self.generation == generation:
                     self.in_flight -= 1
 
-    def _answer_get(self, front: Any, body: bytes) -> bool:
+    def _answer_get(self, front: Any, body: bytes, snapshot_id: str) -> bool:
         hold = self.hold
         if hold is not None:
             hold.wait(timeout=60)
         if self.latency:
             time.sleep(self.latency)
-        if self.deny == "get":
+        if self.deny == "get" or snapshot_id in self.denied:
             return _error(front, 403, "AccessDeniedException", "not authorized", "DEPENDENCY_ACCESS_DENIED")
         if self._take("throttle"):
             return _error(front, 400, "RequestThrottledException", "slow down", "ACCOUNT_THROTTLED")
