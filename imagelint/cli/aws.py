@@ -100,6 +100,15 @@ def ami_check(
         ),
     ] = "launch",
     concurrency: ConcurrencyOpt = 16,
+    parallel: Annotated[
+        int,
+        typer.Option(
+            "--parallel",
+            min=1,
+            max=32,
+            help="AMIs (and regions) checked at once; one combined report, in the order given.",
+        ),
+    ] = 4,
     report_bucket: Annotated[
         str | None,
         typer.Option("--report-bucket", help="S3 bucket for the instance's reports and the final report."),
@@ -195,6 +204,7 @@ def ami_check(
         interactive=sys.stderr.isatty(),
         role_arn=role_arn,
         snapshot=SnapshotSettings(concurrency=concurrency),
+        parallel=parallel,
     )
     raise typer.Exit(int(run_ami(options).exit_code))
 

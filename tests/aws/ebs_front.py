@@ -12,7 +12,10 @@ denied (every call, or every read of the snapshots in ``denied``), snapshot not 
 data, and expired block tokens. Errors have AWS's
 rest-json shape (``x-amzn-ErrorType`` header, a body with ``Message`` and ``Reason``), so botocore
 parses them as it parses AWS's. The front also records the block indexes requested, the server-side
-count of ``GetSnapshotBlock`` calls (``gets``; ``snapshot_gets`` with the snapshot of each).
+count of ``GetSnapshotBlock`` calls (``gets``; ``snapshot_gets`` with the snapshot of each), and the
+most snapshots read at once (``max_snapshots_in_flight``); with ``meet = N`` every ``GetSnapshotBlock``
+waits until N snapshots are being read at once (``met`` is set then; 30 s at most), so a test proves
+that reads of several snapshots overlap rather than hoping they do.
 
 moto ignores ``StartSnapshot``'s ``ParentSnapshotId``, and its ``ListChangedBlocks`` leaves out the
 blocks only the second snapshot has and neither paginates nor knows lineages. The front records each
@@ -66,6 +69,10 @@ class EbsFaults:
     parents: dict[str, str | None] = field(default_factory=dict)  # lineage, from StartSnapshot
     in_flight: int = 0
     max_in_flight: int = 0  # the most GetSnapshotBlock calls served at once
+    snapshots_in_flight: dict[str, int] = field(default_factory=dict)  # calls in flight, by snapshot
+    max_snapshots_in_flight: int = 0  # the most snapshots read at once (several AMIs checked together)
+    meet: int = 0  # GetSnapshotBlock waits (30 s at most) until this many snapshots are read at once
+    met: threading.Event = field(default_factory=threading.Event)
     generation: int = 0  # bumped by reset: a call still in flight from before it is not counted after it
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -188,13 +195,21 @@ class EbsFaults:
             self.snapshot_gets.append((snapshot_id, index))
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            self.snapshots_in_flight[snapshot_id] = self.snapshots_in_flight.get(snapshot_id, 0) + 1
+            reading = sum(1 for n in self.snapshots_in_flight.values() if n > 0)
+            self.max_snapshots_in_flight = max(self.max_snapshots_in_flight, reading)
+            if self.meet and reading >= self.meet:
+                self.met.set()
             generation = self.generation
         try:
+            if self.meet:
+                self.met.wait(timeout=30)
             return self._answer_get(front, body, snapshot_id)
         finally:
             with self.lock:
                 if self.generation == generation:
                     self.in_flight -= 1
+                    self.snapshots_in_flight[snapshot_id] -= 1
 
     def _answer_get(self, front: Any, body: bytes, snapshot_id: str) -> bool:
         hold = self.hold
