@@ -1,7 +1,8 @@
 """``ebs:snap-…``: an EBS snapshot read in place through the EBS direct APIs (``imagelint.aws.snapshot``).
 
 :func:`open_snapshot` is the one way a snapshot becomes an opened target: the opener uses it for an
-``ebs:`` spec, and ``ami check --mode snapshot`` for an AMI's root snapshot, with its own clients.
+``ebs:`` spec. ``ami check --mode snapshot`` opens every snapshot of an AMI as one machine, with its
+own clients (:func:`open_ami_disks`, :mod:`imagelint.aws.machine`).
 
 Both sides of a diff: OLD's blocks are kept for NEW, which is read through ListChangedBlocks when
 the two are of one lineage (:mod:`imagelint.aws.ebs_reuse`); the report's ``snapshot.blocks`` says
