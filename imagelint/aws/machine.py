@@ -17,6 +17,9 @@ A disk's kernel names are its ``DeviceName`` and the Xen driver's rename of it (
 either. On Nitro instances the disks appear as NVMe devices named in discovery order, so a
 ``/dev/nvme*`` name in fstab cannot be tied to a mapping: the disk targets make that inconclusive.
 
+The streams of one AMI share the block cache's budget (``SnapshotSettings.cache_mib``, 64 MiB, split
+between them, 16 MiB at least each), so an AMI of several volumes holds about as much as one of a
+single volume.
 The report's ``facts["snapshot"]`` keeps the root snapshot's counters (as for one snapshot) and
 lists every mapping under ``volumes``: device name, kind, snapshot id, status, blocks fetched.
 """
@@ -24,6 +27,7 @@ lists every mapping under ``volumes``: device name, kind, snapshot id, status, b
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -41,6 +45,7 @@ if TYPE_CHECKING:
 
 _XEN_NAME = re.compile(r"^/dev/(?:sd|xvd)([a-z]{1,2})\d*$")
 MIB = 1024 * 1024
+MIN_CACHE_MIB = 16
 MAX_MAPPINGS = 128  # EC2 allows far fewer; a longer list is not an AMI's
 
 
@@ -100,13 +105,16 @@ def machine_target(
     root = next((i for i, m in enumerate(mappings) if m.device_name == root_device), None)
     if root is None or mappings[root].snapshot_id is None:
         raise UsageError(f"the root device {root_device} has no EBS snapshot among the AMI's mappings")
+    count = sum(1 for m in mappings if m.snapshot_id is not None)
+    # the AMI's streams share one cache budget (each keeps a floor of MIN_CACHE_MIB)
+    shared = dataclasses.replace(settings, cache_mib=max(MIN_CACHE_MIB, settings.cache_mib // count))
     with contextlib.ExitStack() as stack:
         for index, mapping in enumerate(mappings):
             if mapping.snapshot_id is None:
                 continue
             try:
                 mapping.stream = stack.enter_context(
-                    open_stream(clients, mapping.snapshot_id, settings, progress)
+                    open_stream(clients, mapping.snapshot_id, shared, progress)
                 )
             except ImageLintError as exc:
                 if index == root:

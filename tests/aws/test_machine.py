@@ -83,6 +83,7 @@ def test_every_snapshot_is_read_and_var_is_mounted_from_its_own(
     assert served[root] > 0 and served[var] > 0
     assert report["facts"]["snapshot"]["snapshot_id"] == root  # the root's, as for one snapshot
     assert report["facts"]["disk"]["io"]["blocks_fetched"] == len(env.ebs.gets)  # both streams
+    assert report["facts"]["disk"]["io"]["cache_bytes"] == 64 * 1024 * 1024  # one budget, shared
     mounts = {m["mountpoint"]: m for m in report["facts"]["disk"]["mounts"]}
     assert mounts["/var"]["status"] == "mounted" and mounts["/var"]["device"] == f"UUID={VAR_UUID}"
     assert mounts["/var"]["volume"] == f"/dev/sdb ({var}) disk"

@@ -196,7 +196,7 @@ class _Finder:
 class _Streams:
     """The counters of every disk's stream, summed (``facts["disk"]["io"]``); per disk in ``disks``."""
 
-    _SAME = ("block_size", "concurrency", "cache_bytes")
+    _SAME = ("block_size", "concurrency")  # the rest add up (cache_bytes: the budget of them all)
 
     def __init__(self, streams: list[BinaryIO]) -> None:
         self.streams = streams
