@@ -5,14 +5,19 @@ credential chain) apply, which is also how the tests point the CLI at a local mo
 ``session`` is a boto3 session; ``--role-arn`` gives one whose credentials refresh themselves
 (:mod:`imagelint.aws.credentials`), so a run outliving a one-hour session can still terminate what
 it launched. :meth:`Clients.presigner` signs the instance's S3 URLs (:mod:`imagelint.aws.s3urls`).
+Clients are made under one lock (a boto3 session is not thread-safe; its clients are), so threads
+checking several AMIs at once may share them.
 """
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 from imagelint.errors import UsageError
+
+_MAKING = threading.RLock()  # boto3 sessions are not thread-safe: clients are made one at a time
 
 
 @dataclass
@@ -31,9 +36,10 @@ class Clients:
         from botocore.config import Config
 
         config = Config(retries=retries, connect_timeout=10, read_timeout=60, max_pool_connections=pool)
-        if self.session is None:
-            self.session = boto3.session.Session()
-        return self.session.client(service, region_name=self.region, config=config)
+        with _MAKING:
+            if self.session is None:
+                self.session = boto3.session.Session()
+            return self.session.client(service, region_name=self.region, config=config)
 
     def presigner(self, bucket: str) -> Any:
         """The :class:`~imagelint.aws.s3urls.Presigner` of ``bucket`` (SigV4, the bucket's region)."""

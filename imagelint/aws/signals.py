@@ -3,12 +3,21 @@
 :class:`SignalGuard` turns either signal into :class:`Interrupted` (exit 3, inconclusive) while armed;
 cleanup blocks run to their end whatever arrives meanwhile. `imagelint ami` terminates its instances
 and volumes on the way out; `imagelint fleet` cancels its SSM command.
+
+Worker threads (``ami check`` of several AMIs at once) register with :meth:`SignalGuard.worker`. Python
+runs signal handlers in the main thread only, so the handler raises the same exception in every
+registered worker that is armed (not in a cleanup block), through CPython's
+``PyThreadState_SetAsyncExc``: each stops where it is, at its next bytecode (after the sleep or call
+in flight), and runs its own ``finally`` cleanup, exactly as the main thread does. Armed or not is
+kept per thread, under one lock the handler takes too, so a worker's cleanup is never cut short.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import signal
+import threading
 from collections.abc import Iterator
 
 from imagelint.errors import ExitCode, ImageLintError
@@ -33,18 +42,52 @@ class SignalGuard:
     again for a signal whose exception something on the way up swallowed: a signal is never lost."""
 
     def __init__(self) -> None:
-        self.armed = True
         self.received: int | None = None
+        self._lock = threading.Lock()
+        self._armed: dict[int, bool] = {}  # by thread: armed unless in a cleanup block
+        self._workers: set[int] = set()
+
+    @property
+    def armed(self) -> bool:
+        """Whether a signal raises in the calling thread now."""
+        with self._lock:
+            return self._armed.get(threading.get_ident(), True)
+
+    @armed.setter
+    def armed(self, value: bool) -> None:
+        with self._lock:
+            self._armed[threading.get_ident()] = value
 
     def _handler(self, signum: int, frame: object) -> None:
         if self.received is None:
             self.received = signum
+        with self._lock:
+            for ident in self._workers:
+                if self._armed.get(ident, True):
+                    _raise_in(ident, signum)
         if self.armed:
             raise _Signalled(signum)
 
     def checkpoint(self) -> None:
         if self.armed and self.received is not None:
             raise _Signalled(self.received)
+
+    @contextlib.contextmanager
+    def worker(self) -> Iterator[None]:
+        """The calling thread works for the run: a signal raises in it too (a signal that came before
+        it started, at once)."""
+        ident = threading.get_ident()
+        with self._lock:
+            self._workers.add(ident)
+            self._armed[ident] = True
+        try:
+            self.checkpoint()
+            yield
+        finally:
+            with self._lock:
+                self._workers.discard(ident)
+                self._armed.pop(ident, None)
+                _raise_in(ident, None)  # nothing left pending for the pool's next task
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[SignalGuard]:
@@ -63,10 +106,28 @@ class SignalGuard:
     @contextlib.contextmanager
     def cleanup(self) -> Iterator[None]:
         """Cleanup must finish: a second Ctrl-C or SIGTERM does not cut it short."""
-        was = self.armed
-        self.armed = False
+        ident = threading.get_ident()
+        with self._lock:
+            was = self._armed.get(ident, True)
+            self._armed[ident] = False
+            if ident in self._workers:
+                _raise_in(ident, None)  # raised by the handler, not delivered yet: noted instead
         try:
             yield
         finally:
             self.armed = was
         self.checkpoint()  # reached only when the block ended normally: a signal noted in it stops the run
+
+
+def _raise_in(ident: int, signum: int | None) -> None:
+    """Raise :class:`_Signalled` in another thread at its next bytecode (None: clear a pending one)."""
+    exc: object = None
+    if signum is not None:
+        number = signum
+
+        class _SignalledThere(_Signalled):
+            def __init__(self) -> None:
+                super().__init__(number)
+
+        exc = ctypes.py_object(_SignalledThere)
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), exc)

@@ -119,7 +119,7 @@ def snapshot_target(
     through: Callable[[EbsApi], BlockSource] | None = None,
 ) -> Iterator[tuple[Any, SnapshotStream]]:
     """The disk target over the snapshot (and its stream, for the counters)."""
-    open_disk_target = _disk_opener()
+    open_disk_target = disk_module().open_disk_target
     with open_stream(clients, snapshot_id, settings, progress, through) as stream:
         description = f"ebs:{snapshot_id} ({clients.region})"
         try:
@@ -155,10 +155,10 @@ def stream_facts(
     return report
 
 
-def _disk_opener() -> Any:
-    """``imagelint.targets.disk.open_disk_target``, or one line saying what is missing."""
+def disk_module() -> Any:
+    """``imagelint.targets.disk``, or one line saying what is missing."""
     try:
-        from imagelint.targets.disk import open_disk_target
+        from imagelint.targets import disk
     except ImportError as exc:
         missing = getattr(exc, "name", "") or ""
         if missing.startswith("dissect"):
@@ -169,4 +169,4 @@ def _disk_opener() -> Any:
             "reading an EBS snapshot needs the disk image targets (imagelint.targets.disk), "
             "which this build of imagelint does not have"
         ) from None
-    return open_disk_target
+    return disk

@@ -95,11 +95,20 @@ def ami_check(
         typer.Option(
             "--mode",
             help="launch: boot an instance, audit --live and soak over SSM; "
-            "snapshot: read the root snapshot in place through the EBS direct APIs and audit offline, "
+            "snapshot: read the AMI's snapshots in place through the EBS direct APIs and audit offline, "
             "from anywhere; volume: mount the root snapshot on this EC2 runner and audit offline.",
         ),
     ] = "launch",
     concurrency: ConcurrencyOpt = 16,
+    parallel: Annotated[
+        int,
+        typer.Option(
+            "--parallel",
+            min=1,
+            max=32,
+            help="AMIs (and regions) checked at once; one combined report, in the order given.",
+        ),
+    ] = 4,
     report_bucket: Annotated[
         str | None,
         typer.Option("--report-bucket", help="S3 bucket for the instance's reports and the final report."),
@@ -198,6 +207,7 @@ def ami_check(
         interactive=sys.stderr.isatty(),
         role_arn=role_arn,
         snapshot=SnapshotSettings(concurrency=concurrency),
+        parallel=parallel,
     )
     raise typer.Exit(int(run_ami(options).exit_code))
 

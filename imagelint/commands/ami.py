@@ -10,8 +10,16 @@ samples into a bundle and uploads it to a presigned URL → download the bundle 
 with the local config and packs (:mod:`imagelint.bundle`) → terminate. Volume mode: create a volume from the
 root snapshot in this runner's zone, attach, mount read-only, audit offline, unmount, detach, delete.
 Snapshot mode (the offline mode to use; volume mode stays for accounts that forbid the EBS direct
-APIs): read the root snapshot in place through the EBS direct APIs (:mod:`imagelint.aws.snapshot`),
-from anywhere, with no instance, volume, root or mount.
+APIs): read every EBS snapshot of the AMI in place through the EBS direct APIs, mounted as the root's
+fstab says (:mod:`imagelint.aws.machine`), from anywhere, with no instance, volume, root or mount.
+
+Several AMIs (and regions) are checked ``--parallel`` at a time (default 4; :func:`each_image`), each
+in a worker thread with its progress lines labelled ``region:ami``; the combined report lists them in
+the order given, whatever order they finish in. An image whose check cannot complete (an API error,
+an unreadable snapshot: exit-3 errors) gets an inconclusive part of its own and the others go on;
+:func:`imagelint.report.verdict.decide` then decides the combined verdict (a failing image fails the
+run, else the missing one makes it inconclusive). Ctrl-C stops every worker where it is and each
+cleans up what it launched (:meth:`imagelint.aws.signals.SignalGuard.worker`).
 
 Then, on the combined report (:mod:`imagelint.aws.merge`): keep the report in S3
 (``--report-bucket``), tag the AMI and its snapshots (``--tag``), write the outputs, and only then act
@@ -27,6 +35,8 @@ import dataclasses
 import hashlib
 import tempfile
 import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,14 +47,14 @@ from imagelint.aws import ssm as ssm_ops
 from imagelint.aws.boot import BootWatch
 from imagelint.aws.clients import Clients, default_region
 from imagelint.aws.errors import AwsError, call, paginate
-from imagelint.aws.merge import merge
+from imagelint.aws.merge import empty_report, merge
 from imagelint.aws.progress import Progress
 from imagelint.aws.s3urls import run_expiry
-from imagelint.aws.signals import SignalGuard
+from imagelint.aws.signals import Interrupted, SignalGuard
 from imagelint.aws.snapshot import SnapshotSettings
 from imagelint.aws.volume import Ec2VolumeHost, VolumeHost, device_slot
 from imagelint.collector.plan import instance_plan
-from imagelint.errors import UsageError
+from imagelint.errors import ExitCode, ImageLintError, UsageError
 from imagelint.report import Report, Verdict
 from imagelint.report.escape import json_text
 from imagelint.report.verdict import decide
@@ -61,6 +71,10 @@ class Timing:
     command_margin: float = 900.0  # on top of the soak: collection and upload
     boot_grace: float = 180.0  # after the console shows a finished boot, wait this long for the agent
     boot_check_every: float = 30.0  # how often the SSM wait looks at the instance's state and console
+
+
+DEFAULT_PARALLEL = 4
+MAX_PARALLEL = 32
 
 
 @dataclass
@@ -82,6 +96,7 @@ class AmiOptions:
     interactive: bool = False
     role_arn: str | None = None  # assume this role (refreshing credentials) for the whole run
     snapshot: SnapshotSettings = field(default_factory=SnapshotSettings)
+    parallel: int = DEFAULT_PARALLEL  # images checked at once (``--parallel``)
 
     def per_image_seconds(self) -> float:
         """How long one image's launch may take: start, SSM, the soak and the command's margin."""
@@ -95,9 +110,14 @@ MODES = ("launch", "snapshot", "volume")
 @dataclass(frozen=True)
 class Checked:
     region: str
-    image: ec2_ops.ImageInfo
+    ami: str
+    image: ec2_ops.ImageInfo | None  # None: the image could not be checked (the report says why)
     report: Report
     run_id: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.region}:{self.ami}"
 
 
 # --- the command -------------------------------------------------------------------------------
@@ -132,37 +152,83 @@ def run_ami(
     pairs = resolve_images(options)
     clients = clients if clients is not None else {}
     session = _session(options, pairs, clients)
-    checked: list[Checked] = []
+    if not 1 <= options.parallel <= MAX_PARALLEL:
+        raise UsageError(f"--parallel {options.parallel}: give 1 to {MAX_PARALLEL}")
+    for region, _ami in pairs:
+        clients.setdefault(region, Clients(region, session))
     guard = SignalGuard()
     with guard.installed(), Progress(interactive=options.interactive) as progress:
-        for region, ami in pairs:
-            region_clients = clients.setdefault(region, Clients(region, session))
-            checked.append(
-                _check_one(region_clients, region, ami, options, prepared, guard, progress, volume_host)
-            )
+
+        def check(pair: tuple[str, str], shown: Progress) -> Checked:
+            region, ami = pair
+            try:
+                return _check_one(clients[region], region, ami, options, prepared, guard, shown, volume_host)
+            except ImageLintError as exc:
+                if (
+                    len(pairs) == 1
+                    or exc.exit_code is not ExitCode.INCONCLUSIVE
+                    or isinstance(exc, Interrupted)
+                ):
+                    raise
+                shown.log(f"error (the other images go on): {exc}")
+                target = {"kind": "ami", "path": f"{region}:{ami}", "image_id": ami, "region": region}
+                return Checked(
+                    region, ami, None, empty_report({**target, "mode": options.mode}, str(exc)), ""
+                )
+
+        checked = each_image(pairs, check, options.parallel, guard, progress)
         report = (
             checked[0].report
             if len(checked) == 1
             else merge(
-                [(f"{c.region}:{c.image.image_id}", c.report) for c in checked],
-                {"kind": "ami", "path": ",".join(f"{c.region}:{c.image.image_id}" for c in checked)},
+                [(c.label, c.report) for c in checked],
+                {"kind": "ami", "path": ",".join(c.label for c in checked)},
             )
         )
         report.verdict = decide(report)
         body = json_text(report.to_dict(), indent=2, sort_keys=True).encode()
         digest = hashlib.sha256(body).hexdigest()
         for c in checked:
-            _store(clients[c.region], c, options, body, progress)
+            if c.image is not None:
+                _store(clients[c.region], c, options, body, progress)
         published = publish(report, options.run)
         # tags after the outputs: a refused CreateTags is a warning and never changes the exit code
         for c in checked:
-            if options.tag:
+            if options.tag and c.image is not None:
                 _tag(clients[c.region], c, digest, progress)
         # after the outputs are written: a failing --on-fail call (exit 3) does not lose the report
         for c in checked:
-            if c.report.verdict is Verdict.FAIL and options.on_fail != "none":
+            if c.image is not None and c.report.verdict is Verdict.FAIL and options.on_fail != "none":
                 progress.log(ec2_ops.act_on_failure(clients[c.region].ec2, c.image, options.on_fail))
     return published
+
+
+def each_image(
+    pairs: list[tuple[str, str]],
+    check: Callable[[tuple[str, str], Progress], Checked],
+    parallel: int,
+    guard: SignalGuard,
+    progress: Progress,
+) -> list[Checked]:
+    """``check`` on every (region, AMI), ``parallel`` at a time, the results in the order given
+    whatever the order they finish in. One at a time, in this thread; several, each in a worker
+    thread registered with the guard (a Ctrl-C stops each where it is and lets it clean up), with
+    its progress lines labelled. The first error that ends the run is raised once every image
+    started has finished its cleanup; images not started yet are not started."""
+    if parallel == 1 or len(pairs) == 1:
+        return [check(pair, progress) for pair in pairs]
+
+    def work(pair: tuple[str, str]) -> Checked:
+        with guard.worker():
+            return check(pair, progress.labelled(f"{pair[0]}:{pair[1]}"))
+
+    pool = ThreadPoolExecutor(max_workers=min(parallel, len(pairs)), thread_name_prefix="imagelint-ami")
+    try:
+        futures = [pool.submit(work, pair) for pair in pairs]
+        return [future.result() for future in futures]
+    finally:
+        with guard.cleanup():  # a signal now is noted: the workers clean up, this thread waits for them
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _check_one(
@@ -196,7 +262,7 @@ def _check_one(
         report = _launch(clients, image, options, prepared, run_id, guard, progress)
     report.target = {**target, **{k: v for k, v in report.target.items() if k == "instance_id"}}
     progress.log(f"{region}:{ami}: {report.verdict.value}")
-    return Checked(region, image, report, run_id)
+    return Checked(region, ami, image, report, run_id)
 
 
 def _launch(
@@ -359,13 +425,14 @@ def _volume(
 def _snapshot(
     clients: Clients, image: ec2_ops.ImageInfo, options: AmiOptions, prepared: PreparedRun, progress: Progress
 ) -> Report:
-    """Read the root snapshot in place: nothing is created, so nothing needs cleaning up."""
+    """Read every EBS snapshot of the AMI in place, mounted by the root's fstab as boot would
+    (:mod:`imagelint.aws.machine`): nothing is created, so nothing needs cleaning up."""
     from imagelint.aws import kms
-    from imagelint.openers.snapshot import open_snapshot
+    from imagelint.openers.snapshot import open_ami_disks
 
     kms.check_owned(clients, image.image_id, _root_snapshot(image), image.region)
-    kms.check_image(clients, image.image_id, [_root_snapshot(image)], kms.READ)
-    with open_snapshot(clients, _root_snapshot(image), options.snapshot, progress) as opened:
+    kms.check_image(clients, image.image_id, list(image.snapshots), kms.READ)
+    with open_ami_disks(clients, image.mappings, image.root_device, options.snapshot, progress) as opened:
         return audit_opened(prepared, opened)
 
 
@@ -401,6 +468,7 @@ def _store(clients: Clients, checked: Checked, options: AmiOptions, body: bytes,
 def _tag(clients: Clients, checked: Checked, digest: str, progress: Progress) -> None:
     """Tag the verdict on the AMI and its snapshots; any failure (the 50-tag limit, snapshots of a
     shared AMI this account cannot see, a denied CreateTags) is a warning: the verdict stands."""
+    assert checked.image is not None
     tags = verdict_tags(checked.report.verdict, digest)
     try:
         ec2_ops.tag_image(clients.ec2, checked.image, tags)

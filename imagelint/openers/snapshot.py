@@ -1,7 +1,8 @@
 """``ebs:snap-…``: an EBS snapshot read in place through the EBS direct APIs (``imagelint.aws.snapshot``).
 
 :func:`open_snapshot` is the one way a snapshot becomes an opened target: the opener uses it for an
-``ebs:`` spec, and ``ami check --mode snapshot`` for an AMI's root snapshot, with its own clients.
+``ebs:`` spec. ``ami check --mode snapshot`` opens every snapshot of an AMI as one machine, with its
+own clients (:func:`open_ami_disks`, :mod:`imagelint.aws.machine`).
 
 Both sides of a diff: OLD's blocks are kept for NEW, which is read through ListChangedBlocks when
 the two are of one lineage (:mod:`imagelint.aws.ebs_reuse`); the report's ``snapshot.blocks`` says
@@ -13,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from imagelint import stderr
 from imagelint.errors import UsageError
@@ -67,6 +68,30 @@ def open_snapshot(
             if read is not None:
                 report.facts["snapshot"]["blocks"] = read.facts()
             return report
+
+        yield Opened(KIND, target, annotate=annotate)
+
+
+@contextlib.contextmanager
+def open_ami_disks(
+    clients: Clients,
+    mappings: tuple[dict[str, Any], ...],
+    root_device: str,
+    settings: SnapshotSettings,
+    progress: Progress,
+) -> Iterator[Opened]:
+    """Every EBS snapshot of an AMI's block device mappings opened as one machine
+    (:mod:`imagelint.aws.machine`): fstab mounts a separate /var from its own snapshot, as boot does."""
+    from imagelint.aws.machine import machine_facts, machine_target, mappings_of, raise_if_failed
+
+    disks = mappings_of(mappings)
+    with machine_target(clients, disks, root_device, settings, progress) as target:
+        read = sum(1 for d in disks if d.stream is not None and d.error is None)
+        progress.phase("auditing", f"{read} snapshot(s) of {len(disks)} mapping(s)")
+
+        def annotate(report: Report) -> Report:
+            raise_if_failed(disks)
+            return machine_facts(report, disks, root_device, clients.region, progress)
 
         yield Opened(KIND, target, annotate=annotate)
 

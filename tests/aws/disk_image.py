@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import subprocess
+import tempfile
 from pathlib import Path
 
 import yaml
@@ -62,6 +63,55 @@ def gpt_ext4_image(tree: Path, dest: Path) -> Path:
         ]
     )
     return dest
+
+
+VAR_UUID = "5e1f0d3c-6a7b-4c8d-9e0f-1a2b3c4d5e6f"
+VAR_MIB = 256
+SPLIT_VERSION = "1"  # bump when the layout below changes: the cached disks are rebuilt
+
+
+def split_var_images(tree: Path) -> tuple[Path, Path]:
+    """(root disk, /var disk) of ``tree`` laid out as a CIS-style AMI, built once per machine and
+    cached (:func:`tests.targets.disk.images.cached`): the GPT root disk of :func:`gpt_ext4_image`
+    with an empty ``/var`` and an fstab mounting ``/var`` by UUID from a second disk, and that disk,
+    an unpartitioned ext4 volume holding ``tree``'s ``/var`` (``mke2fs -d``, no root)."""
+    from tests.targets.disk.images import cached
+
+    def build(dest: Path, part: str) -> None:
+        with tempfile.TemporaryDirectory(prefix="imagelint-split-", dir=dest.parent) as scratch:
+            root_tree, var_tree = _split_var(tree, Path(scratch))
+            if part == "root":
+                gpt_ext4_image(root_tree, dest)
+                return
+            _run(
+                [
+                    "mke2fs", "-q", "-F", "-t", "ext4", "-L", "var", "-U", VAR_UUID,
+                    "-d", str(var_tree), str(dest), f"{VAR_MIB}M",
+                ]
+            )  # fmt: skip
+
+    return (
+        cached(f"split-root-{SPLIT_VERSION}.img", lambda dest: build(dest, "root")),
+        cached(f"split-var-{SPLIT_VERSION}.img", lambda dest: build(dest, "var")),
+    )
+
+
+def _split_var(tree: Path, work: Path) -> tuple[Path, Path]:
+    """A copy of ``tree`` whose /var is empty and mounted by fstab from a volume, and that /var."""
+    root_tree = work / "root-tree"
+    _run(["cp", "-a", "--reflink=auto", str(tree), str(root_tree)])
+    var_tree = work / "var-tree"
+    (root_tree / "var").rename(var_tree)
+    (root_tree / "var").mkdir(mode=0o755)
+    fstab = root_tree / "etc" / "fstab"
+    if fstab.is_symlink():
+        fstab.unlink()
+    fstab.write_text(
+        "# CIS: /var on its own volume\nLABEL=root / ext4 defaults 0 1\n"
+        f"UUID={VAR_UUID} /var ext4 defaults,nodev 0 2\ntmpfs /tmp tmpfs nosuid,nodev 0 0\n",
+        encoding="utf-8",
+    )
+    return root_tree, var_tree
 
 
 UNIT = "vendor-agent.service"

@@ -8,10 +8,14 @@ block and index unit). The front corrects that field and otherwise forwards the 
 
 What moto cannot do, the front does on request (``env.ebs``, reset per test): added latency per
 ``GetSnapshotBlock``, holding its replies until the test lets them go, throttling, 503s, access
-denied, snapshot not found, corrupted block data, and expired block tokens. Errors have AWS's
+denied (every call, or every read of the snapshots in ``denied``), snapshot not found, corrupted block
+data, and expired block tokens. Errors have AWS's
 rest-json shape (``x-amzn-ErrorType`` header, a body with ``Message`` and ``Reason``), so botocore
 parses them as it parses AWS's. The front also records the block indexes requested, the server-side
-count of ``GetSnapshotBlock`` calls (``gets``; ``snapshot_gets`` with the snapshot of each).
+count of ``GetSnapshotBlock`` calls (``gets``; ``snapshot_gets`` with the snapshot of each), and the
+most snapshots read at once (``max_snapshots_in_flight``); with ``meet = N`` every ``GetSnapshotBlock``
+waits until N snapshots are being read at once (``met`` is set then; 30 s at most), so a test proves
+that reads of several snapshots overlap rather than hoping they do.
 
 moto ignores ``StartSnapshot``'s ``ParentSnapshotId``, and its ``ListChangedBlocks`` leaves out the
 blocks only the second snapshot has and neither paginates nor knows lineages. The front records each
@@ -54,6 +58,7 @@ class EbsFaults:
     expire: int = 0  # the next N GetSnapshotBlock calls: ValidationException INVALID_BLOCK_TOKEN
     deny: str | None = None  # "list" | "get" | "changed": AccessDeniedException on that call
     not_found: bool = False  # ListSnapshotBlocks: ResourceNotFoundException
+    denied: set[str] = field(default_factory=set)  # these snapshots: AccessDeniedException on every read
     hold: threading.Event | None = None  # GetSnapshotBlock answers only once this is set
     gets: list[int] = field(default_factory=list)  # block indexes GetSnapshotBlock was asked for
     snapshot_gets: list[tuple[str, int]] = field(default_factory=list)  # the same, with the snapshot
@@ -64,6 +69,10 @@ class EbsFaults:
     parents: dict[str, str | None] = field(default_factory=dict)  # lineage, from StartSnapshot
     in_flight: int = 0
     max_in_flight: int = 0  # the most GetSnapshotBlock calls served at once
+    snapshots_in_flight: dict[str, int] = field(default_factory=dict)  # calls in flight, by snapshot
+    max_snapshots_in_flight: int = 0  # the most snapshots read at once (several AMIs checked together)
+    meet: int = 0  # GetSnapshotBlock waits (30 s at most) until this many snapshots are read at once
+    met: threading.Event = field(default_factory=threading.Event)
     generation: int = 0  # bumped by reset: a call still in flight from before it is not counted after it
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -90,8 +99,9 @@ class EbsFaults:
         block = _BLOCK.match(path)
         if block:
             return self._get(front, body, block.group(1), int(block.group(2)))
-        if _LIST.match(path):
-            return self._list(front, body)
+        listing = _LIST.match(path)
+        if listing:
+            return self._list(front, body, listing.group(1))
         changed = _CHANGED.match(path)
         if changed:
             return self._changed(front, changed.group(1))
@@ -164,10 +174,10 @@ class EbsFaults:
         front._send(200, {"Content-Type": "application/json"}, json.dumps(reply).encode())
         return True
 
-    def _list(self, front: Any, body: bytes) -> bool:
+    def _list(self, front: Any, body: bytes, snapshot_id: str) -> bool:
         with self.lock:
             self.lists += 1
-        if self.deny == "list":
+        if self.deny == "list" or snapshot_id in self.denied:
             return _error(front, 403, "AccessDeniedException", "not authorized", "UNAUTHORIZED_ACCOUNT")
         if self.not_found:
             return _error(front, 404, "ResourceNotFoundException", "snapshot not found", "SNAPSHOT_NOT_FOUND")
@@ -185,21 +195,29 @@ class EbsFaults:
             self.snapshot_gets.append((snapshot_id, index))
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            self.snapshots_in_flight[snapshot_id] = self.snapshots_in_flight.get(snapshot_id, 0) + 1
+            reading = sum(1 for n in self.snapshots_in_flight.values() if n > 0)
+            self.max_snapshots_in_flight = max(self.max_snapshots_in_flight, reading)
+            if self.meet and reading >= self.meet:
+                self.met.set()
             generation = self.generation
         try:
-            return self._answer_get(front, body)
+            if self.meet:
+                self.met.wait(timeout=30)
+            return self._answer_get(front, body, snapshot_id)
         finally:
             with self.lock:
                 if self.generation == generation:
                     self.in_flight -= 1
+                    self.snapshots_in_flight[snapshot_id] -= 1
 
-    def _answer_get(self, front: Any, body: bytes) -> bool:
+    def _answer_get(self, front: Any, body: bytes, snapshot_id: str) -> bool:
         hold = self.hold
         if hold is not None:
             hold.wait(timeout=60)
         if self.latency:
             time.sleep(self.latency)
-        if self.deny == "get":
+        if self.deny == "get" or snapshot_id in self.denied:
             return _error(front, 403, "AccessDeniedException", "not authorized", "DEPENDENCY_ACCESS_DENIED")
         if self._take("throttle"):
             return _error(front, 400, "RequestThrottledException", "slow down", "ACCOUNT_THROTTLED")

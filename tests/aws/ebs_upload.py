@@ -56,30 +56,48 @@ def upload_image(
     return snapshot_id, written
 
 
-def register_image(ec2: Any, snapshot_id: str, *, name: str = "imagelint-snapshot-test") -> str:
-    """RegisterImage with the snapshot as the root device (/dev/xvda), as image pipelines do.
+def register_image(
+    ec2: Any,
+    snapshot_id: str,
+    *,
+    name: str = "imagelint-snapshot-test",
+    more: list[dict[str, Any]] | None = None,
+) -> str:
+    """RegisterImage with the snapshot as the root device (/dev/xvda), as image pipelines do, and
+    ``more`` block device mappings after it (a /var volume, instance store).
 
     moto 5.2 ignores RegisterImage's BlockDeviceMappings and RootDeviceName: it gives the image an
-    auto-created empty snapshot on /dev/sda1. Its backends live in this process (the server is a
-    thread), so the image is pointed at the requested snapshot there; DescribeImages then answers
-    what AWS would."""
+    auto-created empty snapshot on /dev/sda1 and describes that one mapping whatever was asked. Its
+    backends live in this process (the server is a thread), so the image is pointed at the requested
+    snapshot and mappings there; DescribeImages then answers what AWS would."""
     from moto.core import DEFAULT_ACCOUNT_ID
     from moto.ec2.models import ec2_backends
 
     root = "/dev/xvda"
+    mappings = [{"DeviceName": root, "Ebs": {"SnapshotId": snapshot_id}}, *(more or [])]
     image_id = str(
         ec2.register_image(
             Name=name,
             Architecture="x86_64",
             VirtualizationType="hvm",
             RootDeviceName=root,
-            BlockDeviceMappings=[{"DeviceName": root, "Ebs": {"SnapshotId": snapshot_id}}],
+            BlockDeviceMappings=mappings,
         )["ImageId"]
     )
     backend = ec2_backends[DEFAULT_ACCOUNT_ID][ec2.meta.region_name]
     image = backend.amis[image_id]
     image.root_device_name, image.root_device_type = root, "ebs"
     image.ebs_snapshot = backend.snapshots[snapshot_id]
+    if more:
+        described = [
+            {**m, "Ebs": {"VolumeSize": 1, "DeleteOnTermination": True, "VolumeType": "gp3", **m["Ebs"]}}
+            if "Ebs" in m
+            else m
+            for m in mappings
+        ]
+        image.__class__ = type(
+            "RegisteredImage", (type(image),), {"block_device_mappings": property(lambda _self: described)}
+        )
     return image_id
 
 

@@ -485,7 +485,7 @@ class MotoEnv:
         self.direct_env = {**creds, "AWS_ENDPOINT_URL": f"http://127.0.0.1:{self.moto_port}"}
         self.agent = InstanceAgent(self)
         self.ebs = EbsFaults()
-        self._clients: dict[tuple[str, bool], Any] = {}
+        self._clients: dict[tuple[str, bool, str], Any] = {}
         self.not_found: dict[str, int] = {}
         self.refuse: dict[str, tuple[str, str]] = {}
         self.expired_keys: set[str] = set()
@@ -544,15 +544,15 @@ class MotoEnv:
         self._front.shutdown()
         self._moto.stop()
 
-    def client(self, service: str, *, direct: bool = False) -> Any:
-        key = (service, direct)
+    def client(self, service: str, *, direct: bool = False, region: str = REGION) -> Any:
+        key = (service, direct, region)
         if key not in self._clients:
             import boto3
 
             port = self.moto_port if direct else self.port
             self._clients[key] = boto3.client(
                 service,
-                region_name=REGION,
+                region_name=region,
                 endpoint_url=f"http://127.0.0.1:{port}",
                 aws_access_key_id="testing",
                 aws_secret_access_key="testing",

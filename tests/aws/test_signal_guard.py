@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from imagelint.aws.signals import Interrupted, SignalGuard
+from imagelint.aws.signals import Interrupted, SignalGuard, _Signalled
 from imagelint.errors import ExitCode
 
 
@@ -72,3 +72,41 @@ def test_previous_handlers_come_back() -> None:
     with SignalGuard().installed():
         assert signal.getsignal(signal.SIGTERM) != before[signal.SIGTERM]
     assert {s: signal.getsignal(s) for s in before} == before
+
+
+def test_a_signal_stops_every_worker_where_it_is_and_lets_each_clean_up() -> None:
+    """Several AMIs at once: the handler runs in the main thread; each armed worker gets the same
+    exception in its poll loop (no checkpoint there), and its cleanup runs to its end, a second
+    signal sent from inside it notwithstanding."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    guard = SignalGuard()
+    started = threading.Barrier(3)
+    cleaned: list[str] = []
+
+    def work(name: str) -> None:
+        with guard.worker():
+            try:
+                started.wait()
+                deadline = time.monotonic() + 10  # not reached: a test that fails rather than hangs
+                while time.monotonic() < deadline:
+                    time.sleep(0.05)  # a poll loop that never calls checkpoint()
+            finally:
+                with guard.cleanup():
+                    if name == "a":
+                        _signal_self(signal.SIGINT)  # only noted: the cleanup goes on
+                    time.sleep(0.2)
+                    cleaned.append(name)
+
+    pool = ThreadPoolExecutor(max_workers=2)
+    with pytest.raises(Interrupted, match="interrupted by SIGTERM"), guard.installed():
+        futures = [pool.submit(work, name) for name in "ab"]
+        started.wait()
+        try:
+            _signal_self(signal.SIGTERM)
+        finally:
+            with guard.cleanup():
+                pool.shutdown(wait=True)
+    assert sorted(cleaned) == ["a", "b"]
+    assert all(isinstance(f.exception(), _Signalled) for f in futures)  # each stopped by the signal

@@ -3,6 +3,8 @@
 * :func:`open_disk_file` (the CLI's entry): a disk image file, its container format found by content.
 * :func:`open_disk_target`: any seekable read-only stream of a *raw* disk (the EBS snapshot reader
   hands one over), with an optional ``stats()`` method whose counters land in the report.
+* :func:`open_disks`: the several disks of one machine (an AMI's snapshots), fstab mounts matched
+  on any of them, and a mount boot makes that the audit cannot see ending the run (:mod:`.machine`).
 
 Only the file named is opened: a device node, FIFO or socket is refused, and so is a container that
 needs another file (a VMDK or VHDX parent, a qcow2 backing or data file, a differencing VHD, a VMDK
@@ -17,6 +19,7 @@ The on-disk formats are read by the dissect libraries (AGPL-3.0), an optional ex
 
 from __future__ import annotations
 
+from imagelint.targets.disk.machine import Disk, open_disks
 from imagelint.targets.disk.open import is_disk_image, open_disk_file, open_disk_target
 
-__all__ = ["is_disk_image", "open_disk_file", "open_disk_target"]
+__all__ = ["Disk", "is_disk_image", "open_disk_file", "open_disk_target", "open_disks"]

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from imagelint.errors import ImageReadError
 from imagelint.targets.disk.containers import Guarded, bound_grains, check_container
 from imagelint.targets.disk.errors import DiskImageError, require_dissect
 from imagelint.targets.disk.filesystems import Filesystem, open_filesystem
-from imagelint.targets.disk.mounts import MountTable, match_volume, parse_fstab, wanted
+from imagelint.targets.disk.mounts import FstabEntry, MountTable, match_volume, parse_fstab, wanted
 from imagelint.targets.disk.prefetch import DiskHints, disk_hints
 from imagelint.targets.disk.probe import (
     LUKS,
@@ -33,6 +35,7 @@ from imagelint.targets.disk.volumes import Layout, Volume, find_volumes, volume_
 from imagelint.targets.resolver import ResolvingTarget
 
 _ROOT_MARKERS = ("/etc/os-release", "/usr/lib/os-release")
+Opened = list[tuple[Volume, Filesystem | None]]
 MAX_FSTAB_BYTES = 1024 * 1024
 
 
@@ -173,6 +176,42 @@ def open_disk_target(
     """
     require_dissect()
     where = description
+    disk = read_disk(stream, where, partition)
+    root_volume, root_fs = pick_root(disk.selected, where)
+    table = MountTable(root_fs)
+    facts: dict[str, Any] = {
+        "container": container,
+        "partition_table": disk.layout.table,
+        "volumes": [{"volume": v.label, "content": v.content or "unrecognised"} for v in disk.layout.volumes],
+        "root": {"volume": root_volume.label, "partition": root_volume.number, "filesystem": root_fs.fstype},
+        "mounts": [],
+    }
+    target = DiskTarget(table, description, kind, facts, stream)
+    mount_fstab(target, table, disk.every(), root_volume, facts, where)
+    return target
+
+
+@dataclass
+class DiskRead:
+    """A raw disk's volumes, with the filesystems of those ``--partition`` selected opened."""
+
+    layout: Layout
+    selected: Opened
+    hints: DiskHints | None
+    where: str
+
+    def every(self) -> Opened:
+        """Every volume with its filesystem (the selected ones as opened already)."""
+        known = {id(v): fs for v, fs in self.selected}
+        return [
+            (v, known[id(v)] if id(v) in known else _open(v, self.where, self.hints))
+            for v in self.layout.volumes
+        ]
+
+
+def read_disk(stream: BinaryIO, where: str, partition: int | None = None) -> DiskRead:
+    """The volumes of a raw disk stream, checked against its size, and the filesystems of those
+    ``partition`` selects (every volume without it) opened."""
     size = stream_size(stream)
     if size < 512:
         raise DiskImageError(f"too small to be a disk image ({size} bytes)", where=where)
@@ -185,20 +224,7 @@ def open_disk_target(
             f"--partition {partition}: no such partition (the table has {known})", where=where
         )
     hints = disk_hints(stream)
-    opened = [(v, _open(v, where, hints)) for v in volumes]
-    root_volume, root_fs = _pick_root(opened, layout, where, partition)
-    table = MountTable(root_fs)
-    facts: dict[str, Any] = {
-        "container": container,
-        "partition_table": layout.table,
-        "volumes": [{"volume": v.label, "content": v.content or "unrecognised"} for v in layout.volumes],
-        "root": {"volume": root_volume.label, "partition": root_volume.number, "filesystem": root_fs.fstype},
-        "mounts": [],
-    }
-    target = DiskTarget(table, description, kind, facts, stream)
-    all_opened = opened if partition is None else [(v, _open(v, where, hints)) for v in layout.volumes]
-    _mount_fstab(target, table, all_opened, root_volume, facts, where)
-    return target
+    return DiskRead(layout, [(v, _open(v, where, hints)) for v in volumes], hints, where)
 
 
 def _check_extents(layout: Layout, size: int, where: str) -> None:
@@ -239,9 +265,8 @@ def _has_root_markers(fs: Filesystem) -> bool:
     return fs.lstat(("etc",)) is not None and fs.lstat(("usr",)) is not None
 
 
-def _pick_root(
-    opened: list[tuple[Volume, Filesystem | None]], layout: Layout, where: str, partition: int | None
-) -> tuple[Volume, Filesystem]:
+def pick_root(opened: Opened, where: str) -> tuple[Volume, Filesystem]:
+    """The one root filesystem among the volumes (one line naming what was found when there is none)."""
     candidates = [(v, fs) for v, fs in opened if fs is not None and _is_root(v, fs, where)]
     if len(candidates) == 1:
         return candidates[0]
@@ -266,15 +291,28 @@ def _pick_root(
     )
 
 
-def _mount_fstab(
+# Which volume an fstab entry names, or the status to record when none of them is it (raising
+# DiskImageError instead ends the run: a mount that boot makes and the audit cannot see).
+FindVolume = Callable[[FstabEntry, Opened], "Volume | str"]
+TMPFS_STATUS = "tmpfs: memory at boot, not image content"
+
+
+def find_in_image(entry: FstabEntry, opened: Opened) -> Volume | str:
+    """One disk image: an entry it does not hold names a data volume attached at run time."""
+    return match_volume(entry.spec, opened) or "not in this image"
+
+
+def mount_fstab(
     target: DiskTarget,
     table: MountTable,
-    opened: list[tuple[Volume, Filesystem | None]],
+    opened: Opened,
     root_volume: Volume,
     facts: dict[str, Any],
     where: str,
+    find: FindVolume = find_in_image,
 ) -> None:
-    """Mount what the root's /etc/fstab mounts at boot, in file order, each at its path inside the image."""
+    """Mount what the root's /etc/fstab mounts at boot, in file order, each at its path inside the image.
+    tmpfs entries are recorded (their content is made at boot), as is every entry no volume matched."""
     try:
         if target.stat("/etc/fstab") is None:
             return
@@ -282,13 +320,17 @@ def _mount_fstab(
     except ImageReadError as exc:  # a mount it names could hide what the audit must see
         raise DiskImageError(f"cannot read the root's /etc/fstab: {exc.reason}", where=where) from None
     for entry in parse_fstab(text):
+        if entry.fstype == "tmpfs" and entry.mountpoint.startswith("/"):
+            tmpfs = {"mountpoint": entry.mountpoint, "device": entry.spec, "status": TMPFS_STATUS}
+            facts["mounts"].append(tmpfs)
+            continue
         if not wanted(entry):
             continue
-        volume = match_volume(entry.spec, [(v, fs) for v, fs in opened])
+        volume = find(entry, opened)
         record: dict[str, Any] = {"mountpoint": entry.mountpoint, "device": entry.spec}
         facts["mounts"].append(record)
-        if volume is None:
-            record["status"] = "not in this image"
+        if isinstance(volume, str):
+            record["status"] = volume
             continue
         if volume is root_volume:
             record["status"] = "the root filesystem"

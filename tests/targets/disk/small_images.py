@@ -19,15 +19,27 @@ def run(*cmd: str | Path, cwd: Path | None = None) -> str:
     return subprocess.run([str(c) for c in cmd], check=True, capture_output=True, text=True, cwd=cwd).stdout
 
 
-def ext(out: Path, files: dict[str, str] | None = None, *, fstype: str = "ext4", size: str = "8M") -> Path:
-    """A filesystem holding a minimal root (os-release, /usr) and ``files`` (image path -> text)."""
+def ext(
+    out: Path,
+    files: dict[str, str] | None = None,
+    *,
+    fstype: str = "ext4",
+    size: str = "8M",
+    fs_uuid: str | None = None,
+    root: bool = True,
+) -> Path:
+    """A filesystem holding a minimal root (os-release, /usr; none when not ``root``) and ``files``
+    (image path -> text), with the UUID ``fs_uuid`` when given."""
     tree = out.parent / f"{out.name}.tree"
     shutil.rmtree(tree, ignore_errors=True)
-    for path, text in {"/etc/os-release": OS_RELEASE, "/usr/.keep": "", **(files or {})}.items():
+    tree.mkdir(parents=True)
+    base = {"/etc/os-release": OS_RELEASE, "/usr/.keep": ""} if root else {}
+    for path, text in {**base, **(files or {})}.items():
         host = tree / path.lstrip("/")
         host.parent.mkdir(parents=True, exist_ok=True)
         host.write_text(text)
-    run("mke2fs", "-q", "-F", "-t", fstype, "-d", tree, out, size)
+    uuid = ("-U", fs_uuid) if fs_uuid else ()
+    run("mke2fs", "-q", "-F", "-t", fstype, *uuid, "-d", tree, out, size)
     shutil.rmtree(tree)
     return out
 
