@@ -27,7 +27,7 @@ from imagelint.diff.compare import Side, compare
 from imagelint.diff.result import ORDER, DiffResult
 from imagelint.diff.verdict import IGNORE, change_action, decide_diff
 from imagelint.errors import TargetError
-from imagelint.openers import OpenOptions, immutable_key, open_spec
+from imagelint.openers import OpenOptions, immutable_key, note_cached, open_spec
 from imagelint.report.model import Verdict, report_from_dict
 from imagelint.session import PreparedRun, RunOptions, audit_opened, prepare
 
@@ -66,6 +66,7 @@ def load_side(
     key = None if identity is None else f"{identity} {run_key(run)}"
     kept = None if key is None or cache is None else cache.get(key)
     if kept is not None:
+        note_cached(str(argument), opening)
         cached = report_from_dict(kept)
         return Side(str(argument), "cache", kept["inventory"], list(cached.findings), cached.verdict.value)
     with open_spec(str(argument), opening) as opened:

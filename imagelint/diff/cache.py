@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from imagelint.cachefiles import cache_root, locked, prune, write_atomic
+
 MAX_ENTRIES = 64
 MAX_BYTES = 128 * 1024 * 1024
 MAX_ENTRY_BYTES = 16 * 1024 * 1024

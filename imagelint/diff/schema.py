@@ -21,6 +21,7 @@ _BLOCKS = {
         "fetched",
         "reused",
         "base_fetched",
+        "stored",
     ],
     "properties": {
         "mode": {
@@ -35,9 +36,9 @@ _BLOCKS = {
         },
         "fallback": {
             "type": ["string", "null"],
-            "description": "NEW read in full although OLD is a snapshot: why (ListChangedBlocks "
-            "refused, e.g. UNRELATED_SNAPSHOTS or access denied; sizes differ; the listing disagrees "
-            "with the snapshots' own block listings); null otherwise",
+            "description": "NEW read in full: why (OLD is not an EBS snapshot; OLD is in another "
+            "region; ListChangedBlocks refused, e.g. UNRELATED_SNAPSHOTS or access denied; sizes "
+            "differ; the listing disagrees with the snapshots' own block listings); null otherwise",
         },
         "changed_blocks": {
             "type": ["integer", "null"],
@@ -53,6 +54,12 @@ _BLOCKS = {
         "base_fetched": {
             **_INDEXES,
             "description": "incremental: unchanged block indexes OLD's read had not kept, fetched from OLD",
+        },
+        "stored": {
+            **_INDEXES,
+            "description": "block indexes read from the on-disk block store ($XDG_CACHE_HOME/imagelint/"
+            "blocks, kept by an earlier run) instead of fetched: this snapshot's own, or (incremental) "
+            "OLD's among reused",
         },
     },
 }

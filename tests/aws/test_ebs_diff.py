@@ -208,3 +208,53 @@ def test_the_next_diff_of_the_same_snapshots_reads_them_from_the_audit_cache(
     assert again["old"]["source"] == again["new"]["source"] == "cache"
     assert again["old"]["blocks"] is None and env.ebs.snapshot_gets == [] and env.ebs.lists == 0
     assert changes(again) == changes(first) == changes(incremental[0])
+
+
+def test_the_next_release_reads_neither_old_nor_news_unchanged_blocks(
+    env: MotoEnv, pair: Pair, incremental: tuple[dict[str, Any], list[int], str], tmp_path: Path
+) -> None:
+    """The pipeline: the last gate read OLD (here against another lineage); this gate takes OLD's
+    audit from the audit cache and its blocks from the block store, and fetches from NEW only
+    changed blocks: the same answers as the full diff, and no GetSnapshotBlock on OLD at all."""
+    cache = tmp_path / "cache"
+    diff(env, f"ebs:{pair.old}", f"ebs:{pair.other}", tmp_path / "last.json", cache)
+    assert list((cache / "imagelint" / "blocks").glob("*.blk"))
+    env.ebs.reset()
+    warm, err = diff(env, f"ebs:{pair.old}", f"ebs:{pair.new}", tmp_path / "warm.json", cache)
+    assert warm["old"]["source"] == "cache" and warm["new"]["source"] == "image"
+    assert "read in full" not in err
+    blocks = warm["new"]["blocks"]
+    assert blocks["mode"] == "incremental" and blocks["fallback"] is None
+    assert (
+        blocks["base_fetched"] == [] and blocks["reused"] and set(blocks["stored"]) == set(blocks["reused"])
+    )
+    served = [i for s, i in env.ebs.snapshot_gets if s == pair.new]
+    assert [i for s, i in env.ebs.snapshot_gets if s == pair.old] == []
+    assert set(served) <= pair.changed and len(served) <= 1.2 * len(pair.walk & pair.changed)
+    assert changes(warm) == changes(incremental[0])
+    assert warm["verdict"] == incremental[0]["verdict"]
+
+
+def test_a_corrupt_stored_block_is_fetched_again_not_served(
+    env: MotoEnv, pair: Pair, incremental: tuple[dict[str, Any], list[int], str], tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache"
+    diff(env, f"ebs:{pair.old}", f"ebs:{pair.other}", tmp_path / "last.json", cache)
+    for entry in (cache / "imagelint" / "blocks").glob("*.blk"):  # every stored block, one bit off
+        raw = bytearray(entry.read_bytes())
+        raw[-1] ^= 1
+        entry.write_bytes(bytes(raw))
+    env.ebs.reset()
+    again, _ = diff(env, f"ebs:{pair.old}", f"ebs:{pair.new}", tmp_path / "again.json", cache)
+    blocks = again["new"]["blocks"]
+    assert blocks["stored"] == [] and blocks["base_fetched"]  # OLD's blocks fetched again, from OLD
+    assert changes(again) == changes(incremental[0])
+
+
+def test_a_snapshot_against_another_kind_of_side_says_why_it_is_read_in_full(
+    env: MotoEnv, pair: Pair, incremental: tuple[dict[str, Any], list[int], str], tmp_path: Path
+) -> None:
+    result, err = diff(env, str(pair.disks[0]), f"ebs:{pair.new}", tmp_path / "mixed.json")
+    assert "OLD is not an EBS snapshot" in result["new"]["blocks"]["fallback"]
+    assert f"ebs:{pair.new}: read in full" in err and "OLD is not an EBS snapshot" in err
+    assert changes(result) == changes(incremental[0])
