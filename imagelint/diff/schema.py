@@ -106,6 +106,22 @@ def diff_schema() -> dict[str, Any]:
             },
             "old": _SIDE,
             "new": _SIDE,
+            "volumes": {
+                "type": "array",
+                "description": "a diff of two AMIs (absent otherwise): each device either AMI maps, "
+                "with both volumes' sides (null: not read, the device is on one side only); the top "
+                "old/new sides are the AMIs (their root volume's counts)",
+                "items": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["device", "old", "new"],
+                    "properties": {
+                        "device": {"type": "string"},
+                        "old": {"oneOf": [_SIDE, {"type": "null"}]},
+                        "new": {"oneOf": [_SIDE, {"type": "null"}]},
+                    },
+                },
+            },
             "verdict": {"enum": ["pass", "fail", "inconclusive"]},
             "exit_code": {"enum": [0, 1, 3]},
             "counts": {
@@ -141,6 +157,11 @@ def diff_schema() -> dict[str, Any]:
                         "new",
                     ],
                     "properties": {
+                        "device": {
+                            "type": "string",
+                            "description": "a diff of two AMIs: the device name of the volume the "
+                            "change is in (absent otherwise)",
+                        },
                         "kind": {"enum": list(KINDS)},
                         "action": {"enum": ["fail", "warn", "allowed"]},
                         "subject": {"type": "string"},

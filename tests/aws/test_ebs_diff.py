@@ -27,8 +27,8 @@ from botocore.validate import ParamValidator
 
 from imagelint.diff.schema import diff_schema
 from tests.aws.disk_image import PACKAGE, UNIT, VENDOR_FILES, gpt_ext4_image, vendor_update
-from tests.aws.ebs_upload import upload_image
-from tests.aws.moto_env import MotoEnv
+from tests.aws.ebs_upload import register_image, upload_image
+from tests.aws.moto_env import REGION, MotoEnv
 from tests.aws.snapshot_streams import blocks_read, differing
 from tests.support import REPO, build_tree, run_cli
 
@@ -84,16 +84,17 @@ def env(pair: Pair) -> Iterator[MotoEnv]:
 
 
 def diff(
-    env: MotoEnv, old: str, new: str, out: Path, cache: Path | None = None
+    env: MotoEnv, old: str, new: str, out: Path, cache: Path | None = None, code: int = 1
 ) -> tuple[dict[str, Any], str]:
-    """The CLI's diff (the audit cache off, or in ``cache``)."""
+    """The CLI's diff (the audit cache off, or in ``cache``); ``code``: its exit code (a new boot
+    unit fails the diff by default)."""
     kept = (
         {"IMAGELINT_NO_CACHE": "1"}
         if cache is None
         else {"IMAGELINT_NO_CACHE": "", "XDG_CACHE_HOME": str(cache)}
     )
     proc = run_cli("diff", old, new, "-f", f"json:{out}", env={**env.env, **kept}, timeout=300)
-    assert proc.returncode == 1, proc.stderr  # a new boot unit fails the diff by default
+    assert proc.returncode == code, proc.stderr
     result = json.loads(out.read_text())
     jsonschema.validate(result, diff_schema())
     return result, proc.stderr
@@ -258,3 +259,84 @@ def test_a_snapshot_against_another_kind_of_side_says_why_it_is_read_in_full(
     assert "OLD is not an EBS snapshot" in result["new"]["blocks"]["fallback"]
     assert f"ebs:{pair.new}: read in full" in err and "OLD is not an EBS snapshot" in err
     assert changes(result) == changes(incremental[0])
+
+
+def register_volumes(env: MotoEnv, root: str, others: dict[str, str], name: str) -> str:
+    """An AMI with ``root`` on /dev/xvda and ``others`` (device → snapshot) beside it. moto 5.2's
+    images map their root snapshot only; the image's mappings are given the others in its backend
+    (in this process), so that DescribeImages answers what AWS would."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.ec2.models import ec2_backends
+
+    image_id = register_image(env.client("ec2"), root, name=name)
+    image = ec2_backends[DEFAULT_ACCOUNT_ID][REGION].amis[image_id]
+    extra = [
+        {"DeviceName": device, "Ebs": {"SnapshotId": snap, "VolumeSize": 1, "DeleteOnTermination": True}}
+        for device, snap in others.items()
+    ]
+    base = type(image)
+    mapped = base.block_device_mappings.fget  # type: ignore[attr-defined]
+    image.__class__ = type(
+        "ImageWithVolumes", (base,), {"block_device_mappings": property(lambda self: [*mapped(self), *extra])}
+    )
+    return image_id
+
+
+def test_two_amis_are_diffed_volume_by_volume_matched_by_device(
+    env: MotoEnv, pair: Pair, incremental: tuple[dict[str, Any], list[int], str], tmp_path: Path
+) -> None:
+    old = register_volumes(env, pair.old, {"/dev/xvdb": pair.old, "/dev/xvdc": pair.other}, "release-1")
+    new = register_volumes(env, pair.new, {"/dev/xvdb": pair.new, "/dev/xvdd": pair.other}, "release-2")
+    env.ebs.reset()
+    result, err = diff(env, old, f"{REGION}:{new}", tmp_path / "amis.json")
+    assert result["old"]["description"] == f"{old} ({REGION})" and result["new"]["complete"]
+    by_device: dict[str | None, list[tuple[str, str, str, str]]] = {}
+    for change in result["changes"]:
+        by_device.setdefault(change.get("device"), []).append(
+            (change["kind"], change["action"], change["subject"], change["detail"])
+        )
+    assert sorted(by_device) == ["/dev/xvda", "/dev/xvdb", "/dev/xvdc", "/dev/xvdd"]
+    update = sorted(changes(incremental[0]))
+    assert sorted(by_device["/dev/xvda"]) == sorted(by_device["/dev/xvdb"]) == update  # each pair: the update
+    assert by_device["/dev/xvdc"] == [
+        (
+            "volumes",
+            "warn",
+            "/dev/xvdc",
+            f"/dev/xvdc: a volume only {old} mapped ({pair.other}); not compared",
+        )
+    ]
+    assert [c[:3] for c in by_device["/dev/xvdd"]] == [("volumes", "warn", "/dev/xvdd")]
+    volumes = {v["device"]: v for v in result["volumes"]}
+    assert volumes["/dev/xvdc"]["old"] is None and volumes["/dev/xvdd"]["new"] is None
+    for device in ("/dev/xvda", "/dev/xvdb"):  # each pair of one lineage: NEW through ListChangedBlocks
+        assert volumes[device]["new"]["blocks"]["mode"] == "incremental"
+        assert volumes[device]["new"]["blocks"]["base_snapshot_id"] == pair.old
+    assert result["verdict"] == "fail" and result["counts"]["by_kind"]["volumes"] == 2
+    assert not {s for s, _ in env.ebs.snapshot_gets} & {pair.other}  # a one-sided volume is not read
+    assert "[/dev/xvda]" not in err
+
+
+def test_the_warm_pipeline_diffs_amis_with_no_read_of_old(
+    env: MotoEnv, pair: Pair, incremental: tuple[dict[str, Any], list[int], str], tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache"
+    older = register_volumes(env, pair.other, {}, "release-0")
+    old = register_volumes(env, pair.old, {}, "release-1w")
+    new = register_volumes(env, pair.new, {}, "release-2w")
+    diff(env, older, old, tmp_path / "last.json", cache, code=0)  # the last gate (another lineage)
+    env.ebs.reset()
+    result, _ = diff(env, old, new, tmp_path / "warm.json", cache)
+    assert (
+        result["old"]["source"] == "cache" and result["volumes"][0]["new"]["blocks"]["mode"] == "incremental"
+    )
+    assert [i for s, i in env.ebs.snapshot_gets if s == pair.old] == []
+    assert sorted(c[:] for c in changes(result)) == sorted(changes(incremental[0]))
+
+
+def test_an_ami_against_another_kind_of_side_is_bad_usage(env: MotoEnv, pair: Pair, tmp_path: Path) -> None:
+    proc = run_cli(
+        "diff", "ami-0123456789abcdef0", f"ebs:{pair.new}", env={**env.env, "IMAGELINT_NO_CACHE": "1"}
+    )
+    assert proc.returncode == 2 and "an AMI is diffed against an AMI" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
