@@ -19,8 +19,9 @@ GetSnapshotBlock (the moto front sleeps), the CLI diffs the pair three times:
 Printed: the blocks ListChangedBlocks names and those the walk of NEW needs among them (an audit of
 NEW's disk file through a counting stream, the same disk target code), GetSnapshotBlock calls on NEW
 (counted by the server) and their ratio to the changed blocks needed (goal ≤ 1.2), the wall time of
-the three diffs (the CLI as a subprocess), the ratios cold/full and warm/full (goal < 0.25), and
-whether all three give the same changes. The floor is the audit of NEW's disk image file (no network).
+the three diffs (the CLI as a subprocess; the median of three interleaved rounds, each listed), the
+ratios cold/full and warm/full (goal < 0.25), and whether all three give the same changes. The
+floor is the audit of NEW's disk image file (no network).
 
 Run: PYTHONPATH=. .venv/bin/python benchmarks/ebs_diff.py
 """
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -48,6 +50,7 @@ from tests.aws.snapshot_streams import blocks_read, differing
 
 LATENCY = 0.05
 GOAL = 0.25
+ROUNDS = 3
 
 
 def timed_diff(
@@ -103,24 +106,29 @@ def main() -> None:
         new, _ = upload_image(ebs, new_disk, parent=old)
         old, new = f"ebs:{old}", f"ebs:{new}"
 
-        aws.ebs.reset()
-        aws.ebs.latency = LATENCY
-        aws.ebs.deny = "changed"
-        full_s, full = timed_diff(aws, old, new, work / "full.json")
-        full_gets = gets(aws, new)
-        aws.ebs.deny = None
+        times: dict[str, list[float]] = {"full": [], "cold": [], "warm": []}
+        for round_ in range(ROUNDS):  # interleaved: the machine's load falls on all three alike
+            aws.ebs.reset()
+            aws.ebs.latency = LATENCY
+            aws.ebs.deny = "changed"
+            full_s, full = timed_diff(aws, old, new, work / "full.json")
+            full_gets = gets(aws, new)
+            aws.ebs.deny = None
 
-        aws.ebs.reset()
-        aws.ebs.latency = LATENCY
-        cold_s, cold = timed_diff(aws, old, new, work / "cold.json", work / "cold-cache")
-        cold_gets, cold_old_gets = gets(aws, new), gets(aws, old)
+            aws.ebs.reset()
+            aws.ebs.latency = LATENCY
+            cold_s, cold = timed_diff(aws, old, new, work / "cold.json", work / f"cold-cache-{round_}")
+            cold_gets, cold_old_gets = gets(aws, new), gets(aws, old)
 
-        aws.ebs.reset()
-        timed_diff(aws, old, old, work / "previous.json", work / "warm-cache")  # the previous gate
-        aws.ebs.reset()
-        aws.ebs.latency = LATENCY
-        warm_s, warm = timed_diff(aws, old, new, work / "warm.json", work / "warm-cache")
-        warm_gets, warm_old_gets = gets(aws, new), gets(aws, old)
+            aws.ebs.reset()
+            warm_cache = work / f"warm-cache-{round_}"
+            timed_diff(aws, old, old, work / "previous.json", warm_cache)  # the previous gate
+            aws.ebs.reset()
+            aws.ebs.latency = LATENCY
+            warm_s, warm = timed_diff(aws, old, new, work / "warm.json", warm_cache)
+            warm_gets, warm_old_gets = gets(aws, new), gets(aws, old)
+            for name, seconds in (("full", full_s), ("cold", cold_s), ("warm", warm_s)):
+                times[name].append(seconds)
 
     def details(result: dict[str, Any]) -> list[str]:
         return [c["detail"] for c in result["changes"]]
@@ -146,11 +154,14 @@ def main() -> None:
             f"OLD's audit from {result['old']['source']}"
         )
     print(f"full: GetSnapshotBlock on NEW {len(full_gets)} (fallback: {full['new']['blocks']['fallback']})")
+    full_s, cold_s, warm_s = (statistics.median(times[k]) for k in ("full", "cold", "warm"))
     cold_ratio, warm_ratio = cold_s / full_s, warm_s / full_s
+    rounds = ", ".join(f"{k} " + " ".join(f"{t:.2f}" for t in v) for k, v in times.items())
     print(
-        f"+{LATENCY * 1000:.0f} ms per GetSnapshotBlock, whole diff wall time: full {full_s:.2f} s, "
-        f"cold incremental {cold_s:.2f} s, warm incremental {warm_s:.2f} s; floor (audit of NEW's disk "
-        f"image file, no network) {floor:.2f} s"
+        f"+{LATENCY * 1000:.0f} ms per GetSnapshotBlock, whole diff wall time, median of {ROUNDS} "
+        f"interleaved rounds (each: {rounds} s): full {full_s:.2f} s, cold incremental {cold_s:.2f} s, "
+        f"warm incremental {warm_s:.2f} s; "
+        f"floor (audit of NEW's disk image file, no network) {floor:.2f} s"
     )
     print(
         f"ratios: cold/full {cold_ratio:.2f} ({'meets' if cold_ratio < GOAL else 'does NOT meet'} < {GOAL}), "
