@@ -48,7 +48,7 @@ def run_diff(
     volumes = None
     if is_ami(str(old)) and is_ami(str(new)):
         old_side, new_side, changes, volumes = ami_changes(
-            str(old), str(new), run, opening or OpenOptions(), cache
+            str(old), str(new), run, opening or OpenOptions(), cache, load_side
         )
     elif is_ami(str(old)) or is_ami(str(new)):
         raise UsageError(f"{old} and {new}: an AMI is diffed against an AMI (ami-… or region:ami-…)")

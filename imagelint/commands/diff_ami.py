@@ -18,7 +18,9 @@ An argument is an AMI when it is ``ami-…`` or ``region:ami-…`` (the region e
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from imagelint.diff.compare import Change, Side, compare
@@ -87,15 +89,20 @@ class VolumePair:
         }
 
 
+LoadSide = Callable[[Path, "PreparedRun", OpenOptions, "AuditCache | None"], Side]
+
+
 def ami_changes(
-    old_arg: str, new_arg: str, run: PreparedRun, opening: OpenOptions, cache: AuditCache | None
+    old_arg: str,
+    new_arg: str,
+    run: PreparedRun,
+    opening: OpenOptions,
+    cache: AuditCache | None,
+    load_side: LoadSide,
 ) -> tuple[Side, Side, list[Change], list[VolumePair]]:
-    """Both AMIs' volumes read and compared: the combined sides, every change (labelled by device,
-    the policy not applied yet) and each device's pair."""
-    from pathlib import Path
-
-    from imagelint.commands.diff import load_side
-
+    """Both AMIs' volumes read (each side with ``load_side``: :func:`imagelint.commands.diff.load_side`)
+    and compared: the combined sides, every change (labelled by device, the policy not applied yet)
+    and each device's pair."""
     old, new = describe(old_arg, opening), describe(new_arg, opening)
     devices = sorted(set(old.volumes) | set(new.volumes), key=lambda d: (d != new.root_device, d))
     changes: list[Change] = []
