@@ -7,7 +7,9 @@ snapshots are of one lineage, the audit and block caches as for any snapshot pai
 its own ``shared`` blocks; a device only one AMI maps is one ``volumes`` change, not read. Every
 change carries its device. The root volume is audited as an image; any other volume is audited as
 a filesystem of its own (no mount model across volumes: a unit on a data volume that the root's
-fstab mounts under /opt is judged as that volume's, not in the root's tree).
+fstab mounts under /opt is judged as that volume's, not in the root's tree); a non-root volume with
+no OS tree on it (a data volume) whose snapshot changed is one ``volumes`` change (its files are
+not compared), and one with the same snapshot on both sides is not read.
 
 One result: the sides name the AMIs (their root volume's inventory counts, ``complete`` only if
 every volume read was), the changes of all volumes are judged by the one policy and
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from imagelint.diff.compare import Change, Side, compare
 from imagelint.errors import UsageError
 from imagelint.openers import OpenOptions
+from imagelint.targets.disk.errors import NoRootFilesystem
 
 if TYPE_CHECKING:
     from imagelint.diff.cache import AuditCache
@@ -113,22 +116,47 @@ def ami_changes(
             changes.append(_one_side(device, old, new, old_snap, new_snap))
             pairs.append(VolumePair(device, None, None))
             continue
+        if device != new.root_device and (old.region, old_snap) == (new.region, new_snap):
+            pairs.append(VolumePair(device, None, None))  # the same snapshot: the same volume
+            continue
         shared: dict[str, Any] = {}
-        sides = [
-            load_side(
-                Path(f"ebs:{snapshot}"),
-                run,
-                replace(opening, region=ami.region, side=side, shared=shared),
-                cache,
-            )
-            for ami, snapshot, side in ((old, old_snap, "old"), (new, new_snap, "new"))
-        ]
+        try:
+            sides = [
+                load_side(
+                    Path(f"ebs:{snapshot}"),
+                    run,
+                    replace(opening, region=ami.region, side=side, shared=shared),
+                    cache,
+                )
+                for ami, snapshot, side in ((old, old_snap, "old"), (new, new_snap, "new"))
+            ]
+        except NoRootFilesystem as exc:
+            if device == new.root_device:
+                raise
+            changes.append(_data_volume(device, old_snap, new_snap, exc))
+            pairs.append(VolumePair(device, None, None))
+            continue
         for change in compare(*sides):
             change.device = device
             changes.append(change)
         pairs.append(VolumePair(device, *sides))
     read = [p for p in pairs if p.old is not None and p.new is not None]
     return _combined(old, read, "old"), _combined(new, read, "new"), changes, pairs
+
+
+def _data_volume(device: str, old_snap: str, new_snap: str, why: NoRootFilesystem) -> Change:
+    """A non-root volume with no OS tree on it (a data volume): its snapshots differ, its files are
+    not compared (no mount model across volumes)."""
+    return Change(
+        "volumes",
+        device,
+        "changed",
+        f"{device}: {old_snap} → {new_snap}, a volume with no OS tree ({why.message}); its files are "
+        "not compared",
+        old=old_snap,
+        new=new_snap,
+        device=device,
+    )
 
 
 def _one_side(device: str, old: Ami, new: Ami, old_snap: str | None, new_snap: str | None) -> Change:

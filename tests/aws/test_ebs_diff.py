@@ -282,11 +282,28 @@ def register_volumes(env: MotoEnv, root: str, others: dict[str, str], name: str)
     return image_id
 
 
+def data_volume(work: Path, name: str, content: str) -> Path:
+    """A bare ext4 filesystem with a file and no OS tree: a data volume."""
+    import subprocess
+
+    (work / name / "data").mkdir(parents=True)
+    (work / name / "data" / "file").write_text(content)
+    image = work / f"{name}.img"
+    with image.open("wb") as f:
+        f.truncate(16 * 1024 * 1024)
+    subprocess.run(["mkfs.ext4", "-q", "-d", str(work / name), str(image)], check=True)
+    return image
+
+
 def test_two_amis_are_diffed_volume_by_volume_matched_by_device(
     env: MotoEnv, pair: Pair, incremental: tuple[dict[str, Any], list[int], str], tmp_path: Path
 ) -> None:
-    old = register_volumes(env, pair.old, {"/dev/xvdb": pair.old, "/dev/xvdc": pair.other}, "release-1")
-    new = register_volumes(env, pair.new, {"/dev/xvdb": pair.new, "/dev/xvdd": pair.other}, "release-2")
+    data1, _ = upload_image(env.client("ebs"), data_volume(tmp_path, "data1", "one"))
+    data2, _ = upload_image(env.client("ebs"), data_volume(tmp_path, "data2", "two"), parent=data1)
+    old_volumes = {"/dev/xvdb": pair.old, "/dev/xvdc": pair.other, "/dev/xvde": data1, "/dev/xvdf": data1}
+    new_volumes = {"/dev/xvdb": pair.new, "/dev/xvdd": pair.other, "/dev/xvde": data2, "/dev/xvdf": data1}
+    old = register_volumes(env, pair.old, old_volumes, "release-1")
+    new = register_volumes(env, pair.new, new_volumes, "release-2")
     env.ebs.reset()
     result, err = diff(env, old, f"{REGION}:{new}", tmp_path / "amis.json")
     assert result["old"]["description"] == f"{old} ({REGION})" and result["new"]["complete"]
@@ -295,7 +312,7 @@ def test_two_amis_are_diffed_volume_by_volume_matched_by_device(
         by_device.setdefault(change.get("device"), []).append(
             (change["kind"], change["action"], change["subject"], change["detail"])
         )
-    assert sorted(by_device) == ["/dev/xvda", "/dev/xvdb", "/dev/xvdc", "/dev/xvdd"]
+    assert sorted(by_device) == ["/dev/xvda", "/dev/xvdb", "/dev/xvdc", "/dev/xvdd", "/dev/xvde"]
     update = sorted(changes(incremental[0]))
     assert sorted(by_device["/dev/xvda"]) == sorted(by_device["/dev/xvdb"]) == update  # each pair: the update
     assert by_device["/dev/xvdc"] == [
@@ -307,13 +324,18 @@ def test_two_amis_are_diffed_volume_by_volume_matched_by_device(
         )
     ]
     assert [c[:3] for c in by_device["/dev/xvdd"]] == [("volumes", "warn", "/dev/xvdd")]
+    ((kind, _, _, detail),) = by_device["/dev/xvde"]  # a data volume whose snapshot changed
+    assert kind == "volumes" and "no OS tree" in detail and "not compared" in detail
+    assert data1 in detail and data2 in detail
     volumes = {v["device"]: v for v in result["volumes"]}
     assert volumes["/dev/xvdc"]["old"] is None and volumes["/dev/xvdd"]["new"] is None
     for device in ("/dev/xvda", "/dev/xvdb"):  # each pair of one lineage: NEW through ListChangedBlocks
         assert volumes[device]["new"]["blocks"]["mode"] == "incremental"
         assert volumes[device]["new"]["blocks"]["base_snapshot_id"] == pair.old
-    assert result["verdict"] == "fail" and result["counts"]["by_kind"]["volumes"] == 2
-    assert not {s for s, _ in env.ebs.snapshot_gets} & {pair.other}  # a one-sided volume is not read
+    assert result["verdict"] == "fail" and result["counts"]["by_kind"]["volumes"] == 3
+    read = {s for s, _ in env.ebs.snapshot_gets}
+    assert pair.other not in read  # a one-sided volume is not read
+    assert volumes["/dev/xvdf"]["old"] is None  # the same snapshot on both sides: not read
     assert "[/dev/xvda]" not in err
 
 
