@@ -18,8 +18,18 @@ full read, as far as the listing can be checked without reading: a block both sn
 change the listing left out would look the same to this check, and there the guarantee is the API's
 documented contract.
 
+Between runs: every block a side's walk needed (OLD's, NEW's changed ones and NEW's unchanged ones,
+which are NEW's blocks too) is kept in the on-disk :mod:`imagelint.aws.block_store` under its own
+snapshot's name, and read back from there before any ``GetSnapshotBlock``. When OLD's audit comes
+from the audit cache (:meth:`SharedBlocks.remember`), OLD is not read at all and NEW is still read
+through it: OLD's listing is asked for (to check ListChangedBlocks), its blocks come from the store,
+and only those the store lacks are fetched from OLD. So a pipeline that diffs each release against
+the last one fetches only NEW's changed blocks its walk needs.
+
 :meth:`ChangedOverBase.facts` and :meth:`KeptBlocks.facts` say which blocks were read from which
-snapshot and which were reused: the diff report's ``blocks`` of each side.
+snapshot, which were reused and which came from the store: the diff report's ``blocks`` of each
+side. Every full read of NEW in a diff names its reason (``fallback``), OLD not being a snapshot
+included.
 """
 
 from __future__ import annotations
@@ -28,6 +38,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from imagelint.aws.block_store import BlockStore, StoredBlocks
 from imagelint.aws.ebs_api import ApiCounters, BlockMap, EbsApi
 from imagelint.aws.errors import AwsError
 
@@ -44,6 +55,7 @@ def block_facts(
     changed: int | None = None,
     reused: Iterable[int] = (),
     base_fetched: Iterable[int] = (),
+    stored: Iterable[int] = (),
 ) -> dict[str, object]:
     """The diff report's ``blocks`` of a snapshot side (``imagelint schema diff`` describes them)."""
     return {
@@ -54,6 +66,7 @@ def block_facts(
         "fetched": sorted(fetched),
         "reused": sorted(reused),
         "base_fetched": sorted(base_fetched),
+        "stored": sorted(stored),
     }
 
 
@@ -82,11 +95,15 @@ class Unusable(Exception):
 class KeptBlocks(_OnApi):
     """A snapshot's blocks: its API, with every block fetched kept (up to ``keep_bytes``; the same
     ``bytes`` the stream's cache holds, not a copy), so that reading one again fetches nothing: OLD's
-    for NEW, NEW's own after the stream's cache let them go."""
+    for NEW, NEW's own after the stream's cache let them go. With ``stored`` (the snapshot's blocks
+    in the on-disk :class:`~imagelint.aws.block_store.BlockStore`), a block kept by an earlier run
+    is read from there, and every block fetched or :meth:`keep`-t is written there."""
 
     api: EbsApi
     keep_bytes: int = DEFAULT_KEEP_BYTES
+    stored: StoredBlocks | None = None
     fetched: set[int] = field(default_factory=set)
+    from_store: set[int] = field(default_factory=set)
     _kept: dict[int, bytes] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -94,25 +111,46 @@ class KeptBlocks(_OnApi):
         return self.serve(index)[0]
 
     def serve(self, index: int) -> tuple[bytes, bool]:
-        """The block's data, and whether it was kept (False: fetched now)."""
+        """The block's data, and whether it was kept, here or on disk (False: fetched now)."""
         with self._lock:
             kept = self._kept.get(index)
         if kept is not None:
             return kept, True
+        data = None if self.stored is None else self.stored.get(index)
+        if data is not None:
+            with self._lock:
+                self.from_store.add(index)
+            self._remember(index, data)
+            return data, True
         data = self.api.fetch(index)
         with self._lock:
             self.fetched.add(index)
-            if (len(self._kept) + 1) * len(data) <= self.keep_bytes:
-                self._kept[index] = data
+        self.keep(index, data)
         return data, False
+
+    def keep(self, index: int, data: bytes) -> None:
+        """Keep a block of this snapshot got elsewhere (NEW's unchanged block, read from OLD's)."""
+        self._remember(index, data)
+        if self.stored is not None:
+            self.stored.put(index, data)
+
+    def _remember(self, index: int, data: bytes) -> None:
+        with self._lock:
+            if index not in self._kept and (len(self._kept) + 1) * len(data) <= self.keep_bytes:
+                self._kept[index] = data
 
     def indexes(self) -> list[int]:
         """The blocks fetched from this snapshot so far."""
         with self._lock:
             return sorted(self.fetched)
 
+    def stored_indexes(self) -> list[int]:
+        """The blocks read from the on-disk store so far."""
+        with self._lock:
+            return sorted(self.from_store)
+
     def facts(self) -> dict[str, object]:
-        return block_facts("full", self.indexes())
+        return block_facts("full", self.indexes(), stored=self.stored_indexes())
 
 
 @dataclass
@@ -128,7 +166,7 @@ class ChangedOverBase(_OnApi):
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
-    def over(cls, api: EbsApi, base: KeptBlocks) -> ChangedOverBase:
+    def over(cls, api: EbsApi, base: KeptBlocks, stored: StoredBlocks | None = None) -> ChangedOverBase:
         """NEW read through OLD, once the changed-block listing agrees with both snapshots' own
         listings; :class:`Unusable` (why) otherwise."""
         try:
@@ -149,10 +187,12 @@ class ChangedOverBase(_OnApi):
                 f"ListChangedBlocks disagrees with the snapshots' own block listings at "
                 f"{len(disagree)} block(s), first {disagree[0]}"
             )
-        return cls(api, base, listing.changed)
+        return cls(api, base, listing.changed, stored=stored)
+
+    stored: StoredBlocks | None = None  # NEW's own blocks on disk: its changed and its unchanged ones
 
     def __post_init__(self) -> None:
-        self.own = KeptBlocks(self.api, self.base.keep_bytes)
+        self.own = KeptBlocks(self.api, self.base.keep_bytes, self.stored)
 
     def fetch(self, index: int) -> bytes:
         if index in self.changed:
@@ -160,10 +200,13 @@ class ChangedOverBase(_OnApi):
         data, kept = self.base.serve(index)
         with self._lock:
             (self.reused if kept else self.base_fetched).add(index)
+        if self.stored is not None:
+            self.stored.put(index, data)  # NEW's block too: tomorrow's OLD
         return data
 
     def facts(self) -> dict[str, object]:
         with self._lock:
+            stored = set(self.own.stored_indexes()) | (self.reused & set(self.base.stored_indexes()))
             return block_facts(
                 "incremental",
                 self.own.indexes(),
@@ -171,6 +214,7 @@ class ChangedOverBase(_OnApi):
                 changed=len(self.changed),
                 reused=self.reused,
                 base_fetched=self.base_fetched,
+                stored=stored,
             )
 
 
@@ -183,33 +227,74 @@ class FullRead(KeptBlocks):
     base_snapshot_id: str | None = None
 
     def facts(self) -> dict[str, object]:
-        return block_facts("full", self.indexes(), base=self.base_snapshot_id, fallback=self.fallback)
+        return block_facts(
+            "full",
+            self.indexes(),
+            base=self.base_snapshot_id,
+            fallback=self.fallback,
+            stored=self.stored_indexes(),
+        )
 
 
 @dataclass
 class SharedBlocks:
-    """What a diff's OLD snapshot leaves for NEW, and how each side was read."""
+    """What a diff's OLD snapshot leaves for NEW, and how each side was read. ``store``: the blocks
+    kept on disk between runs (None: off); ``cached``: a side whose audit came from the audit cache
+    (not read in this run), as (region, snapshot id), so that NEW is still read through it."""
 
     sides: dict[str, KeptBlocks | ChangedOverBase] = field(default_factory=dict)
+    cached: dict[str, tuple[str, str]] = field(default_factory=dict)
+    store: BlockStore | None = field(default_factory=BlockStore)
 
-    def reader(self, side: str) -> Callable[[EbsApi], KeptBlocks | ChangedOverBase]:
-        """How the snapshot of ``side`` (:data:`OLD` or :data:`NEW`) is read, given its API: OLD with
-        its blocks kept; NEW through OLD's blocks, or in full with the reason (no reason when OLD
-        was not a snapshot)."""
+    def remember(self, side: str, region: str, snapshot_id: str) -> None:
+        """``side``'s audit came from the audit cache: its snapshot is not read in this run."""
+        self.cached[side] = (region, snapshot_id)
+
+    def _stored(self, region: str, snapshot_id: str) -> StoredBlocks | None:
+        return None if self.store is None else StoredBlocks(self.store, region, snapshot_id)
+
+    def _base(self, api: EbsApi, region: str) -> KeptBlocks | str:
+        """OLD's blocks for NEW (read in this run, or its audit cached: then its API and stored
+        blocks), or why there are none."""
+        base = self.sides.get(OLD)
+        if isinstance(base, KeptBlocks):
+            return base
+        if OLD not in self.cached:
+            return "OLD is not an EBS snapshot: there are no blocks to read NEW through"
+        old_region, old_id = self.cached[OLD]
+        if old_region != region:
+            return (
+                f"OLD {old_id} is in {old_region}, NEW in {region}: ListChangedBlocks compares "
+                "snapshots of one region"
+            )
+        return KeptBlocks(EbsApi(api.client, old_id), stored=self._stored(region, old_id))
+
+    def reader(self, side: str, region: str) -> Callable[[EbsApi], KeptBlocks | ChangedOverBase]:
+        """How the snapshot of ``side`` (:data:`OLD` or :data:`NEW`) in ``region`` is read, given its
+        API: OLD with its blocks kept; NEW through OLD's blocks, or in full with the reason."""
 
         def choose(api: EbsApi) -> KeptBlocks | ChangedOverBase:
-            base = self.sides.get(OLD)
+            stored = self._stored(region, api.snapshot_id)
             source: KeptBlocks | ChangedOverBase
             if side == OLD:
-                source = KeptBlocks(api)
-            elif not isinstance(base, KeptBlocks):
-                source = FullRead(api)
+                source = KeptBlocks(api, stored=stored)
             else:
-                try:
-                    source = ChangedOverBase.over(api, base)
-                except Unusable as exc:
-                    source = FullRead(api, fallback=str(exc), base_snapshot_id=base.snapshot_id)
+                base = self._base(api, region)
+                if isinstance(base, str):
+                    source = FullRead(api, stored=stored, fallback=base)
+                else:
+                    try:
+                        source = ChangedOverBase.over(api, base, stored)
+                    except Unusable as exc:
+                        source = FullRead(
+                            api, stored=stored, fallback=str(exc), base_snapshot_id=base.snapshot_id
+                        )
             self.sides[side] = source
             return source
 
         return choose
+
+    def done(self) -> None:
+        """A snapshot's read is over: the store back within its bound."""
+        if self.store is not None:
+            self.store.prune()

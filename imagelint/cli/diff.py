@@ -27,9 +27,12 @@ DIFF_MEANINGS = {
 @friendly
 def diff(
     old: Annotated[
-        Path, typer.Argument(help="The previous image (anything audit takes) or its JSON report.")
+        Path,
+        typer.Argument(help="The previous image (anything audit takes), its JSON report, or an AMI."),
     ],
-    new: Annotated[Path, typer.Argument(help="The new image (anything audit takes) or its JSON report.")],
+    new: Annotated[
+        Path, typer.Argument(help="The new image (anything audit takes), its JSON report, or an AMI.")
+    ],
     config: ConfigOpt = None,
     rules: RulesOpt = None,
     no_builtin_rules: NoBuiltinOpt = False,
@@ -58,8 +61,13 @@ def diff(
 
     Two EBS snapshots of one lineage: NEW is read through ListChangedBlocks (only its changed blocks
     fetched, the rest reused from OLD's); other pairs are read in full, with a warning saying why.
-    A snapshot's audit is kept in $XDG_CACHE_HOME/imagelint/audits (IMAGELINT_NO_CACHE=1: off), so
-    the next diff against it does not read it again. Examples:
+    A snapshot's audit is kept in $XDG_CACHE_HOME/imagelint/audits and the blocks its read needed in
+    $XDG_CACHE_HOME/imagelint/blocks (IMAGELINT_NO_CACHE=1: both off), so the next diff against it
+    reads neither it nor NEW's unchanged blocks again.
+
+    Two AMIs (ami-… or region:ami-…): every EBS volume, matched by device name, each pair diffed as
+    two snapshots (non-root volumes as filesystems of their own); a device only one AMI maps is a
+    "volumes" change. Examples:
 
       imagelint diff /mnt/last-release /mnt/candidate
 
@@ -70,6 +78,8 @@ def diff(
       imagelint diff /mnt/last-release candidate.qcow2
 
       imagelint diff ebs:snap-0aaaaaaaaaaaaaaaa ebs:snap-0bbbbbbbbbbbbbbbb --region eu-west-1
+
+      imagelint diff eu-west-1:ami-0aaaaaaaaaaaaaaaa eu-west-1:ami-0bbbbbbbbbbbbbbbb
     """
     from imagelint.commands.diff import run_diff
     from imagelint.formats import RenderOptions

@@ -10,7 +10,8 @@ OLD to NEW's (an EBS snapshot's blocks: NEW is then read through ListChangedBloc
 snapshot) is kept in :mod:`imagelint.diff.cache` under that name, the imagelint version and the
 run's rule packs and config, and read back instead of reading the image again (``source: cache``).
 The policy (the config's ``diff:`` section) says what each change does, and
-:func:`imagelint.diff.verdict.decide_diff` decides the exit code once.
+:func:`imagelint.diff.verdict.decide_diff` decides the exit code once. Two AMIs (``ami-…``,
+``region:ami-…``) are diffed volume by volume (:mod:`imagelint.commands.diff_ami`), into one result.
 """
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from imagelint import __version__, stderr
+from imagelint.commands.diff_ami import ami_changes, is_ami
 from imagelint.diff.cache import AuditCache
 from imagelint.diff.compare import Side, compare
 from imagelint.diff.result import ORDER, DiffResult
 from imagelint.diff.verdict import IGNORE, change_action, decide_diff
-from imagelint.errors import TargetError
-from imagelint.openers import OpenOptions, immutable_key, open_spec
+from imagelint.errors import TargetError, UsageError
+from imagelint.openers import OpenOptions, immutable_key, note_cached, open_spec
 from imagelint.report.model import Verdict, report_from_dict
 from imagelint.session import PreparedRun, RunOptions, audit_opened, prepare
 
@@ -42,18 +44,25 @@ def run_diff(
     opening: OpenOptions | None = None,
 ) -> DiffResult:
     run = prepare(RunOptions(config_path=config_path, extra_rules=extra_rules, builtin=builtin, outputs=[]))
-    config = run.config
-    shared: dict[str, Any] = {}
     cache = AuditCache()
-    old_side = load_side(old, run, replace(opening or OpenOptions(), side="old", shared=shared), cache)
-    new_side = load_side(new, run, replace(opening or OpenOptions(), side="new", shared=shared), cache)
-    changes = compare(old_side, new_side)
+    volumes = None
+    if is_ami(str(old)) and is_ami(str(new)):
+        old_side, new_side, changes, volumes = ami_changes(
+            str(old), str(new), run, opening or OpenOptions(), cache, load_side
+        )
+    elif is_ami(str(old)) or is_ami(str(new)):
+        raise UsageError(f"{old} and {new}: an AMI is diffed against an AMI (ami-… or region:ami-…)")
+    else:
+        shared: dict[str, Any] = {}
+        old_side = load_side(old, run, replace(opening or OpenOptions(), side="old", shared=shared), cache)
+        new_side = load_side(new, run, replace(opening or OpenOptions(), side="new", shared=shared), cache)
+        changes = compare(old_side, new_side)
     for change in changes:
-        change.action = change_action(change.kind, config.diff, change.unit, failing=change.failing)
+        change.action = change_action(change.kind, run.config.diff, change.unit, failing=change.failing)
     listed = [c for c in changes if c.action != IGNORE]
     listed.sort(key=lambda c: ORDER.get(c.action, 9))  # stable: the comparison's order within an action
     verdict = decide_diff([c.action for c in listed], complete=old_side.complete and new_side.complete)
-    return DiffResult(old_side, new_side, listed, verdict)
+    return DiffResult(old_side, new_side, listed, verdict, volumes)
 
 
 def load_side(
@@ -66,6 +75,7 @@ def load_side(
     key = None if identity is None else f"{identity} {run_key(run)}"
     kept = None if key is None or cache is None else cache.get(key)
     if kept is not None:
+        note_cached(str(argument), opening)
         cached = report_from_dict(kept)
         return Side(str(argument), "cache", kept["inventory"], list(cached.findings), cached.verdict.value)
     with open_spec(str(argument), opening) as opened:

@@ -9,7 +9,8 @@ else is cached: a directory, a disk image file or a bundle may change under the 
 - Where: ``$XDG_CACHE_HOME/imagelint/audits`` (``~/.cache/imagelint/audits`` without it).
   ``IMAGELINT_NO_CACHE`` set to anything but empty or ``0`` turns the cache off.
 - Writes are atomic: a temporary file in the same directory, flushed and renamed into place, under
-  an exclusive lock on ``.lock`` that also covers the pruning; a reader never sees half a file.
+  an exclusive lock on ``.lock`` that also covers the pruning; a reader never sees half a file
+  (:mod:`imagelint.cachefiles`, shared with the EBS block store).
 - Bounded: at most :data:`MAX_ENTRIES` files and :data:`MAX_BYTES` in all, least recently used
   first out (a hit touches its file); an entry larger than :data:`MAX_ENTRY_BYTES` is not kept.
 - A cache is never a reason to fail or to change an answer: an entry that cannot be read, is not
@@ -20,16 +21,14 @@ else is cached: a directory, a disk image file or a bundle may change under the 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-DISABLE = "IMAGELINT_NO_CACHE"
+from imagelint.cachefiles import cache_root, locked, prune, write_atomic
+
 MAX_ENTRIES = 64
 MAX_BYTES = 128 * 1024 * 1024
 MAX_ENTRY_BYTES = 16 * 1024 * 1024
@@ -37,10 +36,7 @@ MAX_ENTRY_BYTES = 16 * 1024 * 1024
 
 def cache_dir() -> Path | None:
     """Where audits are kept; None when the cache is turned off."""
-    if os.environ.get(DISABLE, "") not in ("", "0"):
-        return None
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "imagelint" / "audits"
+    return cache_root("audits")
 
 
 class AuditCache:
@@ -88,43 +84,7 @@ class AuditCache:
         data = json.dumps({"key": key, "document": document}, sort_keys=True).encode()
         if len(data) > MAX_ENTRY_BYTES:
             return
-        with self._locked():
-            fd, temporary = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(temporary, path)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(temporary)
-                raise
-            self._prune()
-
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
         assert self.directory is not None
-        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with (self.directory / ".lock").open("a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
-
-    def _prune(self) -> None:
-        """Least recently used entries out, down to the bounds (lock held)."""
-        assert self.directory is not None
-        entries = []
-        for path in self.directory.glob("*.json"):
-            with contextlib.suppress(OSError):
-                stat = path.stat()
-                entries.append((stat.st_mtime, stat.st_size, path))
-        entries.sort(reverse=True)  # newest first
-        kept = total = 0
-        for _, size, path in entries:
-            kept, total = kept + 1, total + size
-            if kept > MAX_ENTRIES or total > MAX_BYTES:
-                with contextlib.suppress(OSError):
-                    path.unlink()
+        with locked(self.directory):
+            write_atomic(path, data)
+            prune(self.directory, "*.json", max_files=MAX_ENTRIES, max_bytes=MAX_BYTES)

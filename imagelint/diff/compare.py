@@ -31,9 +31,12 @@ class Change:
     new: Any = None
     failing: bool = True  # new-findings: whether the finding fails NEW's own gate
     action: str = "warn"  # set by the policy (imagelint.diff.verdict.change_action)
+    device: str | None = None  # a diff of two AMIs: the volume's device name
 
     def to_dict(self) -> dict[str, Any]:
+        device = {} if self.device is None else {"device": self.device}
         return {
+            **device,
             "kind": self.kind,
             "action": self.action,
             "subject": self.subject,

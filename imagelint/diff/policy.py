@@ -37,6 +37,7 @@ KINDS: dict[str, tuple[str, str]] = {
     "image": ("os-release or kernel command line changes", "warn"),
     "new-findings": ("findings NEW has and OLD lacks (failing ones take this action, others warn)", "fail"),
     "resolved-findings": ("findings OLD had and NEW lacks", "warn"),
+    "volumes": ("a diff of two AMIs: an EBS volume (by device name) only one of them maps", "warn"),
 }
 ACTIONS = ("fail", "warn", "ignore")
 ALLOWABLE = ("new-boot-units", "unit-files")  # the kinds by which a unit "appears"

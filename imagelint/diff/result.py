@@ -19,6 +19,7 @@ class DiffResult:
     new: Side
     changes: list[Change]  # listed ones (not "ignore"), most severe action first
     verdict: Verdict
+    volumes: list[Any] | None = None  # a diff of two AMIs: each device's pair (to_dict()), by device
 
     def counts(self) -> dict[str, Any]:
         by_kind: dict[str, int] = {}
@@ -43,4 +44,5 @@ class DiffResult:
             "exit_code": int(self.verdict.exit_code),
             "counts": self.counts(),
             "changes": [c.to_dict() for c in self.changes],
+            **({} if self.volumes is None else {"volumes": [v.to_dict() for v in self.volumes]}),
         }

@@ -21,6 +21,7 @@ _BLOCKS = {
         "fetched",
         "reused",
         "base_fetched",
+        "stored",
     ],
     "properties": {
         "mode": {
@@ -35,9 +36,9 @@ _BLOCKS = {
         },
         "fallback": {
             "type": ["string", "null"],
-            "description": "NEW read in full although OLD is a snapshot: why (ListChangedBlocks "
-            "refused, e.g. UNRELATED_SNAPSHOTS or access denied; sizes differ; the listing disagrees "
-            "with the snapshots' own block listings); null otherwise",
+            "description": "NEW read in full: why (OLD is not an EBS snapshot; OLD is in another "
+            "region; ListChangedBlocks refused, e.g. UNRELATED_SNAPSHOTS or access denied; sizes "
+            "differ; the listing disagrees with the snapshots' own block listings); null otherwise",
         },
         "changed_blocks": {
             "type": ["integer", "null"],
@@ -53,6 +54,12 @@ _BLOCKS = {
         "base_fetched": {
             **_INDEXES,
             "description": "incremental: unchanged block indexes OLD's read had not kept, fetched from OLD",
+        },
+        "stored": {
+            **_INDEXES,
+            "description": "block indexes read from the on-disk block store ($XDG_CACHE_HOME/imagelint/"
+            "blocks, kept by an earlier run) instead of fetched: this snapshot's own, or (incremental) "
+            "OLD's among reused",
         },
     },
 }
@@ -99,6 +106,22 @@ def diff_schema() -> dict[str, Any]:
             },
             "old": _SIDE,
             "new": _SIDE,
+            "volumes": {
+                "type": "array",
+                "description": "a diff of two AMIs (absent otherwise): each device either AMI maps, "
+                "with both volumes' sides (null: not read, the device is on one side only); the top "
+                "old/new sides are the AMIs (their root volume's counts)",
+                "items": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["device", "old", "new"],
+                    "properties": {
+                        "device": {"type": "string"},
+                        "old": {"oneOf": [_SIDE, {"type": "null"}]},
+                        "new": {"oneOf": [_SIDE, {"type": "null"}]},
+                    },
+                },
+            },
             "verdict": {"enum": ["pass", "fail", "inconclusive"]},
             "exit_code": {"enum": [0, 1, 3]},
             "counts": {
@@ -134,6 +157,11 @@ def diff_schema() -> dict[str, Any]:
                         "new",
                     ],
                     "properties": {
+                        "device": {
+                            "type": "string",
+                            "description": "a diff of two AMIs: the device name of the volume the "
+                            "change is in (absent otherwise)",
+                        },
                         "kind": {"enum": list(KINDS)},
                         "action": {"enum": ["fail", "warn", "allowed"]},
                         "subject": {"type": "string"},

@@ -1,7 +1,8 @@
 """``imagelint diff`` output for the text and markdown formats (JSON is the result's ``to_dict``).
 
-Text: a header naming both sides, then one line per change, ``ACTION KIND SUBJECT: detail``, most
-severe first, then one summary line. Markdown: a heading with the verdict, a table of the changes
+Text: a header naming both sides, then one line per change, ``ACTION KIND SUBJECT: detail``
+(``ACTION KIND [DEVICE] SUBJECT: detail`` in a diff of two AMIs), most severe first, then one
+summary line. Markdown: a heading with the verdict, a table of the changes
 (at most ``MAX_MARKDOWN_ROWS``; the JSON has them all), for a PR comment or the step summary. Every
 string from an image is escaped for its channel (:mod:`imagelint.report.escape`).
 """
@@ -36,7 +37,8 @@ def _side(label: str, result: DiffResult, which: str) -> str:
 def render_text(result: DiffResult) -> str:
     lines = ["imagelint diff", _side("old", result, "old"), _side("new", result, "new"), ""]
     for c in result.changes:
-        lines.append(f"{c.action.upper():<7} {c.kind} {for_log(c.subject)}: {for_log(c.detail)}")
+        where = "" if c.device is None else f"[{for_log(c.device)}] "
+        lines.append(f"{c.action.upper():<7} {c.kind} {where}{for_log(c.subject)}: {for_log(c.detail)}")
     if not result.changes:
         lines.append("no changes")
     lines += ["", summary_line(result)]
@@ -62,6 +64,8 @@ def render_markdown(result: DiffResult) -> str:
     lines += ["| | change | subject | detail |", "|---|---|---|---|"]
     for change in result.changes[:MAX_MARKDOWN_ROWS]:
         subject, detail = code(change.subject), cell(change.detail)
+        if change.device is not None:
+            subject = f"{code(change.device)} {subject}"
         lines.append(f"| {_ICON[change.action]} | {cell(change.kind)} | {subject} | {detail} |")
     if len(result.changes) > MAX_MARKDOWN_ROWS:
         lines += ["", f"…and {len(result.changes) - MAX_MARKDOWN_ROWS} more change(s): see the JSON output."]

@@ -100,6 +100,17 @@ def immutable_key(spec: str, options: OpenOptions) -> str | None:
     return None
 
 
+def note_cached(spec: str, options: OpenOptions) -> None:
+    """Tell ``spec``'s opener that its audit came from a cache (its ``cached``, if it has one): a
+    diff's snapshot opener reads NEW through OLD's blocks even so."""
+    for opener in openers():
+        if opener.claims(spec, options):
+            cached = getattr(opener, "cached", None)
+            if cached is not None:
+                cached(spec, options)
+            return
+
+
 @contextlib.contextmanager
 def open_spec(spec: str, options: OpenOptions | None = None, *, kind: str | None = None) -> Iterator[Opened]:
     """The target ``spec`` names (a limit met while it is read is reported with it). ``kind``: what

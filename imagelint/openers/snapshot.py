@@ -6,7 +6,8 @@ own clients (:func:`open_ami_disks`, :mod:`imagelint.aws.machine`).
 
 Both sides of a diff: OLD's blocks are kept for NEW, which is read through ListChangedBlocks when
 the two are of one lineage (:mod:`imagelint.aws.ebs_reuse`); the report's ``snapshot.blocks`` says
-which blocks each side fetched or reused, and why NEW was read in full if it was.
+which blocks each side fetched or reused, and why NEW was read in full if it was. A side whose
+audit came from the audit cache is noted (:meth:`SnapshotOpener.cached`): NEW is read through it.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def open_snapshot(
     from imagelint.aws.snapshot import snapshot_target, stream_facts
 
     spec = PREFIX + snapshot_id
-    through = None if shared is None else shared[0].reader(shared[1])
+    through = None if shared is None else shared[0].reader(shared[1], clients.region)
     with snapshot_target(clients, snapshot_id, settings, progress, through) as (target, stream):
         read = None if shared is None else shared[0].sides[shared[1]]
         fallback = None if read is None else read.facts()["fallback"]
@@ -70,6 +71,8 @@ def open_snapshot(
             return report
 
         yield Opened(KIND, target, annotate=annotate)
+    if shared is not None:
+        shared[0].done()
 
 
 @contextlib.contextmanager
@@ -108,6 +111,15 @@ class SnapshotOpener:
         from imagelint.aws.clients import default_region
 
         return f"{PREFIX}{default_region(options.region)}:{snapshot_id_of(spec)}"
+
+    def cached(self, spec: str, options: OpenOptions) -> None:
+        """A diff side whose audit came from the audit cache: NEW is still read through its blocks."""
+        if options.shared is not None and options.side is not None:
+            from imagelint.aws.clients import default_region
+            from imagelint.aws.ebs_reuse import SharedBlocks
+
+            shared = options.shared.setdefault(KIND, SharedBlocks())
+            shared.remember(options.side, default_region(options.region), snapshot_id_of(spec))
 
     @contextlib.contextmanager
     def open(self, spec: str, options: OpenOptions) -> Iterator[Opened]:

@@ -8,6 +8,7 @@ import base64
 import hashlib
 import io
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -16,11 +17,13 @@ from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
 from imagelint.aws import ebs_reuse
+from imagelint.aws.block_store import BlockStore
 from imagelint.aws.ebs_api import BLOCK_SIZE, LIST_PAGE, EbsApi, RetryPolicy
 from imagelint.aws.ebs_blocks import SnapshotStream
 from imagelint.aws.errors import AwsError
 
 SNAP = "snap-0123456789abcdef0"
+REGION = "us-east-1"
 NOW = datetime(2026, 12, 3, 9, 0, tzinfo=UTC)
 
 
@@ -265,7 +268,14 @@ def test_unrelated_snapshots_are_an_error_with_their_reason(stubbed: Any) -> Non
     assert "one volume/snapshot lineage" in str(failed.value) and "\n" not in str(failed.value)
 
 
-def test_new_reads_changed_blocks_from_itself_and_the_rest_from_olds_kept_blocks(stubbed: Any) -> None:
+def test_new_reads_changed_blocks_from_itself_and_the_rest_from_olds_kept_blocks(
+    stubbed: Any, tmp_path: Path
+) -> None:
+    first_diff(stubbed, tmp_path)
+
+
+def first_diff(stubbed: Any, tmp_path: Path) -> tuple[bytes, bytes]:
+    """OLD read (block 0 fetched), NEW through it (block 2 fetched): the blocks, kept in the store."""
     client, stub = stubbed
     kept, changed = b"\5" * BLOCK_SIZE, b"\6" * BLOCK_SIZE
     old_api = EbsApi(client, OLD, sleep=lambda _: None, now=lambda: NOW)
@@ -275,14 +285,14 @@ def test_new_reads_changed_blocks_from_itself_and_the_rest_from_olds_kept_blocks
     stub.add_response(
         "get_snapshot_block", block_reply(kept), {"SnapshotId": OLD, "BlockIndex": 0, "BlockToken": "T0"}
     )
-    shared = ebs_reuse.SharedBlocks()
-    base = shared.reader(ebs_reuse.OLD)(old_api)
+    shared = ebs_reuse.SharedBlocks(store=BlockStore(tmp_path / "blocks"))
+    base = shared.reader(ebs_reuse.OLD, REGION)(old_api)
     assert base.fetch(0) == kept
     stub.add_response(
         "list_changed_blocks", changed_page({1: ("T1", "U1"), 2: (None, "U2")}), changed_params()
     )
     stub.add_response("list_snapshot_blocks", listing({0: "U0", 1: "U1", 2: "U2"}), list_params())
-    new = shared.reader(ebs_reuse.NEW)(api(client))
+    new = shared.reader(ebs_reuse.NEW, REGION)(api(client))
     stub.add_response(
         "get_snapshot_block", block_reply(changed), {"SnapshotId": SNAP, "BlockIndex": 2, "BlockToken": "U2"}
     )
@@ -296,4 +306,40 @@ def test_new_reads_changed_blocks_from_itself_and_the_rest_from_olds_kept_blocks
         "fetched": [2],
         "reused": [0],
         "base_fetched": [],
+        "stored": [],
     }
+    return kept, changed
+
+
+def test_the_next_run_reads_new_through_olds_stored_blocks_when_olds_audit_is_cached(
+    stubbed: Any, tmp_path: Path
+) -> None:
+    """The pipeline's next gate: OLD's audit came from the audit cache (OLD not read), its blocks and
+    NEW's from the block store; only OLD's and NEW's listings and ListChangedBlocks are asked for."""
+    client, stub = stubbed
+    kept, changed = first_diff(stubbed, tmp_path)
+    shared = ebs_reuse.SharedBlocks(store=BlockStore(tmp_path / "blocks"))
+    shared.remember(ebs_reuse.OLD, REGION, OLD)
+    stub.add_response(
+        "list_changed_blocks", changed_page({1: ("T1", "U1"), 2: (None, "U2")}), changed_params()
+    )
+    stub.add_response("list_snapshot_blocks", listing({0: "U0", 1: "U1", 2: "U2"}), list_params())
+    stub.add_response(
+        "list_snapshot_blocks", listing({0: "T0", 1: "T1"}), {**list_params(), "SnapshotId": OLD}
+    )
+    new = shared.reader(ebs_reuse.NEW, REGION)(api(client))
+    assert new.fetch(0) == kept and new.fetch(2) == changed  # no GetSnapshotBlock: both from the store
+    facts = new.facts()
+    assert facts["mode"] == "incremental" and facts["fallback"] is None
+    assert facts["fetched"] == [] and facts["reused"] == [0] and facts["stored"] == [0, 2]
+
+
+def test_new_read_in_full_always_says_why(stubbed: Any) -> None:
+    client, _ = stubbed
+    shared = ebs_reuse.SharedBlocks(store=None)  # OLD was no snapshot
+    new = shared.reader(ebs_reuse.NEW, REGION)(api(client))
+    assert new.facts()["mode"] == "full" and "OLD is not an EBS snapshot" in str(new.facts()["fallback"])
+    other = ebs_reuse.SharedBlocks(store=None)
+    other.remember(ebs_reuse.OLD, "eu-west-1", OLD)  # OLD's audit cached, in another region
+    fallback = other.reader(ebs_reuse.NEW, REGION)(api(client)).facts()["fallback"]
+    assert f"OLD {OLD} is in eu-west-1, NEW in {REGION}" in str(fallback)

@@ -13,6 +13,10 @@ class DiskImageError(TargetError):
     exit_code = ExitCode.INCONCLUSIVE
 
 
+class NoRootFilesystem(DiskImageError):
+    """Filesystems were read, none of them an OS tree (a data volume): nothing to audit as an image."""
+
+
 class MissingExtraError(UsageError):
     """The dissect libraries are not installed (exit 2: the install, not the image, is at fault)."""
 

@@ -16,7 +16,7 @@ from typing import Any, BinaryIO
 
 from imagelint.errors import ImageReadError
 from imagelint.targets.disk.containers import Guarded, bound_grains, check_container
-from imagelint.targets.disk.errors import DiskImageError, require_dissect
+from imagelint.targets.disk.errors import DiskImageError, NoRootFilesystem, require_dissect
 from imagelint.targets.disk.filesystems import Filesystem, open_filesystem
 from imagelint.targets.disk.mounts import FstabEntry, MountTable, match_volume, parse_fstab, wanted
 from imagelint.targets.disk.prefetch import DiskHints, disk_hints
@@ -286,7 +286,7 @@ def pick_root(opened: Opened, where: str) -> tuple[Volume, Filesystem]:
         raise DiskImageError(
             f"unsupported or unrecognised filesystem ({found}); imagelint reads ext4 and XFS", where=where
         )
-    raise DiskImageError(
+    raise NoRootFilesystem(
         f"no root filesystem (none has /etc/os-release or /etc and /usr) among {found}", where=where
     )
 
