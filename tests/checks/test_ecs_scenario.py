@@ -23,7 +23,9 @@ def test_ecs_scenario_fires_six_rules_with_reasons(tmp_path: Path) -> None:
     assert set(ecs) == {"IL201", "IL202", "IL203", "IL204", "IL206", "IL501"}
     # the unbounded restart policy alone is a low risk; with the evidence it will fail, critical
     assert not ecs["IL202"].failing and ecs["IL202"].severity.value == "low"
-    assert all(f.failing for rule, f in ecs.items() if rule != "IL202")
+    # the loop (IL206) carries the failure of the evidence it names; IL204 is a fault of its own
+    assert {rule for rule, f in ecs.items() if f.failing} == {"IL204", "IL206"}
+    assert {rule for rule, f in ecs.items() if f.part_of == "IL206"} == {"IL201", "IL203", "IL501"}
     il206 = ecs["IL206"]
     assert il206.severity.value == "critical"
     for evidence in (
