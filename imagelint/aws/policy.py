@@ -6,7 +6,9 @@ Two identities:
   presigned URLs the instance uses, so the instance's uploads and downloads are authorised as the
   runner's ``s3:PutObject`` / ``s3:GetObject``. ``HeadBucket`` is authorised as ``s3:ListBucket``,
   which also makes a missing key answer 404 rather than 403. ``iam:PassRole`` lets ``RunInstances``
-  give the instance its profile's role.
+  give the instance its profile's role. ``ImagelintNetwork`` reads the launch subnet's route table and
+  the VPC's endpoints (:mod:`imagelint.aws.network`) and makes the run's security group
+  (:mod:`imagelint.aws.run_group`; ``ec2:CreateTags`` tags it on creation).
 - **the instance profile's role** (launch mode): ``AmazonSSMManagedInstanceCore`` (attach the AWS
   managed policy) plus ``s3:PutObject`` under the report prefix, where the SSM agent writes the
   command's output (``OutputS3BucketName``).
@@ -40,6 +42,16 @@ RUNNER_ACTIONS: dict[str, tuple[str, ...]] = {
         "ec2:DeregisterImage",
         "ec2:DeleteSnapshot",
         "ec2:EnableImageDeprecation",
+    ),
+    # launch mode: the subnet's path to SSM and S3, and the run's own security group
+    "ImagelintNetwork": (
+        "ec2:DescribeRouteTables",
+        "ec2:DescribeVpcEndpoints",
+        "ec2:DescribeSecurityGroups",
+        "ec2:CreateSecurityGroup",
+        "ec2:RevokeSecurityGroupEgress",
+        "ec2:AuthorizeSecurityGroupEgress",
+        "ec2:DeleteSecurityGroup",
     ),
     "ImagelintSsm": (
         "ssm:DescribeInstanceInformation",

@@ -112,13 +112,20 @@ def ami_check(
     subnet: Annotated[
         str | None, typer.Option("--subnet", help="Subnet id (default: the default VPC's).")
     ] = None,
-    security_groups: Annotated[list[str] | None, typer.Option("--security-group", help="Repeatable.")] = None,
+    security_groups: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--security-group",
+            help="Repeatable. Default: a group made for the run (HTTPS egress only, no ingress), "
+            "deleted after it.",
+        ),
+    ] = None,
     instance_profile: Annotated[
         str | None,
         typer.Option(
             "--instance-profile",
-            help="Name or ARN; its role needs AmazonSSMManagedInstanceCore and "
-            "s3:PutObject on the report bucket.",
+            help="Name or ARN; required in launch mode. Its role needs AmazonSSMManagedInstanceCore "
+            "and s3:PutObject on the report bucket.",
         ),
     ] = None,
     soak: Annotated[
@@ -138,7 +145,12 @@ def ami_check(
     """Check an AMI before it ships: boot it, audit and soak it over SSM, tag the verdict.
 
     Launch mode (the default) needs --report-bucket: the instance writes its reports there, with
-    the config and rule packs shipped the same way. --on-fail deregister also deletes the AMI's
+    the config and rule packs shipped the same way; and --instance-profile, whose role lets the
+    SSM agent register. Unless --security-group is given, each run creates a security group
+    imagelint-<run id> in the subnet's VPC (no ingress, egress tcp/443 only) and deletes it after
+    the instance; the VPC's default group is never used. Before launch, the subnet must reach SSM
+    and S3: a default route to a NAT or internet gateway (with public IPs), or VPC endpoints for
+    ssm, ssmmessages, ec2messages and s3. --on-fail deregister also deletes the AMI's
     snapshots (unless another image uses them).
 
     Snapshot mode is the offline mode: it creates nothing and needs no EC2 runner, only this IAM

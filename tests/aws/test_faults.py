@@ -17,7 +17,7 @@ from tests.aws.moto_env import MotoEnv
 from tests.support import run_cli
 
 FAST = ("--poll", "0.2s")
-NOTHING = {"instances": [], "volumes": []}
+NOTHING = {"instances": [], "volumes": [], "groups": []}
 
 
 def ami(
@@ -28,6 +28,8 @@ def ami(
         env.image_id,
         "--report-bucket",
         env.bucket,
+        "--instance-profile",
+        env.profile,
         *args,
         *FAST,
         "--soak",
@@ -222,7 +224,8 @@ def test_sigkill_of_the_runner_then_cleanup_leaves_nothing(moto_env: MotoEnv, sa
     exe = shutil.which("imagelint", path=str(Path(sys.executable).parent))
     assert exe
     proc = subprocess.Popen(
-        [exe, "ami", moto_env.image_id, "--report-bucket", moto_env.bucket, *FAST, "--soak", "0"],
+        [exe, "ami", moto_env.image_id, "--report-bucket", moto_env.bucket, "--instance-profile", moto_env.profile]
+        + [*FAST, "--soak", "0"],
         env={**os.environ, **moto_env.env},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

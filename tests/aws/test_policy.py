@@ -111,10 +111,6 @@ def test_every_call_of_every_flow_is_in_the_runner_policy(
     from tests.aws.test_ami_other import LocalTreeHost
 
     moto_env.agent.rootfs = sample_image
-    iam = moto_env.client("iam")
-    iam.create_role(RoleName="ssm", AssumeRolePolicyDocument=json.dumps(policy.INSTANCE_TRUST))
-    iam.create_instance_profile(InstanceProfileName="imagelint-ssm")
-    iam.add_role_to_instance_profile(InstanceProfileName="imagelint-ssm", RoleName="ssm")
     pack = tmp_path / "pack.yaml"
     pack.write_text(PACK.format(id="X950", name="policy-marker", path="/etc/hostname"), encoding="utf-8")
     run = RunOptions(outputs=[OutputSpec("json", tmp_path / "r.json")], extra_rules=[pack])
@@ -122,7 +118,7 @@ def test_every_call_of_every_flow_is_in_the_runner_policy(
     launch = AmiOptions(
         images=[moto_env.image_id],
         report_bucket=moto_env.bucket,
-        launch=LaunchSettings(instance_type="t3.micro", instance_profile="imagelint-ssm"),
+        launch=LaunchSettings(instance_type="t3.micro", instance_profile=moto_env.profile),
         tag=True,
         on_fail="deregister",
         timing=timing,
@@ -155,13 +151,10 @@ def test_every_call_of_every_flow_is_in_the_runner_policy(
     } <= recorded.calls
     assert {"ec2:AttachVolume", "ec2:DeregisterImage", "ssm:ListCommands"} <= recorded.calls
     assert "ssm:DescribeInstanceInformation" in recorded.calls
+    network = {"ec2:DescribeRouteTables", "ec2:DescribeVpcEndpoints", "ec2:CreateSecurityGroup"}
+    assert network | {"ec2:AuthorizeSecurityGroupEgress", "ec2:DeleteSecurityGroup"} <= recorded.calls
     allowed = _actions(policy.runner_policy())
-    test_only = {
-        "ec2:CreateImage",
-        "iam:CreateRole",
-        "iam:CreateInstanceProfile",
-        "iam:AddRoleToInstanceProfile",
-    }
+    test_only = {"ec2:CreateImage"}
     missing = recorded.calls - allowed - test_only
     assert not missing, f"called but not in the runner policy: {sorted(missing)}"
 
