@@ -230,7 +230,8 @@ def ami_cleanup(
     poll: PollOpt = "5s",
     role_arn: RoleArnOpt = None,
 ) -> None:
-    """Remove what earlier AMI runs left behind: instances and volumes tagged imagelint:run.
+    """Remove what earlier AMI runs left behind: instances, volumes and security groups tagged
+    imagelint:run.
 
     A run removes its own instances and volumes in every outcome it lives through; this sweeper
     covers a runner that was killed outright (SIGKILL, lost network, a CI timeout). Examples:

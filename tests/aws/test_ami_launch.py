@@ -76,6 +76,18 @@ def test_missing_instance_profile_is_caught_before_launch(moto_env: MotoEnv, sam
     assert moto_env.launched() == []
 
 
+def test_launch_without_instance_profile_is_refused_before_any_aws_call(moto_env: MotoEnv) -> None:
+    before = len(moto_env.seen_calls)
+    proc = ami(moto_env, moto_env.image_id, "--report-bucket", moto_env.bucket, profile=False)
+    assert moto_env.seen_calls[before:] == []  # refused before the first request (DescribeImages too)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "imagelint: error: launch mode needs --instance-profile: without a role the instance's SSM agent "
+        "never registers; `imagelint ami check --help` has the role's policies"
+    ]
+    assert moto_env.launched() == []
+
+
 def test_ssm_never_online_times_out_exit_3_and_terminates(moto_env: MotoEnv, sample_image: Path) -> None:
     moto_env.agent.rootfs = sample_image
     moto_env.agent.online = False
