@@ -5,14 +5,15 @@ the ones it did not (the runner itself was killed with SIGKILL, lost its network
 Only resources older than ``--older-than`` are touched, so runs in progress are left alone. Every
 listing is paginated (an account with many leftovers answers in pages). Security groups of runs
 (:mod:`imagelint.aws.run_group`) go last, after the instances that held them; their age is their
-``imagelint:created`` tag (EC2 records none), and one without it is left alone.
+``imagelint:created`` tag (EC2 records none), and one without it is left alone; then the roles and
+instance profiles of ``--create-instance-profile`` runs (:mod:`imagelint.aws.run_profile`).
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from imagelint.aws import credentials, run_group
+from imagelint.aws import credentials, run_group, run_profile
 from imagelint.aws import ec2 as ec2_ops
 from imagelint.aws.clients import Clients, default_region
 from imagelint.aws.errors import paginate
@@ -57,7 +58,21 @@ def run_cleanup(
             f"{'would delete' if dry_run else 'deleted'} {volume['VolumeId']} "
             f"(run {_run(volume.get('Tags', []))})"
         )
-    return lines + _groups(clients, cutoff, dry_run=dry_run, poll=poll)
+    return lines + _groups(clients, cutoff, dry_run=dry_run, poll=poll) + _profiles(clients, cutoff, dry_run)
+
+
+def _profiles(clients: Clients, cutoff: datetime, dry_run: bool) -> list[str]:
+    """Roles and instance profiles of --create-instance-profile runs (path /imagelint/)."""
+    iam = clients.get("iam")
+    lines: list[str] = []
+    for role in run_profile.run_roles(iam):
+        if role["CreateDate"] > cutoff:
+            continue
+        if dry_run:
+            lines.append(f"would delete role and instance profile {role['RoleName']}")
+            continue
+        lines += [f"deleted {what}" for what in run_profile.remove_run_profile(iam, role["RoleName"])]
+    return lines
 
 
 def _groups(clients: Clients, cutoff: datetime, *, dry_run: bool, poll: float) -> list[str]:

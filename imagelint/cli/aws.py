@@ -128,6 +128,14 @@ def ami_check(
             "and s3:PutObject on the report bucket.",
         ),
     ] = None,
+    create_instance_profile: Annotated[
+        bool,
+        typer.Option(
+            "--create-instance-profile",
+            help="Instead of --instance-profile: create a role and instance profile for the run "
+            "(those policies; path /imagelint/) and delete them after it.",
+        ),
+    ] = False,
     soak: Annotated[
         str, typer.Option("--soak", help="Soak length on the instance (0 = no soak): 90s, 10m.")
     ] = "10m",
@@ -146,7 +154,8 @@ def ami_check(
 
     Launch mode (the default) needs --report-bucket: the instance writes its reports there, with
     the config and rule packs shipped the same way; and --instance-profile, whose role lets the
-    SSM agent register. Unless --security-group is given, each run creates a security group
+    SSM agent register (or --create-instance-profile, which needs the ImagelintRunProfile
+    statement). Unless --security-group is given, each run creates a security group
     imagelint-<run id> in the subnet's VPC (no ingress, egress tcp/443 only) and deletes it after
     the instance; the VPC's default group is never used. Before launch, the subnet must reach SSM
     and S3: a default route to a NAT or internet gateway (with public IPs), or VPC endpoints for
@@ -207,6 +216,7 @@ def ami_check(
         interactive=sys.stderr.isatty(),
         role_arn=role_arn,
         snapshot=SnapshotSettings(concurrency=concurrency),
+        create_profile=create_instance_profile,
     )
     raise typer.Exit(int(run_ami(options).exit_code))
 

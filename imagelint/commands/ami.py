@@ -36,7 +36,7 @@ from pathlib import Path
 
 from imagelint import __version__
 from imagelint.aws import ec2 as ec2_ops
-from imagelint.aws import network, run_group
+from imagelint.aws import network, run_group, run_profile
 from imagelint.aws import ssm as ssm_ops
 from imagelint.aws.boot import BootWatch
 from imagelint.aws.clients import Clients, default_region
@@ -87,6 +87,7 @@ class AmiOptions:
     interactive: bool = False
     role_arn: str | None = None  # assume this role (refreshing credentials) for the whole run
     snapshot: SnapshotSettings = field(default_factory=SnapshotSettings)
+    create_profile: bool = False  # --create-instance-profile: a role and profile for each run
 
     def per_image_seconds(self) -> float:
         """How long one image's launch may take: start, SSM, the soak and the command's margin."""
@@ -133,11 +134,13 @@ def run_ami(
         raise UsageError(f"--on-fail {options.on_fail!r}: use deregister, deprecate or none")
     if options.mode == "launch" and not options.report_bucket:
         raise UsageError("launch mode needs --report-bucket: the instance writes its reports there")
-    if options.mode == "launch" and not options.launch.instance_profile:
+    if options.mode == "launch" and not options.launch.instance_profile and not options.create_profile:
         raise UsageError(
-            "launch mode needs --instance-profile: without a role the instance's SSM agent never "
-            "registers; `imagelint ami check --help` has the role's policies"
+            "launch mode needs --instance-profile (or --create-instance-profile): without a role the "
+            "instance's SSM agent never registers; `imagelint ami check --help` has the role's policies"
         )
+    if options.launch.instance_profile and options.create_profile:
+        raise UsageError("give --instance-profile or --create-instance-profile, not both")
     prepared = prepare(options.run)  # once, and bad -f/--fail-on/--select refused before any launch
     pairs = resolve_images(options)
     clients = clients if clients is not None else {}
@@ -244,13 +247,23 @@ def _launch(
     command_id: str | None = None
     finished = False
     try:
+        if options.create_profile:
+            progress.phase("creating instance profile", run_profile.profile_name(run_id))
+            profile = run_profile.create_run_profile(
+                clients.get("iam"), run_id, options.report_bucket, options.report_prefix
+            )
+            launch = dataclasses.replace(launch, instance_profile=profile)
         if not launch.security_groups:
             progress.phase("creating security group", f"in {where.vpc_id}: HTTPS egress only")
             group_id = run_group.create_run_group(clients.ec2, where.vpc_id, run_id)
             launch = dataclasses.replace(launch, security_groups=(group_id,))
         progress.phase("launching", f"{image.image_id} as {instance_type}, run {run_id}")
-        instance_id = ec2_ops.launch_instance(
-            clients.ec2, image, launch, run_id, deadline=options.per_image_seconds()
+        instance_id = run_profile.launch_retrying(
+            lambda: ec2_ops.launch_instance(
+                clients.ec2, image, launch, run_id, deadline=options.per_image_seconds()
+            ),
+            poll=timing.poll,
+            tries=run_profile.PROFILE_TRIES if options.create_profile else 1,
         )
         progress.log(f"launched {instance_id} (run {run_id})")
         ec2_ops.wait_running(clients.ec2, instance_id, poll=timing.poll, timeout=timing.running_timeout)
@@ -312,6 +325,10 @@ def _launch(
                 log=progress.log,
                 wait=timing.group_wait,
             )
+            if options.create_profile:
+                iam = clients.get("iam")
+                for removed in run_profile.remove_run_profile(iam, run_profile.profile_name(run_id)):
+                    progress.log(f"deleted {removed}")
 
 
 def _terminate_run(

@@ -53,10 +53,12 @@ after a create); ``env.refuse[action] = (code, message)`` answers every such EC2
 error (e.g. ``CreateTags``); ``DeleteSecurityGroup`` of a group an instance that is not yet
 terminated still uses answers ``DependencyViolation`` (moto deletes it), and so do the next
 ``env.group_held`` requests after that (the terminated instance's network interface holding the group
-for a while); ``env.on_call[action]`` is called with each EC2 request's form before it is forwarded;
-an access key in ``env.expired_keys`` gets ``ExpiredToken`` for any
-request; ``env.seen_keys`` lists the access key of every request, ``env.seen_calls`` each with its
-query-protocol ``Action``.
+for a while); the next ``env.profile_lag`` ``RunInstances`` that name an instance profile
+answer ``InvalidParameterValue`` ``Invalid IAM Instance Profile name`` (IAM's eventual consistency:
+EC2 does not know a profile for some seconds after its creation); ``env.on_call[action]`` is
+called with each EC2 request's form before it is forwarded; an access key in ``env.expired_keys``
+gets ``ExpiredToken`` for any request; ``env.seen_keys`` lists the access key of every request,
+``env.seen_calls`` each with its query-protocol ``Action``.
 
 Failure injection per run: ``agent.fault`` = ``None`` | ``"command-fails"`` (the script is replaced
 by a collection failure, exit 94) | ``"hang"`` (the script is replaced by a long sleep: only a cancel
@@ -470,7 +472,10 @@ class MotoEnv:
     bucket = "imagelint-reports"
     profile = "imagelint-ssm"
 
-    def __init__(self) -> None:
+    def __init__(self, *, managed_policies: bool = False) -> None:
+        # AWS's managed IAM policies (AmazonSSMManagedInstanceCore, ...): moto loads them only when
+        # asked, and that takes seconds, so only the environments that attach one ask
+        self.managed_policies = managed_policies
         from moto.server import ThreadedMotoServer
 
         self.moto_port = free_port()
@@ -495,6 +500,7 @@ class MotoEnv:
         self.not_found: dict[str, int] = {}
         self.refuse: dict[str, tuple[str, str]] = {}
         self.group_held = 0  # DependencyViolation answers to DeleteSecurityGroup after termination
+        self.profile_lag = 0  # RunInstances answered "Invalid IAM Instance Profile" (a new profile)
         self.on_call: dict[str, Callable[[dict[str, list[str]]], None]] = {}
         self.expired_keys: set[str] = set()
         self.seen_keys: list[str] = []
@@ -526,6 +532,17 @@ class MotoEnv:
             self.on_call[action](form)
         if action == "DeleteSecurityGroup" and self._group_held((form.get("GroupId") or [""])[0]):
             return _ec2_error("DependencyViolation", "resource has a dependent object")
+        profile = (form.get("IamInstanceProfile.Name") or [""])[0]
+        with self._fault_lock:
+            lag = action == "RunInstances" and bool(profile) and self.profile_lag > 0
+            if lag:
+                self.profile_lag -= 1
+        if lag:
+            return _ec2_error(
+                "InvalidParameterValue",
+                f"Value ({profile}) for parameter iamInstanceProfile.name is invalid. "
+                "Invalid IAM Instance Profile name",
+            )
         with self._fault_lock:
             if action in self.refuse:
                 return _ec2_error(*self.refuse[action])
@@ -557,10 +574,16 @@ class MotoEnv:
     def __enter__(self) -> MotoEnv:
         self._moto.start()
         # moto's backends are process-global: start every environment from a clean account
-        urllib.request.urlopen(
-            urllib.request.Request(f"http://127.0.0.1:{self.moto_port}/moto-api/reset", method="POST"),
-            timeout=30,
-        ).close()
+        if self.managed_policies:  # read when the IAM backend is made: by the reset, or the first call
+            os.environ["MOTO_IAM_LOAD_MANAGED_POLICIES"] = "true"
+        try:
+            urllib.request.urlopen(
+                urllib.request.Request(f"http://127.0.0.1:{self.moto_port}/moto-api/reset", method="POST"),
+                timeout=30,
+            ).close()
+            self.client("iam", direct=True).list_roles()
+        finally:
+            os.environ.pop("MOTO_IAM_LOAD_MANAGED_POLICIES", None)
         threading.Thread(target=self._front.serve_forever, daemon=True).start()
         self.client("s3").create_bucket(Bucket=self.bucket)
         iam = self.client("iam", direct=True)

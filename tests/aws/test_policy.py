@@ -4,6 +4,7 @@ calls (recorded from real runs of every flow against moto, not listed by hand) i
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import json
 import re
@@ -61,6 +62,13 @@ def test_readme_gives_the_same_policies():
     assert policy.runner_policy() in docs
     assert policy.INSTANCE_TRUST in docs
     assert policy.instance_role_policy() in docs
+
+
+@pytest.fixture
+def moto_env() -> Iterator[MotoEnv]:
+    """With AWS's managed policies: --create-instance-profile attaches AmazonSSMManagedInstanceCore."""
+    with MotoEnv(managed_policies=True) as env:
+        yield env
 
 
 class Recorder:
@@ -124,6 +132,11 @@ def test_every_call_of_every_flow_is_in_the_runner_policy(
         timing=timing,
         run=run,
     )
+    # with a role and profile made for the run (and their removal); before --on-fail deregisters the AMI
+    made = dataclasses.replace(
+        launch, launch=LaunchSettings(instance_type="t3.micro"), create_profile=True, on_fail="none"
+    )
+    assert run_ami(made).value == "fail"
     assert run_ami(launch).value == "fail"
     # volume mode on a fresh image (moto has no EnableImageDeprecation: test_contract covers it)
     ec2 = moto_env.client("ec2")
@@ -152,6 +165,12 @@ def test_every_call_of_every_flow_is_in_the_runner_policy(
     assert {"ec2:AttachVolume", "ec2:DeregisterImage", "ssm:ListCommands"} <= recorded.calls
     assert "ssm:DescribeInstanceInformation" in recorded.calls
     network = {"ec2:DescribeRouteTables", "ec2:DescribeVpcEndpoints", "ec2:CreateSecurityGroup"}
+    assert {
+        "iam:CreateRole",
+        "iam:AddRoleToInstanceProfile",
+        "iam:DeleteRole",
+        "iam:ListRoles",
+    } <= recorded.calls
     assert network | {"ec2:AuthorizeSecurityGroupEgress", "ec2:DeleteSecurityGroup"} <= recorded.calls
     allowed = _actions(policy.runner_policy())
     test_only = {"ec2:CreateImage"}
