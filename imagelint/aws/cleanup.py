@@ -6,7 +6,7 @@ Only resources older than ``--older-than`` are touched, so runs in progress are 
 listing is paginated (an account with many leftovers answers in pages). Security groups of runs
 (:mod:`imagelint.aws.run_group`) go last, after the instances that held them; their age is their
 ``imagelint:created`` tag (EC2 records none), and one without it is left alone; then the roles and
-instance profiles of ``--create-instance-profile`` runs (:mod:`imagelint.aws.run_profile`).
+instance profiles of ``--create-profile`` runs (:mod:`imagelint.aws.run_profile`).
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def run_cleanup(
 
 
 def _profiles(clients: Clients, cutoff: datetime, dry_run: bool) -> list[str]:
-    """Roles and instance profiles of --create-instance-profile runs (path /imagelint/)."""
+    """Roles and instance profiles of --create-profile runs (path /imagelint/)."""
     iam = clients.get("iam")
     lines: list[str] = []
     for role in run_profile.run_roles(iam):

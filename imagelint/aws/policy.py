@@ -9,7 +9,7 @@ Two identities:
   give the instance its profile's role. ``ImagelintNetwork`` reads the launch subnet's route table and
   the VPC's endpoints (:mod:`imagelint.aws.network`) and makes the run's security group
   (:mod:`imagelint.aws.run_group`; ``ec2:CreateTags`` tags it on creation). ``ImagelintRunProfile``
-  is needed only with ``--create-instance-profile`` (:mod:`imagelint.aws.run_profile`); it lets the
+  is needed only with ``--create-profile`` (:mod:`imagelint.aws.run_profile`); it lets the
   runner create roles, so leave it out, or narrow its Resource to ``arn:aws:iam::ACCOUNT:role/imagelint/*``
   and ``…:instance-profile/imagelint/*``, where that matters.
 - **the instance profile's role** (launch mode): ``AmazonSSMManagedInstanceCore`` (attach the AWS
@@ -66,7 +66,7 @@ RUNNER_ACTIONS: dict[str, tuple[str, ...]] = {
     "ImagelintReports": ("s3:ListBucket", "s3:PutObject", "s3:GetObject"),
     "ImagelintInstanceProfile": ("iam:GetInstanceProfile", "iam:PassRole"),
     "ImagelintRole": ("sts:AssumeRole",),  # only with --role-arn
-    # only with --create-instance-profile (and for `ami cleanup` of what those runs left)
+    # only with --create-profile (and for `ami cleanup` of what those runs left)
     "ImagelintRunProfile": (
         "iam:CreateRole",
         "iam:AttachRolePolicy",

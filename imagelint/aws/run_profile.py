@@ -1,4 +1,4 @@
-"""``--create-instance-profile``: an IAM role and instance profile made for one `imagelint ami` run.
+"""``--create-profile``: an IAM role and instance profile made for one `imagelint ami` run.
 
 For accounts where nobody made an SSM instance profile beforehand: the run creates the role
 ``imagelint-<run id>`` (path ``/imagelint/``, trusted by ``ec2.amazonaws.com``) with the AWS managed

@@ -124,14 +124,15 @@ def ami_check(
         str | None,
         typer.Option(
             "--instance-profile",
-            help="Name or ARN; required in launch mode. Its role needs AmazonSSMManagedInstanceCore "
+            help="Name or ARN; launch mode needs it (or --create-profile). Its role needs "
+            "AmazonSSMManagedInstanceCore "
             "and s3:PutObject on the report bucket.",
         ),
     ] = None,
     create_instance_profile: Annotated[
         bool,
         typer.Option(
-            "--create-instance-profile",
+            "--create-profile",
             help="Instead of --instance-profile: create a role and instance profile for the run "
             "(those policies; path /imagelint/) and delete them after it.",
         ),
@@ -154,7 +155,7 @@ def ami_check(
 
     Launch mode (the default) needs --report-bucket: the instance writes its reports there, with
     the config and rule packs shipped the same way; and --instance-profile, whose role lets the
-    SSM agent register (or --create-instance-profile, which needs the ImagelintRunProfile
+    SSM agent register (or --create-profile, which needs the ImagelintRunProfile
     statement). Unless --security-group is given, each run creates a security group
     imagelint-<run id> in the subnet's VPC (no ingress, egress tcp/443 only) and deletes it after
     the instance; the VPC's default group is never used. Before launch, the subnet must reach SSM
@@ -176,7 +177,7 @@ def ami_check(
 
     Volume mode stays for accounts that forbid the EBS direct APIs.
 
-    Every instance and volume is tagged imagelint:run=<uuid> and removed in every outcome
+    Every instance, volume and security group is tagged imagelint:run=<uuid> and removed in every outcome
     (`imagelint ami cleanup` removes what a killed run left). `imagelint ami AMI…` is short for
     `imagelint ami check AMI…`. Examples:
 
@@ -241,7 +242,7 @@ def ami_cleanup(
     role_arn: RoleArnOpt = None,
 ) -> None:
     """Remove what earlier AMI runs left behind: instances, volumes and security groups tagged
-    imagelint:run.
+    imagelint:run, and the roles and instance profiles of --create-profile runs.
 
     A run removes its own instances and volumes in every outcome it lives through; this sweeper
     covers a runner that was killed outright (SIGKILL, lost network, a CI timeout). Examples:

@@ -87,7 +87,7 @@ class AmiOptions:
     interactive: bool = False
     role_arn: str | None = None  # assume this role (refreshing credentials) for the whole run
     snapshot: SnapshotSettings = field(default_factory=SnapshotSettings)
-    create_profile: bool = False  # --create-instance-profile: a role and profile for each run
+    create_profile: bool = False  # --create-profile: a role and profile for each run
 
     def per_image_seconds(self) -> float:
         """How long one image's launch may take: start, SSM, the soak and the command's margin."""
@@ -136,11 +136,11 @@ def run_ami(
         raise UsageError("launch mode needs --report-bucket: the instance writes its reports there")
     if options.mode == "launch" and not options.launch.instance_profile and not options.create_profile:
         raise UsageError(
-            "launch mode needs --instance-profile (or --create-instance-profile): without a role the "
+            "launch mode needs --instance-profile (or --create-profile): without a role the "
             "instance's SSM agent never registers; `imagelint ami check --help` has the role's policies"
         )
     if options.launch.instance_profile and options.create_profile:
-        raise UsageError("give --instance-profile or --create-instance-profile, not both")
+        raise UsageError("give --instance-profile or --create-profile, not both")
     prepared = prepare(options.run)  # once, and bad -f/--fail-on/--select refused before any launch
     pairs = resolve_images(options)
     clients = clients if clients is not None else {}

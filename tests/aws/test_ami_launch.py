@@ -82,8 +82,8 @@ def test_launch_without_instance_profile_is_refused_before_any_aws_call(moto_env
     assert moto_env.seen_calls[before:] == []  # refused before the first request (DescribeImages too)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip().splitlines() == [
-        "imagelint: error: launch mode needs --instance-profile: without a role the instance's SSM agent "
-        "never registers; `imagelint ami check --help` has the role's policies"
+        "imagelint: error: launch mode needs --instance-profile (or --create-profile): without a role the "
+        "instance's SSM agent never registers; `imagelint ami check --help` has the role's policies"
     ]
     assert moto_env.launched() == []
 

@@ -66,7 +66,7 @@ def test_readme_gives_the_same_policies():
 
 @pytest.fixture
 def moto_env() -> Iterator[MotoEnv]:
-    """With AWS's managed policies: --create-instance-profile attaches AmazonSSMManagedInstanceCore."""
+    """With AWS's managed policies: --create-profile attaches AmazonSSMManagedInstanceCore."""
     with MotoEnv(managed_policies=True) as env:
         yield env
 

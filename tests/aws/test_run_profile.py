@@ -1,4 +1,4 @@
-"""--create-instance-profile (imagelint/aws/run_profile.py) against moto through the front: the run's
+"""--create-profile (imagelint/aws/run_profile.py) against moto through the front: the run's
 role and profile exist with their policies when the instance is launched, RunInstances' answer for a
 profile EC2 does not know yet is retried (a bounded number of times), and both are removed on every
 path; `ami cleanup` removes what a killed run left."""
@@ -27,7 +27,7 @@ def moto_env() -> Iterator[MotoEnv]:
 
 def _ami(env: MotoEnv, *args: str):
     return run_cli(
-        "ami", env.image_id, "--report-bucket", env.bucket, "--create-instance-profile", *FAST, *args,
+        "ami", env.image_id, "--report-bucket", env.bucket, "--create-profile", *FAST, *args,
         env=env.env, timeout=120,
     )  # fmt: skip
 
@@ -105,7 +105,7 @@ def test_both_profile_options_are_refused(moto_env: MotoEnv) -> None:
     proc = _ami(moto_env, "--instance-profile", moto_env.profile)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1] == (
-        "imagelint: error: give --instance-profile or --create-instance-profile, not both"
+        "imagelint: error: give --instance-profile or --create-profile, not both"
     )
 
 
