@@ -22,8 +22,8 @@ from imagelint.aws.errors import paginate
 def run_cleanup(
     region: str | None, older_than: float, *, dry_run: bool, poll: float = 5.0, role_arn: str | None = None
 ) -> list[str]:
-    """Terminate orphaned instances, delete orphaned volumes and security groups; returns one line
-    per resource."""
+    """Terminate orphaned instances, delete orphaned volumes, security groups, roles and instance
+    profiles; returns one line per resource."""
     name = default_region(region)
     clients = Clients(name, credentials.run_session(role_arn, 0, name))
     cutoff = datetime.now(UTC) - timedelta(seconds=older_than)
