@@ -7,10 +7,15 @@ Two identities:
   runner's ``s3:PutObject`` / ``s3:GetObject``. ``HeadBucket`` is authorised as ``s3:ListBucket``,
   which also makes a missing key answer 404 rather than 403. ``iam:PassRole`` lets ``RunInstances``
   give the instance its profile's role (that role only, ``iam:PassedToService`` EC2). Least privilege
-  (:data:`RUNNER_STATEMENTS`): the run's instance and volume can only be created carrying the run's
-  tag (``aws:RequestTag``), tagged only by their creating call (``ec2:CreateAction``), and terminated,
-  detached or deleted only while they carry it (``aws:ResourceTag``); the gated AMI and its snapshots
-  (``--tag``, ``--on-fail``) are not the run's, so those actions cannot be scoped by its tag.
+  (:data:`RUNNER_STATEMENTS`): the run's instance, volume and security group can only be created
+  carrying the run's tag (``aws:RequestTag``), tagged only by their creating call
+  (``ec2:CreateAction``), and terminated, detached or deleted only while they carry it
+  (``aws:ResourceTag``); the gated AMI and its snapshots (``--tag``, ``--on-fail``) are not the run's,
+  so those actions cannot be scoped by its tag. ``ImagelintNetworkRead`` reads the launch subnet's
+  route table and the VPC's endpoints (:mod:`imagelint.aws.network`); ``ImagelintGroup*`` make and
+  remove the run's security group (:mod:`imagelint.aws.run_group`). ``ImagelintRunProfile`` is
+  needed only with ``--create-profile`` (:mod:`imagelint.aws.run_profile`): it lets the runner create
+  roles, but only under the IAM path ``/imagelint/``.
 - **the instance profile's role** (launch mode): ``AmazonSSMManagedInstanceCore`` (attach the AWS
   managed policy) plus ``s3:PutObject`` under the report prefix, where the SSM agent writes the
   command's output (``OutputS3BucketName``).
@@ -31,6 +36,7 @@ _EC2 = "arn:aws:ec2:*:*:{}/*"  # account-owned EC2 resources (instance, volume, 
 _IMAGES = ["arn:aws:ec2:*::image/*", "arn:aws:ec2:*::snapshot/*"]  # images and snapshots: no account
 _RUN_RESOURCES = [_EC2.format("instance"), _EC2.format("volume")]
 INSTANCE_ROLE = "INSTANCE-ROLE"  # the instance profile's role: replace in the printed policy
+RUN_PROFILE_PATH = "/imagelint/"  # the IAM path of --create-profile's roles and profiles
 
 # Sid → (actions, Resource, Condition). Why each statement is scoped as it is:
 RUNNER_STATEMENTS: dict[str, tuple[tuple[str, ...], str | list[str], dict[str, Any] | None]] = {
@@ -66,8 +72,8 @@ RUNNER_STATEMENTS: dict[str, tuple[tuple[str, ...], str | list[str], dict[str, A
     # tags only as part of the creating call (the TagSpecifications), never on an existing resource
     "ImagelintTagOnCreate": (
         ("ec2:CreateTags",),
-        _RUN_RESOURCES,
-        {"StringEquals": {"ec2:CreateAction": ["RunInstances", "CreateVolume"]}},
+        [*_RUN_RESOURCES, _EC2.format("security-group")],
+        {"StringEquals": {"ec2:CreateAction": ["RunInstances", "CreateVolume", "CreateSecurityGroup"]}},
     ),
     # destructive actions only on resources carrying the run tag (cleanup and `ami cleanup` too)
     "ImagelintRunResources": (
@@ -84,6 +90,25 @@ RUNNER_STATEMENTS: dict[str, tuple[tuple[str, ...], str | list[str], dict[str, A
         _IMAGES,
         None,
     ),
+    # launch mode: the subnet's path to SSM and S3 (route tables, VPC endpoints), the groups
+    "ImagelintNetworkRead": (
+        ("ec2:DescribeRouteTables", "ec2:DescribeVpcEndpoints", "ec2:DescribeSecurityGroups"),
+        "*",
+        None,
+    ),
+    # the run's own security group: created only carrying the run tag, in any VPC ...
+    "ImagelintGroupCreate": (
+        ("ec2:CreateSecurityGroup",),
+        _EC2.format("security-group"),
+        {"StringLike": {f"aws:RequestTag/{RUN_TAG}": "*"}},
+    ),
+    "ImagelintGroupInVpc": (("ec2:CreateSecurityGroup",), _EC2.format("vpc"), None),
+    # ... and its rules changed and the group deleted only while it carries the run tag
+    "ImagelintGroupRules": (
+        ("ec2:RevokeSecurityGroupEgress", "ec2:AuthorizeSecurityGroupEgress", "ec2:DeleteSecurityGroup"),
+        _EC2.format("security-group"),
+        {"StringLike": {f"aws:ResourceTag/{RUN_TAG}": "*"}},
+    ),
     "ImagelintSsm": (
         (
             "ssm:DescribeInstanceInformation",
@@ -97,13 +122,33 @@ RUNNER_STATEMENTS: dict[str, tuple[tuple[str, ...], str | list[str], dict[str, A
     ),
     "ImagelintReports": (("s3:ListBucket", "s3:PutObject", "s3:GetObject"), "*", None),
     "ImagelintInstanceProfile": (("iam:GetInstanceProfile",), "arn:aws:iam::*:instance-profile/*", None),
-    # RunInstances gives the instance its profile's role: that role only, and only to EC2
+    # RunInstances gives the instance its profile's role: that role only (or a --create-profile
+    # run's own role, under /imagelint/), and only to EC2
     "ImagelintPassRole": (
         ("iam:PassRole",),
-        f"arn:aws:iam::*:role/{INSTANCE_ROLE}",
+        [f"arn:aws:iam::*:role/{INSTANCE_ROLE}", f"arn:aws:iam::*:role{RUN_PROFILE_PATH}*"],
         {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
     ),
     "ImagelintRole": (("sts:AssumeRole",), "*", None),  # only with --role-arn
+    # only with --create-profile (and for `ami cleanup` of what those runs left): roles and
+    # instance profiles under the run's IAM path only
+    "ImagelintRunProfile": (
+        (
+            "iam:CreateRole",
+            "iam:AttachRolePolicy",
+            "iam:PutRolePolicy",
+            "iam:CreateInstanceProfile",
+            "iam:AddRoleToInstanceProfile",
+            "iam:RemoveRoleFromInstanceProfile",
+            "iam:DeleteInstanceProfile",
+            "iam:DetachRolePolicy",
+            "iam:DeleteRolePolicy",
+            "iam:DeleteRole",
+        ),
+        [f"arn:aws:iam::*:role{RUN_PROFILE_PATH}*", f"arn:aws:iam::*:instance-profile{RUN_PROFILE_PATH}*"],
+        None,
+    ),
+    "ImagelintRunProfileList": (("iam:ListRoles",), "*", None),  # ListRoles has no resource scope
 }
 
 # API operations authorised by another action than their own name

@@ -121,15 +121,31 @@ def ami_check(
     subnet: Annotated[
         str | None, typer.Option("--subnet", help="Subnet id (default: the default VPC's).")
     ] = None,
-    security_groups: Annotated[list[str] | None, typer.Option("--security-group", help="Repeatable.")] = None,
+    security_groups: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--security-group",
+            help="Repeatable. Default: a group made for the run (HTTPS egress only, no ingress), "
+            "deleted after it.",
+        ),
+    ] = None,
     instance_profile: Annotated[
         str | None,
         typer.Option(
             "--instance-profile",
-            help="Name or ARN; its role needs AmazonSSMManagedInstanceCore and "
-            "s3:PutObject on the report bucket.",
+            help="Name or ARN; launch mode needs it (or --create-profile). Its role needs "
+            "AmazonSSMManagedInstanceCore "
+            "and s3:PutObject on the report bucket.",
         ),
     ] = None,
+    create_instance_profile: Annotated[
+        bool,
+        typer.Option(
+            "--create-profile",
+            help="Instead of --instance-profile: create a role and instance profile for the run "
+            "(those policies; path /imagelint/) and delete them after it.",
+        ),
+    ] = False,
     soak: Annotated[
         str, typer.Option("--soak", help="Soak length on the instance (0 = no soak): 90s, 10m.")
     ] = "10m",
@@ -147,7 +163,13 @@ def ami_check(
     """Check an AMI before it ships: boot it, audit and soak it over SSM, tag the verdict.
 
     Launch mode (the default) needs --report-bucket: the instance writes its reports there, with
-    the config and rule packs shipped the same way. --on-fail deregister also deletes the AMI's
+    the config and rule packs shipped the same way; and --instance-profile, whose role lets the
+    SSM agent register (or --create-profile, which needs the ImagelintRunProfile
+    statement). Unless --security-group is given, each run creates a security group
+    imagelint-<run id> in the subnet's VPC (no ingress, egress tcp/443 only) and deletes it after
+    the instance; the VPC's default group is never used. Before launch, the subnet must reach SSM
+    and S3: a default route to a NAT or internet gateway (with public IPs), or VPC endpoints for
+    ssm, ssmmessages, ec2messages and s3. --on-fail deregister also deletes the AMI's
     snapshots (unless another image uses them).
 
     Snapshot mode is the offline mode: it creates nothing and needs no EC2 runner, only this IAM
@@ -167,7 +189,7 @@ def ami_check(
 
     Volume mode stays for accounts that forbid the EBS direct APIs.
 
-    Every instance and volume is tagged imagelint:run=<uuid> and removed in every outcome
+    Every instance, volume and security group is tagged imagelint:run=<uuid> and removed in every outcome
     (`imagelint ami cleanup` removes what a killed run left). `imagelint ami AMI…` is short for
     `imagelint ami check AMI…`. Examples:
 
@@ -208,6 +230,7 @@ def ami_check(
         role_arn=role_arn,
         snapshot=SnapshotSettings(concurrency=concurrency),
         parallel=parallel,
+        create_profile=create_instance_profile,
     )
     raise typer.Exit(int(run_ami(options).exit_code))
 
@@ -231,7 +254,8 @@ def ami_cleanup(
     poll: PollOpt = "5s",
     role_arn: RoleArnOpt = None,
 ) -> None:
-    """Remove what earlier AMI runs left behind: instances and volumes tagged imagelint:run.
+    """Remove what earlier AMI runs left behind: instances, volumes and security groups tagged
+    imagelint:run, and the roles and instance profiles of --create-profile runs.
 
     A run removes its own instances and volumes in every outcome it lives through; this sweeper
     covers a runner that was killed outright (SIGKILL, lost network, a CI timeout). Examples:

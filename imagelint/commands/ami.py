@@ -1,9 +1,12 @@
 """`imagelint ami`: check an AMI before it ships, and record the verdict on it.
 
 Before anything launches: the credentials must last the run (``--role-arn`` gives refreshing
-ones, :mod:`imagelint.aws.credentials`) and the pre-flight checks (:func:`preflight`) pass.
+ones, :mod:`imagelint.aws.credentials`), the pre-flight checks (:func:`preflight`) pass, and the
+launch subnet can reach SSM and S3 (:mod:`imagelint.aws.network`).
 Launch mode (default), per AMI: describe and check the image → launch one throwaway instance
-(IMDSv2 required, terminates on shutdown, tagged ``imagelint:run=<run id>`` with its volumes) →
+(IMDSv2 required, terminates on shutdown, tagged ``imagelint:run=<run id>`` with its volumes, in the
+run's own HTTPS-egress-only security group unless ``--security-group`` is given:
+:mod:`imagelint.aws.run_group`) →
 wait until running and Online in SSM → send the POSIX-shell collector (:mod:`imagelint.aws.ssm`,
 :mod:`imagelint.collector`): it gathers what the loaded rules read, ``systemctl show`` and the soak's
 samples into a bundle and uploads it to a presigned URL → download the bundle and analyse it here,
@@ -25,8 +28,8 @@ Then, on the combined report (:mod:`imagelint.aws.merge`): keep the report in S3
 (``--report-bucket``), tag the AMI and its snapshots (``--tag``), write the outputs, and only then act
 on a failure (``--on-fail``; a failing call there ends the run with exit 3, the outputs already
 written). Whatever happens (a finding, SSM never online, a failed command, an API error,
-Ctrl-C, SIGTERM), the ``finally`` blocks terminate the instance and delete the volume, and a last
-sweep by the run tag catches anything a lost reply would have hidden.
+Ctrl-C, SIGTERM), the ``finally`` blocks terminate the instance, delete the volume and then the
+run's security group, and a last sweep by the run tag catches anything a lost reply would have hidden.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from pathlib import Path
 
 from imagelint import __version__
 from imagelint.aws import ec2 as ec2_ops
+from imagelint.aws import network, run_group, run_profile
 from imagelint.aws import ssm as ssm_ops
 from imagelint.aws.boot import BootWatch
 from imagelint.aws.clients import Clients, default_region
@@ -71,6 +75,7 @@ class Timing:
     command_margin: float = 900.0  # on top of the soak: collection and upload
     boot_grace: float = 180.0  # after the console shows a finished boot, wait this long for the agent
     boot_check_every: float = 30.0  # how often the SSM wait looks at the instance's state and console
+    group_wait: float = 300.0  # DependencyViolation retries when deleting the run's security group
 
 
 DEFAULT_PARALLEL = 4
@@ -97,6 +102,7 @@ class AmiOptions:
     role_arn: str | None = None  # assume this role (refreshing credentials) for the whole run
     snapshot: SnapshotSettings = field(default_factory=SnapshotSettings)
     parallel: int = DEFAULT_PARALLEL  # images checked at once (``--parallel``)
+    create_profile: bool = False  # --create-profile: a role and profile for each run
 
     def per_image_seconds(self) -> float:
         """How long one image's launch may take: start, SSM, the soak and the command's margin."""
@@ -148,6 +154,13 @@ def run_ami(
         raise UsageError(f"--on-fail {options.on_fail!r}: use deregister, deprecate or none")
     if options.mode == "launch" and not options.report_bucket:
         raise UsageError("launch mode needs --report-bucket: the instance writes its reports there")
+    if options.mode == "launch" and not options.launch.instance_profile and not options.create_profile:
+        raise UsageError(
+            "launch mode needs --instance-profile (or --create-profile): without a role the "
+            "instance's SSM agent never registers; `imagelint ami check --help` has the role's policies"
+        )
+    if options.launch.instance_profile and options.create_profile:
+        raise UsageError("give --instance-profile or --create-profile, not both")
     prepared = prepare(options.run)  # once, and bad -f/--fail-on/--select refused before any launch
     pairs = resolve_images(options)
     clients = clients if clients is not None else {}
@@ -291,14 +304,32 @@ def _launch(
         soak_interval=options.soak_interval,
     )
     instance_type = preflight(clients, image, options, plan)
+    where = network.placement(clients.ec2, options.launch.subnet)
+    for warning in network.check_reachability(clients.ec2, where, image.region):
+        progress.log(f"warning: {warning}")
     launch = dataclasses.replace(options.launch, instance_type=instance_type)
+    group_id: str | None = None
     instance_id: str | None = None
     command_id: str | None = None
     finished = False
     try:
+        if options.create_profile:
+            progress.phase("creating instance profile", run_profile.profile_name(run_id))
+            profile = run_profile.create_run_profile(
+                clients.get("iam"), run_id, options.report_bucket, options.report_prefix
+            )
+            launch = dataclasses.replace(launch, instance_profile=profile)
+        if not launch.security_groups:
+            progress.phase("creating security group", f"in {where.vpc_id}: HTTPS egress only")
+            group_id = run_group.create_run_group(clients.ec2, where.vpc_id, run_id)
+            launch = dataclasses.replace(launch, security_groups=(group_id,))
         progress.phase("launching", f"{image.image_id} as {instance_type}, run {run_id}")
-        instance_id = ec2_ops.launch_instance(
-            clients.ec2, image, launch, run_id, deadline=options.per_image_seconds()
+        instance_id = run_profile.launch_retrying(
+            lambda: ec2_ops.launch_instance(
+                clients.ec2, image, launch, run_id, deadline=options.per_image_seconds()
+            ),
+            poll=timing.poll,
+            tries=run_profile.PROFILE_TRIES if options.create_profile else 1,
         )
         progress.log(f"launched {instance_id} (run {run_id})")
         ec2_ops.wait_running(clients.ec2, instance_id, poll=timing.poll, timeout=timing.running_timeout)
@@ -352,6 +383,18 @@ def _launch(
             if command_id and not finished:
                 ssm_ops.cancel(clients.ssm, command_id, [instance_id] if instance_id else None)
             _terminate_run(clients, run_id, [instance_id] if instance_id else [], timing, progress)
+            run_group.sweep_run_groups(
+                clients.ec2,
+                run_id,
+                [group_id] if group_id else [],
+                poll=timing.poll,
+                log=progress.log,
+                wait=timing.group_wait,
+            )
+            if options.create_profile:
+                iam = clients.get("iam")
+                for removed in run_profile.remove_run_profile(iam, run_profile.profile_name(run_id)):
+                    progress.log(f"deleted {removed}")
 
 
 def _terminate_run(

@@ -12,7 +12,8 @@ Use::
 or the pytest fixture ``moto_env`` (``tests/aws/conftest.py``). ``aws.env`` holds the environment a
 user would set (``AWS_ENDPOINT_URL``, dummy credentials, ``AWS_DEFAULT_REGION``); ``aws.client(svc)``
 gives boto3 clients on the same endpoint; ``aws.image_id`` is a moto built-in AMI and
-``aws.bucket`` an existing bucket.
+``aws.bucket`` an existing bucket; ``aws.profile`` an instance profile with a role. moto's default VPC is
+completed as AWS makes it: an internet gateway and a ``0.0.0.0/0`` route to it in the main table.
 
 Why a front: moto 5.2 runs no SSM command (every invocation is "Success", empty output, and
 ``send_command(InstanceIds=[a])`` fans out to every instance: a thousand per-host commands to a
@@ -49,9 +50,15 @@ AWS behaviour moto does not model, injected by the front (:meth:`MotoEnv.fault_f
 ``GetConsoleOutput`` instead of moto's fixed sample; ``env.not_found[action] = n`` answers the next
 ``n`` EC2 ``action`` requests that name an id with ``Invalid….NotFound`` (eventual consistency right
 after a create); ``env.refuse[action] = (code, message)`` answers every such EC2 request with that
-error (e.g. ``CreateTags``); an access key in ``env.expired_keys`` gets ``ExpiredToken`` for any
-request; ``env.seen_keys`` lists the access key of every request, ``env.seen_calls`` each with its
-query-protocol ``Action``.
+error (e.g. ``CreateTags``); ``DeleteSecurityGroup`` of a group an instance that is not yet
+terminated still uses answers ``DependencyViolation`` (moto deletes it), and so do the next
+``env.group_held`` requests after that (the terminated instance's network interface holding the group
+for a while); the next ``env.profile_lag`` ``RunInstances`` that name an instance profile
+answer ``InvalidParameterValue`` ``Invalid IAM Instance Profile name`` (IAM's eventual consistency:
+EC2 does not know a profile for some seconds after its creation); ``env.on_call[action]`` is
+called with each EC2 request's form before it is forwarded; an access key in ``env.expired_keys``
+gets ``ExpiredToken`` for any request; ``env.seen_keys`` lists the access key of every request,
+``env.seen_calls`` each with its query-protocol ``Action``.
 
 Failure injection per run: ``agent.fault`` = ``None`` | ``"command-fails"`` (the script is replaced
 by a collection failure, exit 94) | ``"hang"`` (the script is replaced by a long sleep: only a cancel
@@ -463,8 +470,12 @@ class MotoEnv:
     """moto's server and the SSM front on loopback, plus the stand-in agent; a context manager."""
 
     bucket = "imagelint-reports"
+    profile = "imagelint-ssm"
 
-    def __init__(self) -> None:
+    def __init__(self, *, managed_policies: bool = False) -> None:
+        # AWS's managed IAM policies (AmazonSSMManagedInstanceCore, ...): moto loads them only when
+        # asked, and that takes seconds, so only the environments that attach one ask
+        self.managed_policies = managed_policies
         from moto.server import ThreadedMotoServer
 
         self.moto_port = free_port()
@@ -488,6 +499,9 @@ class MotoEnv:
         self._clients: dict[tuple[str, bool, str], Any] = {}
         self.not_found: dict[str, int] = {}
         self.refuse: dict[str, tuple[str, str]] = {}
+        self.group_held = 0  # DependencyViolation answers to DeleteSecurityGroup after termination
+        self.profile_lag = 0  # RunInstances answered "Invalid IAM Instance Profile" (a new profile)
+        self.on_call: dict[str, Callable[[dict[str, list[str]]], None]] = {}
         self.expired_keys: set[str] = set()
         self.seen_keys: list[str] = []
         self.console: Callable[[], str] | None = None  # GetConsoleOutput's text (None: moto's sample)
@@ -514,6 +528,21 @@ class MotoEnv:
         if key:
             self.seen_calls.append((key.group(1), action))
         ids = [v[0] for k, v in form.items() if re.fullmatch(r"(InstanceId|VolumeId)(\.\d+)?", k)]
+        if action in self.on_call:
+            self.on_call[action](form)
+        if action == "DeleteSecurityGroup" and self._group_held((form.get("GroupId") or [""])[0]):
+            return _ec2_error("DependencyViolation", "resource has a dependent object")
+        profile = (form.get("IamInstanceProfile.Name") or [""])[0]
+        with self._fault_lock:
+            lag = action == "RunInstances" and bool(profile) and self.profile_lag > 0
+            if lag:
+                self.profile_lag -= 1
+        if lag:
+            return _ec2_error(
+                "InvalidParameterValue",
+                f"Value ({profile}) for parameter iamInstanceProfile.name is invalid. "
+                "Invalid IAM Instance Profile name",
+            )
         with self._fault_lock:
             if action in self.refuse:
                 return _ec2_error(*self.refuse[action])
@@ -524,15 +553,57 @@ class MotoEnv:
                 return _ec2_error(kind, f"The ID '{ids[0]}' does not exist")
         return None
 
+    def _group_held(self, group_id: str) -> bool:
+        """AWS refuses to delete a group a network interface still holds: while an instance that is
+        not terminated uses it, and (``group_held``) for a while after."""
+        reply = self.client("ec2", direct=True).describe_instances()
+        users = [
+            i["State"]["Name"]
+            for r in reply["Reservations"]
+            for i in r["Instances"]
+            if group_id in {g["GroupId"] for g in i.get("SecurityGroups", [])}
+        ]
+        if any(state != "terminated" for state in users):
+            return True
+        with self._fault_lock:
+            if users and self.group_held > 0:
+                self.group_held -= 1
+                return True
+        return False
+
     def __enter__(self) -> MotoEnv:
         self._moto.start()
         # moto's backends are process-global: start every environment from a clean account
-        urllib.request.urlopen(
-            urllib.request.Request(f"http://127.0.0.1:{self.moto_port}/moto-api/reset", method="POST"),
-            timeout=30,
-        ).close()
+        if self.managed_policies:  # read when the IAM backend is made: by the reset, or the first call
+            os.environ["MOTO_IAM_LOAD_MANAGED_POLICIES"] = "true"
+        try:
+            urllib.request.urlopen(
+                urllib.request.Request(f"http://127.0.0.1:{self.moto_port}/moto-api/reset", method="POST"),
+                timeout=30,
+            ).close()
+            self.client("iam", direct=True).list_roles()
+        finally:
+            os.environ.pop("MOTO_IAM_LOAD_MANAGED_POLICIES", None)
         threading.Thread(target=self._front.serve_forever, daemon=True).start()
         self.client("s3").create_bucket(Bucket=self.bucket)
+        iam = self.client("iam", direct=True)
+        trust = {
+            "Version": "2012-10-17",
+            "Statement": [
+                {"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}
+            ],
+        }
+        iam.create_role(RoleName="imagelint-ssm", AssumeRolePolicyDocument=json.dumps(trust))
+        iam.create_instance_profile(InstanceProfileName=self.profile)
+        iam.add_role_to_instance_profile(InstanceProfileName=self.profile, RoleName="imagelint-ssm")
+        ec2 = self.client("ec2", direct=True)
+        vpc = ec2.describe_vpcs(Filters=[{"Name": "isDefault", "Values": ["true"]}])["Vpcs"][0]["VpcId"]
+        igw = ec2.create_internet_gateway()["InternetGateway"]["InternetGatewayId"]
+        ec2.attach_internet_gateway(InternetGatewayId=igw, VpcId=vpc)
+        main = ec2.describe_route_tables(
+            Filters=[{"Name": "vpc-id", "Values": [vpc]}, {"Name": "association.main", "Values": ["true"]}]
+        )["RouteTables"][0]["RouteTableId"]
+        ec2.create_route(RouteTableId=main, DestinationCidrBlock="0.0.0.0/0", GatewayId=igw)
         # one of moto's built-in AMIs (listing all 1300 of them takes seconds)
         param = "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64"
         self.image_id = self.client("ssm", direct=True).get_parameter(Name=param)["Parameter"]["Value"]
@@ -560,7 +631,7 @@ class MotoEnv:
         return self._clients[key]
 
     def alive(self, run_tag: str = "imagelint:run") -> dict[str, list[str]]:
-        """Instances not terminated and volumes that exist, of any imagelint run."""
+        """Instances not terminated, volumes and security groups that exist, of any imagelint run."""
         ec2 = self.client("ec2")
         reply = ec2.describe_instances(Filters=[{"Name": "tag-key", "Values": [run_tag]}])
         instances = [
@@ -573,7 +644,13 @@ class MotoEnv:
             v["VolumeId"]
             for v in ec2.describe_volumes(Filters=[{"Name": "tag-key", "Values": [run_tag]}])["Volumes"]
         ]
-        return {"instances": instances, "volumes": volumes}
+        groups = [
+            g["GroupId"]
+            for g in ec2.describe_security_groups(Filters=[{"Name": "tag-key", "Values": [run_tag]}])[
+                "SecurityGroups"
+            ]
+        ]
+        return {"instances": instances, "volumes": volumes, "groups": groups}
 
     def launched(self, run_tag: str = "imagelint:run") -> list[str]:
         """Every instance any imagelint run launched (whatever its state)."""

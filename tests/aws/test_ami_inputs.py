@@ -87,6 +87,8 @@ def test_ami_ships_config_and_rule_packs(moto_env: MotoEnv, sample_image: Path, 
         moto_env.image_id,
         "--report-bucket",
         moto_env.bucket,
+        "--instance-profile",
+        moto_env.profile,
         "--poll",
         "0.2s",
         "--soak",
@@ -107,7 +109,7 @@ def test_ami_ships_config_and_rule_packs(moto_env: MotoEnv, sample_image: Path, 
     keys = [o["Key"] for o in moto_env.client("s3").list_objects_v2(Bucket=moto_env.bucket)["Contents"]]
     assert not [k for k in keys if "/input/" in k]
     assert [k for k in keys if k.endswith("/bundle.tar.gz")]
-    assert moto_env.alive() == {"instances": [], "volumes": []}
+    assert moto_env.alive() == {"instances": [], "volumes": [], "groups": []}
 
 
 def test_fleet_ships_the_discovered_config(moto_env: MotoEnv, sample_image: Path, tmp_path: Path) -> None:

@@ -11,8 +11,9 @@ from tests.support import run_cli
 FAST = ("--poll", "0.2s", "--soak", "0")
 
 
-def ami(env: MotoEnv, *args: str, timeout: float = 120):
-    return run_cli("ami", *args, *FAST, env=env.env, timeout=timeout)
+def ami(env: MotoEnv, *args: str, timeout: float = 120, profile: bool = True):
+    given = ("--instance-profile", env.profile) if profile and "--instance-profile" not in args else ()
+    return run_cli("ami", *args, *given, *FAST, env=env.env, timeout=timeout)
 
 
 def test_faulty_image_fails_is_tagged_and_nothing_is_left(
@@ -26,7 +27,7 @@ def test_faulty_image_fails_is_tagged_and_nothing_is_left(
     assert report["target"]["kind"] == "ami" and report["target"]["image_id"] == moto_env.image_id
     assert report["verdict"] == "fail"
     assert "IL101" in {f["rule_id"] for f in report["findings"]}
-    assert moto_env.alive() == {"instances": [], "volumes": []}
+    assert moto_env.alive() == {"instances": [], "volumes": [], "groups": []}
     assert len(moto_env.launched()) == 1
 
 
@@ -61,7 +62,7 @@ def test_clean_image_passes(moto_env: MotoEnv, clean_rootfs: Path) -> None:
     proc = ami(moto_env, moto_env.image_id, "--report-bucket", moto_env.bucket, "--tag")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert _tags(moto_env, moto_env.image_id)["imagelint:verdict"] == "pass"
-    assert moto_env.alive() == {"instances": [], "volumes": []}
+    assert moto_env.alive() == {"instances": [], "volumes": [], "groups": []}
 
 
 def test_missing_instance_profile_is_caught_before_launch(moto_env: MotoEnv, sample_image: Path) -> None:
@@ -75,6 +76,18 @@ def test_missing_instance_profile_is_caught_before_launch(moto_env: MotoEnv, sam
     assert moto_env.launched() == []
 
 
+def test_launch_without_instance_profile_is_refused_before_any_aws_call(moto_env: MotoEnv) -> None:
+    before = len(moto_env.seen_calls)
+    proc = ami(moto_env, moto_env.image_id, "--report-bucket", moto_env.bucket, profile=False)
+    assert moto_env.seen_calls[before:] == []  # refused before the first request (DescribeImages too)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "imagelint: error: launch mode needs --instance-profile (or --create-profile): without a role the "
+        "instance's SSM agent never registers; `imagelint ami check --help` has the role's policies"
+    ]
+    assert moto_env.launched() == []
+
+
 def test_ssm_never_online_times_out_exit_3_and_terminates(moto_env: MotoEnv, sample_image: Path) -> None:
     moto_env.agent.rootfs = sample_image
     moto_env.agent.online = False
@@ -85,7 +98,7 @@ def test_ssm_never_online_times_out_exit_3_and_terminates(moto_env: MotoEnv, sam
     assert "never registered with SSM" in proc.stderr
     assert "console output" in proc.stderr.strip().splitlines()[-1]  # GetConsoleOutput's, or "no … yet"
     assert len(moto_env.launched()) == 1  # it did launch one ...
-    assert moto_env.alive() == {"instances": [], "volumes": []}  # ... and terminated it
+    assert moto_env.alive() == {"instances": [], "volumes": [], "groups": []}  # ... and terminated it
     assert "imagelint:verdict" not in _tags(moto_env, moto_env.image_id)
 
 
@@ -96,7 +109,7 @@ def test_command_failure_exit_3_names_the_status(moto_env: MotoEnv, sample_image
     assert proc.returncode == 3
     assert "command Failed, exit code 94" in proc.stderr and "collection failed" in proc.stderr
     assert len(moto_env.launched()) == 1
-    assert moto_env.alive() == {"instances": [], "volumes": []}
+    assert moto_env.alive() == {"instances": [], "volumes": [], "groups": []}
 
 
 def test_empty_or_malformed_report_exit_3(moto_env: MotoEnv, sample_image: Path) -> None:
@@ -107,17 +120,18 @@ def test_empty_or_malformed_report_exit_3(moto_env: MotoEnv, sample_image: Path)
         assert proc.returncode == 3, (fault, proc.stderr)
         assert "not a readable tar archive" in proc.stderr
     assert len(moto_env.launched()) == 2
-    assert moto_env.alive() == {"instances": [], "volumes": []}
+    assert moto_env.alive() == {"instances": [], "volumes": [], "groups": []}
 
 
 def test_sigterm_mid_soak_cancels_terminates_exit_3(moto_env: MotoEnv, sample_image: Path) -> None:
     moto_env.agent.rootfs = sample_image
     code, err = moto_env.sigterm_while_soaking(
         "ami", moto_env.image_id, "--report-bucket", moto_env.bucket, "--poll", "0.2s",
+        "--instance-profile", moto_env.profile,
         "--soak", "60s", "--soak-interval", "1s",
     )  # fmt: skip
     assert code == 3, err
     assert "interrupted by SIGTERM" in err
-    assert moto_env.alive() == {"instances": [], "volumes": []}
+    assert moto_env.alive() == {"instances": [], "volumes": [], "groups": []}
     statuses = {i.status for i in moto_env.agent.invocations.values()}
     assert statuses == {"Cancelled"}

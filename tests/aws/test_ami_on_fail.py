@@ -8,7 +8,7 @@ from pathlib import Path
 from tests.aws.moto_env import MotoEnv
 from tests.support import run_cli
 
-FAST = ("--poll", "0.2s", "--soak", "0")
+FAST = ("--poll", "0.2s", "--soak", "0", "--instance-profile", MotoEnv.profile)
 
 
 def _own_image(env: MotoEnv) -> tuple[str, list[str]]:
@@ -47,7 +47,7 @@ def test_deregister_removes_a_failing_ami_and_its_snapshots(
     assert f"deregistered {ami}" in proc.stderr and snapshots[0] in proc.stderr
     assert not _image_exists(moto_env, ami)
     assert _snapshots_left(moto_env, snapshots) == []  # documented: its snapshots are deleted too
-    assert moto_env.alive() == {"instances": [], "volumes": []}
+    assert moto_env.alive() == {"instances": [], "volumes": [], "groups": []}
 
 
 def test_deregister_leaves_a_passing_ami_alone(moto_env: MotoEnv, clean_rootfs: Path) -> None:
@@ -60,7 +60,7 @@ def test_deregister_leaves_a_passing_ami_alone(moto_env: MotoEnv, clean_rootfs: 
     assert "deregistered" not in proc.stderr
     assert _image_exists(moto_env, ami)
     assert _snapshots_left(moto_env, snapshots) == snapshots
-    assert moto_env.alive() == {"instances": [], "volumes": []}
+    assert moto_env.alive() == {"instances": [], "volumes": [], "groups": []}
 
 
 def test_deprecate_unsupported_by_the_endpoint_is_one_line_exit_3(
@@ -83,4 +83,4 @@ def test_deprecate_unsupported_by_the_endpoint_is_one_line_exit_3(
     tags = moto_env.client("ec2").describe_tags(Filters=[{"Name": "resource-id", "Values": [ami]}])["Tags"]
     assert {t["Key"]: t["Value"] for t in tags}["imagelint:verdict"] == "fail"
     assert _image_exists(moto_env, ami)
-    assert moto_env.alive() == {"instances": [], "volumes": []}
+    assert moto_env.alive() == {"instances": [], "volumes": [], "groups": []}

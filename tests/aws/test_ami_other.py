@@ -142,6 +142,8 @@ def test_packer_manifest_end_to_end(moto_env: MotoEnv, sample_image: Path, tmp_p
         str(m),
         "--report-bucket",
         moto_env.bucket,
+        "--instance-profile",
+        moto_env.profile,
         "--tag",
         "--poll",
         "0.2s",
@@ -212,7 +214,7 @@ def test_cleanup_removes_only_tagged_orphans(moto_env: MotoEnv) -> None:
     proc = run_cli("ami", "cleanup", "--older-than", "0s", "--poll", "0.2s", env=moto_env.env)
     assert proc.returncode == 0, proc.stderr
     assert f"terminated {orphan} (run old-run)" in proc.stdout and f"deleted {vol}" in proc.stdout
-    assert moto_env.alive() == {"instances": [], "volumes": []}
+    assert moto_env.alive() == {"instances": [], "volumes": [], "groups": []}
     state = ec2.describe_instances(InstanceIds=[bystander])["Reservations"][0]["Instances"][0]["State"][
         "Name"
     ]

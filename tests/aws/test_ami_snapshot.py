@@ -182,7 +182,7 @@ def test_snapshot_mode_needs_no_bucket_and_creates_nothing(
 ) -> None:
     proc = run_cli("ami", aws[2], "--mode", "snapshot", "-f", "text", env=env.env, timeout=300)
     assert proc.returncode == 1, proc.stderr
-    assert env.alive() == {"instances": [], "volumes": []}
+    assert env.alive() == {"instances": [], "volumes": [], "groups": []}
     assert env.launched() == []
 
 

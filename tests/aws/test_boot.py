@@ -19,7 +19,7 @@ from tests.aws.moto_env import MotoEnv
 from tests.conftest import _test_image
 from tests.nspawn import booted
 
-NOTHING = {"instances": [], "volumes": []}
+NOTHING = {"instances": [], "volumes": [], "groups": []}
 
 
 def _instance(env: MotoEnv) -> str:
@@ -93,7 +93,12 @@ def test_real_image_without_ssm_agent_ends_the_wait_early_then_the_deadman_switc
         moto_env.agent.online = False
         moto_env.console = lambda: console.read_text(errors="replace")
         timing = Timing(poll=0.2, ssm_timeout=600, boot_grace=2, boot_check_every=0.5)
-        options = AmiOptions(images=[moto_env.image_id], report_bucket=moto_env.bucket, timing=timing)
+        options = AmiOptions(
+            images=[moto_env.image_id],
+            report_bucket=moto_env.bucket,
+            launch=ec2_ops.LaunchSettings(instance_profile=moto_env.profile),
+            timing=timing,
+        )
         with pytest.MonkeyPatch.context() as patch:
             for key, value in moto_env.env.items():
                 patch.setenv(key, value)

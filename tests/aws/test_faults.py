@@ -17,7 +17,7 @@ from tests.aws.moto_env import MotoEnv
 from tests.support import run_cli
 
 FAST = ("--poll", "0.2s")
-NOTHING = {"instances": [], "volumes": []}
+NOTHING = {"instances": [], "volumes": [], "groups": []}
 
 
 def ami(
@@ -28,6 +28,8 @@ def ami(
         env.image_id,
         "--report-bucket",
         env.bucket,
+        "--instance-profile",
+        env.profile,
         *args,
         *FAST,
         "--soak",
@@ -221,8 +223,9 @@ def test_sigkill_of_the_runner_then_cleanup_leaves_nothing(moto_env: MotoEnv, sa
 
     exe = shutil.which("imagelint", path=str(Path(sys.executable).parent))
     assert exe
+    launch = ("--report-bucket", moto_env.bucket, "--instance-profile", moto_env.profile)
     proc = subprocess.Popen(
-        [exe, "ami", moto_env.image_id, "--report-bucket", moto_env.bucket, *FAST, "--soak", "0"],
+        [exe, "ami", moto_env.image_id, *launch, *FAST, "--soak", "0"],
         env={**os.environ, **moto_env.env},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -236,10 +239,12 @@ def test_sigkill_of_the_runner_then_cleanup_leaves_nothing(moto_env: MotoEnv, sa
             proc.kill()
     (instance,) = moto_env.launched()
     assert moto_env.alive()["instances"] == [instance]  # the runner died before its cleanup
+    (group,) = moto_env.alive()["groups"]  # and before deleting its security group
     # the instance carries the dead-man switch
     attr = moto_env.client("ec2").describe_instance_attribute(InstanceId=instance, Attribute="userData")
     assert "shutdown -P +" in base64.b64decode(attr["UserData"]["Value"]).decode()
     cleanup = run_cli("ami", "cleanup", "--older-than", "0s", "--poll", "0.2s", env=moto_env.env, timeout=120)
     assert cleanup.returncode == 0, cleanup.stderr
     assert f"terminated {instance}" in cleanup.stdout
+    assert f"deleted security group {group}" in cleanup.stdout
     assert moto_env.alive() == NOTHING

@@ -83,6 +83,8 @@ def _ami(env: MotoEnv, out: Path, *extra: str) -> subprocess.CompletedProcess[st
         env.image_id,
         "--report-bucket",
         env.bucket,
+        "--instance-profile",
+        env.profile,
         "--poll",
         "0.5s",
         "--soak",
@@ -124,7 +126,7 @@ def test_faulty_instance_fails_with_the_offline_findings_plus_live_and_soak(
     assert ("IL405", "vendor-agent.service") in remote  # soak: restarted during the window
     assert ("IL206", "vendor-agent.service") in remote  # the combination, with the live evidence
     assert report["facts"]["audit"]["target"]["kind"] == "bundle"
-    assert moto_env.alive() == {"instances": [], "volumes": []}
+    assert moto_env.alive() == {"instances": [], "volumes": [], "groups": []}
     _assert_restarts_agree(report, "vendor-agent.service")
     soak = report["facts"]["soak"]["soak"]  # the symptoms were measured on the instance, as locally
     assert soak["cpu"]["reads"] >= 50 and len(soak["memory_stat_walk"]["series"]["times"]) >= 3, soak["cpu"]

@@ -4,6 +4,7 @@ calls (recorded from real runs of every flow against moto, not listed by hand) i
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fnmatch
 import functools
 import json
@@ -80,6 +81,13 @@ def test_readme_gives_the_same_policies():
     assert policy.instance_role_policy() in docs
 
 
+@pytest.fixture
+def moto_env() -> Iterator[MotoEnv]:
+    """With AWS's managed policies: --create-profile attaches AmazonSSMManagedInstanceCore."""
+    with MotoEnv(managed_policies=True) as env:
+        yield env
+
+
 class Recorder:
     def __init__(self) -> None:
         self.calls: set[str] = set()
@@ -136,10 +144,6 @@ def test_every_call_of_every_flow_is_in_the_runner_policy(
     from tests.aws.test_ami_other import LocalTreeHost
 
     moto_env.agent.rootfs = sample_image
-    iam = moto_env.client("iam")
-    iam.create_role(RoleName="ssm", AssumeRolePolicyDocument=json.dumps(policy.INSTANCE_TRUST))
-    iam.create_instance_profile(InstanceProfileName="imagelint-ssm")
-    iam.add_role_to_instance_profile(InstanceProfileName="imagelint-ssm", RoleName="ssm")
     pack = tmp_path / "pack.yaml"
     pack.write_text(PACK.format(id="X950", name="policy-marker", path="/etc/hostname"), encoding="utf-8")
     run = RunOptions(outputs=[OutputSpec("json", tmp_path / "r.json")], extra_rules=[pack])
@@ -147,12 +151,17 @@ def test_every_call_of_every_flow_is_in_the_runner_policy(
     launch = AmiOptions(
         images=[moto_env.image_id],
         report_bucket=moto_env.bucket,
-        launch=LaunchSettings(instance_type="t3.micro", instance_profile="imagelint-ssm"),
+        launch=LaunchSettings(instance_type="t3.micro", instance_profile=moto_env.profile),
         tag=True,
         on_fail="deregister",
         timing=timing,
         run=run,
     )
+    # with a role and profile made for the run (and their removal); before --on-fail deregisters the AMI
+    made = dataclasses.replace(
+        launch, launch=LaunchSettings(instance_type="t3.micro"), create_profile=True, on_fail="none"
+    )
+    assert run_ami(made).value == "fail"
     assert run_ami(launch).value == "fail"
     # volume mode on a fresh image (moto has no EnableImageDeprecation: test_contract covers it)
     # ... on an AMI whose snapshot is encrypted with a customer managed key (the KMS pre-flight)
@@ -181,17 +190,18 @@ def test_every_call_of_every_flow_is_in_the_runner_policy(
     } <= recorded.calls
     assert {"ec2:AttachVolume", "ec2:DeregisterImage", "ssm:ListCommands"} <= recorded.calls
     assert "ssm:DescribeInstanceInformation" in recorded.calls
+    network = {"ec2:DescribeRouteTables", "ec2:DescribeVpcEndpoints", "ec2:CreateSecurityGroup"}
+    assert {
+        "iam:CreateRole",
+        "iam:AddRoleToInstanceProfile",
+        "iam:DeleteRole",
+        "iam:ListRoles",
+    } <= recorded.calls
+    assert network | {"ec2:AuthorizeSecurityGroupEgress", "ec2:DeleteSecurityGroup"} <= recorded.calls
     allowed = _actions(policy.runner_policy())
     assert {"ec2:DescribeSnapshots", "kms:DescribeKey"} <= recorded.calls
-    test_only = {
-        "ec2:CreateSnapshot",
-        "ec2:CopySnapshot",
-        "ec2:RegisterImage",
-        "kms:CreateKey",
-        "iam:CreateRole",
-        "iam:CreateInstanceProfile",
-        "iam:AddRoleToInstanceProfile",
-    }
+    # what the test itself does to set the scene (an image, an encrypted copy, a key)
+    test_only = {"ec2:CreateImage", "ec2:CreateSnapshot", "ec2:CopySnapshot", "ec2:RegisterImage", "kms:CreateKey"}
     direct = _actions(policy.runner_policy(), direct=True)
     missing = {c for c in recorded.calls - test_only - policy.NO_PERMISSION if not _allowed(c, direct)}
     assert not missing, f"called but not in the runner policy: {sorted(missing)}"

@@ -76,6 +76,7 @@ def _vars(aws, tmp_path: Path, prefix: str, **extra: str) -> list[str]:
         "imagelint": VENV_IMAGELINT,
         "aws": _aws_cli(),
         "report_bucket": aws.bucket,
+        "instance_profile": aws.profile,
         "soak_duration": "0",
         # the report path has no space: extra_args is split on white space
         "extra_args": f"--poll 0.2s -f json:{tmp_path / 'report.json'}",
@@ -127,7 +128,7 @@ def test_gate_and_tag_faulty_ami_is_kept_tagged_fail_and_the_build_fails(aws, tm
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["verdict"] == "fail" and report["target"]["image_id"] == image["ImageId"]
     assert "imagelint share:" not in run.output  # the share step after a failing gate never runs
-    assert aws.alive() == {"instances": [], "volumes": []}
+    assert aws.alive() == {"instances": [], "volumes": [], "groups": []}
 
 
 def test_gate_and_tag_clean_ami_is_tagged_pass_shared_and_the_build_succeeds(aws, tmp_path, clean_rootfs):
@@ -140,7 +141,7 @@ def test_gate_and_tag_clean_ami_is_tagged_pass_shared_and_the_build_succeeds(aws
     assert f"imagelint share: {image['ImageId']} to 111122223333" in run.output
     perms = aws.client("ec2").describe_image_attribute(ImageId=image["ImageId"], Attribute="launchPermission")
     assert {"UserId": "111122223333"} in perms["LaunchPermissions"]
-    assert aws.alive() == {"instances": [], "volumes": []}
+    assert aws.alive() == {"instances": [], "volumes": [], "groups": []}
 
 
 def test_gate_and_delete_faulty_ami_is_deregistered_with_its_snapshots(aws, tmp_path, sample_image):
@@ -172,4 +173,4 @@ def test_gate_and_delete_faulty_ami_is_deregistered_with_its_snapshots(aws, tmp_
     assert ec2.describe_images(Filters=[{"Name": "image-id", "Values": [ami_id]}])["Images"] == []
     snapshots_after = {s["SnapshotId"] for s in ec2.describe_snapshots(OwnerIds=["self"])["Snapshots"]}
     assert snapshots_after <= snapshots_before, "the AMI's snapshot outlived it"
-    assert aws.alive() == {"instances": [], "volumes": []}
+    assert aws.alive() == {"instances": [], "volumes": [], "groups": []}

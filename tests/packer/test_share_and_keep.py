@@ -102,6 +102,7 @@ def test_gate_and_delete_inconclusive_fails_unless_kept(aws, sample_image, tmp_p
     )["ImageId"]
     values = gate_env(
         IMAGELINT_REPORT_BUCKET=aws.bucket,
+        IMAGELINT_INSTANCE_PROFILE=aws.profile,
         IMAGELINT_AWS=_cli(),
         IMAGELINT_BUILD_ID=build_id,
         IMAGELINT_EXTRA_ARGS="--poll 0.2s --ssm-timeout 1s",
@@ -117,7 +118,7 @@ def test_gate_and_delete_inconclusive_fails_unless_kept(aws, sample_image, tmp_p
     assert (warning in proc.stderr) == (keep == "true")
     tags = {t["Key"]: t["Value"] for t in ec2.describe_images(ImageIds=[ami])["Images"][0].get("Tags", [])}
     assert tags.get("imagelint:verdict") != "pass"
-    assert aws.alive() == {"instances": [], "volumes": []}  # the gate terminated its instance
+    assert aws.alive() == {"instances": [], "volumes": [], "groups": []}  # the gate terminated its instance
 
 
 @pytest.mark.parametrize("recipe", AMI_RECIPES, ids=lambda p: p.name)

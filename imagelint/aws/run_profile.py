@@ -1,0 +1,100 @@
+"""``--create-profile``: an IAM role and instance profile made for one `imagelint ami` run.
+
+For accounts where nobody made an SSM instance profile beforehand: the run creates the role
+``imagelint-<run id>`` (path ``/imagelint/``, trusted by ``ec2.amazonaws.com``) with the AWS managed
+policy ``AmazonSSMManagedInstanceCore`` and the inline ``s3:PutObject`` on the report prefix
+(:func:`imagelint.aws.policy.instance_role_policy`), and an instance profile of the same name and
+path holding it. Both go once the instance is terminated, on every path; the names are the run's,
+so the removal needs no reply from the create calls, and ``imagelint ami cleanup`` finds the roles
+a killed run left under the path (``ListRoles``) and removes each with its profile.
+
+IAM is eventually consistent: for some seconds after its creation an instance profile is unknown
+to EC2, and ``RunInstances`` answers ``InvalidParameterValue`` (``Invalid IAM Instance Profile``).
+:func:`launch_retrying` retries exactly that answer, a bounded number of times with backoff.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from imagelint.aws.errors import AwsError, call, paginate
+from imagelint.aws.policy import INSTANCE_TRUST, SSM_MANAGED_POLICY, instance_role_policy
+
+PATH = "/imagelint/"
+INLINE = "imagelint-ssm-output"
+PROFILE_TRIES = 8  # about a minute at the default poll: 1, 2, 4, 8, 15, 15, 15 × (poll / 5) s
+T = TypeVar("T")
+
+
+def profile_name(run_id: str) -> str:
+    return f"imagelint-{run_id}"
+
+
+def create_run_profile(iam: Any, run_id: str, bucket: str, prefix: str) -> str:
+    """The run's role and instance profile; returns the profile's name."""
+    name = profile_name(run_id)
+    call(
+        iam.create_role,
+        RoleName=name,
+        Path=PATH,
+        AssumeRolePolicyDocument=json.dumps(INSTANCE_TRUST),
+        Description=f"imagelint run {run_id}: deleted at the end of the run",
+    )
+    call(iam.attach_role_policy, RoleName=name, PolicyArn=SSM_MANAGED_POLICY)
+    call(
+        iam.put_role_policy,
+        RoleName=name,
+        PolicyName=INLINE,
+        PolicyDocument=json.dumps(instance_role_policy(bucket, prefix)),
+    )
+    call(iam.create_instance_profile, InstanceProfileName=name, Path=PATH)
+    call(iam.add_role_to_instance_profile, InstanceProfileName=name, RoleName=name)
+    return name
+
+
+def launch_retrying(launch: Callable[[], T], *, poll: float, tries: int = PROFILE_TRIES) -> T:
+    """``launch()`` (a RunInstances), retrying the answer a profile too new for EC2 gets."""
+    unit = max(0.05, poll) / 5
+    for attempt in range(tries):
+        try:
+            return launch()
+        except AwsError as exc:
+            new = exc.code == "InvalidParameterValue" and "Invalid IAM Instance Profile" in exc.detail
+            if not new or attempt == tries - 1:
+                raise
+            time.sleep(min(2**attempt, 15) * unit)
+    raise AssertionError("unreachable")
+
+
+def remove_run_profile(iam: Any, name: str) -> list[str]:
+    """Remove the profile and role ``name``, each step tolerant of what is already gone (a create
+    that failed half-way, a lost reply); returns what was removed."""
+    removed: list[str] = []
+
+    def step(func: Callable[..., Any], what: str = "", **kwargs: Any) -> None:
+        try:
+            call(func, **kwargs)
+        except AwsError as exc:
+            if exc.code != "NoSuchEntity":
+                raise
+            return
+        if what:
+            removed.append(what)
+
+    step(iam.remove_role_from_instance_profile, InstanceProfileName=name, RoleName=name)
+    step(iam.delete_instance_profile, f"instance profile {name}", InstanceProfileName=name)
+    step(iam.detach_role_policy, RoleName=name, PolicyArn=SSM_MANAGED_POLICY)
+    step(iam.delete_role_policy, RoleName=name, PolicyName=INLINE)
+    step(iam.delete_role, f"role {name}", RoleName=name)
+    return removed
+
+
+def run_roles(iam: Any) -> list[dict[str, Any]]:
+    """Every role runs made (under :data:`PATH`; created before its profile), with its ``CreateDate``.
+    The path and name are checked here too (an endpoint that ignores ``PathPrefix``, as moto does,
+    must not get another role removed)."""
+    roles = paginate(iam, "list_roles", "Roles", PathPrefix=PATH)
+    return [r for r in roles if r.get("Path") == PATH and str(r.get("RoleName", "")).startswith("imagelint-")]

@@ -1,0 +1,126 @@
+"""--create-profile (imagelint/aws/run_profile.py) against moto through the front: the run's
+role and profile exist with their policies when the instance is launched, RunInstances' answer for a
+profile EC2 does not know yet is retried (a bounded number of times), and both are removed on every
+path; `ami cleanup` removes what a killed run left."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from imagelint.aws import policy
+from tests.aws.moto_env import MotoEnv
+from tests.support import run_cli
+
+FAST = ("--poll", "0.2s", "--soak", "0")
+
+
+@pytest.fixture
+def moto_env() -> Iterator[MotoEnv]:
+    with MotoEnv(managed_policies=True) as env:
+        yield env
+
+
+def _ami(env: MotoEnv, *args: str):
+    return run_cli(
+        "ami", env.image_id, "--report-bucket", env.bucket, "--create-profile", *FAST, *args,
+        env=env.env, timeout=120,
+    )  # fmt: skip
+
+
+def _run_roles(env: MotoEnv) -> list[str]:
+    iam = env.client("iam", direct=True)
+    # moto ignores PathPrefix: the path is checked here
+    roles = [r["RoleName"] for r in iam.list_roles()["Roles"] if r["Path"] == "/imagelint/"]
+    profiles = [
+        p["InstanceProfileName"]
+        for p in iam.list_instance_profiles()["InstanceProfiles"]
+        if p["Path"] == "/imagelint/"
+    ]
+    return roles + profiles
+
+
+def _at_launch(env: MotoEnv) -> list[dict[str, Any]]:
+    """The profile each RunInstances names, and its role's policies at that moment."""
+    seen: list[dict[str, Any]] = []
+
+    def record(form: dict[str, list[str]]) -> None:
+        name = form["IamInstanceProfile.Name"][0]
+        iam = env.client("iam", direct=True)
+        (role,) = iam.get_instance_profile(InstanceProfileName=name)["InstanceProfile"]["Roles"]
+        attached = iam.list_attached_role_policies(RoleName=role["RoleName"])["AttachedPolicies"]
+        inline = iam.get_role_policy(RoleName=role["RoleName"], PolicyName="imagelint-ssm-output")
+        seen.append({"profile": name, "role": role, "attached": attached, "inline": inline["PolicyDocument"]})
+
+    env.on_call["RunInstances"] = record
+    return seen
+
+
+def test_the_run_makes_its_profile_waits_for_ec2_to_know_it_and_removes_it(
+    moto_env: MotoEnv, sample_image: Path, tmp_path: Path
+) -> None:
+    moto_env.agent.rootfs = sample_image
+    moto_env.profile_lag = 2  # EC2 does not know the new profile for the first two launches
+    launches = _at_launch(moto_env)
+    out = tmp_path / "r.json"
+    proc = _ami(moto_env, "-f", f"json:{out}")
+    assert proc.returncode == 1, proc.stderr  # the image's findings: the run went through
+    run_id = json.loads(out.read_text())["target"]["run_id"]
+    assert len(launches) == 3 and moto_env.profile_lag == 0 and len(moto_env.launched()) == 1
+    launch = launches[-1]
+    assert launch["profile"] == f"imagelint-{run_id}" and launch["role"]["Path"] == "/imagelint/"
+    assert [p["PolicyArn"] for p in launch["attached"]] == [policy.SSM_MANAGED_POLICY]
+    document = launch["inline"] if isinstance(launch["inline"], dict) else json.loads(launch["inline"])
+    assert document == policy.instance_role_policy(moto_env.bucket, "imagelint/")
+    assert f"deleted instance profile imagelint-{run_id}" in proc.stderr
+    assert f"deleted role imagelint-{run_id}" in proc.stderr
+    assert _run_roles(moto_env) == []
+    assert moto_env.alive() == {"instances": [], "volumes": [], "groups": []}
+
+
+def test_a_profile_ec2_never_learns_is_exit_3_after_the_bound_and_removed(moto_env: MotoEnv) -> None:
+    moto_env.profile_lag = 100
+    proc = _ami(moto_env)
+    assert proc.returncode == 3, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert "RunInstances failed: InvalidParameterValue" in last and "Invalid IAM Instance Profile" in last
+    assert moto_env.profile_lag == 100 - 8  # PROFILE_TRIES attempts, then it gave up
+    assert moto_env.launched() == [] and _run_roles(moto_env) == []
+    assert moto_env.alive()["groups"] == []
+
+
+def test_a_failed_run_removes_its_profile(moto_env: MotoEnv, sample_image: Path) -> None:
+    moto_env.agent.rootfs = sample_image
+    moto_env.agent.online = False
+    proc = _ami(moto_env, "--ssm-timeout", "2s")
+    assert proc.returncode == 3, proc.stderr
+    assert len(moto_env.launched()) == 1 and _run_roles(moto_env) == []
+
+
+def test_both_profile_options_are_refused(moto_env: MotoEnv) -> None:
+    proc = _ami(moto_env, "--instance-profile", moto_env.profile)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "imagelint: error: give --instance-profile or --create-profile, not both"
+    )
+
+
+def test_cleanup_removes_what_a_killed_run_left(moto_env: MotoEnv, monkeypatch: pytest.MonkeyPatch) -> None:
+    from imagelint.aws.cleanup import run_cleanup
+    from imagelint.aws.run_profile import create_run_profile
+
+    for key, value in moto_env.env.items():
+        monkeypatch.setenv(key, value)
+    name = create_run_profile(moto_env.client("iam"), "killed-run", moto_env.bucket, "imagelint/")
+    assert sorted(_run_roles(moto_env)) == [name, name]
+    assert run_cleanup(None, 0, dry_run=True, poll=0.2) == [f"would delete role and instance profile {name}"]
+    assert run_cleanup(None, 0, dry_run=False, poll=0.2) == [
+        f"deleted instance profile {name}",
+        f"deleted role {name}",
+    ]
+    assert _run_roles(moto_env) == []
+    assert moto_env.client("iam").get_instance_profile(InstanceProfileName=moto_env.profile)  # not a run's
