@@ -201,7 +201,13 @@ def test_every_call_of_every_flow_is_in_the_runner_policy(
     allowed = _actions(policy.runner_policy())
     assert {"ec2:DescribeSnapshots", "kms:DescribeKey"} <= recorded.calls
     # what the test itself does to set the scene (an image, an encrypted copy, a key)
-    test_only = {"ec2:CreateImage", "ec2:CreateSnapshot", "ec2:CopySnapshot", "ec2:RegisterImage", "kms:CreateKey"}
+    test_only = {
+        "ec2:CreateImage",
+        "ec2:CreateSnapshot",
+        "ec2:CopySnapshot",
+        "ec2:RegisterImage",
+        "kms:CreateKey",
+    }
     direct = _actions(policy.runner_policy(), direct=True)
     missing = {c for c in recorded.calls - test_only - policy.NO_PERMISSION if not _allowed(c, direct)}
     assert not missing, f"called but not in the runner policy: {sorted(missing)}"
