@@ -146,10 +146,11 @@ def test_sigterm_during_two_soaks_terminates_both_instances(moto_env: MotoEnv, s
     second = register_image(ec2, root["Ebs"]["SnapshotId"], name="imagelint-second")
     code, err = moto_env.sigterm_while_soaking(
         "ami", moto_env.image_id, second, "--report-bucket", moto_env.bucket, "--poll", "0.2s",
+        "--instance-profile", moto_env.profile,
         "--soak", "60s", "--soak-interval", "1s", "--parallel", "2", soaking=2,
     )  # fmt: skip
     assert code == 3, err
     assert "interrupted by SIGTERM" in err
     assert len(moto_env.launched()) == 2
-    assert moto_env.alive() == {"instances": [], "volumes": []}
+    assert moto_env.alive() == {"instances": [], "volumes": [], "groups": []}  # each run's group too
     assert "Traceback" not in err

@@ -54,7 +54,10 @@ def test_launch_refuses_an_unusable_key_before_launching(moto_env: MotoEnv, stat
         kms_client.disable_key(KeyId=key.rsplit("/", 1)[1])
     else:
         kms_client.schedule_key_deletion(KeyId=key.rsplit("/", 1)[1], PendingWindowInDays=7)
-    proc = run_cli("ami", image, "--report-bucket", moto_env.bucket, "--soak", "0", env=moto_env.env)
+    proc = run_cli(
+        "ami", image, "--report-bucket", moto_env.bucket, "--instance-profile", moto_env.profile,
+        "--soak", "0", env=moto_env.env,
+    )  # fmt: skip
     assert proc.returncode == 2, proc.stderr
     line = _one_error_line(proc.stderr)
     assert key in line and snapshot in line and state in line
