@@ -36,6 +36,7 @@ from imagelint.targets.resolver import (
     MAX_WALK_ENTRIES,
     Parts,
     ResolvingTarget,
+    entry_path,
 )
 
 __all__ = [
@@ -132,14 +133,14 @@ class _HostDirectory:
                 return None
             raise
 
-    def scan(self, parts: Parts, limit: int) -> list[tuple[str, ImageStat]] | None:
+    def scan(self, parts: Parts, limit: int, image_dir: str) -> list[tuple[str, ImageStat]] | None:
         fd = self._open_dir(parts)
         if fd is None:
             return None
         try:
             with os.scandir(fd) as it:
                 return [
-                    (e.name, ImageStat.from_os(e.name, e.stat(follow_symlinks=False)))
+                    (e.name, ImageStat.from_os(entry_path(image_dir, e.name), e.stat(follow_symlinks=False)))
                     for e in itertools.islice(it, limit + 1)
                 ]
         finally:
