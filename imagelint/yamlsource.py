@@ -1,7 +1,9 @@
 """Load YAML that users write (rule packs, config) so that every error can name file:line:column.
 
 The document is composed once into a node tree and constructed from it; the tree is kept so that a
-JSON path from a schema error maps back to the line and column it came from.
+JSON path from a schema error maps back to the line and column it came from. The scanning and parsing
+run in libyaml (PyYAML's ``CParser``: the pure-Python scanner took most of an audit's start); only
+the composing (where the bounds below are enforced, event by event) and the constructing are Python.
 
 Only the JSON-like part of YAML is accepted, and any input either loads or fails with one line
 naming file:line (exit 2), never with a traceback:
@@ -27,6 +29,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from yaml._yaml import CParser  # libyaml: installed with PyYAML's wheels
+from yaml.composer import Composer
+from yaml.constructor import SafeConstructor
+from yaml.resolver import Resolver
 
 from imagelint.errors import ImageLintError, source_location
 
@@ -59,16 +65,27 @@ def _refuse(problem: str, mark: Any) -> yaml.MarkedYAMLError:
     return yaml.MarkedYAMLError(problem=problem, problem_mark=mark)
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader for JSON-like YAML: no aliases, string keys only, core tags only, bounded."""
+class _StrictLoader(Composer, CParser, SafeConstructor, Resolver):
+    """SafeLoader for JSON-like YAML: no aliases, string keys only, core tags only, bounded.
+
+    libyaml scans and parses (``CParser``'s events, each with its mark); Python's ``Composer`` comes
+    first in the MRO, so the node tree is composed here, one event at a time, through
+    :meth:`compose_node`: an alias or a level too deep is refused before anything is built from it.
+    """
 
     def __init__(self, stream: str) -> None:
-        super().__init__(stream)
+        yaml.reader.Reader(stream)  # PyYAML's reader refuses control characters right here, by character
+        CParser.__init__(self, stream)
+        Composer.__init__(self)
+        SafeConstructor.__init__(self)
+        Resolver.__init__(self)
         self._depth = 0
+        self.last_mark: Any = None  # libyaml's mark of the last event composed, where nothing else is known
         self.last_node: yaml.Node | None = None  # the node being constructed, for locating surprises
 
     def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
-        event = self.peek_event()  # type: ignore[no-untyped-call]
+        event: Any = self.peek_event()  # never None here: the composer asks only while a node follows
+        self.last_mark = event.start_mark
         if isinstance(event, yaml.AliasEvent):
             raise _refuse("YAML aliases (*name) are not allowed here", event.start_mark)
         opens = isinstance(event, yaml.SequenceStartEvent | yaml.MappingStartEvent)
@@ -125,9 +142,9 @@ class _StrictLoader(yaml.SafeLoader):
                 node.start_mark,
             )
         constructor = {
-            _CORE + "int": yaml.SafeLoader.construct_yaml_int,
-            _CORE + "float": yaml.SafeLoader.construct_yaml_float,
-            _CORE + "bool": yaml.SafeLoader.construct_yaml_bool,
+            _CORE + "int": SafeConstructor.construct_yaml_int,
+            _CORE + "float": SafeConstructor.construct_yaml_float,
+            _CORE + "bool": SafeConstructor.construct_yaml_bool,
         }[node.tag]
         try:
             value: int | float | bool = constructor(self, node)
@@ -139,12 +156,13 @@ class _StrictLoader(yaml.SafeLoader):
 
 
 for _tag in ("int", "float", "bool"):
-    _StrictLoader.add_constructor(_CORE + _tag, _StrictLoader.construct_bounded_number)
+    # (the stubs bound add_constructor to PyYAML's own loader classes; this is one by composition)
+    _StrictLoader.add_constructor(_CORE + _tag, _StrictLoader.construct_bounded_number)  # type: ignore[type-var]
 
 # Dates stay strings: schemas say "format: date" and the code parses them, one way for every file.
 _StrictLoader.yaml_implicit_resolvers = {
     first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    for first, resolvers in Resolver.yaml_implicit_resolvers.items()
 }
 
 
@@ -210,7 +228,8 @@ def load_yaml(path: Path, *, error: type[ImageLintError]) -> YamlDocument:
         raise _reader_error(error, name, text, exc) from None
     except Exception as exc:  # anything else PyYAML lets escape: still one located line, exit 2
         node = loader.last_node
-        line = node.start_mark.line + 1 if node is not None else loader.line + 1
+        mark = node.start_mark if node is not None else loader.last_mark
+        line = mark.line + 1 if mark is not None else 1
         detail = "nested too deeply" if isinstance(exc, RecursionError) else f"{type(exc).__name__}: {exc}"
         raise error(f"invalid YAML: {one_line(detail)}", where=_at_line(name, line)) from None
     finally:

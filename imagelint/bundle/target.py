@@ -47,8 +47,8 @@ class AskedOnly:
     def readlink(self, parts: Parts) -> str:
         return self.inner.readlink(parts)
 
-    def scan(self, parts: Parts, limit: int) -> list[tuple[str, ImageStat]] | None:
-        entries = self.inner.scan(parts, limit)
+    def scan(self, parts: Parts, limit: int, image_dir: str) -> list[tuple[str, ImageStat]] | None:
+        entries = self.inner.scan(parts, limit, image_dir)
         if entries is None:
             self._missing(parts)
         return entries

@@ -189,9 +189,10 @@ class CheckKind(ABC, Generic[P]):
     parameters: type[P]  # its parameters: the schema is generated from it, rules get an instance
     variables: ClassVar[dict[str, str]] = {}  # template variables each observation provides, with meaning
 
-    def arguments(self, params: Mapping[str, Any]) -> P:
-        """The typed parameters of a rule, from the dict its schema accepted (built once, on loading)."""
-        return build(self.parameters, params)
+    def arguments(self, params: Mapping[str, Any], *, checked: bool = False) -> P:
+        """The typed parameters of a rule, from the dict its schema accepted (built once, on loading;
+        ``checked``: nested check specs known valid, see :func:`imagelint.checks.params.build`)."""
+        return build(self.parameters, params, checked=checked)
 
     def paths(self, params: P) -> list[PathNeed]:
         """The image paths this check reads with these parameters (for the remote collector)."""
@@ -264,14 +265,17 @@ class CheckCall(ParamType):
         return {"type": "object", "required": ["kind"], "properties": {"kind": {"type": "string"}}}
 
     @classmethod
-    def from_value(cls, value: Any) -> CheckCall:
-        import jsonschema
-
+    def from_value(cls, value: Any, *, checked: bool = False) -> CheckCall:
         kind = registry().get(value["kind"])
         if kind is None:
             raise ParamError([], f"unknown check kind {value['kind']!r}")
-        schema = {**kind.schema(), "additionalProperties": False}
-        error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(value))
-        if error is not None:
-            raise ParamError(list(error.absolute_path), error.message)
-        return cls(kind.name, kind.arguments({k: v for k, v in value.items() if k != "kind"}))
+        if not checked:  # jsonschema is imported only here: it costs a run's start ~0.1 s
+            import jsonschema
+
+            schema = {**kind.schema(), "additionalProperties": False}
+            validator = jsonschema.Draft202012Validator(schema)
+            error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+            if error is not None:
+                raise ParamError(list(error.absolute_path), error.message)
+        params = {k: v for k, v in value.items() if k != "kind"}
+        return cls(kind.name, kind.arguments(params, checked=checked))

@@ -41,6 +41,7 @@ from imagelint.facts.systemd.verify import unit_problems
 
 if TYPE_CHECKING:  # imported where used: rules that never touch units do not pay for them
     from imagelint.facts.systemd import Assignment, Unit, UnitIndex
+    from imagelint.facts.systemd.execs import UnitCommands
     from imagelint.facts.systemd.manager import ManagerDefaults
     from imagelint.facts.systemd.presets import PresetRule
 
@@ -74,6 +75,13 @@ def unit_index(ctx: CheckContext) -> UnitIndex:
     return index
 
 
+def unit_commands(ctx: CheckContext) -> UnitCommands:
+    """The run's executables of every unit's commands, each found once (rules and inventory)."""
+    from imagelint.facts.systemd.execs import UnitCommands
+
+    return ctx.fact("systemd.commands", lambda: UnitCommands(ctx.target))
+
+
 def inventory_needs() -> tuple[PathNeed, ...]:
     """What the inventory reads besides the units: a collector gathers it for a bundle's report."""
     from imagelint.facts import bootconfig, packages
@@ -94,7 +102,8 @@ def image_inventory(ctx: CheckContext) -> dict[str, Any]:
     except NotApplicable:
         index = None
     defaults = _manager_defaults(ctx) if index is not None else None
-    return build_inventory(ctx.target, index, defaults, live=ctx.target.kind == "host")
+    commands = unit_commands(ctx) if index is not None else None
+    return build_inventory(ctx.target, index, defaults, live=ctx.target.kind == "host", commands=commands)
 
 
 def _manager_defaults(ctx: CheckContext) -> ManagerDefaults:
@@ -331,7 +340,9 @@ class ExecMissing(_UnitKind[ExecMissingParams]):
             unit_id = unit.unit_id or unit.name
             if execs.skipped_by(execs.conditions(ctx.target, unit.assignments, unit_id)):
                 continue
-            problems, primary = execs.missing_files(ctx.target, unit, include_ignored)
+            problems, primary = execs.missing_files(
+                ctx.target, unit, include_ignored, commands=unit_commands(ctx)
+            )
             if primary is None:
                 continue
             evidence = _base_evidence(ctx, index, unit)
@@ -680,7 +691,7 @@ class BootFailureLoop(_NestingKind[BootFailureLoopParams]):
             unit_id = unit.unit_id or unit.name
             if execs.skipped_by(execs.conditions(ctx.target, unit.assignments, unit_id)):
                 continue  # a condition evaluable offline skips it: it does not start, so does not fail
-            missing, _primary = execs.missing_files(ctx.target, unit)
+            missing, _primary = execs.missing_files(ctx.target, unit, commands=unit_commands(ctx))
             failure = list(missing)
             for entry in params.vendor_config:
                 if unit_matches(unit, entry.units) and config_missing(ctx, unit, entry.unless):

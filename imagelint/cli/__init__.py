@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
 
 DEBUG_FLAG = "--debug"
 
@@ -61,6 +60,8 @@ def dispatch() -> int:
     except BaseException as exc:
         _say(describe_unexpected(exc))
         if debugging():
+            import traceback  # only here: importing it costs ``--version`` a third of its start
+
             traceback.print_exc()
         return 3
     return 0

@@ -34,6 +34,7 @@ from imagelint.facts.packages import load_packages
 
 if TYPE_CHECKING:
     from imagelint.facts.systemd import Unit, UnitIndex
+    from imagelint.facts.systemd.execs import UnitCommands
     from imagelint.facts.systemd.manager import ManagerDefaults
     from imagelint.targets.interface import Target
 
@@ -41,13 +42,22 @@ INVENTORY_VERSION = 1
 
 
 def build_inventory(
-    target: Target, index: UnitIndex | None, defaults: ManagerDefaults | None, *, live: bool = False
+    target: Target,
+    index: UnitIndex | None,
+    defaults: ManagerDefaults | None,
+    *,
+    live: bool = False,
+    commands: UnitCommands | None = None,
 ) -> dict[str, Any]:
-    """The inventory of ``target``; ``index``/``defaults`` are the run's own (None: no systemd)."""
+    """The inventory of ``target``; ``index``/``defaults`` are the run's own (None: no systemd), and
+    so is ``commands``, the executables the rules already resolved (None: resolved here)."""
+    from imagelint.facts.systemd.execs import UnitCommands
+
     problems: list[str] = []
     units: dict[str, dict[str, Any]] = {}
     if index is not None and defaults is not None:
-        units = _units(target, index, defaults, problems)
+        found = commands if commands is not None else UnitCommands(target)
+        units = _units(target, index, defaults, problems, found)
         problems += [str(p) for p in index.problems]
     facts = image_facts(target, live=live)
     packages = load_packages(target)
@@ -73,7 +83,11 @@ def _incomplete(index: UnitIndex | None, packages_complete: bool) -> bool:
 
 
 def _units(
-    target: Target, index: UnitIndex, defaults: ManagerDefaults, problems: list[str]
+    target: Target,
+    index: UnitIndex,
+    defaults: ManagerDefaults,
+    problems: list[str],
+    commands: UnitCommands,
 ) -> dict[str, dict[str, Any]]:
     from imagelint.facts.systemd import names
 
@@ -89,7 +103,7 @@ def _units(
     for unit in sorted(index, key=lambda u: u.name):
         if unit.state == "alias":
             continue
-        found[unit.name] = _unit(target, unit, defaults, activated, problems)
+        found[unit.name] = _unit(target, unit, defaults, activated, problems, commands)
     return found
 
 
@@ -99,9 +113,9 @@ def _unit(
     defaults: ManagerDefaults,
     activated: dict[str, list[dict[str, Any]]],
     problems: list[str],
+    commands: UnitCommands,
 ) -> dict[str, Any]:
     from imagelint.facts.systemd import names
-    from imagelint.facts.systemd.execs import unit_commands
     from imagelint.facts.systemd.restart import restart_policy
 
     loaded = unit.loaded is not None and unit.loaded.status == "loaded"
@@ -131,7 +145,7 @@ def _unit(
             "why": policy.never_trips,
         }
     execs: dict[tuple[str, str], bool | None] = {}
-    for cmd, res in unit_commands(target, unit):
+    for cmd, res in commands(unit):
         if cmd.executable is None or res is None:
             execs.setdefault((cmd.key, cmd.raw.split(" ", 1)[0]), None)
             continue

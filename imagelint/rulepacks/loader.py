@@ -72,7 +72,8 @@ def load_pack(path: Path, *, builtin: bool = False) -> RulePack:
     if document.data is None:
         raise RulePackError("is empty; a rule pack needs a 'rules:' list", where=document.locate([]))
     pack_bytes = path.read_bytes()
-    if not validated.already_valid(pack_bytes):
+    checked = validated.already_valid(pack_bytes)
+    if not checked:
         first_schema_error(document, rules_schema(), RulePackError)
     data = document.data
     meta = data.get("pack", {})
@@ -84,13 +85,13 @@ def load_pack(path: Path, *, builtin: bool = False) -> RulePack:
         builtin=builtin,
     )
     for index, raw in enumerate(data["rules"]):
-        pack.rules.append(_rule(document, ["rules", index], raw, pack.name))
+        pack.rules.append(_rule(document, ["rules", index], raw, pack.name, checked))
     validated.remember_valid(pack_bytes)  # only once every rule in it has been built without error
     return pack
 
 
-def _rule(document: YamlDocument, at: list[str | int], raw: dict[str, Any], pack: str) -> Rule:
-    check = _check(document, [*at, "check"], raw["check"])
+def _rule(document: YamlDocument, at: list[str | int], raw: dict[str, Any], pack: str, checked: bool) -> Rule:
+    check = _check(document, [*at, "check"], raw["check"], checked)
     kind = registry()[check.kind]
     _check_template(document, [*at, "message"], raw["message"], COMMON_VARIABLES | set(kind.variables))
     if raw["id"] in raw.get("subsumes", ()):
@@ -121,34 +122,38 @@ def _rule(document: YamlDocument, at: list[str | int], raw: dict[str, Any], pack
     )
 
 
-def _check(document: YamlDocument, at: list[str | int], raw: dict[str, Any]) -> CheckSpec:
+def _check(document: YamlDocument, at: list[str | int], raw: dict[str, Any], checked: bool) -> CheckSpec:
+    """``checked``: the pack's bytes passed every check before (nested specs need no validation)."""
     params = {k: v for k, v in raw.items() if k not in ("kind", "when", "unless")}
     try:
-        arguments = typed_arguments(raw["kind"], params)
+        arguments = typed_arguments(raw["kind"], params, checked=checked)
     except ParamError as exc:
         raise RulePackError(one_line(exc.message), where=document.locate([*at, *exc.path])) from None
     return CheckSpec(
         kind=raw["kind"],
         params=params,
         arguments=arguments,
-        when=_conditions(document, [*at, "when"], raw.get("when")),
-        unless=_conditions(document, [*at, "unless"], raw.get("unless")),
+        when=_conditions(document, [*at, "when"], raw.get("when"), checked),
+        unless=_conditions(document, [*at, "unless"], raw.get("unless"), checked),
     )
 
 
-def _conditions(document: YamlDocument, at: list[str | int], raw: Any) -> tuple[CheckSpec, ...]:
+def _conditions(
+    document: YamlDocument, at: list[str | int], raw: Any, checked: bool
+) -> tuple[CheckSpec, ...]:
     if raw is None:
         return ()
     if isinstance(raw, dict):
-        return (_check(document, at, raw),)
-    return tuple(_check(document, [*at, i], item) for i, item in enumerate(raw))
+        return (_check(document, at, raw, checked),)
+    return tuple(_check(document, [*at, i], item, checked) for i, item in enumerate(raw))
 
 
-def typed_arguments(kind_name: str, params: dict[str, Any]) -> object:
+def typed_arguments(kind_name: str, params: dict[str, Any], *, checked: bool = False) -> object:
     """A kind's typed parameters from a dict its schema accepted, checked by the kind's ``validate``:
-    built once, when the rule is loaded (raises ParamError)."""
+    built once, when the rule is loaded (raises ParamError). ``checked``: nested check specs are
+    known to pass their kinds' schemas (:func:`imagelint.checks.params.build`)."""
     kind = registry()[kind_name]
-    arguments = kind.arguments(params)
+    arguments = kind.arguments(params, checked=checked)
     kind.validate(arguments)
     return arguments
 

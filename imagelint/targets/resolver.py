@@ -55,8 +55,9 @@ class Backend(Protocol):
 
     def readlink(self, parts: Parts) -> str: ...
 
-    def scan(self, parts: Parts, limit: int) -> list[tuple[str, ImageStat]] | None:
-        """(name, lstat) of up to ``limit + 1`` entries, in any order; None when not a directory."""
+    def scan(self, parts: Parts, limit: int, image_dir: str) -> list[tuple[str, ImageStat]] | None:
+        """(name, lstat) of up to ``limit + 1`` entries, in any order; None when not a directory.
+        Each lstat is made once, named with its image path below ``image_dir`` (see :func:`entry_path`)."""
 
     def kinds(self, parts: Parts, limit: int) -> dict[str, FileKind] | None:
         """name -> kind of up to ``limit + 1`` entries; None when not a directory."""
@@ -92,6 +93,11 @@ def _has_magic(part: str) -> bool:
 
 def _as_path(parts: Parts) -> str:
     return "/" + "/".join(parts)
+
+
+def entry_path(image_dir: str, name: str) -> str:
+    """The image path of the entry ``name`` of the directory ``image_dir``."""
+    return f"{image_dir}/{name}" if image_dir != "/" else "/" + name
 
 
 class ResolvingTarget:
@@ -236,7 +242,7 @@ class ResolvingTarget:
     def _scan(self, image_dir: str, parts: Parts) -> list[tuple[str, ImageStat]]:
         """(name, lstat) of each entry of a resolved directory, sorted by name; [] when it is gone."""
         try:
-            entries = self.backend.scan(parts, MAX_DIR_ENTRIES)
+            entries = self.backend.scan(parts, MAX_DIR_ENTRIES, _normal_dir(image_dir))
         except OSError as exc:
             raise ImageReadError(image_dir, f"cannot list directory: {exc.strerror or exc}") from None
         if entries is not None and len(entries) > MAX_DIR_ENTRIES:
@@ -356,25 +362,29 @@ class ResolvingTarget:
         it raises ImageReadError.
         """
         budget = _Budget(top)
-        stack = [(top.rstrip("/") or "/", self._resolve(top), 0)]
+        stack = [(_normal_dir(top), self._resolve(top), 0)]
         while stack:
             image_dir, resolved, depth = stack.pop()
             budget.descend(depth, image_dir)
             entries = self._scan(image_dir, resolved)
             budget.spend(len(entries))
             subdirs = []
-            for name, raw in entries:
-                path = f"{image_dir.rstrip('/')}/{name}"
-                st = _named(raw, path)
+            for name, st in entries:  # named by the backend: no copy per entry
                 yield st
                 if st.kind is FileKind.DIR:
-                    subdirs.append((path, (*resolved, name), depth + 1))
+                    subdirs.append((st.path, (*resolved, name), depth + 1))
             self._hint_dirs([parts for _, parts, _ in subdirs])  # listed next, depth first
             stack.extend(reversed(subdirs))
 
 
 def _named(st: ImageStat, path: str) -> ImageStat:
+    """``st`` under the image path it was asked by (the backend names it by the resolved one)."""
     return st if st.path == path else replace(st, path=path)
+
+
+def _normal_dir(image_dir: str) -> str:
+    """``image_dir`` without trailing slashes (``/`` stays ``/``), as :func:`entry_path` joins it."""
+    return image_dir.rstrip("/") or "/"
 
 
 class _Budget:

@@ -36,6 +36,7 @@ from imagelint.targets.resolver import (
     MAX_WALK_ENTRIES,
     Parts,
     ResolvingTarget,
+    entry_path,
 )
 
 __all__ = [
@@ -108,23 +109,28 @@ class _HostDirectory:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self._prefix = str(root).rstrip("/") + "/"
 
     def host(self, parts: Parts) -> Path:
         return self.root.joinpath(*parts)
 
+    def _host(self, parts: Parts) -> str:
+        """The host path as a string: no path object per operation (one per directory a walk lists)."""
+        return self._prefix + "/".join(parts)
+
     def lstat(self, parts: Parts) -> ImageStat | None:
         try:
-            st = os.lstat(self.root.joinpath(*parts))
+            st = os.lstat(self._host(parts))
         except (FileNotFoundError, NotADirectoryError):
             return None
         return ImageStat.from_os("/" + "/".join(parts), st)
 
     def readlink(self, parts: Parts) -> str:
-        return os.readlink(self.root.joinpath(*parts))
+        return os.readlink(self._host(parts))
 
     def _open_dir(self, parts: Parts) -> int | None:
         try:
-            return _open_noatime(self.root.joinpath(*parts), _DIR_FLAGS)
+            return _open_noatime(self._host(parts), _DIR_FLAGS)
         except (FileNotFoundError, NotADirectoryError):
             return None
         except OSError as exc:
@@ -132,14 +138,14 @@ class _HostDirectory:
                 return None
             raise
 
-    def scan(self, parts: Parts, limit: int) -> list[tuple[str, ImageStat]] | None:
+    def scan(self, parts: Parts, limit: int, image_dir: str) -> list[tuple[str, ImageStat]] | None:
         fd = self._open_dir(parts)
         if fd is None:
             return None
         try:
             with os.scandir(fd) as it:
                 return [
-                    (e.name, ImageStat.from_os(e.name, e.stat(follow_symlinks=False)))
+                    (e.name, ImageStat.from_os(entry_path(image_dir, e.name), e.stat(follow_symlinks=False)))
                     for e in itertools.islice(it, limit + 1)
                 ]
         finally:
@@ -161,7 +167,7 @@ class _HostDirectory:
             os.close(fd)
 
     def open(self, parts: Parts) -> HostFile:
-        return HostFile(open_regular("/" + "/".join(parts), self.root.joinpath(*parts)))
+        return HostFile(open_regular("/" + "/".join(parts), self._host(parts)))
 
 
 def _entry_kind(entry: os.DirEntry[str]) -> FileKind:

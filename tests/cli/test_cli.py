@@ -25,6 +25,18 @@ def test_version() -> None:
     assert module.stdout == f"imagelint {__version__}\n"
 
 
+def test_version_imports_nothing_beyond_the_interpreter_start() -> None:
+    """``--version`` is answered before typer, rich, the traceback module or any other command's."""
+    code = (
+        "import sys\nbefore = set(sys.modules)\n"
+        "from imagelint.cli import main\nsys.argv = ['imagelint', '--version']\nmain()\n"
+        "print(' '.join(sorted(set(sys.modules) - before)))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    imported = set(proc.stdout.splitlines()[-1].split())
+    assert imported <= {"__future__", "imagelint", "imagelint.cli"}, proc.stdout
+
+
 def test_audit_does_not_import_heavy_modules(tmp_path: Path) -> None:
     root = build_tree(tmp_path / "image", {"/etc/hostname": "x\n"})
     code = (

@@ -134,6 +134,26 @@ def test_the_inventory_reuses_the_runs_unit_index(image: Path, monkeypatch: pyte
     assert len(calls) == 1 and report.inventory["units"]
 
 
+def test_each_units_executables_are_resolved_once_for_the_rules_and_the_inventory(
+    image: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from imagelint.facts.systemd import execs
+
+    resolved: list[str] = []
+    real = execs.unit_commands
+
+    def counting(target, unit):
+        resolved.append(unit.name)
+        return real(target, unit)
+
+    monkeypatch.setattr(execs, "unit_commands", counting)
+    packs = load_packs([], builtin=builtin_pack_paths())
+    report = audit(RootfsTarget(image), packs, Config(), RunSettings())
+    assert report.inventory["units"]["vendor.service"]["execs"]
+    assert "vendor.service" in resolved  # the rules (IL2xx boot units) and the inventory both read it
+    assert len(resolved) == len(set(resolved)), sorted(n for n in set(resolved) if resolved.count(n) > 1)
+
+
 def test_the_inventory_is_reproducible(image: Path, tmp_path: Path) -> None:
     outs = []
     for i in range(2):

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -137,3 +140,51 @@ def test_validation_is_remembered_only_for_the_exact_bytes(tmp_path: Path, monke
     with pytest.raises(RulePackError, match="loud"):
         load_pack(pack)
     assert not already_valid(pack.read_bytes())
+
+
+NESTED_RULE = GOOD_RULE.replace(
+    "      kind: file.present\n      paths: [/etc/marker]\n",
+    "      kind: file.present\n      paths: [/etc/marker]\n"
+    "      unless: {kind: file.contains, paths: [/etc/m], pattern: x}\n",
+)
+
+
+def test_a_remembered_pack_loads_the_same_rules_without_importing_jsonschema(tmp_path: Path) -> None:
+    """The second load of the same bytes trusts the remembered validation, nested check specs too."""
+    pack = _pack(tmp_path, NESTED_RULE)
+    script = (
+        "import pickle, sys\n"
+        "from pathlib import Path\n"
+        "from imagelint.rulepacks.loader import load_pack\n"
+        "rules = load_pack(Path(sys.argv[1])).rules\n"
+        "print('jsonschema' in sys.modules, pickle.dumps([(r.id, r.check) for r in rules]).hex())\n"
+    )
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env.pop("IMAGELINT_NO_VALIDATION_CACHE", None)
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", script, str(pack)], env=env, capture_output=True, text=True, check=True
+        ).stdout.split()
+        for _ in range(2)
+    ]
+    assert runs[0][0] == "True" and runs[1][0] == "False", runs
+    assert runs[0][1] == runs[1][1]
+
+
+def test_a_nested_spec_is_validated_when_the_pack_is_not_remembered(tmp_path: Path, monkeypatch) -> None:
+    from imagelint.errors import RulePackError
+    from imagelint.rulepacks.loader import load_pack
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("IMAGELINT_NO_VALIDATION_CACHE", raising=False)
+    load_pack(_pack(tmp_path, NESTED_RULE))
+    bad = _pack(tmp_path, NESTED_RULE.replace("pattern: x", "pattern: x, colour: red"), "bad.yaml")
+    with pytest.raises(RulePackError, match="colour"):
+        load_pack(bad)
+
+
+def test_columns_count_characters_not_bytes(tmp_path: Path) -> None:
+    """libyaml parses UTF-8 bytes; its marks still count characters, as the error location must."""
+    text = GOOD_RULE.replace("title: A marker file exists", 'title: "ééé" x')
+    code, err = _validate(_pack(tmp_path, text))
+    assert code == 2 and ":4:18: invalid YAML" in err, err

@@ -105,6 +105,25 @@ def test_walk_does_not_follow_links(image: Path) -> None:
     assert not any(p.startswith("/etc/usr-link/") for p in paths)
 
 
+@pytest.mark.parametrize(("top", "first"), [("/", "/etc"), ("/usr/", "/usr/lib"), ("/usr//", "/usr/lib")])
+def test_walk_names_entries_by_their_image_path_however_the_top_is_written(
+    image: Path, top: str, first: str
+) -> None:
+    """The backend names each entry as it lists it (no copy per entry): the same paths as before."""
+    entries = list(RootfsTarget(image).walk(top))
+    paths = [st.path for st in entries]
+    assert first in paths and not any("//" in p or p.endswith("/") for p in paths), paths
+    service = next(st for st in entries if st.path.endswith("/a.service"))
+    assert service.kind is FileKind.FILE and service.size == len("[Service]\n")
+
+
+def test_walk_through_a_link_names_entries_below_the_link(image: Path) -> None:
+    assert [st.path for st in RootfsTarget(image).walk("/lib/systemd")] == [
+        "/lib/systemd/system",
+        "/lib/systemd/system/a.service",
+    ]
+
+
 @pytest.mark.parametrize("kind", ["missing", "file"])
 def test_bad_root_is_a_target_error(tmp_path: Path, kind: str) -> None:
     root = tmp_path / "root"

@@ -166,16 +166,33 @@ def unit_commands(target: Target, unit: Unit) -> list[tuple[Command, Resolution 
     return found
 
 
+class UnitCommands:
+    """:func:`unit_commands` of each unit, found once per run and shared by the rules and the
+    inventory (:mod:`imagelint.facts.inventory`), which would otherwise resolve them all again."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        # by id(unit), the unit kept alongside so that its id cannot be reused while cached
+        self._found: dict[int, tuple[Unit, list[tuple[Command, Resolution | None]]]] = {}
+
+    def __call__(self, unit: Unit) -> list[tuple[Command, Resolution | None]]:
+        cached = self._found.get(id(unit))
+        if cached is None:
+            cached = self._found[id(unit)] = (unit, unit_commands(self.target, unit))
+        return cached[1]
+
+
 def missing_files(
-    target: Target, unit: Unit, include_ignored: bool = False
+    target: Target, unit: Unit, include_ignored: bool = False, *, commands: UnitCommands | None = None
 ) -> tuple[list[str], Assignment | None]:
     """What the unit would run or read that is not in the image: (texts, the line to point at).
 
     Executables of every ``Exec…=`` (those whose failure is ignored with ``-`` only with
     ``include_ignored``), and required ``EnvironmentFile=`` paths outside the run-time file systems.
+    ``commands``: the run's shared resolutions (else they are found here).
     """
     by_exe: dict[tuple[str, str], list[Assignment]] = {}
-    for cmd, res in unit_commands(target, unit):
+    for cmd, res in commands(unit) if commands is not None else unit_commands(target, unit):
         if cmd.executable is None or res is None or (cmd.ignore_failure and not include_ignored):
             continue
         if res.problem is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import string
 from enum import StrEnum
+from functools import lru_cache
 
 UNIT_NAME_MAX = 256
 
@@ -28,6 +29,7 @@ class NameKind(StrEnum):
     INSTANCE = "instance"
 
 
+@lru_cache(maxsize=8192)  # asked ~90 times per unit while the index is built; bounded: names are image data
 def name_kind(name: str) -> NameKind | None:
     """The kind of a unit name, or None when it is not a valid unit name."""
     if not name or len(name) >= UNIT_NAME_MAX:

@@ -20,7 +20,7 @@ from imagelint.targets.disk.errors import DiskImageError
 from imagelint.targets.disk.prefetch import DiskHints, Ranges, ext_data_ranges, ext_inode_tables
 from imagelint.targets.disk.probe import EXT, XFS, read_at
 from imagelint.targets.interface import FileKind, ImageStat, kind_of
-from imagelint.targets.resolver import MAX_DIR_ENTRIES  # one bound for every backend
+from imagelint.targets.resolver import MAX_DIR_ENTRIES, entry_path  # one bound for every backend
 
 Parts = tuple[str, ...]
 MAX_CACHED_DIRS = 4096  # directory listings kept (least recently used first out)
@@ -263,7 +263,7 @@ class Filesystem:
             return None
         return self._children(parts, node)
 
-    def scan(self, parts: Parts, limit: int) -> list[tuple[str, ImageStat]] | None:
+    def scan(self, parts: Parts, limit: int, image_dir: str) -> list[tuple[str, ImageStat]] | None:
         try:
             children = self._dir(parts)
             if children is None:
@@ -271,7 +271,7 @@ class Filesystem:
             out = []
             for name, node in itertools.islice(children.items(), limit + 1):
                 mode, uid, gid, size = self._stat_fields(node)
-                out.append((name, ImageStat.from_mode(name, mode, uid, gid, size)))
+                out.append((name, ImageStat.from_mode(entry_path(image_dir, name), mode, uid, gid, size)))
             return out
         except Exception as exc:
             raise _wrap(exc) from None

@@ -124,9 +124,9 @@ class MountTable:
         fs, rest = self._route(parts)
         return fs.readlink(rest)
 
-    def scan(self, parts: Parts, limit: int) -> list[tuple[str, ImageStat]] | None:
+    def scan(self, parts: Parts, limit: int, image_dir: str) -> list[tuple[str, ImageStat]] | None:
         fs, rest = self._route(parts)
-        return fs.scan(rest, limit)
+        return fs.scan(rest, limit, image_dir)
 
     def kinds(self, parts: Parts, limit: int) -> dict[str, FileKind] | None:
         fs, rest = self._route(parts)
