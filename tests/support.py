@@ -29,6 +29,13 @@ def need(condition: bool, reason: str) -> None:
     pytest.skip(reason)
 
 
+def must_run_alone(what: str) -> None:
+    """Fail the calling test unless it is marked ``serial`` (see tests/conftest.py): ``what`` (a
+    pinned CPU load, a count of the host's memory cgroups) must not run beside other tests."""
+    if os.environ.get("IMAGELINT_TEST_SERIAL") != "1":
+        pytest.fail(f"{what}: mark the test @pytest.mark.serial, it must not run beside other tests")
+
+
 def wait_for(predicate: Callable[[], bool], timeout: float, every: float = 0.2) -> bool:
     """Poll ``predicate`` until it holds (True) or ``timeout`` seconds pass (False): wait on the
     condition a test needs instead of sleeping for a fixed time."""
