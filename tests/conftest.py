@@ -5,11 +5,14 @@ facilities (root, debootstrap, systemd-nspawn, packer, memory cgroups) exist, so
 would hide a test that did not run.
 
 ``make test`` runs the suite in two phases: every test not marked ``serial`` in parallel
-(pytest-xdist, ``--dist loadgroup``), then the ``serial`` ones alone, one at a time. ``serial``
-marks a test that loads the machine on purpose or measures machine-wide state (a pinned SCHED_FIFO
-load, the host's dying memory cgroups): beside other tests it would disturb them or be disturbed.
-``tests.support.must_run_alone`` fails a test that does such a thing without the mark. Run by hand
-with ``-n``, the ``serial`` tests still share one xdist group (one worker, one after another).
+(pytest-xdist, ``--dist loadfile``: a file's tests on one worker, so its module fixtures are built
+once), then the ``serial`` ones alone, one at a time. ``serial`` marks a test that loads the machine
+on purpose or measures machine-wide state (a pinned SCHED_FIFO load, the host's dying memory
+cgroups): beside other tests it would disturb them or be disturbed. ``tests.support.must_run_alone``
+fails a test that does such a thing without the mark. Run by hand with ``-n ... --dist loadgroup``,
+the ``serial`` tests share one xdist group (one worker, one after another). Session fixtures run once
+per worker: the machine-wide caches they fill (``~/.cache/imagelint-tests``) are built under a lock
+into a temporary name and renamed into place.
 """
 
 from __future__ import annotations
