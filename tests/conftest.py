@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import REPO, is_root, need
+from tests.support import REPO, SERIAL_ENV, is_root, need
 
 
 def _test_image(flavour: str, name: str) -> Path:
@@ -74,13 +74,15 @@ def vendor_rootfs() -> Path:
     return _test_image("vendor", "bookworm-vendor")
 
 
-SERIAL_ENV = "IMAGELINT_TEST_SERIAL"  # set while a test marked ``serial`` runs (see must_run_alone)
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("serial"):
             item.add_marker(pytest.mark.xdist_group("serial"))
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # the files with a test marked slow are handed out first, so that the run does not end
+        # waiting for one that started last (every worker collects the same order)
+        slow = {item.path for item in items if item.get_closest_marker("slow")}
+        items.sort(key=lambda item: item.path not in slow)
 
 
 @pytest.fixture(autouse=True)

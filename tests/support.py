@@ -29,10 +29,13 @@ def need(condition: bool, reason: str) -> None:
     pytest.skip(reason)
 
 
+SERIAL_ENV = "IMAGELINT_TEST_SERIAL"  # "1" while a test marked ``serial`` runs (tests/conftest.py)
+
+
 def must_run_alone(what: str) -> None:
     """Fail the calling test unless it is marked ``serial`` (see tests/conftest.py): ``what`` (a
     pinned CPU load, a count of the host's memory cgroups) must not run beside other tests."""
-    if os.environ.get("IMAGELINT_TEST_SERIAL") != "1":
+    if os.environ.get(SERIAL_ENV) != "1":
         pytest.fail(f"{what}: mark the test @pytest.mark.serial, it must not run beside other tests")
 
 
