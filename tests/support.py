@@ -51,6 +51,12 @@ def wait_for(predicate: Callable[[], bool], timeout: float, every: float = 0.2) 
         time.sleep(every)
 
 
+def cache_root() -> Path:
+    """The machine-wide cache of the tests (``IMAGELINT_TEST_CACHE``, else ``~/.cache/imagelint-tests``)."""
+    xdg = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return Path(os.environ.get("IMAGELINT_TEST_CACHE", xdg / "imagelint-tests"))
+
+
 def is_root() -> bool:
     return os.geteuid() == 0
 
