@@ -14,10 +14,15 @@ demo:
 	  code=$$?; echo "imagelint exited $$code (1 = findings at or above fail-on); JSON report: build/sample-report.json"; \
 	  test $$code -eq 1
 
-## test: install everything the tests need (system packages too) and run the whole suite
+## test: install everything the tests need (system packages too) and run the whole suite: first every
+## test not marked serial on TEST_WORKERS xdist workers, a test file per worker (its module fixtures
+## are built once), then the serial ones alone (tests/conftest.py)
+TEST_WORKERS ?= 4
 test:
 	scripts/install.sh --test
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not serial"; parallel=$$?; \
+	  $(BIN)/python -m pytest -m serial; serial=$$?; \
+	  test $$parallel -eq 0 -a $$serial -eq 0
 
 lint:
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

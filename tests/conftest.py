@@ -3,6 +3,16 @@
 With ``IMAGELINT_NO_SKIP=1`` (set by ``.ci/run``) any skipped test fails the session: on CI the
 facilities (root, debootstrap, systemd-nspawn, packer, memory cgroups) exist, so a skip there
 would hide a test that did not run.
+
+``make test`` runs the suite in two phases: every test not marked ``serial`` in parallel
+(pytest-xdist, ``--dist loadfile``: a file's tests on one worker, so its module fixtures are built
+once), then the ``serial`` ones alone, one at a time. ``serial`` marks a test that loads the machine
+on purpose or measures machine-wide state (a pinned SCHED_FIFO load, the host's dying memory
+cgroups): beside other tests it would disturb them or be disturbed. ``tests.support.must_run_alone``
+fails a test that does such a thing without the mark. Run by hand with ``-n ... --dist loadgroup``,
+the ``serial`` tests share one xdist group (one worker, one after another). Session fixtures run once
+per worker: the machine-wide caches they fill (``~/.cache/imagelint-tests``) are built under a lock
+into a temporary name and renamed into place.
 """
 
 from __future__ import annotations
@@ -14,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import REPO, is_root, need
+from tests.support import REPO, SERIAL_ENV, is_root, need
 
 
 def _test_image(flavour: str, name: str) -> Path:
@@ -62,6 +72,25 @@ def vendor_rootfs() -> Path:
     """``debian_rootfs`` after a vendor update: prometheus-node-exporter installed with apt inside the
     tree (its postinst enables its service). Read-only, like ``debian_rootfs``."""
     return _test_image("vendor", "bookworm-vendor")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("serial"):
+            item.add_marker(pytest.mark.xdist_group("serial"))
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # the files with a test marked slow are handed out first, so that the run does not end
+        # waiting for one that started last (every worker collects the same order)
+        slow = {item.path for item in items if item.get_closest_marker("slow")}
+        items.sort(key=lambda item: item.path not in slow)
+
+
+@pytest.fixture(autouse=True)
+def _serial_flag(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    if request.node.get_closest_marker("serial"):
+        monkeypatch.setenv(SERIAL_ENV, "1")
+    else:
+        monkeypatch.delenv(SERIAL_ENV, raising=False)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

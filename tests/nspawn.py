@@ -1,12 +1,16 @@
 """Boot an image tree with its own systemd as PID 1 (systemd-nspawn), for tests that need real systemd.
 
 The container shares this host's kernel; it stays in the caller's memory cgroup, so it cannot stand
-in for a host memcg leak, but its systemd, units, restart counters and journal are all real.
+in for a host memcg leak, but its systemd, units, restart counters and journal are all real. It also
+shares this host's network: two containers booted by different test processes (xdist workers) would
+both start sshd on port 22 and the second one's would fail, so only one process at a time has
+containers up (a machine-wide lock; one process may boot several at once, as a fleet test does).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import subprocess
@@ -16,7 +20,28 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import is_root, need
+from tests.support import cache_root, is_root, need
+
+_UP: list[int] = [0]  # containers this process has up: the lock is held while it is not 0
+_LOCK: list[int] = []  # the lock file's descriptor while held
+
+
+@contextlib.contextmanager
+def _host_network() -> Iterator[None]:
+    """The machine-wide container lock (in the test cache), held for the block; re-entrant in a process."""
+    if _UP[0] == 0:
+        cache = cache_root()
+        cache.mkdir(parents=True, exist_ok=True)
+        fd = os.open(cache / "nspawn.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        _LOCK.append(fd)
+    _UP[0] += 1
+    try:
+        yield
+    finally:
+        _UP[0] -= 1
+        if _UP[0] == 0:
+            os.close(_LOCK.pop())  # closing the only descriptor releases the lock
 
 
 def _children(pid: int) -> list[int]:
@@ -48,6 +73,19 @@ def booted(
     need(is_root(), "booting a container needs root")
     need(shutil.which("systemd-nspawn") is not None, "systemd-nspawn is not installed")
     need(shutil.which("nsenter") is not None, "nsenter is not installed")
+    with _host_network():
+        yield from _booted(root, volatile=volatile, ready=ready, timeout=timeout, console=console, name=name)
+
+
+def _booted(
+    root: Path,
+    *,
+    volatile: bool,
+    ready: Callable[[list[str]], bool],
+    timeout: float,
+    console: Path | None,
+    name: str,
+) -> Iterator[list[str]]:
     argv = ["systemd-nspawn", "-q", "-D", str(root), "--register=no", "--keep-unit"]
     argv += ["--volatile=overlay"] if volatile else []
     argv += ["-M", f"il-test-{os.getpid()}{name}", "--boot"]

@@ -29,6 +29,16 @@ def need(condition: bool, reason: str) -> None:
     pytest.skip(reason)
 
 
+SERIAL_ENV = "IMAGELINT_TEST_SERIAL"  # "1" while a test marked ``serial`` runs (tests/conftest.py)
+
+
+def must_run_alone(what: str) -> None:
+    """Fail the calling test unless it is marked ``serial`` (see tests/conftest.py): ``what`` (a
+    pinned CPU load, a count of the host's memory cgroups) must not run beside other tests."""
+    if os.environ.get(SERIAL_ENV) != "1":
+        pytest.fail(f"{what}: mark the test @pytest.mark.serial, it must not run beside other tests")
+
+
 def wait_for(predicate: Callable[[], bool], timeout: float, every: float = 0.2) -> bool:
     """Poll ``predicate`` until it holds (True) or ``timeout`` seconds pass (False): wait on the
     condition a test needs instead of sleeping for a fixed time."""
@@ -39,6 +49,12 @@ def wait_for(predicate: Callable[[], bool], timeout: float, every: float = 0.2) 
         if time.monotonic() >= deadline:
             return False
         time.sleep(every)
+
+
+def cache_root() -> Path:
+    """The machine-wide cache of the tests (``IMAGELINT_TEST_CACHE``, else ``~/.cache/imagelint-tests``)."""
+    xdg = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return Path(os.environ.get("IMAGELINT_TEST_CACHE", xdg / "imagelint-tests"))
 
 
 def is_root() -> bool:

@@ -8,12 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from imagelint.sampletree import build_tree
 from tests.support import REPO, run_cli
 
 
+@pytest.mark.slow
 def test_wheel_installs_and_lists_builtin_rules(tmp_path: Path) -> None:
     subprocess.run(
         [sys.executable, "-m", "build", "--wheel", "--outdir", str(tmp_path / "dist"), str(REPO)],

@@ -466,8 +466,28 @@ class _FrontServer(ThreadingHTTPServer):
     request_queue_size = 128
 
 
+_MOTO_PORT: list[int] = []  # the port of this process's moto server, once started
+_MOTO_LOCK = threading.Lock()
+
+
+def moto_server_port() -> int:
+    """The port of moto's server on loopback: one per test process (an xdist worker has its own),
+    started on first use and left running until the process exits (a daemon thread). moto's
+    backends are process-global whatever the number of servers, so a server per environment isolated
+    nothing more: each :class:`MotoEnv` resets them on entry, as it did when it started its own.
+    The port is the kernel's choice at bind time (no probe-then-bind race between workers)."""
+    with _MOTO_LOCK:
+        if not _MOTO_PORT:
+            from moto.server import ThreadedMotoServer
+
+            server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+            server.start()
+            _MOTO_PORT.append(int(server.get_host_and_port()[1]))
+        return _MOTO_PORT[0]
+
+
 class MotoEnv:
-    """moto's server and the SSM front on loopback, plus the stand-in agent; a context manager."""
+    """moto's server (reset) and the SSM front on loopback, plus the stand-in agent; a context manager."""
 
     bucket = "imagelint-reports"
     profile = "imagelint-ssm"
@@ -476,10 +496,7 @@ class MotoEnv:
         # AWS's managed IAM policies (AmazonSSMManagedInstanceCore, ...): moto loads them only when
         # asked, and that takes seconds, so only the environments that attach one ask
         self.managed_policies = managed_policies
-        from moto.server import ThreadedMotoServer
-
-        self.moto_port = free_port()
-        self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=self.moto_port, verbose=False)
+        self.moto_port = moto_server_port()
         handler = type("Front", (_Front,), {"env": self})
         self._front = _FrontServer(("127.0.0.1", 0), handler)
         self.port = int(self._front.server_address[1])
@@ -572,7 +589,6 @@ class MotoEnv:
         return False
 
     def __enter__(self) -> MotoEnv:
-        self._moto.start()
         # moto's backends are process-global: start every environment from a clean account
         if self.managed_policies:  # read when the IAM backend is made: by the reset, or the first call
             os.environ["MOTO_IAM_LOAD_MANAGED_POLICIES"] = "true"
@@ -584,7 +600,8 @@ class MotoEnv:
             self.client("iam", direct=True).list_roles()
         finally:
             os.environ.pop("MOTO_IAM_LOAD_MANAGED_POLICIES", None)
-        threading.Thread(target=self._front.serve_forever, daemon=True).start()
+        # polled every 50 ms for shutdown (socketserver's default, 0.5 s, is a wait at every exit)
+        threading.Thread(target=self._front.serve_forever, args=(0.05,), daemon=True).start()
         self.client("s3").create_bucket(Bucket=self.bucket)
         iam = self.client("iam", direct=True)
         trust = {
@@ -613,7 +630,7 @@ class MotoEnv:
     def __exit__(self, *exc: object) -> None:
         self.agent.stop()
         self._front.shutdown()
-        self._moto.stop()
+        self._front.server_close()
 
     def client(self, service: str, *, direct: bool = False, region: str = REGION) -> Any:
         key = (service, direct, region)

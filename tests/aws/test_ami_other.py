@@ -269,6 +269,7 @@ def test_fleet_failed_command_is_an_inconclusive_row(
     assert reasons and "command Failed, exit code 94" in reasons[0] and "collection failed" in reasons[0]
 
 
+@pytest.mark.slow
 def test_fleet_deadline_cancels_and_is_inconclusive(
     moto_env: MotoEnv, clean_rootfs: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -358,6 +358,7 @@ def test_prefetches_take_turns_and_a_read_goes_first(env: MotoEnv, aws: tuple[Mo
 
 # Last in the module: its own MotoEnv resets moto's process-global backends (the module's snapshot
 # is gone after it).
+@pytest.mark.slow
 def test_a_real_disk_image_reads_back_byte_for_byte(
     faulty_disk: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -17,6 +17,7 @@ from tests.aws.moto_env import MotoEnv
 from tests.support import run_cli
 
 
+@pytest.mark.slow
 def test_a_thousand_instances_one_command_each_throttled_and_the_unmanaged_named(
     moto_env: MotoEnv, sample_image: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -59,6 +60,7 @@ def _small_fleet(env: MotoEnv, tree: Path, tmp_path: Path) -> tuple[str, list[st
     return first, rest
 
 
+@pytest.mark.slow
 def test_an_unmanaged_instance_makes_the_run_inconclusive_unless_allowed(
     moto_env: MotoEnv, clean_rootfs: Path, tmp_path: Path
 ) -> None:

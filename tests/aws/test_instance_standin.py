@@ -158,6 +158,7 @@ def _assert_restarts_agree(report: dict, unit: str) -> None:
 
 @pytest.mark.root
 @pytest.mark.slow
+@pytest.mark.serial
 def test_a_kernel_load_on_one_host_cpu_is_a_hot_core_in_the_remote_soak(
     moto_env: MotoEnv, instance_image: Path, tmp_path: Path
 ) -> None:

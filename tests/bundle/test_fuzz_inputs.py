@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import sys
 
+import pytest
+
 from tests.support import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -14,6 +16,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import fuzz_inputs
 
 
+@pytest.mark.slow
 def test_a_sample_of_hostile_inputs_never_crashes(capsys) -> None:  # type: ignore[no-untyped-def]
     code = fuzz_inputs.main(["--cases", "200", "--seed", "22", "--timeout", "30", "--progress", "0"])
     out = capsys.readouterr().out

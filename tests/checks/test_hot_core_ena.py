@@ -16,7 +16,7 @@ from tests.facts.journal.exportgen import Host, write_journal
 from tests.soak.loads import KERNEL_LOAD, LOOSE, pinned, pinned_cpu
 from tests.support import run_cli
 
-pytestmark = [pytest.mark.root, pytest.mark.slow]
+pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.serial]
 
 NET = "ena 0000:00:05.0 eth0: "
 DEV = "ena 0000:00:05.0: "

@@ -14,6 +14,7 @@ from tests.support import build_tree
 EXAMPLES = [r for p in PACKS for r in p.rules if r.example is not None and "image" in r.scopes]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("image", ["debian_rootfs", "cloud_rootfs", "sample_image"])
 def test_every_builtin_rule_agrees_on_a_real_image(
     image: str, request: pytest.FixtureRequest, tmp_path: Path

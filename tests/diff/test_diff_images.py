@@ -137,6 +137,7 @@ def test_two_independent_debootstraps_differ_in_no_unit(debian_rootfs: Path, twi
     assert code == 0
 
 
+@pytest.mark.slow
 def test_report_files_diff_as_the_images_they_describe(
     debian_rootfs: Path, updated: Path, tmp_path: Path
 ) -> None:

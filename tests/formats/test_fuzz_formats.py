@@ -6,6 +6,7 @@ the same strategies and checks for as many cases as you like.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -20,6 +21,7 @@ _SETTINGS = {
 }
 
 
+@pytest.mark.slow
 @settings(max_examples=500, **_SETTINGS)  # type: ignore[arg-type]
 @given(reports(max_findings=6), st.booleans())
 def test_every_format_on_hostile_reports(report: Report, show_waived: bool) -> None:

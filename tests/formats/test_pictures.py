@@ -132,6 +132,7 @@ def _svg_texts(svg: str) -> list[str]:
     return [html.unescape(t) for t in re.findall(r"<text[^>]*>([^<]*)</text>", svg)]
 
 
+@pytest.mark.slow
 def test_mermaid_cli_draws_every_chart_of_the_soak_and_the_fleet(artifacts: Path, tmp_path: Path) -> None:
     mmdc = _mmdc()
     documents = {

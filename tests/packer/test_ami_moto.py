@@ -131,6 +131,7 @@ def test_gate_and_tag_faulty_ami_is_kept_tagged_fail_and_the_build_fails(aws, tm
     assert aws.alive() == {"instances": [], "volumes": [], "groups": []}
 
 
+@pytest.mark.slow
 def test_gate_and_tag_clean_ami_is_tagged_pass_shared_and_the_build_succeeds(aws, tmp_path, clean_rootfs):
     _work, prefix, run = _gate_and_tag(aws, tmp_path, clean_rootfs, share_account_ids='["111122223333"]')
 

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from tests.support import is_root, need
+from tests.support import is_root, must_run_alone, need
 
 KERNEL_LOAD = ["dd", "if=/dev/zero", "of=/dev/null", "bs=1M"]
 USER_LOAD = [sys.executable, "-c", "while True: pass"]
@@ -31,7 +31,8 @@ def pinned_cpu() -> int:
 
 @contextmanager
 def pinned(command: list[str], cpu: int) -> Iterator[None]:
-    """``command`` running on ``cpu`` alone, under SCHED_FIFO, for the block."""
+    """``command`` running on ``cpu`` alone, under SCHED_FIFO, for the block (a ``serial`` test's)."""
+    must_run_alone("a CPU load pinned under SCHED_FIFO")
 
     def setup() -> None:
         os.sched_setaffinity(0, {cpu})

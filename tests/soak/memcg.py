@@ -22,6 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from tests.support import must_run_alone
+
 T = TypeVar("T")
 
 V1_MEMORY = Path("/sys/fs/cgroup/memory")
@@ -60,6 +62,7 @@ class MemcgLab:
     """A parent memory cgroup and a scratch directory; restarts that leak (or not) happen under it."""
 
     def __init__(self, name: str) -> None:
+        must_run_alone("dying memory cgroups counted host-wide")
         self.parent = V1_MEMORY / f"imagelint-{name}-{os.getpid()}"
         self.parent.mkdir()
         # on disk, not tmpfs, so the pages are ordinary page cache, as in the incident
@@ -149,6 +152,7 @@ def judged_against_noise(attempt: Callable[[], T], quiet: Callable[[T], bool], t
     detector fails every attempt; a burst of background churn does not repeat on cue. Before each
     retry the page cache is dropped, which frees the dying memcgs that others left behind.
     """
+    must_run_alone("a host-wide memory cgroup count judged against noise")
     result = attempt()
     for _ in range(tries - 1):
         if quiet(result):

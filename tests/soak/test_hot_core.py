@@ -19,7 +19,7 @@ import pytest
 from tests.soak.loads import KERNEL_LOAD, LOOSE, USER_LOAD, pinned, pinned_cpu
 from tests.support import run_cli
 
-pytestmark = [pytest.mark.root, pytest.mark.slow]
+pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.serial]
 
 
 def _soak(tmp_path: Path, parameters: dict[str, dict[str, object]]) -> tuple[int, dict]:

@@ -17,7 +17,7 @@ from imagelint.soak.runner import run_soak
 from tests.soak.memcg import MemcgLab, judged_against_noise, memory_num_cgroups, v1_memory_writable
 from tests.support import need
 
-pytestmark = [pytest.mark.root, pytest.mark.slow]
+pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.serial]
 
 NOISE = 8  # dying memcgs the rest of the machine may add or free during one test
 

@@ -16,7 +16,7 @@ import pytest
 from tests.soak.memcg import MemcgLab, judged_against_noise, v1_memory_writable
 from tests.support import need, run_cli
 
-pytestmark = [pytest.mark.root, pytest.mark.slow]
+pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.serial]
 
 LEAK_PERIOD_S = 2.0  # one leaked memcg every 2 s: 1,800 per hour
 

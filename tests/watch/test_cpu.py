@@ -34,6 +34,7 @@ def _watch_for(seconds: float, cpu_watch: CpuWatch, *, masked: bool = False) -> 
 
 @pytest.mark.root
 @pytest.mark.slow
+@pytest.mark.serial
 def test_a_pinned_kernel_load_is_counted_on_its_cpu() -> None:
     cpu = pinned_cpu()
     watch = CpuWatch(params=LOOSE)
@@ -50,6 +51,7 @@ def test_a_pinned_kernel_load_is_counted_on_its_cpu() -> None:
 
 @pytest.mark.root
 @pytest.mark.slow
+@pytest.mark.serial
 def test_the_same_load_in_user_time_is_not_saturation() -> None:
     cpu = pinned_cpu()
     watch = CpuWatch(params=LOOSE)
@@ -61,6 +63,7 @@ def test_the_same_load_in_user_time_is_not_saturation() -> None:
 
 @pytest.mark.root
 @pytest.mark.slow
+@pytest.mark.serial
 def test_masked_time_is_not_judged() -> None:
     cpu = pinned_cpu()
     watch = CpuWatch(params=LOOSE)

@@ -28,7 +28,7 @@ from tests.watch.procs import (
     wait_for,
 )
 
-pytestmark = [pytest.mark.root, pytest.mark.slow]
+pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.serial]
 
 
 @pytest.fixture

@@ -115,6 +115,8 @@ def test_index_keeps_only_the_assignments_asked_for(tmp_path: Path) -> None:
     assert unit.loaded is not None and unit.loaded._assignments is not None
 
 
+@pytest.mark.slow
+@pytest.mark.serial  # tracemalloc counts every thread's allocations: a worker's moto server would add its own
 def test_memory_per_unit_stays_small(tmp_path: Path) -> None:
     root = _tree(tmp_path, 3000)
     target = RootfsTarget(root)

@@ -1,0 +1,19 @@
+"""The test helpers' own contracts: a test that must run alone says so with the ``serial`` mark."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support import must_run_alone
+
+
+def test_a_test_without_the_serial_mark_may_not_run_a_machine_wide_measurement() -> None:
+    with pytest.raises(pytest.fail.Exception, match=r"a pinned load: mark the test @pytest.mark.serial"):
+        must_run_alone("a pinned load")
+
+
+@pytest.mark.serial
+def test_a_serial_test_may(request: pytest.FixtureRequest) -> None:
+    must_run_alone("a pinned load")
+    # and under pytest-xdist's loadgroup it shares one group with every other serial test
+    assert request.node.get_closest_marker("xdist_group").args == ("serial",)
