@@ -109,6 +109,11 @@ class AmiOptions:
         t = self.timing
         return t.running_timeout + t.ssm_timeout + self.soak_seconds + t.command_margin
 
+    def run_seconds(self, images: int) -> float:
+        """How long the whole run may take: the images in waves of ``parallel``, then the cleanup."""
+        waves = -(-images // max(1, min(self.parallel, images or 1)))
+        return waves * self.per_image_seconds() + 600
+
 
 MODES = ("launch", "snapshot", "volume")
 
@@ -531,7 +536,7 @@ def _session(options: AmiOptions, pairs: list[tuple[str, str]], clients: dict[st
     environment's (refused when it expires before the run can end). Tests pass ``clients``."""
     from imagelint.aws import credentials
 
-    needed = len(pairs) * options.per_image_seconds() + 600  # + cleanup
+    needed = options.run_seconds(len(pairs))
     if clients:
         return next(iter(clients.values())).session
     session = credentials.run_session(options.role_arn, needed, pairs[0][0])

@@ -154,3 +154,14 @@ def test_sigterm_during_two_soaks_terminates_both_instances(moto_env: MotoEnv, s
     assert len(moto_env.launched()) == 2
     assert moto_env.alive() == {"instances": [], "volumes": [], "groups": []}  # each run's group too
     assert "Traceback" not in err
+
+
+def test_the_credentials_must_last_the_waves_not_every_image_in_turn() -> None:
+    """Eight AMIs four at a time take two images' time (and the cleanup), not eight."""
+    from imagelint.commands.ami import AmiOptions
+
+    one = AmiOptions().per_image_seconds()
+    assert AmiOptions(parallel=4).run_seconds(8) == 2 * one + 600
+    assert AmiOptions(parallel=4).run_seconds(3) == one + 600
+    assert AmiOptions(parallel=1).run_seconds(3) == 3 * one + 600
+    assert AmiOptions(parallel=4).run_seconds(9) == 3 * one + 600
