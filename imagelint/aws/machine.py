@@ -120,8 +120,9 @@ def machine_target(
                 if index == root:
                     raise
                 mapping.error = str(exc)
-        disks = [_disk(disk_targets.Disk, m) for m in mappings if m.kind != "no device"]
-        disk_root = [m for m in mappings if m.kind != "no device"].index(mappings[root])
+        present = [m for m in mappings if m.kind != "no device"]  # a suppressed mapping is no disk
+        disks = [_disk(disk_targets.Disk, m) for m in present]
+        disk_root = present.index(mappings[root])
         description = f"{root_device} of the AMI ({clients.region})"
         try:
             target = disk_targets.open_disks(
@@ -136,7 +137,7 @@ def machine_target(
             if root_stream is not None:
                 root_stream.raise_if_failed()  # the API's own error, not a reader's I/O error
             raise
-        for mapping, disk in zip([m for m in mappings if m.kind != "no device"], disks, strict=True):
+        for mapping, disk in zip(present, disks, strict=True):
             if disk.stream is None and mapping.stream is not None and mapping.error is None:
                 mapping.error = disk.unreadable  # listed, but its content could not be read
         yield target

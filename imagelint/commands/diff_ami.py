@@ -62,6 +62,7 @@ def describe(argument: str, opening: OpenOptions) -> Ami:
     """The AMI an argument names, its EBS mappings (an instance-store or snapshot-less one is skipped)."""
     from imagelint.aws.clients import Clients, default_region
     from imagelint.aws.ec2 import describe_image
+    from imagelint.aws.machine import mappings_of
 
     match = AMI_SPEC.match(argument)
     if match is None:  # pragma: no cover - callers check is_ami first
@@ -69,9 +70,7 @@ def describe(argument: str, opening: OpenOptions) -> Ami:
     region = default_region(match["region"] or opening.region)
     info = describe_image(Clients(region).ec2, match["ami"], region)
     volumes = {
-        str(m["DeviceName"]): str(m["Ebs"]["SnapshotId"])
-        for m in info.mappings
-        if m.get("DeviceName") and m.get("Ebs", {}).get("SnapshotId")
+        m.device_name: m.snapshot_id for m in mappings_of(info.mappings) if m.device_name and m.snapshot_id
     }
     return Ami(info.image_id, region, info.root_device, volumes)
 
