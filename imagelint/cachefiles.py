@@ -4,7 +4,8 @@ The one helper of imagelint's caches (the audits of :mod:`imagelint.diff.cache`,
 :mod:`imagelint.aws.block_store`):
 
 - :func:`cache_root`: ``$XDG_CACHE_HOME/imagelint/<name>`` (``~/.cache/imagelint/<name>`` without
-  it); None when ``IMAGELINT_NO_CACHE`` is set to anything but empty or ``0``: every cache is off.
+  it); None when the cache is off: ``IMAGELINT_NO_CACHE`` set to a comma-separated list of cache
+  names turns those off (``audits,blocks``), set to anything else but empty or ``0`` every cache.
 - :func:`locked`: an exclusive ``flock`` on the directory's ``.lock`` (the directory made, mode 0700).
 - :func:`write_atomic`: a temporary file in the same directory, written (flushed to disk when asked)
   and renamed into place: a reader never sees half a file. Call it with the lock held.
@@ -22,14 +23,24 @@ from collections.abc import Iterator
 from pathlib import Path
 
 DISABLE = "IMAGELINT_NO_CACHE"
+CACHES = frozenset({"audits", "blocks", "packs"})  # every cache_root name
 
 
 def cache_root(name: str) -> Path | None:
-    """Where the cache ``name`` lives; None when caches are turned off."""
-    if os.environ.get(DISABLE, "") not in ("", "0"):
+    """Where the cache ``name`` lives; None when it is turned off."""
+    if off(name):
         return None
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "imagelint" / name
+
+
+def off(name: str) -> bool:
+    """Whether ``IMAGELINT_NO_CACHE`` turns the cache ``name`` off (see the module's docstring)."""
+    value = os.environ.get(DISABLE, "").strip()
+    if value in ("", "0"):
+        return False
+    names = {n.strip() for n in value.split(",")}
+    return name in names or not names <= CACHES
 
 
 @contextlib.contextmanager

@@ -9,16 +9,14 @@ it can be called from tests and other commands without going through typer.
 
 from __future__ import annotations
 
-import os
-import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from imagelint.config import Config, find_config, load_config
 from imagelint.errors import UsageError
-from imagelint.formats import FORMATS, RenderOptions, check_format, render
-from imagelint.formats.interface import REPORT
+from imagelint.formats import RenderOptions
+from imagelint.formats.outputs import OutputSpec, one_to_stdout, write_outputs
 from imagelint.report import Report, Verdict
 from imagelint.rulepacks import Rule, RulePack, Scope, Severity, builtin_pack_paths, load_packs
 from imagelint.targets.interface import Target
@@ -27,41 +25,6 @@ if TYPE_CHECKING:
     from imagelint.facts.soak import SoakFacts
     from imagelint.openers import Opened, OpenOptions
     from imagelint.report.baseline import Baseline
-
-
-@dataclass(frozen=True)
-class OutputSpec:
-    """Where one format goes: a path, or stdout (``None``)."""
-
-    format: str
-    path: Path | None = None
-
-    @classmethod
-    def parse(cls, spec: str, document: str = REPORT) -> OutputSpec:
-        """``FORMAT`` or ``FORMAT:PATH`` (``-`` is stdout), for a format that renders ``document``."""
-        name, sep, path = spec.partition(":")
-        if name not in FORMATS:
-            raise UsageError(f"--format {spec!r}: unknown format {name!r} (known: {', '.join(FORMATS)})")
-        try:
-            check_format(name, document)
-        except UsageError as exc:
-            raise UsageError(f"--format {spec!r}: {exc.message}") from None
-        if sep and not path:
-            raise UsageError(f"--format {spec!r}: a path must follow the colon")
-        return cls(name, Path(path) if path and path != "-" else None)
-
-    @staticmethod
-    def parse_all(specs: list[str], document: str = REPORT) -> list[OutputSpec]:
-        """Every ``-f`` of a command; at most one goes to stdout (GitHub's workflow commands aside)."""
-        outputs = [OutputSpec.parse(spec, document) for spec in specs]
-        one_to_stdout(outputs)
-        return outputs
-
-
-def one_to_stdout(outputs: list[OutputSpec]) -> None:
-    """Refuse two formats on stdout; GitHub's workflow commands are log lines and may share it."""
-    if sum(1 for o in outputs if o.path is None and o.format != "github") > 1:
-        raise UsageError("only one --format can go to stdout; give the others a path (FORMAT:PATH)")
 
 
 def load_rules(
@@ -254,28 +217,3 @@ def _selectors(option: str, given: list[str], rules: list[Rule]) -> list[str]:
         if not any(r.matches(selector) for r in rules):
             raise UsageError(f"{option} {selector!r} matches no loaded rule (see `imagelint rules list`)")
     return selectors
-
-
-def write_outputs(
-    subject: object, outputs: list[OutputSpec], options: RenderOptions, document: str = REPORT
-) -> None:
-    """Render every output first, then write them: a format that fails leaves no output half written,
-    and each file is replaced atomically (``imagelint.formats.write_file``). ``subject`` is the
-    ``document`` (a Report, a diff result, a units listing); every command writes through here."""
-    from imagelint.formats import write_file
-
-    rendered: list[tuple[OutputSpec, str]] = []
-    for spec in outputs:
-        color = spec.path is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ
-        rendered.append((spec, render(spec.format, document, subject, replace(options, color=color))))
-    for spec, text in rendered:
-        if spec.path is None:
-            sys.stdout.write(text)
-            sys.stdout.flush()
-            continue
-        try:
-            write_file(spec.path, text)
-        except OSError as exc:
-            raise UsageError(
-                f"cannot write {spec.format} {document}: {exc.strerror}", where=str(spec.path)
-            ) from None

@@ -196,6 +196,11 @@ class YamlDocument:
 
 def load_yaml(path: Path, *, error: type[ImageLintError]) -> YamlDocument:
     """Read and parse one YAML file; any problem raises ``error`` with file:line:column."""
+    return parse_yaml(str(path), read_yaml_bytes(path, error=error), error=error)
+
+
+def read_yaml_bytes(path: Path, *, error: type[ImageLintError]) -> bytes:
+    """The bytes of a YAML file (a regular file of at most ``MAX_YAML_BYTES``), else ``error``."""
     name = str(path)
     try:
         if not path.is_file():
@@ -203,9 +208,13 @@ def load_yaml(path: Path, *, error: type[ImageLintError]) -> YamlDocument:
             raise error(what, where=name)
         if path.stat().st_size > MAX_YAML_BYTES:
             raise error(f"is larger than {MAX_YAML_BYTES // (1024 * 1024)} MiB", where=name)
-        raw = path.read_bytes()
+        return path.read_bytes()
     except OSError as exc:
         raise error(f"cannot be read: {exc.strerror}", where=name) from None
+
+
+def parse_yaml(name: str, raw: bytes, *, error: type[ImageLintError]) -> YamlDocument:
+    """Parse the YAML bytes of the file ``name``; any problem raises ``error`` with file:line:column."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

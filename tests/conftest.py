@@ -147,5 +147,7 @@ def faulty_disk(faulty_tree: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 
 @pytest.fixture(autouse=True)
 def _no_audit_cache(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test keeps audits in the user's cache (imagelint.diff.cache): a test of it names its own."""
-    monkeypatch.setenv("IMAGELINT_NO_CACHE", "1")
+    """No test keeps audits or EBS blocks in the user's cache (imagelint.diff.cache,
+    imagelint.aws.block_store): a test of them names its own. Loaded rule packs are kept
+    (imagelint.rulepacks.cache): keyed by their bytes and imagelint's code, they are the same for all."""
+    monkeypatch.setenv("IMAGELINT_NO_CACHE", "audits,blocks")

@@ -53,7 +53,7 @@ def test_a_new_format_is_one_module_and_every_command_takes_it(tmp_path: Path, m
     import imagelint.session
     from imagelint.commands.units import listing_of
     from imagelint.formats.interface import REPORT, UNITS
-    from imagelint.session import OutputSpec, write_outputs
+    from imagelint.formats.outputs import OutputSpec, write_outputs
 
     package = tmp_path / "formats"
     package.mkdir()
@@ -106,8 +106,9 @@ def test_a_new_target_is_one_opener_module_and_every_command_takes_it(tmp_path: 
     import imagelint.openers
     from imagelint.commands.diff import run_diff
     from imagelint.commands.units import run_units
+    from imagelint.formats.outputs import OutputSpec
     from imagelint.report import Verdict
-    from imagelint.session import OutputSpec, RunOptions, run_audit
+    from imagelint.session import RunOptions, run_audit
 
     package = tmp_path / "openers"
     package.mkdir()

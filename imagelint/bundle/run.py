@@ -22,19 +22,6 @@ from imagelint.rulepacks import Scope
 MAX_SOAK_CS = 100 * 86400 * 365  # a year of soak, in centiseconds
 
 
-def is_bundle(path: Path) -> bool:
-    """A file whose content is a bundle (a gzip stream, or a tar archive: ``ustar`` at byte 257).
-    Any other file given where an image root is expected is a disk image; a directory is a tree."""
-    if not path.is_file():
-        return False
-    try:
-        with path.open("rb") as f:
-            head = f.read(512)
-    except OSError:
-        return False
-    return head[:2] == b"\x1f\x8b" or head[257:262] == b"ustar"
-
-
 @dataclass
 class OpenedBundle:
     """A bundle opened as a target, with what the collector recorded beside the files: the live

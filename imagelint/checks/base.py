@@ -189,10 +189,9 @@ class CheckKind(ABC, Generic[P]):
     parameters: type[P]  # its parameters: the schema is generated from it, rules get an instance
     variables: ClassVar[dict[str, str]] = {}  # template variables each observation provides, with meaning
 
-    def arguments(self, params: Mapping[str, Any], *, checked: bool = False) -> P:
-        """The typed parameters of a rule, from the dict its schema accepted (built once, on loading;
-        ``checked``: nested check specs known valid, see :func:`imagelint.checks.params.build`)."""
-        return build(self.parameters, params, checked=checked)
+    def arguments(self, params: Mapping[str, Any]) -> P:
+        """The typed parameters of a rule, from the dict its schema accepted (built once, on loading)."""
+        return build(self.parameters, params)
 
     def paths(self, params: P) -> list[PathNeed]:
         """The image paths this check reads with these parameters (for the remote collector)."""
@@ -265,17 +264,16 @@ class CheckCall(ParamType):
         return {"type": "object", "required": ["kind"], "properties": {"kind": {"type": "string"}}}
 
     @classmethod
-    def from_value(cls, value: Any, *, checked: bool = False) -> CheckCall:
+    def from_value(cls, value: Any) -> CheckCall:
         kind = registry().get(value["kind"])
         if kind is None:
             raise ParamError([], f"unknown check kind {value['kind']!r}")
-        if not checked:  # jsonschema is imported only here: it costs a run's start ~0.1 s
-            import jsonschema
+        import jsonschema  # only here and on loading: a pack kept by rulepacks.cache needs neither
 
-            schema = {**kind.schema(), "additionalProperties": False}
-            validator = jsonschema.Draft202012Validator(schema)
-            error = jsonschema.exceptions.best_match(validator.iter_errors(value))
-            if error is not None:
-                raise ParamError(list(error.absolute_path), error.message)
+        schema = {**kind.schema(), "additionalProperties": False}
+        validator = jsonschema.Draft202012Validator(schema)
+        error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+        if error is not None:
+            raise ParamError(list(error.absolute_path), error.message)
         params = {k: v for k, v in value.items() if k != "kind"}
-        return cls(kind.name, kind.arguments(params, checked=checked))
+        return cls(kind.name, kind.arguments(params))

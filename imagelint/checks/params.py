@@ -61,8 +61,8 @@ class ParamType:
         raise NotImplementedError
 
     @classmethod
-    def from_value(cls, value: Any, *, checked: bool = False) -> Any:
-        """The typed value; ``checked``: the value is known to pass its schema (see :func:`build`)."""
+    def from_value(cls, value: Any) -> Any:
+        """The typed value of a value its schema accepted."""
         raise NotImplementedError
 
 
@@ -112,16 +112,14 @@ def required(cls: type) -> list[str]:
     return [f.name for f in dataclasses.fields(cls) if f.default is missing and f.default_factory is missing]
 
 
-def build(cls: type[T], data: Mapping[str, Any], *, checked: bool = False) -> T:
+def build(cls: type[T], data: Mapping[str, Any]) -> T:
     """The typed parameters from a dict their schema accepted; a nested check spec that its own
-    kind's schema refuses raises :class:`ParamError` with the path to it. ``checked``: the nested
-    specs are known to pass their kinds' schemas (a pack whose bytes loaded without error before:
-    :mod:`imagelint.rulepacks.validated`), so they are not validated again."""
+    kind's schema refuses raises :class:`ParamError` with the path to it."""
     hints = typing.get_type_hints(cls, include_extras=True)
     values = {}
     for name, value in data.items():
         try:
-            values[name] = _value(hints[name], value, checked)
+            values[name] = _value(hints[name], value)
         except ParamError as exc:
             raise ParamError([name, *exc.path], exc.message) from None
     return cls(**values)
@@ -178,28 +176,28 @@ def _type_schema(tp: Any) -> dict[str, Any]:
     raise TypeError(f"no JSON Schema for the parameter type {tp!r}")
 
 
-def _value(annotated: Any, value: Any, checked: bool) -> Any:
+def _value(annotated: Any, value: Any) -> Any:
     """``value`` (as the schema accepted it) as the Python type of ``annotated``."""
     tp, _ = _unwrap(annotated)
     arms = _arms(tp)
     if arms is not None:
-        return _value(arms[0], value, checked) if len(arms) == 1 else value
+        return _value(arms[0], value) if len(arms) == 1 else value
     args = typing.get_args(tp)
     if typing.get_origin(tp) is tuple:
-        return tuple(_item(args[0], i, v, checked) for i, v in enumerate(value))
+        return tuple(_item(args[0], i, v) for i, v in enumerate(value))
     if typing.get_origin(tp) is Mapping:
         return types.MappingProxyType(dict(value))
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return tp(value)
     if isinstance(tp, type) and issubclass(tp, ParamType):
-        return tp.from_value(value, checked=checked)
+        return tp.from_value(value)
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
-        return build(tp, value, checked=checked)
+        return build(tp, value)
     return value  # a scalar or a literal: the schema checked it
 
 
-def _item(annotated: Any, index: int, value: Any, checked: bool) -> Any:
+def _item(annotated: Any, index: int, value: Any) -> Any:
     try:
-        return _value(annotated, value, checked)
+        return _value(annotated, value)
     except ParamError as exc:
         raise ParamError([index, *exc.path], exc.message) from None

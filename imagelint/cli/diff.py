@@ -84,8 +84,8 @@ def diff(
     from imagelint.commands.diff import run_diff
     from imagelint.formats import RenderOptions
     from imagelint.formats.interface import DIFF
+    from imagelint.formats.outputs import OutputSpec, write_outputs
     from imagelint.openers import OpenOptions
-    from imagelint.session import OutputSpec, write_outputs
 
     outputs = OutputSpec.parse_all(formats or ["text"], DIFF)
     opening = OpenOptions(region=region, concurrency=concurrency)

@@ -158,7 +158,8 @@ def build_run_options(
     gets annotations, the step summary and outputs."""
     import os
 
-    from imagelint.session import OutputSpec, RunOptions
+    from imagelint.formats.outputs import OutputSpec
+    from imagelint.session import RunOptions
 
     options = RunOptions(
         config_path=config,

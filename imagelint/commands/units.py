@@ -19,8 +19,8 @@ from imagelint.errors import UsageError
 from imagelint.facts.systemd import UnitIndex
 from imagelint.formats import RenderOptions
 from imagelint.formats.interface import UNITS, UnitsListing
+from imagelint.formats.outputs import OutputSpec, write_outputs
 from imagelint.openers import OpenOptions, open_spec
-from imagelint.session import OutputSpec, write_outputs
 
 
 def listing_of(spec: str, opening: OpenOptions | None = None) -> UnitsListing:

@@ -19,7 +19,7 @@ from imagelint.formats.interface import REPORT, Formatter, RenderOptions
 
 # shared helpers, and renderings of one document that several formats share: not formats
 _NOT_FORMATS = frozenset(
-    {"interface", "presentation", "wording", "diff_lines", "units_table", "units_json", "charts"}
+    {"interface", "outputs", "presentation", "wording", "diff_lines", "units_table", "units_json", "charts"}
 )
 _ORDER = ("text", "json", "sarif", "junit", "github", "markdown")  # how help lists the first ones
 

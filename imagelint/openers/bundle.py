@@ -14,7 +14,7 @@ class BundleOpener:
     order = 30
 
     def claims(self, spec: str, options: OpenOptions) -> bool:
-        from imagelint.bundle.run import is_bundle
+        from imagelint.bundle.sniff import is_bundle
 
         return is_bundle(Path(spec))
 

@@ -1,7 +1,18 @@
-"""Rule packs: YAML files of rules, validated against a schema composed from the check kinds."""
+"""Rule packs: YAML files of rules, validated against a schema composed from the check kinds.
 
-from imagelint.rulepacks.loader import builtin_pack_paths, load_packs
-from imagelint.rulepacks.model import CheckSpec, Rule, RulePack, RuleStatus, Scope, Severity
+The names below are imported from their modules on first use (:mod:`imagelint.lazy`): importing
+``imagelint.rulepacks.model`` for ``Severity`` does not load the YAML loader and every check kind.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from imagelint import lazy
+
+if TYPE_CHECKING:
+    from imagelint.rulepacks.loader import builtin_pack_paths, load_packs
+    from imagelint.rulepacks.model import CheckSpec, Rule, RulePack, RuleStatus, Scope, Severity
 
 __all__ = [
     "CheckSpec",
@@ -13,3 +24,10 @@ __all__ = [
     "builtin_pack_paths",
     "load_packs",
 ]
+__getattr__ = lazy.exports(
+    __name__,
+    {
+        "loader": ("builtin_pack_paths", "load_packs"),
+        "model": ("CheckSpec", "Rule", "RulePack", "RuleStatus", "Scope", "Severity"),
+    },
+)

@@ -17,10 +17,17 @@ from typing import Any
 
 from imagelint.checks import ParamError, registry
 from imagelint.errors import ConfigError, RulePackError
-from imagelint.rulepacks import validated
+from imagelint.rulepacks import cache
 from imagelint.rulepacks.model import CheckSpec, Rule, RulePack, RuleStatus, Scope, Severity
 from imagelint.rulepacks.schema import rules_schema
-from imagelint.yamlsource import YamlDocument, first_schema_error, load_yaml, one_line, shown
+from imagelint.yamlsource import (
+    YamlDocument,
+    first_schema_error,
+    one_line,
+    parse_yaml,
+    read_yaml_bytes,
+    shown,
+)
 
 COMMON_VARIABLES = {"id", "name", "subject", "path", "line", "unit"}
 _SAFE_SPEC = re.compile(r"(?:.?[<>^])?[0-9]{0,3}")  # fill and alignment, width: nothing type-specific
@@ -68,13 +75,16 @@ def _expand(path: Path) -> list[Path]:
 
 
 def load_pack(path: Path, *, builtin: bool = False) -> RulePack:
-    document = load_yaml(path, error=RulePackError)
+    """One pack: as loaded by an earlier run from the same bytes (:mod:`imagelint.rulepacks.cache`),
+    else parsed, validated against the schema and built rule by rule (then kept for the next run)."""
+    pack_bytes = read_yaml_bytes(path, error=RulePackError)
+    kept = cache.recall(path, pack_bytes, builtin=builtin)
+    if kept is not None:
+        return kept
+    document = parse_yaml(str(path), pack_bytes, error=RulePackError)
     if document.data is None:
         raise RulePackError("is empty; a rule pack needs a 'rules:' list", where=document.locate([]))
-    pack_bytes = path.read_bytes()
-    checked = validated.already_valid(pack_bytes)
-    if not checked:
-        first_schema_error(document, rules_schema(), RulePackError)
+    first_schema_error(document, rules_schema(), RulePackError)
     data = document.data
     meta = data.get("pack", {})
     pack = RulePack(
@@ -85,13 +95,13 @@ def load_pack(path: Path, *, builtin: bool = False) -> RulePack:
         builtin=builtin,
     )
     for index, raw in enumerate(data["rules"]):
-        pack.rules.append(_rule(document, ["rules", index], raw, pack.name, checked))
-    validated.remember_valid(pack_bytes)  # only once every rule in it has been built without error
+        pack.rules.append(_rule(document, ["rules", index], raw, pack.name))
+    cache.keep(path, pack_bytes, pack)  # only once every rule in it has been built without error
     return pack
 
 
-def _rule(document: YamlDocument, at: list[str | int], raw: dict[str, Any], pack: str, checked: bool) -> Rule:
-    check = _check(document, [*at, "check"], raw["check"], checked)
+def _rule(document: YamlDocument, at: list[str | int], raw: dict[str, Any], pack: str) -> Rule:
+    check = _check(document, [*at, "check"], raw["check"])
     kind = registry()[check.kind]
     _check_template(document, [*at, "message"], raw["message"], COMMON_VARIABLES | set(kind.variables))
     if raw["id"] in raw.get("subsumes", ()):
@@ -122,38 +132,34 @@ def _rule(document: YamlDocument, at: list[str | int], raw: dict[str, Any], pack
     )
 
 
-def _check(document: YamlDocument, at: list[str | int], raw: dict[str, Any], checked: bool) -> CheckSpec:
-    """``checked``: the pack's bytes passed every check before (nested specs need no validation)."""
+def _check(document: YamlDocument, at: list[str | int], raw: dict[str, Any]) -> CheckSpec:
     params = {k: v for k, v in raw.items() if k not in ("kind", "when", "unless")}
     try:
-        arguments = typed_arguments(raw["kind"], params, checked=checked)
+        arguments = typed_arguments(raw["kind"], params)
     except ParamError as exc:
         raise RulePackError(one_line(exc.message), where=document.locate([*at, *exc.path])) from None
     return CheckSpec(
         kind=raw["kind"],
         params=params,
         arguments=arguments,
-        when=_conditions(document, [*at, "when"], raw.get("when"), checked),
-        unless=_conditions(document, [*at, "unless"], raw.get("unless"), checked),
+        when=_conditions(document, [*at, "when"], raw.get("when")),
+        unless=_conditions(document, [*at, "unless"], raw.get("unless")),
     )
 
 
-def _conditions(
-    document: YamlDocument, at: list[str | int], raw: Any, checked: bool
-) -> tuple[CheckSpec, ...]:
+def _conditions(document: YamlDocument, at: list[str | int], raw: Any) -> tuple[CheckSpec, ...]:
     if raw is None:
         return ()
     if isinstance(raw, dict):
-        return (_check(document, at, raw, checked),)
-    return tuple(_check(document, [*at, i], item, checked) for i, item in enumerate(raw))
+        return (_check(document, at, raw),)
+    return tuple(_check(document, [*at, i], item) for i, item in enumerate(raw))
 
 
-def typed_arguments(kind_name: str, params: dict[str, Any], *, checked: bool = False) -> object:
+def typed_arguments(kind_name: str, params: dict[str, Any]) -> object:
     """A kind's typed parameters from a dict its schema accepted, checked by the kind's ``validate``:
-    built once, when the rule is loaded (raises ParamError). ``checked``: nested check specs are
-    known to pass their kinds' schemas (:func:`imagelint.checks.params.build`)."""
+    built once, when the rule is loaded (raises ParamError)."""
     kind = registry()[kind_name]
-    arguments = kind.arguments(params, checked=checked)
+    arguments = kind.arguments(params)
     kind.validate(arguments)
     return arguments
 

@@ -73,7 +73,8 @@ def run_large_fleet(
     max_concurrency: str = "100",
 ) -> LargeFleet:
     from imagelint.commands.fleet import FleetOptions, run_fleet
-    from imagelint.session import OutputSpec, RunOptions
+    from imagelint.formats.outputs import OutputSpec
+    from imagelint.session import RunOptions
 
     tagged = launch(env, "large", count)
     unmanaged = set(tagged[::unmanaged_every])

@@ -42,7 +42,8 @@ def test_volume_mode_creates_attaches_and_deletes_the_volume(
     moto_env: MotoEnv, sample_image: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     from imagelint.commands.ami import AmiOptions, Timing, run_ami
-    from imagelint.session import OutputSpec, RunOptions
+    from imagelint.formats.outputs import OutputSpec
+    from imagelint.session import RunOptions
 
     for key, value in moto_env.env.items():
         monkeypatch.setenv(key, value)
@@ -276,7 +277,8 @@ def test_fleet_deadline_cancels_and_is_inconclusive(
     """An instance that never finishes: at the deadline the command is cancelled, its row is
     inconclusive (status Cancelled), the passing instance's row stays, the fleet is inconclusive (3)."""
     from imagelint.commands.fleet import FleetOptions, run_fleet
-    from imagelint.session import OutputSpec, RunOptions
+    from imagelint.formats.outputs import OutputSpec
+    from imagelint.session import RunOptions
 
     for key, value in moto_env.env.items():
         monkeypatch.setenv(key, value)

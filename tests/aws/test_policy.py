@@ -140,7 +140,8 @@ def test_every_call_of_every_flow_is_in_the_runner_policy(
     from imagelint.aws.ec2 import LaunchSettings
     from imagelint.commands.ami import AmiOptions, Timing, run_ami
     from imagelint.commands.fleet import FleetOptions, run_fleet
-    from imagelint.session import OutputSpec, RunOptions
+    from imagelint.formats.outputs import OutputSpec
+    from imagelint.session import RunOptions
     from tests.aws.test_ami_other import LocalTreeHost
 
     moto_env.agent.rootfs = sample_image

@@ -162,7 +162,8 @@ def test_a_group_held_too_long_is_a_warning_and_cleanup_removes_it_later(
     from imagelint.aws.cleanup import run_cleanup
     from imagelint.aws.ec2 import LaunchSettings
     from imagelint.commands.ami import AmiOptions, Timing, run_ami
-    from imagelint.session import OutputSpec, RunOptions
+    from imagelint.formats.outputs import OutputSpec
+    from imagelint.session import RunOptions
 
     for key, value in moto_env.env.items():
         monkeypatch.setenv(key, value)

@@ -49,6 +49,21 @@ def test_audit_does_not_import_heavy_modules(tmp_path: Path) -> None:
     assert proc.stdout.strip() == ""
 
 
+def test_units_imports_neither_the_rule_engine_nor_the_bundle_reader(tmp_path: Path) -> None:
+    """``imagelint units`` (commands/units.py's docstring): no rule packs, YAML, jsonschema, check
+    kinds, engine or bundle reader are imported to list a directory's units."""
+    root = build_tree(tmp_path / "image", {"/etc/hostname": "x\n"})
+    code = (
+        "import sys\nsys.argv = ['imagelint', 'units', sys.argv[1]]\n"
+        "from imagelint.cli import dispatch\ndispatch()\n"
+        "heavy = ('yaml', 'jsonschema', 'imagelint.rulepacks.loader', 'imagelint.checks', "
+        "'imagelint.engine', 'imagelint.session', 'imagelint.config', 'imagelint.bundle.run')\n"
+        "print(','.join(sorted(m for m in heavy if m in sys.modules)), file=sys.stderr)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, check=True)
+    assert proc.stderr.strip() == ""
+
+
 @pytest.mark.parametrize("kind", ["missing", "file"])
 def test_bad_root_is_one_line_and_exit_3(tmp_path: Path, kind: str) -> None:
     root = tmp_path / "nope"

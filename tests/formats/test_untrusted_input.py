@@ -21,10 +21,10 @@ import jsonschema
 import pytest
 
 from imagelint.formats import RenderOptions, get_formatter
+from imagelint.formats.outputs import OutputSpec, write_outputs
 from imagelint.report import Finding, Outcome, Report, ReportError, RuleResult, Verdict
 from imagelint.report.schema import report_schema
 from imagelint.rulepacks import Severity
-from imagelint.session import OutputSpec, write_outputs
 from tests.formats.ci_helpers import SARIF_SCHEMA, parse_commands, parse_output_file
 from tests.support import need
 
@@ -112,14 +112,14 @@ def test_json_keeps_the_exact_bytes_and_validates(sarif_validator: jsonschema.pr
 
 def test_a_failing_format_leaves_no_partial_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A format whose output cannot be written must not truncate the report that was there."""
-    import imagelint.session
+    import imagelint.formats.outputs
 
     def broken(name: str, document: str, subject: object, options: RenderOptions) -> str:
         return '{"half": "\udcff"}'  # what an unescaped surrogate used to do at write time
 
     previous = tmp_path / "out.json"
     previous.write_text('{"previous": "report"}\n')
-    monkeypatch.setattr(imagelint.session, "render", broken)
+    monkeypatch.setattr(imagelint.formats.outputs, "render", broken)
     with pytest.raises(UnicodeEncodeError):
         write_outputs(_report([]), [OutputSpec("json", previous)], RenderOptions())
     assert previous.read_text() == '{"previous": "report"}\n'

@@ -125,23 +125,6 @@ def test_rules_list_and_show() -> None:
     assert missing.returncode == 2 and "no rule 'IL999'" in missing.stderr
 
 
-def test_validation_is_remembered_only_for_the_exact_bytes(tmp_path: Path, monkeypatch) -> None:
-    from imagelint.errors import RulePackError
-    from imagelint.rulepacks.loader import load_pack
-    from imagelint.rulepacks.validated import already_valid
-
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.delenv("IMAGELINT_NO_VALIDATION_CACHE", raising=False)
-    pack = _pack(tmp_path, GOOD_RULE)
-    assert not already_valid(pack.read_bytes())
-    load_pack(pack)
-    assert already_valid(pack.read_bytes())
-    pack.write_text(GOOD_RULE.replace("severity: low", "severity: loud"))
-    with pytest.raises(RulePackError, match="loud"):
-        load_pack(pack)
-    assert not already_valid(pack.read_bytes())
-
-
 NESTED_RULE = GOOD_RULE.replace(
     "      kind: file.present\n      paths: [/etc/marker]\n",
     "      kind: file.present\n      paths: [/etc/marker]\n"
@@ -149,8 +132,9 @@ NESTED_RULE = GOOD_RULE.replace(
 )
 
 
-def test_a_remembered_pack_loads_the_same_rules_without_importing_jsonschema(tmp_path: Path) -> None:
-    """The second load of the same bytes trusts the remembered validation, nested check specs too."""
+def test_a_kept_pack_loads_the_same_rules_without_importing_jsonschema(tmp_path: Path) -> None:
+    """The second load of the same bytes is the kept pack (imagelint.rulepacks.cache), nested check
+    specs too."""
     pack = _pack(tmp_path, NESTED_RULE)
     script = (
         "import pickle, sys\n"
@@ -161,6 +145,7 @@ def test_a_remembered_pack_loads_the_same_rules_without_importing_jsonschema(tmp
     )
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
     env.pop("IMAGELINT_NO_VALIDATION_CACHE", None)
+    env.pop("IMAGELINT_NO_CACHE", None)
     runs = [
         subprocess.run(
             [sys.executable, "-c", script, str(pack)], env=env, capture_output=True, text=True, check=True
@@ -171,7 +156,7 @@ def test_a_remembered_pack_loads_the_same_rules_without_importing_jsonschema(tmp
     assert runs[0][1] == runs[1][1]
 
 
-def test_a_nested_spec_is_validated_when_the_pack_is_not_remembered(tmp_path: Path, monkeypatch) -> None:
+def test_a_nested_spec_is_validated_when_the_pack_is_not_kept(tmp_path: Path, monkeypatch) -> None:
     from imagelint.errors import RulePackError
     from imagelint.rulepacks.loader import load_pack
 
