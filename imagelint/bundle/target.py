@@ -13,7 +13,6 @@ refused, so that a check kind whose ``paths()`` declares too little reads "not c
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
 
 from imagelint.bundle.coverage import Coverage
 from imagelint.bundle.extract import Extracted
@@ -82,7 +81,7 @@ class BundleTarget(RootfsTarget):
         st = self._bundle.table.get(resolved)
         if st is None:
             raise ImageReadError(image_path, "not described by the bundle (an implied directory); not judged")
-        return replace(st, path=image_path)
+        return st._replace(path=image_path)
 
     def lstat(self, image_path: str) -> ImageStat | None:
         return self._described(image_path, self.resolve(image_path, follow_last=False))
@@ -123,4 +122,4 @@ class BundleTarget(RootfsTarget):
                 raise ImageReadError(
                     st.path, "not described by the bundle (an implied directory); not judged"
                 )
-            yield replace(described, path=st.path)
+            yield described._replace(path=st.path)

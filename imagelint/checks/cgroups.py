@@ -8,16 +8,20 @@ host has no memory controller to count.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from imagelint.checks import register
 from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation
 from imagelint.checks.params import Param
-from imagelint.facts.soak import SoakFacts
+
+if TYPE_CHECKING:
+    from imagelint.facts.soak import SoakFacts
 
 
 def soak_facts(ctx: CheckContext) -> SoakFacts:
     """The soak's measurements; not applicable in a run without them."""
+    from imagelint.facts.soak import SoakFacts  # here: a run without a soak never evaluates these kinds
+
     soak = ctx.source(SoakFacts)
     if soak is None:
         raise NotApplicable("no soak measurements in this run (use `imagelint soak`)")

@@ -12,7 +12,7 @@ evidence supports, and the verdict stays with the one verdict function.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from imagelint.checks import register
 from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation
@@ -20,7 +20,9 @@ from imagelint.checks.cgroups import CgroupGrowth, GrowthParams, soak_facts
 from imagelint.checks.params import Param
 from imagelint.facts.cpustat import ProcStatError
 from imagelint.facts.hotcore import HotCoreParams, summarise
-from imagelint.facts.soak import SoakFacts
+
+if TYPE_CHECKING:
+    from imagelint.facts.soak import SoakFacts
 
 
 @dataclass(frozen=True, kw_only=True)

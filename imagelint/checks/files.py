@@ -456,5 +456,9 @@ class FilePermissions(CheckKind[PermissionsParams]):
             if any(real == w or real.startswith(w.rstrip("/") + "/") for w in walked):
                 continue
             walked.add(real)
-            entries.extend(st for st in ctx.target.walk(real) if not _excluded(st.path, params))
+            walked_entries = ctx.target.walk(real)
+            if params.exclude:
+                entries.extend(st for st in walked_entries if not _excluded(st.path, params))
+            else:  # the common case: one walk entry is one list item, no test per entry
+                entries.extend(walked_entries)
         return entries

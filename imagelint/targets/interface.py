@@ -18,7 +18,7 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 
 class FileKind(StrEnum):
@@ -43,14 +43,19 @@ _KINDS = {
 }
 
 
+_S_IFMT = 0o170000  # stat.S_IFMT(mode) is mode & this; stat.S_IMODE(mode) is mode & 0o7777
+_S_IMODE = 0o7777
+
+
 def kind_of(mode: int) -> FileKind:
     """The kind of a POSIX ``st_mode`` (one lookup: it is called for every entry a walk visits)."""
-    return _KINDS.get(stat.S_IFMT(mode), FileKind.OTHER)
+    return _KINDS.get(mode & _S_IFMT, FileKind.OTHER)
 
 
-@dataclass(frozen=True, slots=True)
-class ImageStat:
-    """What ``lstat`` says of one image path, in image terms (one per entry a walk visits: slots)."""
+class ImageStat(NamedTuple):
+    """What ``lstat`` says of one image path, in image terms. One is made for every entry a walk
+    visits, so it is a named tuple: immutable like a frozen dataclass, and made in a third of the
+    time (a frozen dataclass sets each field through ``object.__setattr__``)."""
 
     path: str
     kind: FileKind
@@ -61,11 +66,12 @@ class ImageStat:
 
     @classmethod
     def from_os(cls, path: str, st: os.stat_result) -> ImageStat:
-        return cls(path, kind_of(st.st_mode), stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid, st.st_size)
+        mode = st.st_mode
+        return cls(path, kind_of(mode), mode & _S_IMODE, st.st_uid, st.st_gid, st.st_size)
 
     @classmethod
     def from_mode(cls, path: str, mode: int, uid: int, gid: int, size: int) -> ImageStat:
-        return cls(path, kind_of(mode), stat.S_IMODE(mode), uid, gid, size)
+        return cls(path, kind_of(mode), mode & _S_IMODE, uid, gid, size)
 
 
 @dataclass(frozen=True)

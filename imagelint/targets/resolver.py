@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Protocol, cast
 
 from imagelint.errors import ImageReadError
@@ -379,7 +379,7 @@ class ResolvingTarget:
 
 def _named(st: ImageStat, path: str) -> ImageStat:
     """``st`` under the image path it was asked by (the backend names it by the resolved one)."""
-    return st if st.path == path else replace(st, path=path)
+    return st if st.path == path else st._replace(path=path)
 
 
 def _normal_dir(image_dir: str) -> str:
