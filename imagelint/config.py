@@ -17,7 +17,8 @@ from typing import Any
 from imagelint.diff.policy import DiffPolicy, diff_schema_section
 from imagelint.errors import ConfigError
 from imagelint.rulepacks.model import Rule, RulePack, Severity
-from imagelint.yamlsource import YamlDocument, first_schema_error, load_yaml, shown
+from imagelint.usertext import shown
+from imagelint.yamlsource import YamlDocument, first_schema_error, load_yaml
 
 CONFIG_NAMES = (".imagelint.yaml", ".imagelint.yml")
 DEFAULT_FAIL_ON = Severity.MEDIUM

@@ -20,14 +20,8 @@ from imagelint.errors import ConfigError, RulePackError
 from imagelint.rulepacks import cache
 from imagelint.rulepacks.model import CheckSpec, Rule, RulePack, RuleStatus, Scope, Severity
 from imagelint.rulepacks.schema import rules_schema
-from imagelint.yamlsource import (
-    YamlDocument,
-    first_schema_error,
-    one_line,
-    parse_yaml,
-    read_yaml_bytes,
-    shown,
-)
+from imagelint.usertext import one_line, shown
+from imagelint.yamlsource import YamlDocument, first_schema_error, parse_yaml, read_yaml_bytes
 
 COMMON_VARIABLES = {"id", "name", "subject", "path", "line", "unit"}
 _SAFE_SPEC = re.compile(r"(?:.?[<>^])?[0-9]{0,3}")  # fill and alignment, width: nothing type-specific

@@ -49,6 +49,26 @@ def test_audit_does_not_import_heavy_modules(tmp_path: Path) -> None:
     assert proc.stdout.strip() == ""
 
 
+def test_an_audit_with_kept_packs_and_no_config_parses_no_yaml(tmp_path: Path) -> None:
+    """yamlsource's docstring: PyYAML is imported only when a file is parsed. The first audit loads
+    the built-in packs and keeps them (rulepacks.cache); the second, with no config file, parses none."""
+    root = build_tree(tmp_path / "image", {"/etc/hostname": "x\n"})
+    code = (
+        "import sys\nsys.argv = ['imagelint', 'audit', sys.argv[1], '-f', 'json:/dev/null']\n"
+        "from imagelint.cli import dispatch\ndispatch()\n"
+        "print([m for m in ('yaml', 'jsonschema') if m in sys.modules], file=sys.stderr)\n"
+    )
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env.pop("IMAGELINT_NO_CACHE", None)
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", code, str(root)], capture_output=True, text=True, cwd=tmp_path, env=env
+        ).stderr.strip()
+        for _ in range(2)
+    ]
+    assert runs == ["['yaml', 'jsonschema']", "[]"]
+
+
 def test_units_imports_neither_the_rule_engine_nor_the_bundle_reader(tmp_path: Path) -> None:
     """``imagelint units`` (commands/units.py's docstring): no rule packs, YAML, jsonschema, check
     kinds, engine or bundle reader are imported to list a directory's units."""
