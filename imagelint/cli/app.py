@@ -21,6 +21,7 @@ from imagelint.cli.application import (
     app,
     docs_app,
     fail,
+    for_command_line,
     friendly,
     rules_app,
     schema_app,
@@ -423,5 +424,5 @@ from imagelint.cli import watch as _watch_command  # noqa: E402,F401  (registers
 
 
 def run() -> None:
-    app(prog_name="imagelint")
+    for_command_line(sys.argv[1:])(prog_name="imagelint")
     sys.exit(0)

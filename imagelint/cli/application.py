@@ -6,6 +6,7 @@ on the objects here; only ``cli/app.py`` imports the others, so the CLI has no i
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Callable
 from typing import Annotated, Literal, ParamSpec, TypeVar
@@ -53,6 +54,30 @@ docs_app = typer.Typer(
 app.add_typer(rules_app, name="rules")
 app.add_typer(schema_app, name="schema")
 app.add_typer(docs_app, name="docs")
+
+
+def for_command_line(argv: list[str]) -> typer.Typer:
+    """The application with only the command or group that ``argv`` names, when it names one; else
+    the whole of it (the root's help, an unknown command and the suggestions for it).
+
+    typer builds a click command from the signature of every registered command on each run, before
+    it runs one: a narrowed application builds only the command that runs. The root's options are
+    flags, so the first word that is not an option is the command."""
+    word = next((arg for arg in argv if not arg.startswith("-")), None)
+    commands = [c for c in app.registered_commands if _command_name(c) == word]
+    groups = [g for g in app.registered_groups if g.name == word]
+    if not commands and not groups:
+        return app
+    narrowed = copy.copy(app)
+    narrowed.registered_commands = commands
+    narrowed.registered_groups = groups
+    return narrowed
+
+
+def _command_name(info: typer.models.CommandInfo) -> str | None:
+    if info.name is not None:
+        return info.name
+    return None if info.callback is None else typer.main.get_command_name(info.callback.__name__)
 
 
 def fail(message: str, code: ExitCode) -> typer.Exit:

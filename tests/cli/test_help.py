@@ -79,3 +79,37 @@ def test_reflow_joins_prose_and_keeps_indented_blocks() -> None:
 
     doc = "Title line.\n\n    One sentence\n    over two lines.\n\n      cmd --a\n      cmd --b\n    "
     assert reflow(doc) == "Title line.\n\nOne sentence over two lines.\n\n  cmd --a\n  cmd --b"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        *([*c.split(), "--help"] for c, _ in COMMANDS),
+        ["watch", "--help"],
+        ["audit", "--no-such-option"],
+        ["--debug", "rules", "--help"],
+        ["rules", "nope"],
+    ],
+)
+def test_the_narrowed_application_answers_as_the_whole(argv: list[str]) -> None:
+    """``for_command_line`` builds only the command the line names: same output, same exit code."""
+    from typer.testing import CliRunner
+
+    from imagelint.cli.app import app
+    from imagelint.cli.application import for_command_line
+
+    narrowed = for_command_line(argv)
+    assert narrowed is not app and len(narrowed.registered_commands) + len(narrowed.registered_groups) == 1
+    runner = CliRunner()
+    env = {"COLUMNS": "100", "TERMINAL_WIDTH": "100", "NO_COLOR": "1"}
+    whole = runner.invoke(app, argv, prog_name="imagelint", env=env)
+    alone = runner.invoke(narrowed, argv, prog_name="imagelint", env=env)
+    assert (alone.exit_code, alone.output) == (whole.exit_code, whole.output)
+
+
+@pytest.mark.parametrize("argv", [[], ["--help"], ["nope"], ["--debug"]])
+def test_a_line_that_names_no_command_gets_the_whole_application(argv: list[str]) -> None:
+    from imagelint.cli.app import app
+    from imagelint.cli.application import for_command_line
+
+    assert for_command_line(argv) is app
