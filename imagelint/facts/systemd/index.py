@@ -222,6 +222,7 @@ class _Builder:
         self.loaded: dict[str, LoadedUnit | None] = {}
         self.partial = False  # no default.target at all: walk as on a stock base (see .boot)
         self.stubs: set[str] = set()  # targets of a partial tree that no unit file defines
+        self._names_anywhere: frozenset[str] | None = None
 
     def build(self) -> UnitIndex:
         presets = Presets.load(self.target)
@@ -418,26 +419,48 @@ class _Builder:
         if parsed.fatal is not None:
             self.problems.append(parsed.fatal)
 
-    def _find_dirs(self, directory: str, name: str, suffix: str, out: list[str]) -> None:
-        """unit_file_find_dirs(): NAME.d, then the template's, then the dash prefixes'."""
-        path = join(directory, name + suffix)
-        kind = self.tree.kind(path)
-        if kind is FileKind.DIR or (kind is FileKind.SYMLINK and self._is_dir(path)):
-            out.append(path)
-        elif kind is not None:
-            self.problems.append(
-                Problem(path, None, f"expected a directory of {suffix} entries, found a {kind}; ignored")
-            )
-        kind_of_name = names.name_kind(name)
-        if kind_of_name is names.NameKind.INSTANCE:
-            template = names.template_of(name)
-            assert template is not None
-            self._find_dirs(directory, template, suffix, out)
-        else:
-            for prefix in names.dash_prefixes(name):
-                prefix_path = join(directory, prefix + suffix)
-                if self.tree.kind(prefix_path) is FileKind.DIR:
-                    out.append(prefix_path)
+    def _entry_names(self) -> frozenset[str]:
+        """Every entry name of every search directory: a NAME.d looked for but named nowhere costs
+        one set look-up instead of one per directory."""
+        if self._names_anywhere is None:
+            found: set[str] = set()
+            for directory in self.lookup.search_path:
+                found.update(self.tree.entries(directory) or ())
+            self._names_anywhere = frozenset(found)
+        return self._names_anywhere
+
+    def _find_dirs(self, unit_names: Sequence[str], suffix: str) -> list[str]:
+        """unit_file_find_dirs() for every name in every search directory: NAME.d, then the
+        template's, then the dash prefixes'; then the unit type's (``service.d``)."""
+        anywhere = self._entry_names()
+        wanted = [
+            (stem + suffix, own)
+            for name in unit_names
+            for stem, own in names.dropin_stems(name)
+            if stem + suffix in anywhere
+        ]
+        type_dir = names.unit_type(unit_names[0]) + suffix
+        dirs: list[str] = []
+        if not wanted and type_dir not in anywhere:
+            return dirs
+        listings = [(d, self.tree.entries(d)) for d in self.lookup.search_path]
+        for directory, listing in listings:
+            if not listing:
+                continue
+            for entry, own in wanted:
+                kind = listing.get(entry)
+                if kind is None:
+                    continue
+                path = join(directory, entry)
+                if kind is FileKind.DIR or (own and kind is FileKind.SYMLINK and self._is_dir(path)):
+                    dirs.append(path)
+                elif own:
+                    why = f"expected a directory of {suffix} entries, found a {kind}; ignored"
+                    self.problems.append(Problem(path, None, why))
+        for directory, listing in listings:
+            if listing and listing.get(type_dir) is FileKind.DIR:
+                dirs.append(join(directory, type_dir))
+        return dirs
 
     def _is_dir(self, path: str) -> bool:
         try:
@@ -448,17 +471,8 @@ class _Builder:
         return st is not None and st.kind is FileKind.DIR
 
     def _find_files(self, unit_names: Sequence[str], dir_suffix: str, file_suffix: str | None) -> list[str]:
-        dirs: list[str] = []
-        for directory in self.lookup.search_path:
-            for name in unit_names:
-                self._find_dirs(directory, name, dir_suffix, dirs)
-        utype = names.unit_type(unit_names[0])
-        for directory in self.lookup.search_path:
-            path = join(directory, utype + dir_suffix)
-            if self.tree.kind(path) is FileKind.DIR:
-                dirs.append(path)
         found: dict[str, str] = {}
-        for d in dict.fromkeys(dirs):
+        for d in dict.fromkeys(self._find_dirs(unit_names, dir_suffix)):
             for entry, kind in (self.tree.entries(d) or {}).items():
                 if entry in found or entry.startswith("."):
                     continue
