@@ -141,6 +141,8 @@ class InstallResolver:
     ) -> tuple[bool, bool]:
         """(found, same_name_link) for one search directory."""
         links = self._dir_links(directory)
+        if not links.link_dir_names and not links.top_by_name:
+            return False, False  # no links in this directory (most search directories)
         candidates: list[str] = []
         if info.name in links.link_dir_names:
             candidates.append(info.name)
@@ -196,9 +198,7 @@ class InstallResolver:
     def _load(self, ctx: dict[str, InstallInfo], info: InstallInfo, path: str, dropin: bool) -> None:
         """unit_file_load(): the main file (mode set) or a drop-in ([Install] settings added)."""
         if not dropin:
-            utype = names.unit_type(info.name)
-            if names.name_kind(info.name) is not names.NameKind.PLAIN and utype not in names.TEMPLATE_TYPES:
-                raise InstallError("EINVAL", f"unit type {utype} cannot be templated")
+            _check_templatable(info.name)
             kind = self.tree.kind(path)
             if kind is None:
                 raise InstallError("ENOENT", "no such file", path)
@@ -346,8 +346,12 @@ class InstallResolver:
         )
         found = False
         mode: str | None = None
+        _check_templatable(info.name)  # what loading any candidate would raise first
         for candidate in [info.name] + ([template] if template else []):
             for directory in self.lookup.search_path:
+                listing = self.tree.entries(directory)
+                if listing is None or candidate not in listing:
+                    continue  # loading it would raise ENOENT: skipped without building its path
                 path = join(directory, candidate)
                 try:
                     mode = self._load_or_readlink(ctx, info, path)
@@ -478,6 +482,13 @@ class InstallResolver:
         if info.also:
             return "indirect"
         return "static"
+
+
+def _check_templatable(name: str) -> None:
+    """unit_file_load()'s first test: only some unit types may be templates or instances."""
+    utype = names.unit_type(name)
+    if names.name_kind(name) is not names.NameKind.PLAIN and utype not in names.TEMPLATE_TYPES:
+        raise InstallError("EINVAL", f"unit type {utype} cannot be templated")
 
 
 def validate_alias(source: str, dest: str) -> None:
