@@ -82,7 +82,20 @@ def _pattern_regex(pattern: str) -> str:
     return "".join(out)
 
 
+@lru_cache(maxsize=1024)
+def _literal_head(pattern: str) -> tuple[str, bool]:
+    """The pattern's text before its first ``*``, ``?`` or ``[`` (matched literally), and whether
+    that is the whole pattern."""
+    cut = min((i for i in map(pattern.find, "*?[") if i >= 0), default=len(pattern))
+    return pattern[:cut], cut == len(pattern)
+
+
 def fnmatch(pattern: str, name: str) -> bool:
+    head, literal = _literal_head(pattern)
+    if literal:  # most preset lines name one unit: no matcher needed
+        return name == pattern
+    if not name.startswith(head):
+        return False
     matcher = _pattern_matcher(pattern)
     return matcher is not None and matcher.search(name) is not None
 
