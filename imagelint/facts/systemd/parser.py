@@ -112,7 +112,7 @@ def _parse_line(parsed: ParsedFile, line: str, number: int, section: str | None)
     text = line.strip(WHITESPACE)
     if not text or text[0] in "#;":
         return section
-    if _NOT_CLEAN.search(text):
+    if not text.isascii() and _NOT_CLEAN.search(text):  # what it refuses is never ASCII
         parsed.fatal = Problem(parsed.path, number, "line is not valid UTF-8; systemd refuses the file")
         return section
     if text[0] == "[":
