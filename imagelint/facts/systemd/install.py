@@ -369,9 +369,12 @@ class InstallResolver:
             raise InstallError("ENOENT", f"cannot find unit {info.name}{also}")
         if mode == MASKED:
             return
-        dirs = [join(d, info.name + ".d") for d in self.lookup.search_path]
-        if template:
-            dirs += [join(d, template + ".d") for d in self.lookup.search_path]
+        dirs = [
+            join(d, stem + ".d")
+            for stem in ([info.name, template] if template else [info.name])
+            for d in self.lookup.search_path
+            if stem + ".d" in (self.tree.entries(d) or ())  # a NAME.d named nowhere has no listing
+        ]
         for dropin in self._conf_files(dirs):
             self._load(ctx, info, dropin, dropin=True)
 
