@@ -110,18 +110,10 @@ class Unit:
 
         For list-valued settings this is the list; for single-valued ones the last item wins.
         """
-        found: list[Assignment] = []
-        for a in self.assignments:
-            if a.section == section and a.key == key:
-                if a.value == "":
-                    found.clear()
-                else:
-                    found.append(a)
-        return found
+        return effective(self.assignments, section, key)
 
     def get_value(self, section: str, key: str) -> str | None:
-        found = self.get(section, key)
-        return found[-1].value if found else None
+        return _last_value(effective(self.assignments, section, key))
 
     @property
     def boot_reachable(self) -> bool:
@@ -184,7 +176,7 @@ class UnitIndex:
         boot walk follows them); [] otherwise or when it is not loaded."""
         if self._builder is None or unit.loaded is None or unit.unit_id is None:
             return []
-        return self._builder.triggered(unit.unit_id, unit)
+        return self._builder.triggered(unit.unit_id, unit.loaded.assignments)
 
     def boot_units(self) -> list[Unit]:
         return [u for u in self.units.values() if u.boot_chain is not None]
@@ -512,9 +504,9 @@ class _Builder:
             return []
         out: list[str] = []
         instance = names.instance_of(unit_id)
-        effective = Unit(unit_id, "", "", None, unit_id, None, (), (), False, loaded=loaded)
+        assignments = loaded.assignments
         for key in PULL_KEYS:
-            for a in effective.get("Unit", key):
+            for a in effective(assignments, "Unit", key):
                 out.extend(self._dep_words(a, unit_id))
         for suffix in LINK_DIR_SUFFIXES:
             for entry in self._find_files(loaded.names, suffix, None):
@@ -524,19 +516,20 @@ class _Builder:
                         continue
                     dep = names.replace_instance(dep, instance)
                 out.append(dep)
-        out.extend(self.triggered(unit_id, effective))
+        out.extend(self.triggered(unit_id, assignments))
         return out
 
-    def triggered(self, unit_id: str, effective: Unit) -> list[str]:
+    def triggered(self, unit_id: str, assignments: list[Assignment]) -> list[str]:
         """What a socket, timer, path or automount unit activates (``Service=``/``Unit=``, else the
         unit of the same name; nothing for an ``Accept=yes`` socket's template); [] for other types."""
         utype = names.unit_type(unit_id)
         trigger = TRIGGER_KEYS.get(utype)
         if trigger is not None:
-            explicit = effective.get(*trigger)
+            explicit = effective(assignments, *trigger)
             if explicit:
                 return self._dep_words(explicit[-1], unit_id)
-            if not (utype == "socket" and _truthy(effective.get_value("Socket", "Accept"))):
+            accept = _last_value(effective(assignments, "Socket", "Accept"))
+            if not (utype == "socket" and _truthy(accept)):
                 return [unit_id[: unit_id.rfind(".")] + ".service"]
         elif utype == "automount":
             return [unit_id[: unit_id.rfind(".")] + ".mount"]
@@ -555,6 +548,22 @@ class _Builder:
             except SpecifierError as exc:
                 self.problems.append(Problem(a.path, a.line, f"{a.key}=: {exc}"))
         return out
+
+
+def effective(assignments: list[Assignment], section: str, key: str) -> list[Assignment]:
+    """The assignments of ``key`` in ``section`` after its last empty (resetting) one, in order."""
+    found: list[Assignment] = []
+    for a in assignments:
+        if a.key == key and a.section == section:
+            if a.value == "":
+                found.clear()
+            else:
+                found.append(a)
+    return found
+
+
+def _last_value(found: list[Assignment]) -> str | None:
+    return found[-1].value if found else None
 
 
 def _check_unit_count(count: int, where: str) -> None:
