@@ -214,7 +214,7 @@ class _Builder:
         self.loaded: dict[str, LoadedUnit | None] = {}
         self.partial = False  # no default.target at all: walk as on a stock base (see .boot)
         self.stubs: set[str] = set()  # targets of a partial tree that no unit file defines
-        self._names_anywhere: frozenset[str] | None = None
+        self._suffixed: dict[str, frozenset[str]] = {}  # see _names_ending
 
     def build(self) -> UnitIndex:
         presets = Presets.load(self.target)
@@ -411,20 +411,24 @@ class _Builder:
         if parsed.fatal is not None:
             self.problems.append(parsed.fatal)
 
-    def _entry_names(self) -> frozenset[str]:
-        """Every entry name of every search directory: a NAME.d looked for but named nowhere costs
-        one set look-up instead of one per directory."""
-        if self._names_anywhere is None:
-            found: set[str] = set()
-            for directory in self.lookup.search_path:
-                found.update(self.tree.entries(directory) or ())
-            self._names_anywhere = frozenset(found)
-        return self._names_anywhere
+    def _names_ending(self, suffix: str) -> frozenset[str]:
+        """The entry names ending in ``suffix`` (``.d``, ``.wants``...) of all search directories: a
+        NAME.d looked for but named nowhere costs one set look-up instead of one per directory."""
+        found = self._suffixed.get(suffix)
+        if found is None:
+            found = frozenset(
+                name
+                for directory in self.lookup.search_path
+                for name in self.tree.entries(directory) or ()
+                if name.endswith(suffix)
+            )
+            self._suffixed[suffix] = found
+        return found
 
     def _find_dirs(self, unit_names: Sequence[str], suffix: str) -> list[str]:
         """unit_file_find_dirs() for every name in every search directory: NAME.d, then the
         template's, then the dash prefixes'; then the unit type's (``service.d``)."""
-        anywhere = self._entry_names()
+        anywhere = self._names_ending(suffix)
         wanted = [
             (stem + suffix, own)
             for name in unit_names
