@@ -99,6 +99,7 @@ class InstallResolver:
         self.target = tree.target
         self.lookup = lookup
         self._links: dict[str, _DirLinks] = {}
+        self._scope: list[tuple[str, _DirLinks | None]] | None = None  # see _linked_dirs
 
     # -- symlink scan --------------------------------------------------------------------------
 
@@ -136,13 +137,20 @@ class InstallResolver:
             return link_name == names.replace_instance(info.name, info.default_instance)
         return False
 
+    def _linked_dirs(self) -> list[tuple[str, _DirLinks | None]]:
+        """Each search directory with its links, None for one without any (most of them)."""
+        if self._scope is None:
+            self._scope = []
+            for directory in self.lookup.search_path:
+                links = self._dir_links(directory)
+                has_links = links.link_dir_names or links.top_by_name
+                self._scope.append((directory, links if has_links else None))
+        return self._scope
+
     def _find_symlinks(
-        self, info: InstallInfo, match_name: bool, ignore_same_name: bool, directory: str
+        self, info: InstallInfo, match_name: bool, ignore_same_name: bool, links: _DirLinks
     ) -> tuple[bool, bool]:
         """(found, same_name_link) for one search directory."""
-        links = self._dir_links(directory)
-        if not links.link_dir_names and not links.top_by_name:
-            return False, False  # no links in this directory (most search directories)
         candidates: list[str] = []
         if info.name in links.link_dir_names:
             candidates.append(info.name)
@@ -167,8 +175,11 @@ class InstallResolver:
         same_config = same_runtime = enabled_runtime = enabled_at_all = False
         ignore_same_name = False
         assert info.path is not None
-        for directory in self.lookup.search_path:
-            found, same_name = self._find_symlinks(info, match_name, ignore_same_name, directory)
+        for directory, links in self._linked_dirs():
+            if links is None:
+                found = same_name = False
+            else:
+                found, same_name = self._find_symlinks(info, match_name, ignore_same_name, links)
             if found:
                 if directory == PERSISTENT_CONFIG:
                     return "enabled"
