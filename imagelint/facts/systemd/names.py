@@ -7,7 +7,6 @@ type suffix. A *template* has an empty instance (``getty@.service``), an *instan
 
 from __future__ import annotations
 
-import string
 from enum import StrEnum
 from functools import lru_cache
 
@@ -20,7 +19,8 @@ UNIT_TYPES = frozenset(
 ALIAS_TYPES = frozenset({"service", "socket", "target", "device", "timer", "path"})
 TEMPLATE_TYPES = frozenset({"service", "socket", "target", "timer", "path"})
 
-_VALID_CHARS = frozenset(string.ascii_letters + string.digits + ":-_.\\@")
+# ASCII letters and digits spelled out: `imagelint units` would import the string module for this alone
+_VALID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789:-_.\\@")
 
 
 class NameKind(StrEnum):
