@@ -111,13 +111,13 @@ def unescape(text: str) -> str:
     return "".join(out)
 
 
-@lru_cache(maxsize=8192)  # asked for every name of every unit, once per directory suffix; bounded
 def dropin_stems(name: str) -> tuple[tuple[str, bool], ...]:
     """The names whose ``NAME.d`` (``.wants``...) directories apply to ``name``, in lookup order.
 
     unit_file_find_dirs(): the name itself, for an instance its template, then the dash prefixes
     (of the template, for an instance). Each comes with whether it is the unit's own name (or
     template), whose directory may be a link to a directory; a prefix directory must be a directory.
+    Not memoized: a hostile 255-character name has ~125 prefixes, too many to keep thousands of.
     """
     own = name
     stems: list[tuple[str, bool]] = [(name, True)]
