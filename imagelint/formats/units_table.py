@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import unicodedata
+from functools import lru_cache
 from typing import Any
 
 PLAIN_WIDTH = 400
@@ -112,27 +114,32 @@ def _cells(text: str) -> int:
     """Terminal columns ``text`` takes (wide East Asian characters 2, combining marks 0)."""
     if text.isascii():
         return len(text)
-    width = 0
-    for char in text:
-        if unicodedata.combining(char) or unicodedata.category(char) in ("Mn", "Me", "Cf"):
-            continue
-        width += 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
-    return width
+    rest = _ASCII_RUNS.sub("", text)  # every ASCII character takes one column
+    return len(text) - len(rest) + sum(map(_char_cells, rest))
+
+
+_ASCII_RUNS = re.compile("[\x00-\x7f]+")
+
+
+@lru_cache(maxsize=1024)  # the few non-ASCII characters of a table (the chain arrow) are asked again
+def _char_cells(char: str) -> int:
+    if unicodedata.combining(char) or unicodedata.category(char) in ("Mn", "Me", "Cf"):
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
 
 
 def _plain(document: dict[str, Any]) -> str | None:
     """The table written directly; None when a line would be wider than ``PLAIN_WIDTH`` (rich folds)."""
-    rows = _rows(document)
-    widths = [_cells(name) for name in COLUMNS]
-    for row in rows:
-        widths = [max(w, _cells(cell)) for w, cell in zip(widths, row, strict=True)]
+    rows = [list(COLUMNS), *_rows(document)]
+    sizes = [[_cells(cell) for cell in row] for row in rows]  # each cell measured once
+    widths = [max(column) for column in zip(*sizes, strict=True)]
     heading = _heading(document)
     problems = [f"problem {where}: {message}" for where, message in _problems(document)]
     too_wide = sum(widths) + 2 * (len(widths) - 1) > PLAIN_WIDTH
     if too_wide or any(_cells(line) > PLAIN_WIDTH for line in (heading, *problems)):
         return None
     out = [heading]
-    for row in (list(COLUMNS), *rows):
-        padded = [cell + " " * (w - _cells(cell)) for cell, w in zip(row, widths, strict=True)]
+    for row, row_sizes in zip(rows, sizes, strict=True):
+        padded = [cell + " " * (w - n) for cell, n, w in zip(row, row_sizes, widths, strict=True)]
         out.append("  ".join(padded).rstrip())
     return "\n".join([*out, *problems, ""])

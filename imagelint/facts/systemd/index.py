@@ -110,18 +110,10 @@ class Unit:
 
         For list-valued settings this is the list; for single-valued ones the last item wins.
         """
-        found: list[Assignment] = []
-        for a in self.assignments:
-            if a.section == section and a.key == key:
-                if a.value == "":
-                    found.clear()
-                else:
-                    found.append(a)
-        return found
+        return effective(self.assignments, section, key)
 
     def get_value(self, section: str, key: str) -> str | None:
-        found = self.get(section, key)
-        return found[-1].value if found else None
+        return _last_value(effective(self.assignments, section, key))
 
     @property
     def boot_reachable(self) -> bool:
@@ -184,7 +176,7 @@ class UnitIndex:
         boot walk follows them); [] otherwise or when it is not loaded."""
         if self._builder is None or unit.loaded is None or unit.unit_id is None:
             return []
-        return self._builder.triggered(unit.unit_id, unit)
+        return self._builder.triggered(unit.unit_id, unit.loaded.assignments)
 
     def boot_units(self) -> list[Unit]:
         return [u for u in self.units.values() if u.boot_chain is not None]
@@ -222,6 +214,7 @@ class _Builder:
         self.loaded: dict[str, LoadedUnit | None] = {}
         self.partial = False  # no default.target at all: walk as on a stock base (see .boot)
         self.stubs: set[str] = set()  # targets of a partial tree that no unit file defines
+        self._suffixed: dict[str, frozenset[str]] = {}  # see _names_ending
 
     def build(self) -> UnitIndex:
         presets = Presets.load(self.target)
@@ -418,26 +411,52 @@ class _Builder:
         if parsed.fatal is not None:
             self.problems.append(parsed.fatal)
 
-    def _find_dirs(self, directory: str, name: str, suffix: str, out: list[str]) -> None:
-        """unit_file_find_dirs(): NAME.d, then the template's, then the dash prefixes'."""
-        path = join(directory, name + suffix)
-        kind = self.tree.kind(path)
-        if kind is FileKind.DIR or (kind is FileKind.SYMLINK and self._is_dir(path)):
-            out.append(path)
-        elif kind is not None:
-            self.problems.append(
-                Problem(path, None, f"expected a directory of {suffix} entries, found a {kind}; ignored")
+    def _names_ending(self, suffix: str) -> frozenset[str]:
+        """The entry names ending in ``suffix`` (``.d``, ``.wants``...) of all search directories: a
+        NAME.d looked for but named nowhere costs one set look-up instead of one per directory."""
+        found = self._suffixed.get(suffix)
+        if found is None:
+            found = frozenset(
+                name
+                for directory in self.lookup.search_path
+                for name in self.tree.entries(directory) or ()
+                if name.endswith(suffix)
             )
-        kind_of_name = names.name_kind(name)
-        if kind_of_name is names.NameKind.INSTANCE:
-            template = names.template_of(name)
-            assert template is not None
-            self._find_dirs(directory, template, suffix, out)
-        else:
-            for prefix in names.dash_prefixes(name):
-                prefix_path = join(directory, prefix + suffix)
-                if self.tree.kind(prefix_path) is FileKind.DIR:
-                    out.append(prefix_path)
+            self._suffixed[suffix] = found
+        return found
+
+    def _find_dirs(self, unit_names: Sequence[str], suffix: str) -> list[str]:
+        """unit_file_find_dirs() for every name in every search directory: NAME.d, then the
+        template's, then the dash prefixes'; then the unit type's (``service.d``)."""
+        anywhere = self._names_ending(suffix)
+        wanted = [
+            (stem + suffix, own)
+            for name in unit_names
+            for stem, own in names.dropin_stems(name)
+            if stem + suffix in anywhere
+        ]
+        type_dir = names.unit_type(unit_names[0]) + suffix
+        dirs: list[str] = []
+        if not wanted and type_dir not in anywhere:
+            return dirs
+        listings = [(d, self.tree.entries(d)) for d in self.lookup.search_path]
+        for directory, listing in listings:
+            if not listing:
+                continue
+            for entry, own in wanted:
+                kind = listing.get(entry)
+                if kind is None:
+                    continue
+                path = join(directory, entry)
+                if kind is FileKind.DIR or (own and kind is FileKind.SYMLINK and self._is_dir(path)):
+                    dirs.append(path)
+                elif own:
+                    why = f"expected a directory of {suffix} entries, found a {kind}; ignored"
+                    self.problems.append(Problem(path, None, why))
+        for directory, listing in listings:
+            if listing and listing.get(type_dir) is FileKind.DIR:
+                dirs.append(join(directory, type_dir))
+        return dirs
 
     def _is_dir(self, path: str) -> bool:
         try:
@@ -448,17 +467,8 @@ class _Builder:
         return st is not None and st.kind is FileKind.DIR
 
     def _find_files(self, unit_names: Sequence[str], dir_suffix: str, file_suffix: str | None) -> list[str]:
-        dirs: list[str] = []
-        for directory in self.lookup.search_path:
-            for name in unit_names:
-                self._find_dirs(directory, name, dir_suffix, dirs)
-        utype = names.unit_type(unit_names[0])
-        for directory in self.lookup.search_path:
-            path = join(directory, utype + dir_suffix)
-            if self.tree.kind(path) is FileKind.DIR:
-                dirs.append(path)
         found: dict[str, str] = {}
-        for d in dict.fromkeys(dirs):
+        for d in dict.fromkeys(self._find_dirs(unit_names, dir_suffix)):
             for entry, kind in (self.tree.entries(d) or {}).items():
                 if entry in found or entry.startswith("."):
                     continue
@@ -498,9 +508,9 @@ class _Builder:
             return []
         out: list[str] = []
         instance = names.instance_of(unit_id)
-        effective = Unit(unit_id, "", "", None, unit_id, None, (), (), False, loaded=loaded)
+        assignments = loaded.assignments
         for key in PULL_KEYS:
-            for a in effective.get("Unit", key):
+            for a in effective(assignments, "Unit", key):
                 out.extend(self._dep_words(a, unit_id))
         for suffix in LINK_DIR_SUFFIXES:
             for entry in self._find_files(loaded.names, suffix, None):
@@ -510,19 +520,20 @@ class _Builder:
                         continue
                     dep = names.replace_instance(dep, instance)
                 out.append(dep)
-        out.extend(self.triggered(unit_id, effective))
+        out.extend(self.triggered(unit_id, assignments))
         return out
 
-    def triggered(self, unit_id: str, effective: Unit) -> list[str]:
+    def triggered(self, unit_id: str, assignments: list[Assignment]) -> list[str]:
         """What a socket, timer, path or automount unit activates (``Service=``/``Unit=``, else the
         unit of the same name; nothing for an ``Accept=yes`` socket's template); [] for other types."""
         utype = names.unit_type(unit_id)
         trigger = TRIGGER_KEYS.get(utype)
         if trigger is not None:
-            explicit = effective.get(*trigger)
+            explicit = effective(assignments, *trigger)
             if explicit:
                 return self._dep_words(explicit[-1], unit_id)
-            if not (utype == "socket" and _truthy(effective.get_value("Socket", "Accept"))):
+            accept = _last_value(effective(assignments, "Socket", "Accept"))
+            if not (utype == "socket" and _truthy(accept)):
                 return [unit_id[: unit_id.rfind(".")] + ".service"]
         elif utype == "automount":
             return [unit_id[: unit_id.rfind(".")] + ".mount"]
@@ -541,6 +552,22 @@ class _Builder:
             except SpecifierError as exc:
                 self.problems.append(Problem(a.path, a.line, f"{a.key}=: {exc}"))
         return out
+
+
+def effective(assignments: list[Assignment], section: str, key: str) -> list[Assignment]:
+    """The assignments of ``key`` in ``section`` after its last empty (resetting) one, in order."""
+    found: list[Assignment] = []
+    for a in assignments:
+        if a.key == key and a.section == section:
+            if a.value == "":
+                found.clear()
+            else:
+                found.append(a)
+    return found
+
+
+def _last_value(found: list[Assignment]) -> str | None:
+    return found[-1].value if found else None
 
 
 def _check_unit_count(count: int, where: str) -> None:

@@ -99,6 +99,7 @@ class InstallResolver:
         self.target = tree.target
         self.lookup = lookup
         self._links: dict[str, _DirLinks] = {}
+        self._scope: list[tuple[str, _DirLinks | None]] | None = None  # see _linked_dirs
 
     # -- symlink scan --------------------------------------------------------------------------
 
@@ -136,11 +137,20 @@ class InstallResolver:
             return link_name == names.replace_instance(info.name, info.default_instance)
         return False
 
+    def _linked_dirs(self) -> list[tuple[str, _DirLinks | None]]:
+        """Each search directory with its links, None for one without any (most of them)."""
+        if self._scope is None:
+            self._scope = []
+            for directory in self.lookup.search_path:
+                links = self._dir_links(directory)
+                has_links = links.link_dir_names or links.top_by_name
+                self._scope.append((directory, links if has_links else None))
+        return self._scope
+
     def _find_symlinks(
-        self, info: InstallInfo, match_name: bool, ignore_same_name: bool, directory: str
+        self, info: InstallInfo, match_name: bool, ignore_same_name: bool, links: _DirLinks
     ) -> tuple[bool, bool]:
         """(found, same_name_link) for one search directory."""
-        links = self._dir_links(directory)
         candidates: list[str] = []
         if info.name in links.link_dir_names:
             candidates.append(info.name)
@@ -165,8 +175,11 @@ class InstallResolver:
         same_config = same_runtime = enabled_runtime = enabled_at_all = False
         ignore_same_name = False
         assert info.path is not None
-        for directory in self.lookup.search_path:
-            found, same_name = self._find_symlinks(info, match_name, ignore_same_name, directory)
+        for directory, links in self._linked_dirs():
+            if links is None:
+                found = same_name = False
+            else:
+                found, same_name = self._find_symlinks(info, match_name, ignore_same_name, links)
             if found:
                 if directory == PERSISTENT_CONFIG:
                     return "enabled"
@@ -196,9 +209,7 @@ class InstallResolver:
     def _load(self, ctx: dict[str, InstallInfo], info: InstallInfo, path: str, dropin: bool) -> None:
         """unit_file_load(): the main file (mode set) or a drop-in ([Install] settings added)."""
         if not dropin:
-            utype = names.unit_type(info.name)
-            if names.name_kind(info.name) is not names.NameKind.PLAIN and utype not in names.TEMPLATE_TYPES:
-                raise InstallError("EINVAL", f"unit type {utype} cannot be templated")
+            _check_templatable(info.name)
             kind = self.tree.kind(path)
             if kind is None:
                 raise InstallError("ENOENT", "no such file", path)
@@ -346,8 +357,12 @@ class InstallResolver:
         )
         found = False
         mode: str | None = None
+        _check_templatable(info.name)  # what loading any candidate would raise first
         for candidate in [info.name] + ([template] if template else []):
             for directory in self.lookup.search_path:
+                listing = self.tree.entries(directory)
+                if listing is None or candidate not in listing:
+                    continue  # loading it would raise ENOENT: skipped without building its path
                 path = join(directory, candidate)
                 try:
                     mode = self._load_or_readlink(ctx, info, path)
@@ -365,9 +380,12 @@ class InstallResolver:
             raise InstallError("ENOENT", f"cannot find unit {info.name}{also}")
         if mode == MASKED:
             return
-        dirs = [join(d, info.name + ".d") for d in self.lookup.search_path]
-        if template:
-            dirs += [join(d, template + ".d") for d in self.lookup.search_path]
+        dirs = [
+            join(d, stem + ".d")
+            for stem in ([info.name, template] if template else [info.name])
+            for d in self.lookup.search_path
+            if stem + ".d" in (self.tree.entries(d) or ())  # a NAME.d named nowhere has no listing
+        ]
         for dropin in self._conf_files(dirs):
             self._load(ctx, info, dropin, dropin=True)
 
@@ -478,6 +496,13 @@ class InstallResolver:
         if info.also:
             return "indirect"
         return "static"
+
+
+def _check_templatable(name: str) -> None:
+    """unit_file_load()'s first test: only some unit types may be templates or instances."""
+    utype = names.unit_type(name)
+    if names.name_kind(name) is not names.NameKind.PLAIN and utype not in names.TEMPLATE_TYPES:
+        raise InstallError("EINVAL", f"unit type {utype} cannot be templated")
 
 
 def validate_alias(source: str, dest: str) -> None:

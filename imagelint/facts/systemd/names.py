@@ -7,7 +7,6 @@ type suffix. A *template* has an empty instance (``getty@.service``), an *instan
 
 from __future__ import annotations
 
-import string
 from enum import StrEnum
 from functools import lru_cache
 
@@ -20,7 +19,8 @@ UNIT_TYPES = frozenset(
 ALIAS_TYPES = frozenset({"service", "socket", "target", "device", "timer", "path"})
 TEMPLATE_TYPES = frozenset({"service", "socket", "target", "timer", "path"})
 
-_VALID_CHARS = frozenset(string.ascii_letters + string.digits + ":-_.\\@")
+# ASCII letters and digits spelled out: `imagelint units` would import the string module for this alone
+_VALID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789:-_.\\@")
 
 
 class NameKind(StrEnum):
@@ -109,6 +109,23 @@ def unescape(text: str) -> str:
             out.append(c)
         i += 1
     return "".join(out)
+
+
+def dropin_stems(name: str) -> tuple[tuple[str, bool], ...]:
+    """The names whose ``NAME.d`` (``.wants``...) directories apply to ``name``, in lookup order.
+
+    unit_file_find_dirs(): the name itself, for an instance its template, then the dash prefixes
+    (of the template, for an instance). Each comes with whether it is the unit's own name (or
+    template), whose directory may be a link to a directory; a prefix directory must be a directory.
+    Not memoized: a hostile 255-character name has ~125 prefixes, too many to keep thousands of.
+    """
+    own = name
+    stems: list[tuple[str, bool]] = [(name, True)]
+    if name_kind(name) is NameKind.INSTANCE:
+        own = template_of(name) or name
+        stems.append((own, True))
+    stems.extend((prefix, False) for prefix in dash_prefixes(own))
+    return tuple(stems)
 
 
 def dash_prefixes(name: str) -> list[str]:

@@ -43,7 +43,8 @@ _NOT_CLEAN = re.compile(
 
 
 def _split_lines(data: bytes) -> list[bytes]:
-    lines = _EOL.split(data)
+    # without CR or NUL every end of line is one LF (what nearly every unit file has)
+    lines = data.split(b"\n") if b"\r" not in data and b"\0" not in data else _EOL.split(data)
     if lines and lines[-1] == b"":
         lines.pop()
     return lines
@@ -84,13 +85,14 @@ def parse_unit_bytes(data: bytes, path: str) -> ParsedFile:
         text = raw.decode("utf-8", errors="surrogateescape")
         # A continued piece ends in a space, so whether the logical line ends escaped depends on
         # this piece alone: scanning only it keeps long continuation chains linear.
-        if _ends_escaped(text):
+        if text.endswith("\\") and _ends_escaped(text):
             parts.append(text[:-1] + " ")
             continue
-        parts.append(text)
-        logical = "".join(parts)
-        parts.clear()
-        section = _parse_line(parsed, logical, start_line, section)
+        if parts:
+            parts.append(text)
+            text = "".join(parts)
+            parts.clear()
+        section = _parse_line(parsed, text, start_line, section)
         if parsed.fatal is not None:
             break
     else:
@@ -112,7 +114,7 @@ def _parse_line(parsed: ParsedFile, line: str, number: int, section: str | None)
     text = line.strip(WHITESPACE)
     if not text or text[0] in "#;":
         return section
-    if _NOT_CLEAN.search(text):
+    if not text.isascii() and _NOT_CLEAN.search(text):  # what it refuses is never ASCII
         parsed.fatal = Problem(parsed.path, number, "line is not valid UTF-8; systemd refuses the file")
         return section
     if text[0] == "[":

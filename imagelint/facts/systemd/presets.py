@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from imagelint import textmatch
 from imagelint.errors import ImageReadError
 from imagelint.facts.systemd import names
 from imagelint.facts.systemd.model import Problem
@@ -25,6 +25,9 @@ from imagelint.facts.systemd.parser import WHITESPACE, WordSyntaxError, split_wo
 from imagelint.facts.systemd.paths import PRESET_DIRS
 from imagelint.facts.systemd.sources import conf_files
 from imagelint.targets.interface import Target
+
+if TYPE_CHECKING:
+    from imagelint import textmatch
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,10 @@ def _pattern_matcher(pattern: str) -> textmatch.Pattern | None:
     """The preset glob as a linear-time matcher (RE2): a hostile ``*a*a*a…b`` cannot backtrack.
 
     None for a glob no engine accepts (a reversed range): like fnmatch(3), it matches nothing.
+    Imported here: most images' preset lines are literal names, which need no matcher.
     """
+    from imagelint import textmatch
+
     try:
         return textmatch.compile("(?s)\\A" + _pattern_regex(pattern) + "\\Z")
     except textmatch.PatternError:
@@ -82,7 +88,20 @@ def _pattern_regex(pattern: str) -> str:
     return "".join(out)
 
 
+@lru_cache(maxsize=1024)
+def _literal_head(pattern: str) -> tuple[str, bool]:
+    """The pattern's text before its first ``*``, ``?`` or ``[`` (matched literally), and whether
+    that is the whole pattern."""
+    cut = min((i for i in map(pattern.find, "*?[") if i >= 0), default=len(pattern))
+    return pattern[:cut], cut == len(pattern)
+
+
 def fnmatch(pattern: str, name: str) -> bool:
+    head, literal = _literal_head(pattern)
+    if literal:  # most preset lines name one unit: no matcher needed
+        return name == pattern
+    if not name.startswith(head):
+        return False
     matcher = _pattern_matcher(pattern)
     return matcher is not None and matcher.search(name) is not None
 

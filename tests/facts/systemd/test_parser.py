@@ -132,6 +132,19 @@ def test_name_helpers() -> None:
     assert names.unescape("dev-sda1\\x2dx") == "dev/sda1-x"
 
 
+def test_dropin_stems_follow_unit_file_find_dirs() -> None:
+    """The name, an instance's template, then the dash prefixes (the template's, for an instance);
+    only the first two may be links to directories."""
+    assert names.dropin_stems("foo-bar.service") == (("foo-bar.service", True), ("foo-.service", False))
+    assert names.dropin_stems("a-b@x-y.service") == (
+        ("a-b@x-y.service", True),
+        ("a-b@.service", True),
+        ("a-.service", False),
+        ("a-@.service", False),
+    )
+    assert names.dropin_stems("plain.target") == (("plain.target", True),)
+
+
 def test_specifiers() -> None:
     unit = "serial-getty@ttyS0.service"
     assert (
