@@ -22,6 +22,9 @@ measurement a fresh process, its CPU time the child's user + system, descendants
 Printed: wall and CPU medians of each, and the ratios audit / journalctl (goal <= 0.6, wall and CPU
 both given; a missed goal is printed as missed) and (audit - audit without journal) / journalctl,
 the journal's own share.
+
+``--baseline DIR`` adds the same audit run from another checkout (e.g. ``git archive main`` unpacked
+in DIR), interleaved with the rest, and prints this checkout's audit against it.
 """
 
 from __future__ import annotations
@@ -74,10 +77,13 @@ def ensure_image(rootfs: Path, journal: Path, entries: int) -> Path:
 
 
 def run(cmd: list[str], env: dict[str, str], ok: tuple[int, ...]) -> tuple[float, float]:
-    """(wall seconds, CPU seconds of the child and its descendants) of one run of ``cmd``."""
+    """(wall seconds, CPU seconds of the child and its descendants) of one run of ``cmd``, in the
+    checkout named by its PYTHONPATH (``python -m`` puts the working directory first on the path)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, check=False)
+    proc = subprocess.run(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=env["PYTHONPATH"], check=False
+    )
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in ok:
@@ -89,6 +95,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--entries", type=int, default=1_000_000)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--baseline", type=Path, help="another checkout whose audit to time alongside")
     args = ap.parse_args()
     journal = ensure_journal(args.entries)
     rootfs = cloud_rootfs()
@@ -96,6 +103,10 @@ def main() -> None:
     compileall.compile_dir(str(REPO / "imagelint"), quiet=1)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPATH"] = str(REPO)
+    base_env = dict(env)
+    if args.baseline is not None:
+        compileall.compile_dir(str(args.baseline / "imagelint"), quiet=1)
+        base_env["PYTHONPATH"] = str(args.baseline.resolve())
     files = sorted((image / "var/log/journal" / MACHINE_ID).glob("*.journal*"))
     size = sum(p.stat().st_size for p in files)
     print(f"image: {image} (hard links of {rootfs}); journal: {len(files)} files, {size / 2**20:.0f} MiB")
@@ -114,10 +125,15 @@ def main() -> None:
             (0, 1),
         ),
     }
+    envs = dict.fromkeys(commands, env)
+    if args.baseline is not None:
+        name = "baseline audit IMAGE -f json:/dev/null"
+        commands[name] = commands["imagelint audit IMAGE -f json:/dev/null"]
+        envs[name] = base_env
     figures: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
     for i in range(args.runs + 1):
         for name, (cmd, ok) in commands.items():
-            figure = run(cmd, env, ok)
+            figure = run(cmd, envs[name], ok)
             if i:  # the first round warms the page cache and the bytecode
                 figures[name].append(figure)
     med = {
@@ -127,13 +143,17 @@ def main() -> None:
     print(f"medians of {args.runs} interleaved runs; load average {os.getloadavg()[0]:.2f}")
     for name, (wall, cpu) in med.items():
         print(f"  {name:42s} wall {wall:6.3f} s   CPU {cpu:6.3f} s")
-    (aw, ac), (jw, jc), (rw, rc) = med.values()
+    (aw, ac), (jw, jc), (rw, rc) = list(med.values())[:3]
     for what, ours, base in (("wall", aw, jw), ("CPU", ac, jc)):
         ratio = ours / base
         verdict = "MET" if ratio <= GOAL else "MISSED"
         print(f"  audit / journalctl ({what}): {ratio:.2f}  goal <= {GOAL}  {verdict}")
     share = f"wall {(aw - rw) / jw:.2f}, CPU {(ac - rc) / jc:.2f}"
     print(f"  (audit - audit without journal) / journalctl: {share}")
+    if args.baseline is not None:
+        bw, bc = med["baseline audit IMAGE -f json:/dev/null"]
+        print(f"  audit / baseline audit ({args.baseline}): wall {aw / bw:.2f}, CPU {ac / bc:.2f}")
+        print(f"  baseline audit / journalctl: wall {bw / jw:.2f}, CPU {bc / jc:.2f}")
 
 
 if __name__ == "__main__":
