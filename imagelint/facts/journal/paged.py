@@ -80,28 +80,37 @@ class PagedBuffer:
                 count = 1
                 run = self._read(start, PAGE)
             page = run[:PAGE] if count > 1 else run
-            self._keep(index, page)
-            for i in range(1, count):
+            keep = [(index, page)]
+            budget = MAX_CACHED >> PAGE_SHIFT  # the asked page is kept even past a budget under a page
+            for i in range(1, min(count, budget)):
                 ahead = run[i << PAGE_SHIFT : (i + 1) << PAGE_SHIFT]
                 if ahead and index + i not in pages:
-                    self._keep(index + i, ahead)
+                    keep.append((index + i, ahead))
+            self._make_room(len(keep), budget)
+            pages.update(keep)
+            PagedBuffer._cached += len(keep)
+            PagedBuffer._open.add(self)
             self._next_miss = index + count
         self._last_index = index
         self._last_page = page
         return page
 
-    def _keep(self, index: int, page: bytes) -> None:
-        """Cache ``page`` as page ``index``, evicting first when the budget is spent."""
+    def _make_room(self, n: int, budget: int) -> None:
+        """Evict pages until ``n`` more fit in ``budget``: from the buffer holding the most (this one
+        included), least recently used first, several at a time (one search per buffer emptied or
+        room made, not one per page)."""
         cls = PagedBuffer
-        if cls._cached >= MAX_CACHED >> PAGE_SHIFT:
+        while cls._cached + n > budget:
             victim = max(cls._open, key=lambda b: len(b._pages), default=self)
-            if victim._pages:
-                victim._pages.popitem(last=False)
-                victim._last_index = -1
+            held = victim._pages
+            if not held:
+                return
+            for _ in range(min(len(held), cls._cached + n - budget)):
+                held.popitem(last=False)
                 cls._cached -= 1
-        self._pages[index] = page
-        cls._cached += 1
-        cls._open.add(self)
+            victim._last_index = -1
+            if not held:
+                cls._open.discard(victim)
 
     def _read(self, offset: int, length: int) -> bytes:
         length = max(0, min(length, self._size - offset))

@@ -86,3 +86,26 @@ def test_a_shrunk_file_answers_the_page_asked_for(data: bytes) -> None:
     with pytest.raises(FileShrank):
         buf[2 * PAGE : 2 * PAGE + 10]
     buf.close()
+
+
+def test_eviction_takes_from_the_buffer_holding_the_most(
+    data: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Several pages leave at once, from the largest holder, and a buffer emptied holds no share."""
+    monkeypatch.setattr(paged, "MAX_CACHED", AHEAD * PAGE)
+    monkeypatch.setattr(PagedBuffer, "_open", set())
+    monkeypatch.setattr(PagedBuffer, "_cached", 0)
+    a, b = Recorded(data), Recorded(data)
+    first, second = PagedBuffer(a, a.size), PagedBuffer(b, b.size)
+    for i in range(0, 2 * PAGE, 100):  # page 0, then a read-ahead of AHEAD pages: the budget
+        assert first[i : i + 10] == data[i : i + 10]
+    assert len(first._pages) == AHEAD and PagedBuffer._cached == AHEAD
+    for i in range(0, 2 * PAGE, 100):  # the second buffer takes the whole budget from the first
+        assert second[i : i + 10] == data[i : i + 10]
+    assert len(second._pages) == AHEAD and PagedBuffer._cached == AHEAD
+    assert not first._pages and PagedBuffer._open == {second}
+    assert first[PAGE + 5 : PAGE + 9] == data[PAGE + 5 : PAGE + 9]  # read again when asked
+    assert PagedBuffer._cached == AHEAD
+    first.close()
+    second.close()
+    assert PagedBuffer._cached == 0
