@@ -8,6 +8,14 @@ with at most ``MAX_CACHED`` bytes of pages kept (least recently used first out) 
 journal stays within a fixed memory budget. A slice larger than a few pages is read directly and not
 cached (the reader caps single values itself).
 
+Pages are small (8 KiB) because indexed reads jump: an analysis that follows a DATA object's entry
+list touches one entry here, one DATA object there, a few hundred bytes each, and a large page would
+copy (and keep) mostly bytes nobody asked for, so the budget would hold few of the places revisited.
+Reading in order is recognised instead: a miss on the page right after the previous miss reads
+``AHEAD`` pages at once (a full scan issues as few reads as with large pages). A read-ahead that
+comes back short falls back to the one page asked for, so a file that shrank answers exactly as it
+would have without read-ahead.
+
 The size is fixed when the file is opened (a journal grows by appending; what a writer appends later
 is read by opening it again, see :mod:`imagelint.probes.journal`). A read that comes back short
 inside that size means the file shrank under the reader: it raises ``FileShrank`` rather than hand
@@ -24,13 +32,15 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # ``typing`` (which the interface module needs) stays off the journal's import path
     from imagelint.targets.interface import RandomAccessFile
 
-PAGE_SHIFT = 16
+PAGE_SHIFT = 13
 PAGE = 1 << PAGE_SHIFT
+AHEAD = 8
+"""Pages read at once when the page missed follows the previous miss (a read in file order)."""
 MAX_CACHED = 32 * 1024 * 1024
 """Bytes of pages kept by all the open buffers of this process together (a run may open hundreds of
 journal files): a buffer that needs a page when the budget is spent evicts from the buffer holding
 the most, itself included, least recently used first."""
-_DIRECT = 4 * PAGE  # slices at least this long bypass the cache
+_DIRECT = 32 * PAGE  # slices at least this long bypass the cache
 
 
 class PagedBuffer:
@@ -46,6 +56,7 @@ class PagedBuffer:
         # the page the last slice came from: most slices fall in the page before them
         self._last_index = -1
         self._last_page = b""
+        self._next_miss = -1  # the page after the last one read: a miss there is a read in order
         self.closed = False
         self.reads = 0  # positioned reads issued (what the cache saved shows against the slices taken)
 
@@ -58,20 +69,48 @@ class PagedBuffer:
         if page is not None:
             pages.move_to_end(index)
         else:
-            page = self._read(index << PAGE_SHIFT, PAGE)
-            cls = PagedBuffer
-            if cls._cached >= MAX_CACHED >> PAGE_SHIFT:
-                victim = max(cls._open, key=lambda b: len(b._pages), default=self)
-                if victim._pages:
-                    victim._pages.popitem(last=False)
-                    victim._last_index = -1
-                    cls._cached -= 1
-            pages[index] = page
-            cls._cached += 1
-            cls._open.add(self)
+            count = AHEAD if index == self._next_miss else 1
+            start = index << PAGE_SHIFT
+            count = max(1, min(count, ((self._size - start) + PAGE - 1) >> PAGE_SHIFT))
+            try:
+                run = self._read(start, count << PAGE_SHIFT)
+            except FileShrank:
+                if count == 1:
+                    raise
+                count = 1
+                run = self._read(start, PAGE)
+            page = run[:PAGE] if count > 1 else run
+            keep = [(index, page)]
+            budget = MAX_CACHED >> PAGE_SHIFT  # the asked page is kept even past a budget under a page
+            for i in range(1, min(count, budget)):
+                ahead = run[i << PAGE_SHIFT : (i + 1) << PAGE_SHIFT]
+                if ahead and index + i not in pages:
+                    keep.append((index + i, ahead))
+            self._make_room(len(keep), budget)
+            pages.update(keep)
+            PagedBuffer._cached += len(keep)
+            PagedBuffer._open.add(self)
+            self._next_miss = index + count
         self._last_index = index
         self._last_page = page
         return page
+
+    def _make_room(self, n: int, budget: int) -> None:
+        """Evict pages until ``n`` more fit in ``budget``: from the buffer holding the most (this one
+        included), least recently used first, several at a time (one search per buffer emptied or
+        room made, not one per page)."""
+        cls = PagedBuffer
+        while cls._cached + n > budget:
+            victim = max(cls._open, key=lambda b: len(b._pages), default=self)
+            held = victim._pages
+            if not held:
+                return
+            for _ in range(min(len(held), cls._cached + n - budget)):
+                held.popitem(last=False)
+                cls._cached -= 1
+            victim._last_index = -1
+            if not held:
+                cls._open.discard(victim)
 
     def _read(self, offset: int, length: int) -> bytes:
         length = max(0, min(length, self._size - offset))

@@ -672,7 +672,8 @@ class JournalFile:
         if n_entries > 1 and array_off:
             for items in self._array_chain(array_off, n_entries - 1):
                 out.extend(items)
-        if any(a >= b for a, b in itertools.pairwise(out)):
+        # the chain is strictly ascending (``_array_chain`` checks it): only its head's link remains
+        if len(out) > 1 and out[0] >= out[1]:
             raise CorruptJournal("DATA object's entries are not strictly ascending", offset=data_off)
         return out
 
@@ -738,19 +739,24 @@ class JournalFile:
                 raise CorruptJournal("field's data chain loops", offset=off)
             off = nxt
 
-    def field_entry_offsets(self, name: str) -> set[int]:
-        """Offsets of every entry that has field ``name`` at all (any value), via the FIELD object."""
+    def _field_entry_lists(self, name: str) -> Iterator[list[int]]:
+        """Per DATA object of field ``name`` (any value), the sorted offsets of its entries."""
         field_off = self.find_field(name)
-        out: set[int] = set()
         if field_off is None:
-            return out
+            return
         _, _, _, _h, _nh, off = FIELD_OBJECT.unpack(self._buf[field_off : field_off + FIELD_OBJECT.size])
         while off:
-            out.update(self._data_entry_offsets(off))
+            yield self._data_entry_offsets(off)
             nxt = _U64_AT.unpack(self._buf[off + _DATA_NEXT_FIELD : off + _DATA_NEXT_FIELD + _U64_AT.size])[0]
             if nxt >= off:  # the list runs towards the start of the file (see ``_walk``)
                 raise CorruptJournal("field's data chain loops", offset=off)
             off = nxt
+
+    def field_entry_offsets(self, name: str) -> set[int]:
+        """Offsets of every entry that has field ``name`` at all (any value), via the FIELD object."""
+        out: set[int] = set()
+        for offsets in self._field_entry_lists(name):
+            out.update(offsets)
         return out
 
     def match_offsets(
@@ -761,25 +767,43 @@ class JournalFile:
         As with journalctl: values given for the same field are alternatives (OR), different
         fields must all match (AND). Values are ``str`` (encoded as UTF-8) or ``bytes``. Entries
         having any field named in ``without`` are left out (also found through the index).
+
+        Every DATA object's entry list is read in full (and checked); a single value's list, sorted
+        already, is used as it is, and an AND keeps only the smaller side as a set, so a value that
+        most entries share (``_UID=0``) costs its reading, not a set of every entry.
         """
-        result: set[int] | None = None
+        result: list[int] | set[int] | None = None
         for field, values in matches.items():
             if isinstance(values, (str, bytes)):
                 values = [values]
-            found: set[int] = set()
+            found: list[int] | set[int] = []
             prefix = field.encode() + b"="
             for value in values:
                 raw = value.encode() if isinstance(value, str) else bytes(value)
                 data_off = self.find_data(prefix + raw)
                 if data_off is not None:
-                    found.update(self._data_entry_offsets(data_off))
-            result = found if result is None else result & found
+                    offsets = self._data_entry_offsets(data_off)
+                    if not found:
+                        found = offsets
+                    else:
+                        found = found if isinstance(found, set) else set(found)
+                        found.update(offsets)
+            if result is None:
+                result = found
+            else:
+                small, large = (result, found) if len(result) <= len(found) else (found, result)
+                result = (small if isinstance(small, set) else set(small)).intersection(large)
             if not result:
                 return []
-        if result:
+        if not result:
+            return []
+        if without:
+            left = result if isinstance(result, set) else set(result)
             for name in without:
-                result -= self.field_entry_offsets(name)
-        return sorted(result) if result else []
+                for offsets in self._field_entry_lists(name):
+                    left.difference_update(offsets)
+            return sorted(left)
+        return sorted(result) if isinstance(result, set) else result
 
     # -- structure check -------------------------------------------------------------------------
 
