@@ -97,7 +97,8 @@ class KeptBlocks(_OnApi):
     ``bytes`` the stream's cache holds, not a copy), so that reading one again fetches nothing: OLD's
     for NEW, NEW's own after the stream's cache let them go. With ``stored`` (the snapshot's blocks
     in the on-disk :class:`~imagelint.aws.block_store.BlockStore`), a block kept by an earlier run
-    is read from there, and every block fetched or :meth:`keep`-t is written there."""
+    is read from there, and every block fetched or :meth:`keep`-t is written there (held, and
+    written together when the read is over: :meth:`flush`)."""
 
     api: EbsApi
     keep_bytes: int = DEFAULT_KEEP_BYTES
@@ -138,6 +139,11 @@ class KeptBlocks(_OnApi):
         with self._lock:
             if index not in self._kept and (len(self._kept) + 1) * len(data) <= self.keep_bytes:
                 self._kept[index] = data
+
+    def flush(self) -> None:
+        """Write the blocks held for the on-disk store (:meth:`StoredBlocks.flush`): the read is over."""
+        if self.stored is not None:
+            self.stored.flush()
 
     def indexes(self) -> list[int]:
         """The blocks fetched from this snapshot so far."""
@@ -200,9 +206,14 @@ class ChangedOverBase(_OnApi):
         data, kept = self.base.serve(index)
         with self._lock:
             (self.reused if kept else self.base_fetched).add(index)
-        if self.stored is not None:
-            self.stored.put(index, data)  # NEW's block too: tomorrow's OLD
+        if self.stored is not None:  # NEW's block too: tomorrow's OLD (OLD's data, a second name)
+            self.stored.put(index, data, None if self.base.stored is None else self.base.stored.digest(index))
         return data
+
+    def flush(self) -> None:
+        """Write the blocks held for the on-disk store, NEW's and those fetched from OLD."""
+        self.own.flush()
+        self.base.flush()
 
     def facts(self) -> dict[str, object]:
         with self._lock:

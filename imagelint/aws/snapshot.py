@@ -96,8 +96,9 @@ def open_stream(
 
     if progress is not None:
         progress.phase("listing blocks", snapshot_id)
+    source = api if through is None else through(api)
     stream = SnapshotStream(
-        api if through is None else through(api),
+        source,
         cache_bytes=settings.cache_mib * MIB,
         concurrency=settings.concurrency,
         on_fetch=show,
@@ -108,6 +109,9 @@ def open_stream(
         yield stream
     finally:
         stream.close()
+        flush = getattr(source, "flush", None)  # a diff's source writes its blocks to the store now
+        if flush is not None:
+            flush()
 
 
 @contextlib.contextmanager

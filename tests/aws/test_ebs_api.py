@@ -298,6 +298,10 @@ def first_diff(stubbed: Any, tmp_path: Path) -> tuple[bytes, bytes]:
     )
     assert new.fetch(0) == kept  # unchanged: OLD's, no request (the Stubber refuses any it was not given)
     assert new.fetch(2) == changed
+    assert not list((tmp_path / "blocks").glob("*.ref"))  # held until the reads are over
+    new.flush()  # as each snapshot's stream does when it closes (imagelint.aws.snapshot.open_stream)
+    assert len(list((tmp_path / "blocks").glob("*.ref"))) == 3  # OLD's 0, NEW's 0 and 2
+    assert len(list((tmp_path / "blocks").glob("*.blk"))) == 2  # NEW's 0 is OLD's data: one copy
     assert new.facts() == {
         "mode": "incremental",
         "base_snapshot_id": OLD,
