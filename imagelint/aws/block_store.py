@@ -134,6 +134,11 @@ class BlockStore:
             ref.unlink()
         return None
 
+    def has(self, region: str, snapshot_id: str, index: int) -> bool:
+        """Whether a reference is kept under that name (not read, not verified: a hint, never data)."""
+        path = self._ref(self.key(region, snapshot_id, index))
+        return path is not None and path.is_file()
+
     def put(self, region: str, snapshot_id: str, index: int, data: bytes, digest: str | None = None) -> None:
         """Keep a verified block (atomically); the store is turned off for the run if it cannot be
         written, with one warning. ``digest``: its SHA-256 (hex), when the caller knows it."""
@@ -233,6 +238,13 @@ class StoredBlocks:
         """The SHA-256 (hex) of a block :meth:`get` served from the store, else None."""
         with self._lock:
             return self._digests.get(index)
+
+    def has(self, index: int) -> bool:
+        """Whether the block is held or kept (:meth:`BlockStore.has`: a hint, not verified)."""
+        with self._lock:
+            if index in self._pending:
+                return True
+        return self.store.has(self.region, self.snapshot_id, index)
 
     def put(self, index: int, data: bytes, digest: str | None = None) -> None:
         """Hold a verified block for :meth:`flush` (``digest``: its SHA-256, when known)."""

@@ -338,6 +338,37 @@ def test_the_next_run_reads_new_through_olds_stored_blocks_when_olds_audit_is_ca
     assert facts["fetched"] == [] and facts["reused"] == [0] and facts["stored"] == [0, 2]
 
 
+def test_news_changed_blocks_olds_walk_read_are_the_likely_ones(stubbed: Any, tmp_path: Path) -> None:
+    """NEW's changed blocks worth fetching at once: those the walk of OLD read, in this run or (its
+    audit cached) an earlier one, as the store says; not those it never read, nor removed ones."""
+    client, stub = stubbed
+    old_api = EbsApi(client, OLD, sleep=lambda _: None, now=lambda: NOW)
+    tokens = {0: "T0", 1: "T1", 3: "T3"}
+    stub.add_response("list_snapshot_blocks", listing(tokens), {**list_params(), "SnapshotId": OLD})
+    for i in (1, 3):
+        data = bytes([i]) * BLOCK_SIZE
+        params = {"SnapshotId": OLD, "BlockIndex": i, "BlockToken": tokens[i]}
+        stub.add_response("get_snapshot_block", block_reply(data), params)
+    shared = ebs_reuse.SharedBlocks(store=BlockStore(tmp_path / "blocks"))
+    base = shared.reader(ebs_reuse.OLD, REGION)(old_api)
+    base.fetch(1)
+    base.fetch(3)  # OLD's walk read 1 and 3, not 0
+    changes = changed_page({0: ("T0", "U0"), 1: ("T1", "U1"), 2: (None, "U2"), 3: ("T3", None)})
+    new_listing = listing({0: "U0", 1: "U1", 2: "U2"})
+    stub.add_response("list_changed_blocks", changes, changed_params())
+    stub.add_response("list_snapshot_blocks", new_listing, list_params())
+    new = shared.reader(ebs_reuse.NEW, REGION)(api(client))
+    assert isinstance(new, ebs_reuse.ChangedOverBase) and new.likely() == [1]  # 3: NEW has it no more
+    base.flush()
+    warm = ebs_reuse.SharedBlocks(store=BlockStore(tmp_path / "blocks"))
+    warm.remember(ebs_reuse.OLD, REGION, OLD)  # the next run: OLD's audit cached, its walk in the store
+    stub.add_response("list_changed_blocks", changes, changed_params())
+    stub.add_response("list_snapshot_blocks", new_listing, list_params())
+    stub.add_response("list_snapshot_blocks", listing(tokens), {**list_params(), "SnapshotId": OLD})
+    again = warm.reader(ebs_reuse.NEW, REGION)(api(client))
+    assert isinstance(again, ebs_reuse.ChangedOverBase) and again.likely() == [1]
+
+
 def test_new_read_in_full_always_says_why(stubbed: Any) -> None:
     client, _ = stubbed
     shared = ebs_reuse.SharedBlocks(store=None)  # OLD was no snapshot
