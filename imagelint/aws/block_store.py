@@ -93,15 +93,14 @@ class BlockStore:
             return None
         try:
             with data_path.open("rb") as f:
-                raw = f.read(len(MAGIC) + BLOCK_SIZE + 1)
+                magic, data = f.read(len(MAGIC)), f.read(BLOCK_SIZE + 1)  # the data not copied again
         except FileNotFoundError:  # pruned: the reference names nothing now
-            raw, bad = b"", [ref]
+            magic, data, bad = b"", b"", [ref]
         except OSError:
-            raw, bad = b"", [ref, data_path]
+            magic, data, bad = b"", b"", [ref, data_path]
         else:
             bad = [ref, data_path]
-        data = raw[len(MAGIC) :]
-        if not raw.startswith(MAGIC) or len(data) != BLOCK_SIZE or hashlib.sha256(data).hexdigest() != digest:
+        if magic != MAGIC or len(data) != BLOCK_SIZE or hashlib.sha256(data).hexdigest() != digest:
             for path in bad:
                 with contextlib.suppress(OSError):
                     path.unlink()
