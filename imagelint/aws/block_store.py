@@ -14,6 +14,10 @@ NEW's: today's NEW is tomorrow's OLD) and serves them back instead of calling ``
   name: keeping it writes a reference, not another 512 KiB. Files are written atomically (temporary
   file, rename) under the directory's lock; not flushed to disk block by block: a file a crash left
   short or torn fails its checksum.
+- A snapshot's listing (its volume size and allocated blocks, without the tokens, which expire) is
+  kept too, as a ``.lst`` file named by the SHA-256 of the snapshot's name and checksummed like a
+  block: a diff whose OLD comes from the caches checks ListChangedBlocks against it instead of
+  listing OLD again.
 - Written behind (:class:`StoredBlocks`): a snapshot's blocks are held (at most
   :data:`PENDING_BYTES`) and written together under one taking of the lock when the read is over
   (:meth:`StoredBlocks.flush`), not one by one from the threads that fetch them, which would hold
@@ -23,9 +27,9 @@ NEW's: today's NEW is tomorrow's OLD) and serves them back instead of calling ``
   the bad file removed); a block of another snapshot is never served under this one's name, only
   data whose checksum this snapshot's own block had. A directory that cannot be written turns the
   store off for the run, with one warning line.
-- Bounded: :data:`MAX_BYTES` of data in all and :data:`MAX_REFS` references (least recently used
-  out; a hit touches both files), pruned every :data:`PRUNE_EVERY` bytes written and when a read is
-  done (:meth:`BlockStore.prune`).
+- Bounded: :data:`MAX_BYTES` of data in all, :data:`MAX_REFS` references and :data:`MAX_LISTINGS`
+  listings (least recently used out; a hit touches its files), pruned every :data:`PRUNE_EVERY`
+  bytes written and when a read is done (:meth:`BlockStore.prune`).
 """
 
 from __future__ import annotations
@@ -51,6 +55,10 @@ PENDING_BYTES = 64 * 1024 * 1024  # blocks put and not written yet, per snapshot
 SUFFIX = ".blk"
 REF_SUFFIX = ".ref"
 REF_MAX = 512  # a reference file is far shorter: anything longer is not one
+LIST_MAGIC = b"imagelint-ebs-listing 2\n"  # a listing: this, the snapshot, SHA-256, the payload
+LIST_SUFFIX = ".lst"
+MAX_LISTINGS = 1024
+MAX_LISTING_BYTES = 2 * 1024 * 1024  # a 64 TiB volume's 131072 blocks take about 1 MiB
 
 
 class BlockStore:
@@ -133,6 +141,53 @@ class BlockStore:
             ref.unlink()
         return None
 
+    def _listing_path(self, region: str, snapshot_id: str) -> Path | None:
+        if self.directory is None:
+            return None
+        return self.directory / (hashlib.sha256(f"{region}:{snapshot_id}".encode()).hexdigest() + LIST_SUFFIX)
+
+    def get_listing(self, region: str, snapshot_id: str) -> tuple[int, frozenset[int]] | None:
+        """The snapshot's volume size and allocated blocks, as kept, checksum verified; None (a miss)."""
+        path = self._listing_path(region, snapshot_id)
+        if path is None:
+            return None
+        header = LIST_MAGIC + f"{region}:{snapshot_id}".encode() + b"\n"
+        try:
+            with path.open("rb") as f:
+                raw = f.read(len(header) + 65 + MAX_LISTING_BYTES + 1)
+        except FileNotFoundError:
+            return None
+        except OSError:
+            raw = b""
+        digest, payload = raw[len(header) : len(header) + 64], raw[len(header) + 65 :]
+        found = None
+        if raw.startswith(header) and hashlib.sha256(payload).hexdigest().encode() == digest:
+            with contextlib.suppress(ValueError):
+                size, _, indexes = payload.decode("ascii").partition("\n")
+                found = int(size), frozenset(int(i) for i in indexes.split(",") if i)
+        if found is None:
+            with contextlib.suppress(OSError):
+                path.unlink()
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(path)
+        return found
+
+    def put_listing(self, region: str, snapshot_id: str, volume_bytes: int, indexes: Iterable[int]) -> None:
+        """Keep a snapshot's listing (atomically; turned off like :meth:`put_all` if it cannot be)."""
+        path = self._listing_path(region, snapshot_id)
+        payload = f"{volume_bytes}\n{','.join(str(i) for i in sorted(indexes))}".encode()
+        if path is None or len(payload) > MAX_LISTING_BYTES:
+            return
+        header = LIST_MAGIC + f"{region}:{snapshot_id}".encode() + b"\n"
+        entry = header + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
+        assert self.directory is not None
+        try:
+            with locked(self.directory):
+                write_atomic(path, entry, sync=False)
+        except OSError as exc:
+            self._off(exc)
+
     def has(self, region: str, snapshot_id: str, index: int) -> bool:
         """Whether a reference is kept under that name (not read, not verified: a hint, never data)."""
         path = self._ref(self.key(region, snapshot_id, index))
@@ -189,6 +244,12 @@ class BlockStore:
             with locked(self.directory):
                 prune(self.directory, "*" + SUFFIX, max_files=MAX_FILES, max_bytes=self.max_bytes)
                 prune(self.directory, "*" + REF_SUFFIX, max_files=MAX_REFS, max_bytes=MAX_REFS * REF_MAX)
+                prune(
+                    self.directory,
+                    "*" + LIST_SUFFIX,
+                    max_files=MAX_LISTINGS,
+                    max_bytes=MAX_LISTINGS * MAX_LISTING_BYTES // 8,
+                )
         except OSError as exc:
             self._off(exc)
 
@@ -237,6 +298,14 @@ class StoredBlocks:
         """The SHA-256 (hex) of a block :meth:`get` served from the store, else None."""
         with self._lock:
             return self._digests.get(index)
+
+    def listing(self) -> tuple[int, frozenset[int]] | None:
+        """The snapshot's volume size and allocated blocks, if kept (:meth:`BlockStore.get_listing`)."""
+        return self.store.get_listing(self.region, self.snapshot_id)
+
+    def keep_listing(self, volume_bytes: int, indexes: Iterable[int]) -> None:
+        """Keep the snapshot's listing (written now: one small file, once per read)."""
+        self.store.put_listing(self.region, self.snapshot_id, volume_bytes, indexes)
 
     def has(self, index: int) -> bool:
         """Whether the block is held or kept (:meth:`BlockStore.has`: a hint, not verified)."""

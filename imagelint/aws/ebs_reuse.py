@@ -9,8 +9,9 @@ have reads as zeros, as always. NEW's stream and disk target above are unchanged
 
 Why the disk target sees exactly NEW's bytes: a block ListChangedBlocks does not name holds the same
 data in both snapshots (that is the API's contract), and before any block is served the listing is
-checked against both snapshots' own ``ListSnapshotBlocks``: NEW's allocated blocks must be OLD's,
-minus those the changes remove, plus those they write, and the volumes the same size. Anything else
+checked against both snapshots' own ``ListSnapshotBlocks`` (OLD's as kept, see below): NEW's
+allocated blocks must be OLD's, minus those the changes remove, plus those they write, and the
+volumes the same size. Anything else
 (the API refuses, e.g. ``UNRELATED_SNAPSHOTS`` for snapshots of different lineages, or
 ``AccessDenied`` without ``ebs:ListChangedBlocks``; a listing that disagrees) reads NEW in full with
 its own API, and the reason is said (stderr and the report). Either way the answers are those of a
@@ -20,11 +21,13 @@ documented contract.
 
 Between runs: every block a side's walk needed (OLD's, NEW's changed ones and NEW's unchanged ones,
 which are NEW's blocks too) is kept in the on-disk :mod:`imagelint.aws.block_store` under its own
-snapshot's name, and read back from there before any ``GetSnapshotBlock``. When OLD's audit comes
+snapshot's name, and read back from there before any ``GetSnapshotBlock``, and so is each
+snapshot's listing (its size and allocated blocks: a snapshot never changes). When OLD's audit comes
 from the audit cache (:meth:`SharedBlocks.remember`), OLD is not read at all and NEW is still read
-through it: OLD's listing is asked for (to check ListChangedBlocks), its blocks come from the store,
-and only those the store lacks are fetched from OLD. So a pipeline that diffs each release against
-the last one fetches only NEW's changed blocks its walk needs.
+through it: ListChangedBlocks is checked against OLD's listing as kept (OLD is listed only when the
+store lacks it, or to fetch a block the store lacks), its blocks come from the store, and only those
+the store lacks are fetched from OLD. So a pipeline that diffs each release against the last one
+fetches only NEW's changed blocks its walk needs, and lists only NEW.
 
 Those are asked for at once: NEW's changed blocks that the walk of OLD read (in this run, or kept in
 the store by an earlier one) are fetched in parallel as NEW's stream opens
@@ -148,10 +151,25 @@ class KeptBlocks(_OnApi):
             if index not in self._kept and (len(self._kept) + 1) * len(data) <= self.keep_bytes:
                 self._kept[index] = data
 
+    def allocated(self) -> tuple[int, frozenset[int]]:
+        """The snapshot's volume size and allocated blocks: its listing in hand, else the one kept in
+        the store (a snapshot never changes), else listed now."""
+        listing = self.api.listed()
+        if listing is None and self.stored is not None:
+            kept = self.stored.listing()
+            if kept is not None:
+                return kept
+        listing = listing or self.api.blocks()
+        return listing.volume_bytes, frozenset(listing.tokens)
+
     def flush(self) -> None:
-        """Write the blocks held for the on-disk store (:meth:`StoredBlocks.flush`): the read is over."""
+        """Write the blocks held for the on-disk store (:meth:`StoredBlocks.flush`), and the listing
+        if this run listed the snapshot: the read is over."""
         if self.stored is not None:
             self.stored.flush()
+            listing = self.api.listed()
+            if listing is not None:
+                self.stored.keep_listing(listing.volume_bytes, listing.tokens)
 
     def walked(self, indexes: Iterable[int], limit: int) -> list[int]:
         """The first ``limit`` of ``indexes`` a walk of this snapshot read: in this run (fetched,
@@ -200,14 +218,14 @@ class ChangedOverBase(_OnApi):
             listing = api.changed_since(base.snapshot_id)
         except AwsError as exc:
             raise Unusable(f"ListChangedBlocks refused: {exc}") from None
-        new, old = api.blocks(), base.blocks()
-        if listing.volume_bytes != new.volume_bytes or old.volume_bytes != new.volume_bytes:
+        new, (old_bytes, old_blocks) = api.blocks(), base.allocated()
+        if listing.volume_bytes != new.volume_bytes or old_bytes != new.volume_bytes:
             raise Unusable(
-                f"volume sizes differ: {old.volume_bytes} bytes in {base.snapshot_id}, "
+                f"volume sizes differ: {old_bytes} bytes in {base.snapshot_id}, "
                 f"{new.volume_bytes} in {api.snapshot_id}, {listing.volume_bytes} in ListChangedBlocks"
             )
         written = {i for i, token in listing.changed.items() if token is not None}
-        expected = (set(old.tokens) - set(listing.changed)) | written
+        expected = (old_blocks - set(listing.changed)) | written
         disagree = sorted(expected ^ set(new.tokens))
         if disagree:
             raise Unusable(

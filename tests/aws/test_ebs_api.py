@@ -319,18 +319,17 @@ def test_the_next_run_reads_new_through_olds_stored_blocks_when_olds_audit_is_ca
     stubbed: Any, tmp_path: Path
 ) -> None:
     """The pipeline's next gate: OLD's audit came from the audit cache (OLD not read), its blocks and
-    NEW's from the block store; only OLD's and NEW's listings and ListChangedBlocks are asked for."""
+    NEW's from the block store; only NEW's listing and ListChangedBlocks are asked for (OLD's listing
+    is the one the first run kept: the Stubber refuses any call it was not given)."""
     client, stub = stubbed
     kept, changed = first_diff(stubbed, tmp_path)
+    assert len(list((tmp_path / "blocks").glob("*.lst"))) == 2  # OLD's and NEW's listings, kept
     shared = ebs_reuse.SharedBlocks(store=BlockStore(tmp_path / "blocks"))
     shared.remember(ebs_reuse.OLD, REGION, OLD)
     stub.add_response(
         "list_changed_blocks", changed_page({1: ("T1", "U1"), 2: (None, "U2")}), changed_params()
     )
     stub.add_response("list_snapshot_blocks", listing({0: "U0", 1: "U1", 2: "U2"}), list_params())
-    stub.add_response(
-        "list_snapshot_blocks", listing({0: "T0", 1: "T1"}), {**list_params(), "SnapshotId": OLD}
-    )
     new = shared.reader(ebs_reuse.NEW, REGION)(api(client))
     assert new.fetch(0) == kept and new.fetch(2) == changed  # no GetSnapshotBlock: both from the store
     facts = new.facts()
@@ -363,10 +362,31 @@ def test_news_changed_blocks_olds_walk_read_are_the_likely_ones(stubbed: Any, tm
     warm = ebs_reuse.SharedBlocks(store=BlockStore(tmp_path / "blocks"))
     warm.remember(ebs_reuse.OLD, REGION, OLD)  # the next run: OLD's audit cached, its walk in the store
     stub.add_response("list_changed_blocks", changes, changed_params())
-    stub.add_response("list_snapshot_blocks", new_listing, list_params())
-    stub.add_response("list_snapshot_blocks", listing(tokens), {**list_params(), "SnapshotId": OLD})
+    stub.add_response("list_snapshot_blocks", new_listing, list_params())  # OLD's: as kept
     again = warm.reader(ebs_reuse.NEW, REGION)(api(client))
     assert isinstance(again, ebs_reuse.ChangedOverBase) and again.likely() == [1]
+
+
+def test_olds_listing_kept_in_the_store_is_checked_like_its_own(stubbed: Any, tmp_path: Path) -> None:
+    """OLD's kept listing stands in for ListSnapshotBlocks only as it was: a damaged one is a miss
+    (OLD listed again), and one that disagrees with the changes reads NEW in full, as OLD's own would."""
+    client, stub = stubbed
+    first_diff(stubbed, tmp_path)
+    store = BlockStore(tmp_path / "blocks")
+    assert store.get_listing(REGION, OLD) == (8 * 1024**3, frozenset({0, 1}))
+    path = store._listing_path(REGION, OLD)
+    assert path is not None
+    path.write_bytes(path.read_bytes()[:-1] + b"7")  # one index off: its checksum fails
+    assert store.get_listing(REGION, OLD) is None and not path.exists()
+    store.put_listing(REGION, OLD, 8 * 1024**3, {0, 1, 5})  # 5: neither in NEW nor among the changes
+    shared = ebs_reuse.SharedBlocks(store=store)
+    shared.remember(ebs_reuse.OLD, REGION, OLD)
+    stub.add_response(
+        "list_changed_blocks", changed_page({1: ("T1", "U1"), 2: (None, "U2")}), changed_params()
+    )
+    stub.add_response("list_snapshot_blocks", listing({0: "U0", 1: "U1", 2: "U2"}), list_params())
+    fallback = shared.reader(ebs_reuse.NEW, REGION)(api(client)).facts()["fallback"]
+    assert "ListChangedBlocks disagrees with the snapshots' own block listings" in str(fallback)
 
 
 def test_new_read_in_full_always_says_why(stubbed: Any) -> None:
