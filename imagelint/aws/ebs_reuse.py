@@ -11,13 +11,12 @@ Why the disk target sees exactly NEW's bytes: a block ListChangedBlocks does not
 data in both snapshots (that is the API's contract), and before any block is served the listing is
 checked against both snapshots' own ``ListSnapshotBlocks`` (OLD's as kept, see below): NEW's
 allocated blocks must be OLD's, minus those the changes remove, plus those they write, and the
-volumes the same size. Anything else
-(the API refuses, e.g. ``UNRELATED_SNAPSHOTS`` for snapshots of different lineages, or
-``AccessDenied`` without ``ebs:ListChangedBlocks``; a listing that disagrees) reads NEW in full with
-its own API, and the reason is said (stderr and the report). Either way the answers are those of a
-full read, as far as the listing can be checked without reading: a block both snapshots have whose
-change the listing left out would look the same to this check, and there the guarantee is the API's
-documented contract.
+volumes the same size. Anything else (the API refuses, e.g. ``UNRELATED_SNAPSHOTS`` for snapshots
+of different lineages, or ``AccessDenied`` without ``ebs:ListChangedBlocks``; a listing that
+disagrees) reads NEW in full with its own API, and the reason is said (stderr and the report).
+Either way the answers are those of a full read, as far as the listing can be checked without
+reading: a block both snapshots have whose change the listing left out would look the same to this
+check, and there the guarantee is the API's documented contract.
 
 Between runs: every block a side's walk needed (OLD's, NEW's changed ones and NEW's unchanged ones,
 which are NEW's blocks too) is kept in the on-disk :mod:`imagelint.aws.block_store` under its own
