@@ -11,6 +11,8 @@ checking several AMIs at once may share them.
 
 from __future__ import annotations
 
+import functools
+import os
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -75,13 +77,25 @@ class Clients:
         return self.get("s3")
 
 
+# What botocore reads the region from: the environment, else the profile's in the config file.
+REGION_SOURCES = ("AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_CONFIG_FILE", "HOME")
+
+
 def default_region(given: str | None) -> str:
-    """--region, else the environment/config's region; refuse to guess."""
+    """--region, else the environment/config's region; refuse to guess. Resolved once per process
+    for the same environment (a command asks for it once per image spec: a session each time)."""
     if given:
         return given
+    region = _configured_region(tuple(os.environ.get(name) for name in REGION_SOURCES))
+    if not region:
+        raise UsageError("no AWS region: give --region or set AWS_REGION / AWS_DEFAULT_REGION")
+    return region
+
+
+@functools.lru_cache(maxsize=8)
+def _configured_region(environment: tuple[str | None, ...]) -> str | None:
+    """The region a boto3 session finds, given the environment it reads it from (the cache key)."""
     import boto3
 
     region = boto3.session.Session().region_name
-    if not region:
-        raise UsageError("no AWS region: give --region or set AWS_REGION / AWS_DEFAULT_REGION")
-    return str(region)
+    return str(region) if region else None

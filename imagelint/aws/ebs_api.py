@@ -139,6 +139,11 @@ class EbsApi:
             return self._relist(self._generation)
         return current
 
+    def listed(self) -> BlockMap | None:
+        """The listing in hand (None: not listed yet); never lists."""
+        with self._lock:
+            return self._map
+
     def _expiring(self, listing: BlockMap) -> bool:
         return listing.expires is not None and self.now() >= listing.expires - TOKEN_MARGIN
 

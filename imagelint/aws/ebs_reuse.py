@@ -9,22 +9,31 @@ have reads as zeros, as always. NEW's stream and disk target above are unchanged
 
 Why the disk target sees exactly NEW's bytes: a block ListChangedBlocks does not name holds the same
 data in both snapshots (that is the API's contract), and before any block is served the listing is
-checked against both snapshots' own ``ListSnapshotBlocks``: NEW's allocated blocks must be OLD's,
-minus those the changes remove, plus those they write, and the volumes the same size. Anything else
-(the API refuses, e.g. ``UNRELATED_SNAPSHOTS`` for snapshots of different lineages, or
-``AccessDenied`` without ``ebs:ListChangedBlocks``; a listing that disagrees) reads NEW in full with
-its own API, and the reason is said (stderr and the report). Either way the answers are those of a
-full read, as far as the listing can be checked without reading: a block both snapshots have whose
-change the listing left out would look the same to this check, and there the guarantee is the API's
-documented contract.
+checked against both snapshots' own ``ListSnapshotBlocks`` (OLD's as kept, see below): NEW's
+allocated blocks must be OLD's, minus those the changes remove, plus those they write, and the
+volumes the same size. Anything else (the API refuses, e.g. ``UNRELATED_SNAPSHOTS`` for snapshots
+of different lineages, or ``AccessDenied`` without ``ebs:ListChangedBlocks``; a listing that
+disagrees) reads NEW in full with its own API, and the reason is said (stderr and the report).
+Either way the answers are those of a full read, as far as the listing can be checked without
+reading: a block both snapshots have whose change the listing left out would look the same to this
+check, and there the guarantee is the API's documented contract.
 
 Between runs: every block a side's walk needed (OLD's, NEW's changed ones and NEW's unchanged ones,
 which are NEW's blocks too) is kept in the on-disk :mod:`imagelint.aws.block_store` under its own
-snapshot's name, and read back from there before any ``GetSnapshotBlock``. When OLD's audit comes
+snapshot's name, and read back from there before any ``GetSnapshotBlock``, and so is each
+snapshot's listing (its size and allocated blocks: a snapshot never changes). When OLD's audit comes
 from the audit cache (:meth:`SharedBlocks.remember`), OLD is not read at all and NEW is still read
-through it: OLD's listing is asked for (to check ListChangedBlocks), its blocks come from the store,
-and only those the store lacks are fetched from OLD. So a pipeline that diffs each release against
-the last one fetches only NEW's changed blocks its walk needs.
+through it: ListChangedBlocks is checked against OLD's listing as kept (OLD is listed only when the
+store lacks it, or to fetch a block the store lacks), its blocks come from the store, and only those
+the store lacks are fetched from OLD. So a pipeline that diffs each release against the last one
+fetches only NEW's changed blocks its walk needs, and lists only NEW.
+
+Those are asked for at once: NEW's changed blocks that the walk of OLD read (in this run, or kept in
+the store by an earlier one) are fetched in parallel as NEW's stream opens
+(:meth:`ChangedOverBase.likely`, at most :data:`LIKELY_MAX`), since the walk of NEW reads the same
+metadata (inode tables, directories, the package database); otherwise each would cost a round trip
+on the walk's path, one after the other. A hint only: a block the walk then does not read was
+fetched for nothing (and is listed as fetched).
 
 :meth:`ChangedOverBase.facts` and :meth:`KeptBlocks.facts` say which blocks were read from which
 snapshot, which were reused and which came from the store: the diff report's ``blocks`` of each
@@ -43,6 +52,7 @@ from imagelint.aws.ebs_api import ApiCounters, BlockMap, EbsApi
 from imagelint.aws.errors import AwsError
 
 DEFAULT_KEEP_BYTES = 256 * 1024 * 1024  # blocks kept per snapshot (beyond: fetched again when needed)
+LIKELY_MAX = 32  # NEW's changed blocks fetched ahead because OLD's walk read them (16 MiB)
 OLD, NEW = "old", "new"
 
 
@@ -97,7 +107,8 @@ class KeptBlocks(_OnApi):
     ``bytes`` the stream's cache holds, not a copy), so that reading one again fetches nothing: OLD's
     for NEW, NEW's own after the stream's cache let them go. With ``stored`` (the snapshot's blocks
     in the on-disk :class:`~imagelint.aws.block_store.BlockStore`), a block kept by an earlier run
-    is read from there, and every block fetched or :meth:`keep`-t is written there."""
+    is read from there, and every block fetched or :meth:`keep`-t is written there (held, and
+    written together when the read is over: :meth:`flush`)."""
 
     api: EbsApi
     keep_bytes: int = DEFAULT_KEEP_BYTES
@@ -139,6 +150,39 @@ class KeptBlocks(_OnApi):
             if index not in self._kept and (len(self._kept) + 1) * len(data) <= self.keep_bytes:
                 self._kept[index] = data
 
+    def allocated(self) -> tuple[int, frozenset[int]]:
+        """The snapshot's volume size and allocated blocks: its listing in hand, else the one kept in
+        the store (a snapshot never changes), else listed now."""
+        listing = self.api.listed()
+        if listing is None and self.stored is not None:
+            kept = self.stored.listing()
+            if kept is not None:
+                return kept
+        listing = listing or self.api.blocks()
+        return listing.volume_bytes, frozenset(listing.tokens)
+
+    def flush(self) -> None:
+        """Write the blocks held for the on-disk store (:meth:`StoredBlocks.flush`), and the listing
+        if this run listed the snapshot: the read is over."""
+        if self.stored is not None:
+            self.stored.flush()
+            listing = self.api.listed()
+            if listing is not None:
+                self.stored.keep_listing(listing.volume_bytes, listing.tokens)
+
+    def walked(self, indexes: Iterable[int], limit: int) -> list[int]:
+        """The first ``limit`` of ``indexes`` a walk of this snapshot read: in this run (fetched,
+        kept) or in an earlier one (kept in the store; a hint, the entry is not read)."""
+        with self._lock:
+            seen = self.fetched | self.from_store | set(self._kept)
+        found: list[int] = []
+        for index in indexes:
+            if len(found) >= limit:
+                break
+            if index in seen or (self.stored is not None and self.stored.has(index)):
+                found.append(index)
+        return found
+
     def indexes(self) -> list[int]:
         """The blocks fetched from this snapshot so far."""
         with self._lock:
@@ -173,14 +217,14 @@ class ChangedOverBase(_OnApi):
             listing = api.changed_since(base.snapshot_id)
         except AwsError as exc:
             raise Unusable(f"ListChangedBlocks refused: {exc}") from None
-        new, old = api.blocks(), base.blocks()
-        if listing.volume_bytes != new.volume_bytes or old.volume_bytes != new.volume_bytes:
+        new, (old_bytes, old_blocks) = api.blocks(), base.allocated()
+        if listing.volume_bytes != new.volume_bytes or old_bytes != new.volume_bytes:
             raise Unusable(
-                f"volume sizes differ: {old.volume_bytes} bytes in {base.snapshot_id}, "
+                f"volume sizes differ: {old_bytes} bytes in {base.snapshot_id}, "
                 f"{new.volume_bytes} in {api.snapshot_id}, {listing.volume_bytes} in ListChangedBlocks"
             )
         written = {i for i, token in listing.changed.items() if token is not None}
-        expected = (set(old.tokens) - set(listing.changed)) | written
+        expected = (old_blocks - set(listing.changed)) | written
         disagree = sorted(expected ^ set(new.tokens))
         if disagree:
             raise Unusable(
@@ -200,9 +244,22 @@ class ChangedOverBase(_OnApi):
         data, kept = self.base.serve(index)
         with self._lock:
             (self.reused if kept else self.base_fetched).add(index)
-        if self.stored is not None:
-            self.stored.put(index, data)  # NEW's block too: tomorrow's OLD
+        if self.stored is not None:  # NEW's block too: tomorrow's OLD (OLD's data, a second name)
+            self.stored.put(index, data, None if self.base.stored is None else self.base.stored.digest(index))
         return data
+
+    def likely(self) -> list[int]:
+        """NEW's changed blocks the walk of OLD read (at most :data:`LIKELY_MAX`, lowest first): the
+        walk of NEW reads the same metadata, so these are worth fetching at once, in parallel, rather
+        than one at a time as the walk comes to them (a hint: a block it does not read is fetched
+        for nothing, and counted as fetched)."""
+        written = sorted(i for i, token in self.changed.items() if token is not None)
+        return self.base.walked(written, LIKELY_MAX)
+
+    def flush(self) -> None:
+        """Write the blocks held for the on-disk store, NEW's and those fetched from OLD."""
+        self.own.flush()
+        self.base.flush()
 
     def facts(self) -> dict[str, object]:
         with self._lock:

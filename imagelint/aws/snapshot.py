@@ -79,7 +79,7 @@ def open_stream(
 ) -> Iterator[SnapshotStream]:
     """The snapshot as a raw disk stream; progress (blocks fetched, MiB) while it is read. ``through``:
     where its blocks come from, given its API (default: the API itself)."""
-    from imagelint.aws.ebs_api import EbsApi
+    from imagelint.aws.ebs_api import BLOCK_SIZE, EbsApi
     from imagelint.aws.ebs_blocks import SnapshotStream
 
     if settings.concurrency < 1:
@@ -96,18 +96,25 @@ def open_stream(
 
     if progress is not None:
         progress.phase("listing blocks", snapshot_id)
+    source = api if through is None else through(api)
     stream = SnapshotStream(
-        api if through is None else through(api),
+        source,
         cache_bytes=settings.cache_mib * MIB,
         concurrency=settings.concurrency,
         on_fetch=show,
     )
+    likely = getattr(source, "likely", None)  # a diff's NEW: changed blocks OLD's walk read
+    if likely is not None:
+        stream.prefetch((index * BLOCK_SIZE, BLOCK_SIZE) for index in likely())
     try:
         if progress is not None:
             progress.phase("reading snapshot", f"{snapshot_id}: {len(stream.allocated)} blocks allocated")
         yield stream
     finally:
         stream.close()
+        flush = getattr(source, "flush", None)  # a diff's source writes its blocks to the store now
+        if flush is not None:
+            flush()
 
 
 @contextlib.contextmanager

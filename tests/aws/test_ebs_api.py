@@ -298,6 +298,10 @@ def first_diff(stubbed: Any, tmp_path: Path) -> tuple[bytes, bytes]:
     )
     assert new.fetch(0) == kept  # unchanged: OLD's, no request (the Stubber refuses any it was not given)
     assert new.fetch(2) == changed
+    assert not list((tmp_path / "blocks").glob("*.ref"))  # held until the reads are over
+    new.flush()  # as each snapshot's stream does when it closes (imagelint.aws.snapshot.open_stream)
+    assert len(list((tmp_path / "blocks").glob("*.ref"))) == 3  # OLD's 0, NEW's 0 and 2
+    assert len(list((tmp_path / "blocks").glob("*.blk"))) == 2  # NEW's 0 is OLD's data: one copy
     assert new.facts() == {
         "mode": "incremental",
         "base_snapshot_id": OLD,
@@ -315,23 +319,74 @@ def test_the_next_run_reads_new_through_olds_stored_blocks_when_olds_audit_is_ca
     stubbed: Any, tmp_path: Path
 ) -> None:
     """The pipeline's next gate: OLD's audit came from the audit cache (OLD not read), its blocks and
-    NEW's from the block store; only OLD's and NEW's listings and ListChangedBlocks are asked for."""
+    NEW's from the block store; only NEW's listing and ListChangedBlocks are asked for (OLD's listing
+    is the one the first run kept: the Stubber refuses any call it was not given)."""
     client, stub = stubbed
     kept, changed = first_diff(stubbed, tmp_path)
+    assert len(list((tmp_path / "blocks").glob("*.lst"))) == 2  # OLD's and NEW's listings, kept
     shared = ebs_reuse.SharedBlocks(store=BlockStore(tmp_path / "blocks"))
     shared.remember(ebs_reuse.OLD, REGION, OLD)
     stub.add_response(
         "list_changed_blocks", changed_page({1: ("T1", "U1"), 2: (None, "U2")}), changed_params()
     )
     stub.add_response("list_snapshot_blocks", listing({0: "U0", 1: "U1", 2: "U2"}), list_params())
-    stub.add_response(
-        "list_snapshot_blocks", listing({0: "T0", 1: "T1"}), {**list_params(), "SnapshotId": OLD}
-    )
     new = shared.reader(ebs_reuse.NEW, REGION)(api(client))
     assert new.fetch(0) == kept and new.fetch(2) == changed  # no GetSnapshotBlock: both from the store
     facts = new.facts()
     assert facts["mode"] == "incremental" and facts["fallback"] is None
     assert facts["fetched"] == [] and facts["reused"] == [0] and facts["stored"] == [0, 2]
+
+
+def test_news_changed_blocks_olds_walk_read_are_the_likely_ones(stubbed: Any, tmp_path: Path) -> None:
+    """NEW's changed blocks worth fetching at once: those the walk of OLD read, in this run or (its
+    audit cached) an earlier one, as the store says; not those it never read, nor removed ones."""
+    client, stub = stubbed
+    old_api = EbsApi(client, OLD, sleep=lambda _: None, now=lambda: NOW)
+    tokens = {0: "T0", 1: "T1", 3: "T3"}
+    stub.add_response("list_snapshot_blocks", listing(tokens), {**list_params(), "SnapshotId": OLD})
+    for i in (1, 3):
+        data = bytes([i]) * BLOCK_SIZE
+        params = {"SnapshotId": OLD, "BlockIndex": i, "BlockToken": tokens[i]}
+        stub.add_response("get_snapshot_block", block_reply(data), params)
+    shared = ebs_reuse.SharedBlocks(store=BlockStore(tmp_path / "blocks"))
+    base = shared.reader(ebs_reuse.OLD, REGION)(old_api)
+    base.fetch(1)
+    base.fetch(3)  # OLD's walk read 1 and 3, not 0
+    changes = changed_page({0: ("T0", "U0"), 1: ("T1", "U1"), 2: (None, "U2"), 3: ("T3", None)})
+    new_listing = listing({0: "U0", 1: "U1", 2: "U2"})
+    stub.add_response("list_changed_blocks", changes, changed_params())
+    stub.add_response("list_snapshot_blocks", new_listing, list_params())
+    new = shared.reader(ebs_reuse.NEW, REGION)(api(client))
+    assert isinstance(new, ebs_reuse.ChangedOverBase) and new.likely() == [1]  # 3: NEW has it no more
+    base.flush()
+    warm = ebs_reuse.SharedBlocks(store=BlockStore(tmp_path / "blocks"))
+    warm.remember(ebs_reuse.OLD, REGION, OLD)  # the next run: OLD's audit cached, its walk in the store
+    stub.add_response("list_changed_blocks", changes, changed_params())
+    stub.add_response("list_snapshot_blocks", new_listing, list_params())  # OLD's: as kept
+    again = warm.reader(ebs_reuse.NEW, REGION)(api(client))
+    assert isinstance(again, ebs_reuse.ChangedOverBase) and again.likely() == [1]
+
+
+def test_olds_listing_kept_in_the_store_is_checked_like_its_own(stubbed: Any, tmp_path: Path) -> None:
+    """OLD's kept listing stands in for ListSnapshotBlocks only as it was: a damaged one is a miss
+    (OLD listed again), and one that disagrees with the changes reads NEW in full, as OLD's own would."""
+    client, stub = stubbed
+    first_diff(stubbed, tmp_path)
+    store = BlockStore(tmp_path / "blocks")
+    assert store.get_listing(REGION, OLD) == (8 * 1024**3, frozenset({0, 1}))
+    path = store._listing_path(REGION, OLD)
+    assert path is not None
+    path.write_bytes(path.read_bytes()[:-1] + b"7")  # one index off: its checksum fails
+    assert store.get_listing(REGION, OLD) is None and not path.exists()
+    store.put_listing(REGION, OLD, 8 * 1024**3, {0, 1, 5})  # 5: neither in NEW nor among the changes
+    shared = ebs_reuse.SharedBlocks(store=store)
+    shared.remember(ebs_reuse.OLD, REGION, OLD)
+    stub.add_response(
+        "list_changed_blocks", changed_page({1: ("T1", "U1"), 2: (None, "U2")}), changed_params()
+    )
+    stub.add_response("list_snapshot_blocks", listing({0: "U0", 1: "U1", 2: "U2"}), list_params())
+    fallback = shared.reader(ebs_reuse.NEW, REGION)(api(client)).facts()["fallback"]
+    assert "ListChangedBlocks disagrees with the snapshots' own block listings" in str(fallback)
 
 
 def test_new_read_in_full_always_says_why(stubbed: Any) -> None:
