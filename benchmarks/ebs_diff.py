@@ -6,8 +6,8 @@ update (the agent enabled at boot, its package added to the dpkg status file) is
 of the disk in place with ``debugfs -w`` and uploaded as OLD's child, NEW. With 50 ms added to every
 GetSnapshotBlock (the moto front sleeps), the CLI diffs the pair three times:
 
-- full: ListChangedBlocks refused by the front (AccessDenied), the audit and block caches off: OLD and NEW read in full
-  (the diff says so and why);
+- full: ListChangedBlocks refused by the front (AccessDenied), the audit and block caches off: OLD
+  and NEW read in full (the diff says so and why);
 - cold incremental: nothing cached (a fresh cache directory): OLD read in full, NEW through
   ListChangedBlocks, its unchanged blocks served from OLD's reads;
 - warm incremental, the release pipeline's case: OLD's audit (audit cache) and the blocks its walk
