@@ -15,7 +15,7 @@ code are the same, so the loaded :class:`RulePack` is kept, pickled, in
   (:mod:`imagelint.cachefiles`), at most ``MAX_FILES`` packs.
 - **Trusted only if it is ours:** a kept file is unpickled only when the running user owns it and
   nobody else may write it; anything that does not unpickle to the pack asked for is a miss.
-- ``IMAGELINT_NO_CACHE=1`` (every cache) or ``IMAGELINT_NO_VALIDATION_CACHE=1`` turns it off.
+- ``IMAGELINT_NO_CACHE`` turns it off as every cache (``1``, or a list naming ``packs``).
 """
 
 from __future__ import annotations
@@ -36,12 +36,6 @@ NAME = "packs"
 MAX_FILES = 256
 MAX_BYTES = 64 * 1024 * 1024
 _PACKAGE = Path(__file__).resolve().parent.parent
-
-
-def _directory() -> Path | None:
-    if os.environ.get("IMAGELINT_NO_VALIDATION_CACHE", "") not in ("", "0"):
-        return None
-    return cachefiles.cache_root(NAME)
 
 
 @cache
@@ -70,7 +64,7 @@ def key(path: Path, pack_bytes: bytes, *, builtin: bool) -> str:
 
 def recall(path: Path, pack_bytes: bytes, *, builtin: bool) -> RulePack | None:
     """The pack loaded from these bytes at this path before, or None."""
-    directory = _directory()
+    directory = cachefiles.cache_root(NAME)
     if directory is None:
         return None
     kept = directory / f"{key(path, pack_bytes, builtin=builtin)}.pickle"
@@ -80,9 +74,7 @@ def recall(path: Path, pack_bytes: bytes, *, builtin: bool) -> RulePack | None:
             if st.st_uid != os.geteuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
                 return None
             pack = pickle.load(f)
-    except FileNotFoundError:
-        return None
-    except Exception:  # a file cut short, from another Python, or not ours: load the YAML instead
+    except Exception:  # none kept, cut short, from another Python: load the YAML instead
         return None
     if not isinstance(pack, RulePack) or pack.path != str(path) or pack.builtin != builtin:
         return None
@@ -92,7 +84,7 @@ def recall(path: Path, pack_bytes: bytes, *, builtin: bool) -> RulePack | None:
 def keep(path: Path, pack_bytes: bytes, pack: RulePack) -> None:
     """Keep ``pack``, loaded from ``pack_bytes`` at ``path``, for the next run; silently not, when the
     cache cannot be written."""
-    directory = _directory()
+    directory = cachefiles.cache_root(NAME)
     if directory is None:
         return
     name = f"{key(path, pack_bytes, builtin=pack.builtin)}.pickle"

@@ -37,51 +37,64 @@ def test_version_imports_nothing_beyond_the_interpreter_start() -> None:
     assert imported <= {"__future__", "imagelint", "imagelint.cli"}, proc.stdout
 
 
+def _loaded_by(
+    args: list[str], modules: tuple[str, ...], *, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> list[str]:
+    """Which of ``modules`` an imagelint command line has imported when it is done (run through
+    ``dispatch`` in a fresh interpreter: ``main()`` would fork)."""
+    code = (
+        "import json, sys\nmodules = json.loads(sys.argv[2])\n"
+        "sys.argv = ['imagelint', *json.loads(sys.argv[1])]\n"
+        "from imagelint.cli import dispatch\ndispatch()\n"
+        "loaded = [m for m in modules if m in sys.modules]\n"
+        "print('LOADED', json.dumps(loaded), file=sys.stderr)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(args), json.dumps(modules)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+        cwd=cwd,
+    )
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("LOADED "), proc.stderr
+    loaded: list[str] = json.loads(last.removeprefix("LOADED "))
+    return loaded
+
+
 def test_audit_does_not_import_heavy_modules(tmp_path: Path) -> None:
     root = build_tree(tmp_path / "image", {"/etc/hostname": "x\n"})
-    code = (
-        "import sys\nsys.argv = ['imagelint', 'audit', sys.argv[1], '-f', 'json:/dev/null']\n"
-        "from imagelint.cli import dispatch\ndispatch()  # in this process: main() would fork\n"
-        "heavy = ('boto3', 'botocore', 'moto', 'urllib3', 'dissect')\n"
-        "print(','.join(sorted(m for m in heavy if m in sys.modules)))\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, check=True)
-    assert proc.stdout.strip() == ""
+    heavy = ("boto3", "botocore", "moto", "urllib3", "dissect")
+    assert _loaded_by(["audit", str(root), "-f", "json:/dev/null"], heavy) == []
 
 
 def test_an_audit_with_kept_packs_and_no_config_parses_no_yaml(tmp_path: Path) -> None:
     """yamlsource's docstring: PyYAML is imported only when a file is parsed. The first audit loads
     the built-in packs and keeps them (rulepacks.cache); the second, with no config file, parses none."""
     root = build_tree(tmp_path / "image", {"/etc/hostname": "x\n"})
-    code = (
-        "import sys\nsys.argv = ['imagelint', 'audit', sys.argv[1], '-f', 'json:/dev/null']\n"
-        "from imagelint.cli import dispatch\ndispatch()\n"
-        "print([m for m in ('yaml', 'jsonschema') if m in sys.modules], file=sys.stderr)\n"
-    )
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
     env.pop("IMAGELINT_NO_CACHE", None)
-    runs = [
-        subprocess.run(
-            [sys.executable, "-c", code, str(root)], capture_output=True, text=True, cwd=tmp_path, env=env
-        ).stderr.strip()
-        for _ in range(2)
-    ]
-    assert runs == ["['yaml', 'jsonschema']", "[]"]
+    args = ["audit", str(root), "-f", "json:/dev/null"]
+    runs = [_loaded_by(args, ("yaml", "jsonschema"), env=env, cwd=tmp_path) for _ in range(2)]
+    assert runs == [["yaml", "jsonschema"], []]
 
 
 def test_units_imports_neither_the_rule_engine_nor_the_bundle_reader(tmp_path: Path) -> None:
     """``imagelint units`` (commands/units.py's docstring): no rule packs, YAML, jsonschema, check
     kinds, engine or bundle reader are imported to list a directory's units."""
     root = build_tree(tmp_path / "image", {"/etc/hostname": "x\n"})
-    code = (
-        "import sys\nsys.argv = ['imagelint', 'units', sys.argv[1]]\n"
-        "from imagelint.cli import dispatch\ndispatch()\n"
-        "heavy = ('yaml', 'jsonschema', 'imagelint.rulepacks.loader', 'imagelint.checks', "
-        "'imagelint.engine', 'imagelint.session', 'imagelint.config', 'imagelint.bundle.run')\n"
-        "print(','.join(sorted(m for m in heavy if m in sys.modules)), file=sys.stderr)\n"
+    heavy = (
+        "yaml",
+        "jsonschema",
+        "imagelint.rulepacks.loader",
+        "imagelint.checks",
+        "imagelint.engine",
+        "imagelint.session",
+        "imagelint.config",
+        "imagelint.bundle.run",
     )
-    proc = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, check=True)
-    assert proc.stderr.strip() == ""
+    assert _loaded_by(["units", str(root)], heavy) == []
 
 
 @pytest.mark.parametrize("kind", ["missing", "file"])

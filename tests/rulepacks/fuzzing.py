@@ -440,7 +440,7 @@ def load_case(kind: str, path: Path) -> None:
     from imagelint.config import load_config
     from imagelint.rulepacks import builtin_pack_paths, load_packs
 
-    os.environ["IMAGELINT_NO_VALIDATION_CACHE"] = "1"
+    os.environ["IMAGELINT_NO_CACHE"] = "1"  # fuzz cases are not kept
     if kind == "pack":
         load_packs([path])
         return

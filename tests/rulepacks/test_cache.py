@@ -18,7 +18,6 @@ from tests.rulepacks.test_loader import GOOD_RULE
 def kept_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.delenv("IMAGELINT_NO_CACHE", raising=False)
-    monkeypatch.delenv("IMAGELINT_NO_VALIDATION_CACHE", raising=False)
     return tmp_path / "cache" / "imagelint" / "packs"
 
 

@@ -144,7 +144,6 @@ def test_a_kept_pack_loads_the_same_rules_without_importing_jsonschema(tmp_path:
         "print('jsonschema' in sys.modules, pickle.dumps([(r.id, r.check) for r in rules]).hex())\n"
     )
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    env.pop("IMAGELINT_NO_VALIDATION_CACHE", None)
     env.pop("IMAGELINT_NO_CACHE", None)
     runs = [
         subprocess.run(
@@ -161,7 +160,6 @@ def test_a_nested_spec_is_validated_when_the_pack_is_not_kept(tmp_path: Path, mo
     from imagelint.rulepacks.loader import load_pack
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.delenv("IMAGELINT_NO_VALIDATION_CACHE", raising=False)
     load_pack(_pack(tmp_path, NESTED_RULE))
     bad = _pack(tmp_path, NESTED_RULE.replace("pattern: x", "pattern: x, colour: red"), "bad.yaml")
     with pytest.raises(RulePackError, match="colour"):
