@@ -16,12 +16,14 @@ demo:
 
 ## test: install everything the tests need (system packages too) and run the whole suite: first every
 ## test not marked serial on TEST_WORKERS xdist workers, a test file per worker (its module fixtures
-## are built once), then the serial ones alone (tests/conftest.py)
+## are built once), then the serial ones alone (tests/conftest.py); each phase names its ten slowest tests
 TEST_WORKERS ?= 4
+# each phase ends with its ten slowest tests: a test that became slow shows in the CI log
+DURATIONS := --durations=10
 test:
 	scripts/install.sh --test
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not serial"; parallel=$$?; \
-	  $(BIN)/python -m pytest -m serial; serial=$$?; \
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not serial" $(DURATIONS); parallel=$$?; \
+	  $(BIN)/python -m pytest -m serial $(DURATIONS); serial=$$?; \
 	  test $$parallel -eq 0 -a $$serial -eq 0
 
 lint:
