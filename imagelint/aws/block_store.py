@@ -74,6 +74,16 @@ class BlockStore:
     def key(region: str, snapshot_id: str, index: int) -> str:
         return f"{region}:{snapshot_id}:{index}"
 
+    @staticmethod
+    def _ref_header(key: str) -> bytes:
+        """How a reference for ``key`` begins (the data's SHA-256 and a newline follow)."""
+        return REF_MAGIC + key.encode() + b"\n"
+
+    @staticmethod
+    def _listing_header(region: str, snapshot_id: str) -> bytes:
+        """How the listing of a snapshot begins (its payload's SHA-256, a newline and the payload follow)."""
+        return LIST_MAGIC + f"{region}:{snapshot_id}".encode() + b"\n"
+
     def _ref(self, key: str) -> Path | None:
         if self.directory is None:
             return None
@@ -128,7 +138,7 @@ class BlockStore:
             return None
         except OSError:
             raw = b""
-        header = REF_MAGIC + key.encode() + b"\n"
+        header = BlockStore._ref_header(key)
         digest = raw[len(header) : -1].decode("ascii", "replace")
         if (
             raw.startswith(header)
@@ -151,7 +161,7 @@ class BlockStore:
         path = self._listing_path(region, snapshot_id)
         if path is None:
             return None
-        header = LIST_MAGIC + f"{region}:{snapshot_id}".encode() + b"\n"
+        header = self._listing_header(region, snapshot_id)
         try:
             with path.open("rb") as f:
                 raw = f.read(len(header) + 65 + MAX_LISTING_BYTES + 1)
@@ -179,7 +189,7 @@ class BlockStore:
         payload = f"{volume_bytes}\n{','.join(str(i) for i in sorted(indexes))}".encode()
         if path is None or len(payload) > MAX_LISTING_BYTES:
             return
-        header = LIST_MAGIC + f"{region}:{snapshot_id}".encode() + b"\n"
+        header = self._listing_header(region, snapshot_id)
         entry = header + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
         assert self.directory is not None
         try:
@@ -207,9 +217,7 @@ class BlockStore:
             ref = self._ref(key)
             if ref is not None and len(data) == BLOCK_SIZE:
                 digest = known or hashlib.sha256(data).hexdigest()
-                entries.append(
-                    (ref, REF_MAGIC + key.encode() + b"\n" + digest.encode() + b"\n", digest, data)
-                )
+                entries.append((ref, self._ref_header(key) + digest.encode() + b"\n", digest, data))
         if not entries:
             return
         assert self.directory is not None
