@@ -11,11 +11,13 @@ available to rule packs. A new kind is one module in the package plus its test; 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import importlib
 import pkgutil
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
@@ -251,6 +253,21 @@ def registry() -> dict[str, CheckKind[Any]]:
     return _REGISTRY
 
 
+_VALIDATED: ContextVar[bool] = ContextVar("imagelint_validated", default=False)
+
+
+@contextlib.contextmanager
+def validated_already() -> Iterator[None]:
+    """Build parameters that an earlier load of the same pack validated against their schemas (a
+    kept pack, authenticated by :mod:`imagelint.rulepacks.cache`): nested check specs are not
+    validated again."""
+    token = _VALIDATED.set(True)
+    try:
+        yield
+    finally:
+        _VALIDATED.reset(token)
+
+
 @dataclass(frozen=True)
 class CheckCall(ParamType):
     """A check spec inside a kind's parameters (``{kind: file.contains, paths: [...], ...}``): the
@@ -268,12 +285,13 @@ class CheckCall(ParamType):
         kind = registry().get(value["kind"])
         if kind is None:
             raise ParamError([], f"unknown check kind {value['kind']!r}")
-        import jsonschema  # only here and on loading: a pack kept by rulepacks.cache needs neither
+        if not _VALIDATED.get():
+            import jsonschema  # only here and on loading: a pack kept by rulepacks.cache needs neither
 
-        schema = {**kind.schema(), "additionalProperties": False}
-        validator = jsonschema.Draft202012Validator(schema)
-        error = jsonschema.exceptions.best_match(validator.iter_errors(value))
-        if error is not None:
-            raise ParamError(list(error.absolute_path), error.message)
+            schema = {**kind.schema(), "additionalProperties": False}
+            validator = jsonschema.Draft202012Validator(schema)
+            error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+            if error is not None:
+                raise ParamError(list(error.absolute_path), error.message)
         params = {k: v for k, v in value.items() if k != "kind"}
         return cls(kind.name, kind.arguments(params))

@@ -115,7 +115,7 @@ def required(cls: type) -> list[str]:
 def build(cls: type[T], data: Mapping[str, Any]) -> T:
     """The typed parameters from a dict their schema accepted; a nested check spec that its own
     kind's schema refuses raises :class:`ParamError` with the path to it."""
-    hints = typing.get_type_hints(cls, include_extras=True)
+    hints = _hints(cls)
     values = {}
     for name, value in data.items():
         try:
@@ -123,6 +123,17 @@ def build(cls: type[T], data: Mapping[str, Any]) -> T:
         except ParamError as exc:
             raise ParamError([name, *exc.path], exc.message) from None
     return cls(**values)
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    """A parameters dataclass's resolved annotations (resolving them evaluates strings: once)."""
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = typing.get_type_hints(cls, include_extras=True)
+    return hints
 
 
 def _unwrap(tp: Any) -> tuple[Any, Param | None]:

@@ -49,6 +49,9 @@ def dispatch() -> int:
         sys.argv.remove(DEBUG_FLAG)
         os.environ["IMAGELINT_DEBUG"] = "1"
     try:
+        from imagelint import cachefiles, stderr
+
+        cachefiles.set_notifier(stderr.warning)  # a cache refused: one line, and the run goes on without it
         from imagelint.cli.app import run
 
         run()

@@ -30,7 +30,7 @@ from imagelint.diff.result import ORDER, DiffResult
 from imagelint.diff.verdict import IGNORE, change_action, decide_diff
 from imagelint.errors import TargetError, UsageError
 from imagelint.openers import OpenOptions, immutable_key, note_cached, open_spec
-from imagelint.report.model import Verdict, report_from_dict
+from imagelint.report.model import Report, Verdict, report_from_dict
 from imagelint.session import PreparedRun, RunOptions, audit_opened, prepare
 
 
@@ -74,9 +74,9 @@ def load_side(
     identity = immutable_key(str(argument), opening) if cache is not None else None
     key = None if identity is None else f"{identity} {run_key(run)}"
     kept = None if key is None or cache is None else cache.get(key)
-    if kept is not None:
+    cached = None if kept is None else _kept_report(kept)
+    if kept is not None and cached is not None:
         note_cached(str(argument), opening)
-        cached = report_from_dict(kept)
         return Side(str(argument), "cache", kept["inventory"], list(cached.findings), cached.verdict.value)
     with open_spec(str(argument), opening) as opened:
         if opened.report is not None:
@@ -94,6 +94,15 @@ def load_side(
     return Side(
         str(argument), "image", report.inventory, list(report.findings), report.verdict.value, blocks=blocks
     )
+
+
+def _kept_report(kept: dict[str, Any]) -> Report | None:
+    """A kept audit read back; None (a miss: the image is read) when it does not read as one."""
+    try:
+        report = report_from_dict(kept)
+    except Exception:  # a kept audit is a hint, never a reason to fail
+        return None
+    return report if isinstance(kept.get("inventory"), dict) else None
 
 
 def run_key(run: PreparedRun) -> str:

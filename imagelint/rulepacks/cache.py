@@ -1,20 +1,21 @@
 """Loaded rule packs kept between runs, so that a run does not parse and validate the same YAML again.
 
 Loading the built-in packs (parsing the YAML, validating it against the schema the check kinds
-compose, building every rule's typed parameters and checking its message template) costs more than
-a whole ``imagelint units`` run. A pack that loaded once loads the same way again as long as its
-bytes, its path (rules name their source as ``path:line:column``), the built-in flag and imagelint's
-code are the same, so the loaded :class:`RulePack` is kept, pickled, in
-``$XDG_CACHE_HOME/imagelint/packs/<key>.pickle``, the key a SHA-256 of all of these.
+compose) costs more than a whole ``imagelint units`` run. A pack that was validated once is the
+same pack again as long as its bytes, its path (rules name their source as ``path:line:column``),
+the built-in flag and imagelint's code are the same, so the validated rules are kept, as JSON, in
+``$XDG_CACHE_HOME/imagelint/packs/<identity>.json``. A hit skips the YAML parser and the schema;
+each rule is still built by the loader's own code (typed parameters, template check), so a kept
+entry holds data only and can never run code.
 
-- **Invalidated on any change:** imagelint's code enters the key as the size and modification time
-  of every module of the package (as Python's own bytecode cache judges its sources), so an edited
-  check kind or loader never meets a pack loaded by the old one.
+- **The full identity:** imagelint's version and code (the size and modification time of every
+  module of the package, as Python's own bytecode cache judges its sources), the pack's path and
+  built-in flag, and the SHA-256 of its bytes: the entry's name is a digest of it, the entry's HMAC
+  covers it (:mod:`imagelint.cachefiles`), and the entry repeats the bytes' SHA-256 the report will
+  name. An entry renamed to another pack, or written by another user or machine, is a miss.
 - **Only successes are kept:** a pack that fails is read, refused and reported every time.
-- **Built atomically, bounded:** written to a temporary file and renamed under the cache's lock
-  (:mod:`imagelint.cachefiles`), at most ``MAX_FILES`` packs.
-- **Trusted only if it is ours:** a kept file is unpickled only when the running user owns it and
-  nobody else may write it; anything that does not unpickle to the pack asked for is a miss.
+- **Trusted only if it is ours, built atomically, bounded:** :mod:`imagelint.cachefiles` (at most
+  :data:`MAX_FILES` packs).
 - ``IMAGELINT_NO_CACHE`` turns it off as every cache (``1``, or a list naming ``packs``).
 """
 
@@ -22,19 +23,22 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
-import pickle
-import stat
 import sys
 from functools import cache
 from pathlib import Path
+from typing import Any
 
-from imagelint import __version__, cachefiles
-from imagelint.rulepacks.model import RulePack
+from imagelint import __version__
+from imagelint.cachefiles import CacheDir
 
 NAME = "packs"
+SUFFIX = ".json"
+FORMAT = 1
 MAX_FILES = 256
 MAX_BYTES = 64 * 1024 * 1024
+MAX_ENTRY_BYTES = 4 * 1024 * 1024
 _PACKAGE = Path(__file__).resolve().parent.parent
 
 
@@ -55,41 +59,65 @@ def code_signature() -> bytes:
     return digest.digest()
 
 
-def key(path: Path, pack_bytes: bytes, *, builtin: bool) -> str:
-    digest = hashlib.sha256(code_signature())
-    digest.update(f"\0{path}\0{builtin}\0".encode("utf-8", "surrogateescape"))
-    digest.update(hashlib.sha256(pack_bytes).digest())
-    return digest.hexdigest()
+def identity(path: Path, pack_bytes: bytes, *, builtin: bool) -> bytes:
+    """Everything a loaded pack depends on, as bytes."""
+    return b"\0".join(
+        (
+            f"format {FORMAT}".encode(),
+            code_signature(),
+            str(path).encode("utf-8", "surrogateescape"),
+            b"builtin" if builtin else b"user",
+            hashlib.sha256(pack_bytes).hexdigest().encode(),
+        )
+    )
 
 
-def recall(path: Path, pack_bytes: bytes, *, builtin: bool) -> RulePack | None:
-    """The pack loaded from these bytes at this path before, or None."""
-    directory = cachefiles.cache_root(NAME)
+def _entry(pack_identity: bytes) -> str:
+    return hashlib.sha256(pack_identity).hexdigest() + SUFFIX
+
+
+def recall(path: Path, pack_bytes: bytes, *, builtin: bool) -> dict[str, Any] | None:
+    """What :func:`keep` kept for these bytes at this path (the pack's header and its validated
+    rules with their sources), or None."""
+    directory = CacheDir.open(NAME)
     if directory is None:
         return None
-    kept = directory / f"{key(path, pack_bytes, builtin=builtin)}.pickle"
+    pack_identity = identity(path, pack_bytes, builtin=builtin)
+    with directory:
+        payload = directory.read(_entry(pack_identity), pack_identity, limit=MAX_ENTRY_BYTES)
+    if payload is None:
+        return None
     try:
-        with kept.open("rb") as f:
-            st = os.fstat(f.fileno())
-            if st.st_uid != os.geteuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-                return None
-            pack = pickle.load(f)
-    except Exception:  # none kept, cut short, from another Python: load the YAML instead
+        kept = json.loads(payload)
+    except ValueError:
         return None
-    if not isinstance(pack, RulePack) or pack.path != str(path) or pack.builtin != builtin:
+    if (
+        not isinstance(kept, dict)
+        or not isinstance(kept.get("pack"), dict)
+        or kept["pack"].get("sha256") != hashlib.sha256(pack_bytes).hexdigest()
+        or not isinstance(kept.get("rules"), list)
+    ):
         return None
-    return pack
+    return kept
 
 
-def keep(path: Path, pack_bytes: bytes, pack: RulePack) -> None:
-    """Keep ``pack``, loaded from ``pack_bytes`` at ``path``, for the next run; silently not, when the
+def keep(
+    path: Path, pack_bytes: bytes, *, builtin: bool, pack: dict[str, Any], rules: list[dict[str, Any]]
+) -> None:
+    """Keep a validated pack for the next run; silently not, when it is not plain JSON data or the
     cache cannot be written."""
-    directory = cachefiles.cache_root(NAME)
+    try:
+        data = json.dumps({"pack": pack, "rules": rules}, sort_keys=True, allow_nan=False).encode()
+        if json.loads(data) != {"pack": pack, "rules": rules}:  # YAML held something JSON cannot
+            return
+    except (TypeError, ValueError):
+        return
+    if len(data) > MAX_ENTRY_BYTES:
+        return
+    directory = CacheDir.open(NAME)
     if directory is None:
         return
-    name = f"{key(path, pack_bytes, builtin=pack.builtin)}.pickle"
-    with contextlib.suppress(OSError, pickle.PicklingError, TypeError, AttributeError):
-        data = pickle.dumps(pack, protocol=pickle.HIGHEST_PROTOCOL)
-        with cachefiles.locked(directory):
-            cachefiles.write_atomic(directory / name, data, sync=False)
-            cachefiles.prune(directory, "*.pickle", max_files=MAX_FILES, max_bytes=MAX_BYTES)
+    pack_identity = identity(path, pack_bytes, builtin=builtin)
+    with directory, contextlib.suppress(OSError), directory.locked():
+        directory.write(_entry(pack_identity), data, pack_identity)
+        directory.prune(SUFFIX, max_files=MAX_FILES, max_bytes=MAX_BYTES)

@@ -10,12 +10,13 @@ from __future__ import annotations
 import hashlib
 import re
 import string
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from imagelint.checks import ParamError, registry
+from imagelint.checks.base import validated_already
 from imagelint.errors import ConfigError, RulePackError
 from imagelint.rulepacks import cache
 from imagelint.rulepacks.model import CheckSpec, Rule, RulePack, RuleStatus, Scope, Severity
@@ -69,37 +70,71 @@ def _expand(path: Path) -> list[Path]:
 
 
 def load_pack(path: Path, *, builtin: bool = False) -> RulePack:
-    """One pack: as loaded by an earlier run from the same bytes (:mod:`imagelint.rulepacks.cache`),
-    else parsed, validated against the schema and built rule by rule (then kept for the next run)."""
+    """One pack: parsed, validated against the schema and built rule by rule (then kept for the next
+    run), or built from the validated rules an earlier run kept for the same bytes
+    (:mod:`imagelint.rulepacks.cache`: data only, authenticated)."""
     pack_bytes = read_yaml_bytes(path, error=RulePackError)
     kept = cache.recall(path, pack_bytes, builtin=builtin)
     if kept is not None:
-        return kept
+        try:
+            with validated_already():  # the kept rules passed the schema when they were kept
+                rules = [(r["raw"], _kept_source(r["source"])) for r in kept["rules"]]
+                return _built(path, builtin, kept["pack"], rules)
+        except Exception:  # a kept entry is a hint: whatever it holds that does not build, read the YAML
+            pass
     document = parse_yaml(str(path), pack_bytes, error=RulePackError)
     if document.data is None:
         raise RulePackError("is empty; a rule pack needs a 'rules:' list", where=document.locate([]))
     first_schema_error(document, rules_schema(), RulePackError)
     data = document.data
     meta = data.get("pack", {})
-    pack = RulePack(
-        name=meta.get("name", path.stem),
-        path=str(path),
-        sha256=hashlib.sha256(pack_bytes).hexdigest(),
-        description=meta.get("description", ""),
-        builtin=builtin,
-    )
-    for index, raw in enumerate(data["rules"]):
-        pack.rules.append(_rule(document, ["rules", index], raw, pack.name))
-    cache.keep(path, pack_bytes, pack)  # only once every rule in it has been built without error
+    header = {
+        "name": meta.get("name", path.stem),
+        "sha256": hashlib.sha256(pack_bytes).hexdigest(),
+        "description": meta.get("description", ""),
+    }
+    located = [(raw, _located(document, ["rules", i])) for i, raw in enumerate(data["rules"])]
+    pack = _built(path, builtin, header, located)
+    # only once every rule in it has been built without error
+    rules = [{"raw": raw, "source": rule.source} for (raw, _), rule in zip(located, pack.rules, strict=True)]
+    cache.keep(path, pack_bytes, builtin=builtin, pack=header, rules=rules)
     return pack
 
 
-def _rule(document: YamlDocument, at: list[str | int], raw: dict[str, Any], pack: str) -> Rule:
-    check = _check(document, [*at, "check"], raw["check"])
+Locate = Callable[[list[str | int]], str]  # a place in a rule (a path of keys) -> file:line:column
+
+
+def _located(document: YamlDocument, at: list[str | int]) -> Locate:
+    return lambda inner: document.locate([*at, *inner])
+
+
+def _kept_source(source: str) -> Locate:
+    """A kept rule names its own source wherever it is asked (its parts were validated already)."""
+    if not isinstance(source, str):
+        raise TypeError(source)
+    return lambda inner: source
+
+
+def _built(
+    path: Path, builtin: bool, header: dict[str, Any], rules: list[tuple[dict[str, Any], Locate]]
+) -> RulePack:
+    pack = RulePack(
+        name=header["name"],
+        path=str(path),
+        sha256=header["sha256"],
+        description=header["description"],
+        builtin=builtin,
+    )
+    pack.rules.extend(_rule(raw, locate, pack.name) for raw, locate in rules)
+    return pack
+
+
+def _rule(raw: dict[str, Any], locate: Locate, pack: str) -> Rule:
+    check = _check(locate, ["check"], raw["check"])
     kind = registry()[check.kind]
-    _check_template(document, [*at, "message"], raw["message"], COMMON_VARIABLES | set(kind.variables))
+    _check_template(locate(["message"]), raw["message"], COMMON_VARIABLES | set(kind.variables))
     if raw["id"] in raw.get("subsumes", ()):
-        where = document.locate([*at, "subsumes", raw["subsumes"].index(raw["id"])])
+        where = locate(["subsumes", raw["subsumes"].index(raw["id"])])
         raise RulePackError(f"rule {raw['id']} subsumes itself", where=where)
     return Rule(
         id=raw["id"],
@@ -114,7 +149,7 @@ def _rule(document: YamlDocument, at: list[str | int], raw: dict[str, Any], pack
         references=tuple(raw.get("references", ())),
         tags=tuple(raw.get("tags", ())),
         pack=pack,
-        source=document.locate(at),
+        source=locate([]),
         example=raw.get("example"),
         negative_example=raw.get("negative_example"),
         status=RuleStatus(raw.get("status", "stable")),
@@ -126,27 +161,27 @@ def _rule(document: YamlDocument, at: list[str | int], raw: dict[str, Any], pack
     )
 
 
-def _check(document: YamlDocument, at: list[str | int], raw: dict[str, Any]) -> CheckSpec:
+def _check(locate: Locate, at: list[str | int], raw: dict[str, Any]) -> CheckSpec:
     params = {k: v for k, v in raw.items() if k not in ("kind", "when", "unless")}
     try:
         arguments = typed_arguments(raw["kind"], params)
     except ParamError as exc:
-        raise RulePackError(one_line(exc.message), where=document.locate([*at, *exc.path])) from None
+        raise RulePackError(one_line(exc.message), where=locate([*at, *exc.path])) from None
     return CheckSpec(
         kind=raw["kind"],
         params=params,
         arguments=arguments,
-        when=_conditions(document, [*at, "when"], raw.get("when")),
-        unless=_conditions(document, [*at, "unless"], raw.get("unless")),
+        when=_conditions(locate, [*at, "when"], raw.get("when")),
+        unless=_conditions(locate, [*at, "unless"], raw.get("unless")),
     )
 
 
-def _conditions(document: YamlDocument, at: list[str | int], raw: Any) -> tuple[CheckSpec, ...]:
+def _conditions(locate: Locate, at: list[str | int], raw: Any) -> tuple[CheckSpec, ...]:
     if raw is None:
         return ()
     if isinstance(raw, dict):
-        return (_check(document, at, raw),)
-    return tuple(_check(document, [*at, i], item) for i, item in enumerate(raw))
+        return (_check(locate, at, raw),)
+    return tuple(_check(locate, [*at, i], item) for i, item in enumerate(raw))
 
 
 def typed_arguments(kind_name: str, params: dict[str, Any]) -> object:
@@ -177,18 +212,18 @@ def override_params(rule: Rule, override: dict[str, Any], where: str) -> Rule:
     return replace(rule, check=replace(rule.check, params=params, arguments=arguments))
 
 
-def _check_template(document: YamlDocument, at: list[str | int], template: str, allowed: set[str]) -> None:
+def _check_template(where: str, template: str, allowed: set[str]) -> None:
     """Only plain ``{variable}`` fields, optionally with ``!r``/``!s`` and a width: the template is
     rendered with image data, so attribute access, indexing and nested fields are refused."""
     try:
         fields = [(f, conv, spec) for _, f, spec, conv in string.Formatter().parse(template) if f is not None]
     except ValueError as exc:
-        raise RulePackError(f"message template: {one_line(str(exc))}", where=document.locate(at)) from None
+        raise RulePackError(f"message template: {one_line(str(exc))}", where=where) from None
     for field, conversion, spec in fields:
         if not field.isidentifier():
             raise RulePackError(
                 f"message field {shown('{' + field + '}')} must be a plain variable name",
-                where=document.locate(at),
+                where=where,
             )
         if field not in allowed:
             known = ", ".join(sorted(allowed))
@@ -196,10 +231,10 @@ def _check_template(document: YamlDocument, at: list[str | int], template: str, 
                 one_line(
                     f"message uses {{{field}}}, which this check kind does not provide (known: {known})"
                 ),
-                where=document.locate(at),
+                where=where,
             )
         if conversion not in (None, "r", "s") or not _SAFE_SPEC.fullmatch(spec or ""):
             raise RulePackError(
                 f"message field {{{field}}}: only !r, !s and a width up to 999 are allowed after the name",
-                where=document.locate(at),
+                where=where,
             )

@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from imagelint import cachefiles
 from imagelint.aws import block_store
 from imagelint.aws.block_store import BlockStore, StoredBlocks
 from imagelint.aws.ebs_api import BLOCK_SIZE
+from imagelint.cachefiles import CacheDir
 
 A, B = "snap-0aaaaaaaaaaaaaaaa", "snap-0bbbbbbbbbbbbbbbb"
 
@@ -37,8 +39,8 @@ def test_a_block_is_served_only_under_its_own_region_snapshot_and_index(tmp_path
         (".blk", lambda raw: raw[:-1] + bytes([raw[-1] ^ 1])),  # one bit of the data
         (".blk", lambda raw: raw[: len(raw) // 2]),  # torn: a crash before the data was on disk
         (".blk", lambda raw: b""),
-        (".ref", lambda raw: raw.replace(A.encode(), B.encode())),  # names another snapshot
-        (".ref", lambda raw: raw[:-3] + b"0\n"),  # names other data
+        (".ref", lambda raw: raw[:-3] + b"000"),  # names other data
+        (".ref", lambda raw: raw[:-1]),  # cut short
         (".ref", lambda raw: b""),
     ],
 )
@@ -81,13 +83,13 @@ def test_blocks_are_held_until_the_read_is_over_and_written_in_one_go(
     store = BlockStore(tmp_path)
     stored = StoredBlocks(store, "r", A, pending_bytes=2 * BLOCK_SIZE)
     takes: list[int] = []
-    real = block_store.locked
+    real = CacheDir.locked
 
-    def counted(directory: Path) -> object:
+    def counted(self: CacheDir) -> object:
         takes.append(1)
-        return real(directory)
+        return real(self)
 
-    monkeypatch.setattr(block_store, "locked", counted)
+    monkeypatch.setattr(CacheDir, "locked", counted)
     stored.put(0, block(1))
     stored.put(1, block(2))
     assert stored.get(1) == block(2) and not list(tmp_path.glob("*.ref"))  # held: served, not written
@@ -107,9 +109,8 @@ def test_the_least_recently_used_blocks_go_past_the_bound(tmp_path: Path) -> Non
         store.put("r", A, i, block(i))
         found = store.get_verified("r", A, i)
         assert found is not None
-        for path in (store._ref(store.key("r", A, i)), store._data(found[1])):
-            assert path is not None
-            os.utime(path, (1000 + i, 1000 + i))  # written in this order
+        for name in (store.ref_entry(store.key("r", A, i)), store.data_entry(found[1])):
+            os.utime(tmp_path / name, (1000 + i, 1000 + i))  # written in this order
     assert store.get("r", A, 0) is not None  # a hit makes block 0 the most recently used
     store.put("r", A, 3, block(3))
     store.prune()
@@ -128,15 +129,38 @@ def test_no_cache_turns_it_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert BlockStore().directory == tmp_path / "imagelint" / "blocks"
 
 
-def test_a_directory_that_cannot_be_written_turns_it_off_with_one_warning(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_a_directory_that_cannot_be_made_turns_it_off_with_one_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    notes: list[str] = []
+    monkeypatch.setattr(cachefiles, "_noted", set())
+    monkeypatch.setattr(cachefiles, "_notify", notes.append)
     (tmp_path / "file").write_text("not a directory")
-    store = BlockStore(tmp_path / "file" / "blocks")
+    for _ in range(2):
+        store = BlockStore(tmp_path / "file" / "blocks")
+        store.put("r", A, 0, block(1))
+        assert store.directory is None and store.get("r", A, 0) is None
+    assert len(notes) == 1 and notes[0].startswith("blocks cache off"), notes
+
+
+def test_a_reference_moved_to_another_blocks_name_is_a_miss(tmp_path: Path) -> None:
+    """B's genuine reference copied under A's name would serve B's data as A's block."""
+    store = BlockStore(tmp_path)
     store.put("r", A, 0, block(1))
-    store.put("r", A, 1, block(1))
-    assert store.directory is None
-    assert capsys.readouterr().err.count("block store") == 1
+    store.put("r", B, 0, block(2))
+    a_ref, b_ref = (tmp_path / store.ref_entry(store.key("r", s, 0)) for s in (A, B))
+    a_ref.write_bytes(b_ref.read_bytes())
+    assert store.get("r", A, 0) is None and store.get("r", B, 0) == block(2)
+
+
+def test_a_listing_moved_to_another_snapshot_is_a_miss(tmp_path: Path) -> None:
+    store = BlockStore(tmp_path)
+    store.put_listing("r", A, 8 * BLOCK_SIZE, [0, 1])
+    store.put_listing("r", B, 8 * BLOCK_SIZE, [0, 1, 2, 3])
+    assert store.get_listing("r", A) == (8 * BLOCK_SIZE, frozenset({0, 1}))
+    a_list, b_list = (tmp_path / store.listing_entry(f"r:{s}") for s in (A, B))
+    a_list.write_bytes(b_list.read_bytes())
+    assert store.get_listing("r", A) is None
 
 
 def test_writes_past_the_pruning_step_prune(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -39,8 +39,8 @@ def test_the_oldest_entries_go_past_the_bound(tmp_path: Path, monkeypatch: pytes
     for i in range(5):
         cache.put(f"k{i}", {"i": i})
         for j in range(i + 1):  # older puts are older files
-            path = cache._path(f"k{j}")
-            if path is not None and path.exists():
+            path = tmp_path / cache.entry(f"k{j}")
+            if path.exists():
                 os.utime(path, (1000 + j, 1000 + j))
     assert [cache.get(f"k{i}") for i in range(5)] == [None, None, {"i": 2}, {"i": 3}, {"i": 4}]
 
@@ -72,3 +72,17 @@ def test_where_and_whether(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> N
     off = AuditCache()
     off.put("k", {"x": 1})
     assert off.get("k") is None and not (tmp_path / "home" / ".cache").exists()
+
+
+def test_entries_planted_with_the_right_names_are_misses(tmp_path: Path) -> None:
+    """The issue's attack: two JSON entries planted under the names ``diff`` would look up made
+    ``imagelint diff ebs:snap-A ebs:snap-B`` pass with no AWS reachable. Without this user's key
+    they are misses, and the snapshots are read."""
+    cache = AuditCache(tmp_path)
+    for key in ("ebs:us-east-1:snap-A run", "ebs:us-east-1:snap-B run"):
+        planted = tmp_path / cache.entry(key)
+        planted.write_text(json.dumps({"key": key, "document": {"verdict": "pass", "inventory": {}}}))
+        planted.chmod(0o600)
+        assert cache.get(key) is None
+    cache.put("ebs:us-east-1:snap-A run", {"verdict": "fail"})
+    assert cache.get("ebs:us-east-1:snap-A run") == {"verdict": "fail"}
