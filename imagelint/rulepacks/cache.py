@@ -107,7 +107,7 @@ def keep(
     """Keep a validated pack for the next run; silently not, when it is not plain JSON data or the
     cache cannot be written."""
     try:
-        data = json.dumps({"pack": pack, "rules": rules}, sort_keys=True, allow_nan=False).encode()
+        data = json.dumps({"pack": pack, "rules": rules}, allow_nan=False).encode()  # in YAML order
         if json.loads(data) != {"pack": pack, "rules": rules}:  # YAML held something JSON cannot
             return
     except (TypeError, ValueError):

@@ -199,3 +199,23 @@ def test_fifos_under_every_cache_name_block_nothing(tmp_path: Path) -> None:
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert len(list(packs.glob("*.json"))) == len(builtin_pack_paths())  # kept anew, as regular files
     assert all(p.is_file() for p in packs.glob("*.json"))
+
+
+def test_a_kept_pack_keeps_the_order_of_its_mappings(kept_in: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Examples are trees written in order (the docs print them so): the kept pack's are in YAML order."""
+    import json
+
+    from imagelint.rulepacks.loader import builtin_pack_paths
+
+    def shapes() -> list[str]:
+        return [
+            json.dumps([r.example, r.negative_example, r.check.params])
+            for path in builtin_pack_paths()
+            for r in load_pack(path, builtin=True).rules
+        ]
+
+    monkeypatch.setenv("IMAGELINT_NO_CACHE", "1")
+    fresh = shapes()
+    monkeypatch.delenv("IMAGELINT_NO_CACHE")
+    shapes()  # kept
+    assert shapes() == fresh
