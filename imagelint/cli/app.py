@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from imagelint import stderr
 from imagelint.cli.application import (
     DOCS_CODES,
     DOCS_MEANINGS,
@@ -50,7 +51,8 @@ def audit(
         Path,
         typer.Argument(
             help="Root directory of the mounted image, a disk image file, or a bundle file (.tar.gz) "
-            "from the remote collector."
+            "from the remote collector.",
+            readable=False,  # the opener says what it cannot read: one line, exit 3
         ),
     ] = Path("/"),
     show_waived: Annotated[
@@ -138,7 +140,8 @@ def audit(
 @friendly
 def units(
     root: Annotated[
-        Path, typer.Argument(help="Root directory of the mounted image, or a disk image file.")
+        Path,
+        typer.Argument(help="Root directory of the mounted image, or a disk image file.", readable=False),
     ] = Path("/"),
     formats: Annotated[
         list[str] | None,
@@ -187,8 +190,8 @@ def soak(
         Path | None,
         typer.Option(
             "--from-bundle",
-            exists=True,
             dir_okay=False,
+            readable=False,  # the opener says what it cannot read: one line, exit 3
             help="Judge the cgroup samples recorded in this bundle (from the remote collector) instead of "
             "watching this host; --duration and --interval are the bundle's.",
         ),
@@ -424,5 +427,32 @@ from imagelint.cli import watch as _watch_command  # noqa: E402,F401  (registers
 
 
 def run() -> None:
-    for_command_line(sys.argv[1:])(prog_name="imagelint")
-    sys.exit(0)
+    """Run the command line; a usage error is one line (no box drawing) and exit 2."""
+    import importlib
+
+    import typer.core
+
+    # click as the installed typer raises its exceptions: typer 0.28 vendors it as typer._click
+    click = getattr(typer.core, "_click", None) or importlib.import_module("click")
+    argv = sys.argv[1:]
+    command = typer.main.get_command(for_command_line(argv))
+    try:
+        code = command.main(args=argv, prog_name="imagelint", standalone_mode=False)
+    except click.exceptions.UsageError as exc:
+        if type(exc).__name__ != "NoArgsIsHelpError":  # that one has printed the help already
+            stderr.error(usage_line(exc))
+        sys.exit(int(ExitCode.USAGE))
+    except click.exceptions.ClickException as exc:
+        stderr.error(exc.format_message())
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        stderr.error("interrupted; inconclusive")
+        sys.exit(int(ExitCode.INCONCLUSIVE))
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def usage_line(exc: Any) -> str:
+    """A usage error in one line: what is wrong, and where the help is."""
+    context = exc.ctx
+    where = context.command_path if context is not None else "imagelint"
+    return f"{exc.format_message()} (see '{where} -h')"

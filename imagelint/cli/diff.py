@@ -28,10 +28,15 @@ DIFF_MEANINGS = {
 def diff(
     old: Annotated[
         Path,
-        typer.Argument(help="The previous image (anything audit takes), its JSON report, or an AMI."),
+        typer.Argument(
+            help="The previous image (anything audit takes), its JSON report, or an AMI.", readable=False
+        ),
     ],
     new: Annotated[
-        Path, typer.Argument(help="The new image (anything audit takes), its JSON report, or an AMI.")
+        Path,
+        typer.Argument(
+            help="The new image (anything audit takes), its JSON report, or an AMI.", readable=False
+        ),
     ],
     config: ConfigOpt = None,
     rules: RulesOpt = None,
