@@ -141,7 +141,8 @@ def test_a_kept_pack_loads_the_same_rules_without_importing_jsonschema(tmp_path:
         "from pathlib import Path\n"
         "from imagelint.rulepacks.loader import load_pack\n"
         "rules = load_pack(Path(sys.argv[1])).rules\n"
-        "print('jsonschema' in sys.modules, repr([(r.id, r.source, r.check) for r in rules]).encode().hex())\n"
+        "shown = repr([(r.id, r.source, r.check) for r in rules])\n"
+        "print('jsonschema' in sys.modules, shown.encode().hex())\n"
     )
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
     env.pop("IMAGELINT_NO_CACHE", None)
