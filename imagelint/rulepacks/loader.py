@@ -96,8 +96,8 @@ def load_pack(path: Path, *, builtin: bool = False) -> RulePack:
     located = [(raw, _located(document, ["rules", i])) for i, raw in enumerate(data["rules"])]
     pack = _built(path, builtin, header, located)
     # only once every rule in it has been built without error
-    rules = [{"raw": raw, "source": rule.source} for (raw, _), rule in zip(located, pack.rules, strict=True)]
-    cache.keep(path, pack_bytes, builtin=builtin, pack=header, rules=rules)
+    kept_rules = [{"raw": raw, "source": r.source} for (raw, _), r in zip(located, pack.rules, strict=True)]
+    cache.keep(path, pack_bytes, builtin=builtin, pack=header, rules=kept_rules)
     return pack
 
 

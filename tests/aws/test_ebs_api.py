@@ -374,9 +374,8 @@ def test_olds_listing_kept_in_the_store_is_checked_like_its_own(stubbed: Any, tm
     first_diff(stubbed, tmp_path)
     store = BlockStore(tmp_path / "blocks")
     assert store.get_listing(REGION, OLD) == (8 * 1024**3, frozenset({0, 1}))
-    path = store._listing_path(REGION, OLD)
-    assert path is not None
-    path.write_bytes(path.read_bytes()[:-1] + b"7")  # one index off: its checksum fails
+    path = tmp_path / "blocks" / store.listing_entry(f"{REGION}:{OLD}")
+    path.write_bytes(path.read_bytes()[:-1] + b"7")  # one index off: its authentication fails
     assert store.get_listing(REGION, OLD) is None and not path.exists()
     store.put_listing(REGION, OLD, 8 * 1024**3, {0, 1, 5})  # 5: neither in NEW nor among the changes
     shared = ebs_reuse.SharedBlocks(store=store)
