@@ -15,6 +15,8 @@ number and generation.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
+from typing import cast
 
 _RO_COMPAT_METADATA_CSUM = 0x400
 _INCOMPAT_CSUM_SEED = 0x2000
@@ -31,11 +33,28 @@ _U32 = struct.Struct("<I")
 _MASK = 0xFFFFFFFF
 
 
+def _crc32c() -> Callable[[bytes, int], int]:
+    """dissect.util's CRC32C: its native build when installed (~3 µs an inode), else its pure-Python
+    one (~50 µs an inode: a disk audit of a real image 1.5 times as long)."""
+    try:  # its submodules are attributes of the extension, not importable by name
+        from dissect.util._native import hash as native
+
+        return cast("Callable[[bytes, int], int]", native.crc32c.crc32c)
+    except (ImportError, AttributeError):
+        from dissect.util.hash.crc32c import crc32c
+
+        return cast("Callable[[bytes, int], int]", crc32c)
+
+
+_CRC32C: Callable[[bytes, int], int] | None = None
+
+
 def _crc(seed: int, data: bytes) -> int:
     """The kernel's ``crc32c(seed, data)``: the register without the initial and final inversion."""
-    from dissect.util.hash.crc32c import crc32c
-
-    return int(crc32c(data, seed ^ _MASK)) ^ _MASK
+    global _CRC32C
+    if _CRC32C is None:
+        _CRC32C = _crc32c()
+    return _CRC32C(data, seed ^ _MASK) ^ _MASK
 
 
 class ExtChecksums:
