@@ -116,6 +116,7 @@ def audit(target: Target, packs: list[RulePack], config: Config, settings: RunSe
     )
     if Scope.IMAGE in settings.scopes:
         _add_inventory(report, CheckContext(settings_for_checks, facts, log))
+    _add_damage(report, target)
     if settings.baseline is not None:
         _add_baseline(report, settings)
     report.facts.update({name: to_dict() for name, to_dict in log.recorded.items()})
@@ -138,6 +139,16 @@ def _add_inventory(report: Report, ctx: CheckContext) -> None:
     if not report.inventory["complete"]:
         problems = "; ".join(report.inventory["problems"][:5])
         report.warnings.append(ReportError(f"inventory incomplete: {problems}"))
+
+
+def _add_damage(report: Report, target: Target) -> None:
+    """Each damaged read the target met is an error of the run, so it cannot pass on it: a rule that
+    met the damage has said so already; a fact that carried on without the data is said here."""
+    said = {e.where for e in report.errors}
+    for path, why in target.damaged():
+        if path not in said:
+            report.errors.append(ReportError(f"damaged, not read: {why}", where=path))
+            said.add(path)
 
 
 def _add_baseline(report: Report, settings: RunSettings) -> None:

@@ -63,6 +63,24 @@ class ImageReadError(ImageLintError):
         self.reason = reason
 
 
+class ImageDamageError(ImageLintError):
+    """Data in the image is there but the target cannot read it: a corrupt inode, extent tree or
+    directory block, an I/O error under a directory target.
+
+    Deliberately not an ImageReadError: fact parsers record an ImageReadError (a link loop, a file
+    over the read cap) as a problem of their own and carry on, and damage must never read as an
+    absent or empty file. It propagates to the rule that needed the data (an error: the run is
+    inconclusive), and the target keeps an account of it for the report (``Target.damaged``).
+    """
+
+    exit_code = ExitCode.INCONCLUSIVE
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(reason, where=path)
+        self.path = path
+        self.reason = reason
+
+
 def where_raised(exc: BaseException) -> str:
     """``imagelint/module.py:line`` of the innermost frame inside imagelint that ``exc`` passed
     through (else the innermost frame at all): where to look when reporting an internal error."""

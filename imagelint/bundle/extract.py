@@ -22,6 +22,9 @@ fails a check:
   row before a member; GNU sparse members (whose maps tarfile reads block after block) are refused
   before their map is read.
 
+- members: the image part holds exactly the members the collector listed in
+  ``imagelint/members.txt`` (when it wrote one), so a member renamed by damage is refused.
+
 Regular files the collector described without content (``stat`` lines of the manifest) become
 empty placeholders, so that listings show them, and are marked so that reading them is an error.
 """
@@ -268,6 +271,7 @@ def _extract_into(bundle: Path, result: Extracted, caps: Caps, where: str) -> No
         except (tarfile.TarError, EOFError, OSError, ValueError, zlib_error()) as exc:
             # tarfile lets a ValueError out of some malformed numeric fields
             raise BundleError(f"not a readable tar archive: {str(exc)[:200]!r}", where=where) from None
+        _check_members(result, where)
         manifest_path = result.meta / "manifest.txt"
         if not manifest_path.is_file():
             raise BundleError(
@@ -289,6 +293,26 @@ def _extract_into(bundle: Path, result: Extracted, caps: Caps, where: str) -> No
         for fd in fds.values():
             os.close(fd)
         raw.close()
+
+
+def _check_members(result: Extracted, where: str) -> None:
+    """The image members are the ones the collector listed in ``imagelint/members.txt``, or the
+    bundle is damaged: a tar header's checksum is a byte sum, which two flipped bits can leave
+    unchanged, and a renamed member would read as a file absent from the image. A bundle without
+    the list (an older collector) is read as before."""
+    listed_path = result.meta / "members.txt"
+    if not listed_path.is_file():
+        return
+    names = listed_path.read_bytes().decode("utf-8", "surrogateescape").split("\n")
+    listed = {_image_path([p for p in n[1:].split("/") if p not in ("", ".")]) for n in names if n}
+    arrived = set(result.table)
+    odd = [(p, "is missing") for p in sorted(listed - arrived)] + [
+        (p, "is not listed") for p in sorted(arrived - listed)
+    ]
+    if odd:
+        name, what = odd[0]
+        why = "the collector's imagelint/members.txt and the tar disagree"
+        raise BundleError(f"damaged: {name[:200]!r} {what} ({why})", where=where)
 
 
 def zlib_error() -> type[Exception]:

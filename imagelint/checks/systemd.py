@@ -95,15 +95,22 @@ def image_inventory(ctx: CheckContext) -> dict[str, Any]:
     """The report's inventory (:mod:`imagelint.facts.inventory`) from this run's shared unit index
     and manager defaults: built after the rules, it reads only what they did not. On a live host
     (the target is the running system) the kernel command line of ``/proc/cmdline`` is included."""
+    from imagelint.errors import ImageDamageError
     from imagelint.facts.inventory import build_inventory
 
+    live = ctx.target.kind == "host"
     try:
-        index: UnitIndex | None = unit_index(ctx)
-    except NotApplicable:
-        index = None
-    defaults = _manager_defaults(ctx) if index is not None else None
-    commands = unit_commands(ctx) if index is not None else None
-    return build_inventory(ctx.target, index, defaults, live=ctx.target.kind == "host", commands=commands)
+        try:
+            index: UnitIndex | None = unit_index(ctx)
+        except NotApplicable:
+            index = None
+        defaults = _manager_defaults(ctx) if index is not None else None
+        commands = unit_commands(ctx) if index is not None else None
+        return build_inventory(ctx.target, index, defaults, live=live, commands=commands)
+    except ImageDamageError:
+        # the units cannot be listed in full: none are, and the target's account of the damage
+        # marks the inventory incomplete (a diff on it is inconclusive)
+        return build_inventory(ctx.target, None, None, live=live)
 
 
 def _manager_defaults(ctx: CheckContext) -> ManagerDefaults:

@@ -18,7 +18,7 @@
 #   S FILE            FILE with content, and the files its sshd `Include` lines name
 #   N GLOB            not collected by design (what a boot creates under /run): read as absent
 # Bundle (tar): ./<image path> entries (directories, symlinks, regular files with content) and
-# imagelint/ (manifest.txt, live/, soak/). Regular files whose content was not collected, and
+# imagelint/ (manifest.txt, members.txt, live/, soak/). Regular files whose content was not collected, and
 # special files, are described in manifest.txt as `stat MODE UID GID SIZE REASON PATH`.
 set -u
 W=${1:?usage: sh collect.sh WORKDIR}
@@ -515,8 +515,9 @@ classify "$W/j.s" 1 "$JOURNAL_CAP"
 classify "$W/m.s" 0 0
 [ "$BADNAMES" -gt 0 ] && note "unrepresentable-names $BADNAMES"
 note "content-bytes $TOTAL"
-sort -u "$W/tar.lst" > "$W/tar.s"
-tar -cf "$W/bundle.tar" -C "${ROOT:-/}" --no-recursion --no-unquote -T "$W/tar.s" 2> "$W/tar.err"
+# what the tar holds, kept in the bundle too: a member renamed on the way (damage) is caught at home
+sort -u "$W/tar.lst" > "$M/members.txt"
+tar -cf "$W/bundle.tar" -C "${ROOT:-/}" --no-recursion --no-unquote -T "$M/members.txt" 2> "$W/tar.err"
 rc=$?
 note "tar $rc"
 if [ "$rc" -gt 1 ]; then

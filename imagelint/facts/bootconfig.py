@@ -19,7 +19,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from imagelint.errors import ImageReadError
+from imagelint.errors import ImageDamageError, ImageReadError
 from imagelint.targets.interface import Target
 
 OS_RELEASE = ("/etc/os-release", "/usr/lib/os-release")
@@ -38,7 +38,7 @@ def _read(target: Target, path: str, problems: list[str]) -> str | None:
         if target.stat(path) is None:
             return None
         return target.read_bytes(path, limit=READ_LIMIT).decode("utf-8", "replace")
-    except ImageReadError as exc:
+    except (ImageReadError, ImageDamageError) as exc:
         problems.append(f"{path}: {exc.reason}")
         return None
 
@@ -79,7 +79,7 @@ def kernel_cmdline(target: Target, problems: list[str], *, live: bool = False) -
         found.append({"source": KERNEL_CMDLINE, "value": " ".join(text.split())[:MAX_VALUE]})
     try:
         entries = sorted(n for n in target.listdir(LOADER_ENTRIES) if n.endswith(".conf"))
-    except ImageReadError as exc:
+    except (ImageReadError, ImageDamageError) as exc:
         problems.append(f"{LOADER_ENTRIES}: {exc.reason}")
         entries = []
     if len(entries) > MAX_ENTRIES:

@@ -28,7 +28,7 @@ import hashlib
 import math
 from typing import TYPE_CHECKING, Any
 
-from imagelint.errors import ImageReadError
+from imagelint.errors import ImageDamageError, ImageReadError
 from imagelint.facts.bootconfig import image_facts
 from imagelint.facts.packages import load_packages
 
@@ -62,9 +62,11 @@ def build_inventory(
     facts = image_facts(target, live=live)
     packages = load_packages(target)
     problems += facts.pop("problems") + packages.problems
+    damaged = target.damaged()
+    problems += [f"{path}: damaged, not read: {why}" for path, why in damaged]
     return {
         "version": INVENTORY_VERSION,
-        "complete": not _incomplete(index, packages.complete),
+        "complete": not damaged and not _incomplete(index, packages.complete),
         "default_target": index.default_target if index is not None else None,
         "default_target_assumed": index.default_target_assumed if index is not None else False,
         "units": units,
@@ -162,7 +164,7 @@ def _finite(seconds: float) -> float | None:
 def _dropin(target: Target, path: str, problems: list[str]) -> dict[str, Any]:
     try:
         digest: str | None = hashlib.sha256(target.read_bytes(path)).hexdigest()
-    except ImageReadError as exc:
+    except (ImageReadError, ImageDamageError) as exc:  # damage: in the target's account too
         problems.append(f"{path}: {exc.reason}")
         digest = None
     return {"path": path, "sha256": digest}

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from imagelint.errors import ImageReadError
+from imagelint.errors import ImageDamageError, ImageReadError
 from imagelint.targets.interface import FileKind, Target
 
 DPKG_STATUS = "/var/lib/dpkg/status"
@@ -131,7 +131,7 @@ def load_packages(target: Target) -> Packages:
 def _is_file(target: Target, path: str) -> bool:
     try:
         st = target.stat(path)
-    except ImageReadError:
+    except (ImageReadError, ImageDamageError):
         return True  # there, but unreadable: the reader says so
     return st is not None and st.kind is FileKind.FILE
 
@@ -143,7 +143,7 @@ def _dpkg(target: Target) -> Packages:
     result = Packages("dpkg", DPKG_STATUS)
     try:
         data = target.read_bytes(DPKG_STATUS)
-    except ImageReadError as exc:  # over the read cap: an incomplete inventory (a diff is inconclusive)
+    except (ImageReadError, ImageDamageError) as exc:  # an incomplete inventory (a diff is inconclusive)
         result.problems.append(f"{DPKG_STATUS}: {exc.reason}")
         return result
     rows: list[tuple[str, str, str]] = []
@@ -228,7 +228,7 @@ def _rpm(target: Target, path: str) -> Packages:
     try:
         resolved = target.resolve(path)
         st = target.lstat(resolved)
-    except ImageReadError as exc:
+    except (ImageReadError, ImageDamageError) as exc:
         result.problems.append(f"{path}: {exc.reason}")
         return result
     if st is None or st.kind is not FileKind.FILE:
@@ -255,7 +255,7 @@ def _copy_out(target: Target, resolved: str, path: str, copy: Path) -> str | Non
     Returns why it cannot be read, if it cannot."""
     try:
         source = target.open_random(resolved)
-    except ImageReadError as exc:
+    except (ImageReadError, ImageDamageError) as exc:
         return exc.reason
     try:
         with open(copy, "wb") as out:

@@ -152,3 +152,7 @@ class Target(Protocol):
 
     def facts(self) -> dict[str, object]:
         """What the target itself reports (what was opened, I/O counters); {} when nothing."""
+
+    def damaged(self) -> list[tuple[str, str]]:
+        """(image path, why) of each read so far that met damage (an ImageDamageError): data that is
+        there and could not be read. Bounded; the run reports each, and cannot pass on them."""

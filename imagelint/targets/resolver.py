@@ -13,8 +13,10 @@ every target:
   lists at most ``MAX_DIR_ENTRIES`` entries of one directory (a listing is held whole while it is
   sorted), past which it raises ImageReadError (the run is then inconclusive, never a pass).
 
-Backends raise ``OSError`` for anything but a missing path; it becomes an ImageReadError naming the
-image path asked for.
+Backends raise ``OSError`` for anything but a missing path: the data is there and cannot be read (a
+corrupt inode, extent tree or directory block of a disk image; an I/O error). It becomes an
+ImageDamageError naming the image path asked for, never an absent or empty file, and the target
+keeps an account of it (:meth:`ResolvingTarget.damaged`) so that no damage it met goes unreported.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, cast
 
-from imagelint.errors import ImageReadError
+from imagelint.errors import ImageDamageError, ImageReadError
 from imagelint.targets.interface import (
     FileKind,
     ImageStat,
@@ -42,6 +44,7 @@ MAX_WALK_DEPTH = 2048  # directory levels below the start (PATH_MAX allows ~2048
 # entries of one directory listed by a glob or walk (~0.5 KiB each while held): /usr/share/doc of a
 # large real image has ~3,000, a mail spool or cache directory a few tens of thousands
 MAX_DIR_ENTRIES = 200_000
+MAX_DAMAGE_KEPT = 100  # damaged paths a target keeps an account of (their count is kept in full)
 _CHUNK = 1 << 20
 
 Parts = tuple[str, ...]
@@ -109,6 +112,8 @@ class ResolvingTarget:
         self.backend = backend
         self.read_limit = read_limit
         self._prefixes: dict[str, _Resolution] = {}  # resolved directory prefixes, by image path
+        self._damaged: dict[tuple[str, str], None] = {}  # (image path, why), first met first
+        self._damage_count = 0
 
     @property
     def description(self) -> str:
@@ -116,6 +121,24 @@ class ResolvingTarget:
 
     def facts(self) -> dict[str, object]:
         return {}
+
+    def damaged(self) -> list[tuple[str, str]]:
+        """(image path, why) of each read that met damage so far, in order, at most
+        ``MAX_DAMAGE_KEPT``; more than that ends with a line saying how many there were."""
+        kept = list(self._damaged)
+        if self._damage_count > len(kept):
+            kept.append(("/", f"{self._damage_count:,} damaged reads in all; the first {len(kept)} listed"))
+        return kept
+
+    def _damage(self, image_path: str, what: str, exc: OSError) -> ImageDamageError:
+        """The error for a backend's failure to read data that is there, accounted for."""
+        error = ImageDamageError(image_path, f"{what}: {exc.strerror or exc}")
+        key = (image_path, error.reason)
+        if key not in self._damaged:
+            self._damage_count += 1
+            if len(self._damaged) < MAX_DAMAGE_KEPT:
+                self._damaged[key] = None
+        return error
 
     # -- path resolution ---------------------------------------------------------------------
 
@@ -171,7 +194,7 @@ class ResolvingTarget:
             try:
                 st = self.backend.lstat(here)
             except OSError as exc:
-                raise ImageReadError(image_path, f"cannot look up: {exc.strerror or exc}") from None
+                raise self._damage(image_path, "cannot look up", exc) from None
             if st is None:
                 missing = True
                 resolved.append(name)
@@ -187,7 +210,7 @@ class ResolvingTarget:
             try:
                 target = self.backend.readlink(here)
             except OSError as exc:
-                raise ImageReadError(image_path, f"cannot read link: {exc.strerror or exc}") from None
+                raise self._damage(image_path, "cannot read link", exc) from None
             if target.startswith("/"):
                 resolved = []
             pending.extend(reversed(split(target) if target.strip("/") else []))
@@ -208,7 +231,7 @@ class ResolvingTarget:
         try:
             st = self.backend.lstat(parts)
         except OSError as exc:
-            raise ImageReadError(image_path, f"cannot stat: {exc.strerror or exc}") from None
+            raise self._damage(image_path, "cannot stat", exc) from None
         return None if st is None else _named(st, image_path)
 
     def exists(self, image_path: str) -> bool:
@@ -219,7 +242,7 @@ class ResolvingTarget:
         try:
             return self.backend.readlink(parts)
         except OSError as exc:
-            raise ImageReadError(image_path, f"cannot read link: {exc.strerror or exc}") from None
+            raise self._damage(image_path, "cannot read link", exc) from None
 
     def listdir(self, image_path: str) -> list[str]:
         """Sorted entry names of a directory; [] when the path is missing or not a directory."""
@@ -232,7 +255,7 @@ class ResolvingTarget:
         try:
             return self.backend.kinds(parts, limit)
         except OSError as exc:
-            raise ImageReadError(image_path, f"cannot list directory: {exc.strerror or exc}") from None
+            raise self._damage(image_path, "cannot list directory", exc) from None
 
     def _hint_dirs(self, dirs: list[Parts]) -> None:
         """Tell a backend that takes read hints (:class:`DirectoryHints`) which directories come next."""
@@ -244,7 +267,7 @@ class ResolvingTarget:
         try:
             entries = self.backend.scan(parts, MAX_DIR_ENTRIES, _normal_dir(image_dir))
         except OSError as exc:
-            raise ImageReadError(image_dir, f"cannot list directory: {exc.strerror or exc}") from None
+            raise self._damage(image_dir, "cannot list directory", exc) from None
         if entries is not None and len(entries) > MAX_DIR_ENTRIES:
             raise ImageReadError(
                 image_dir, f"more than {MAX_DIR_ENTRIES:,} entries in one directory; not read in full"
@@ -259,7 +282,7 @@ class ResolvingTarget:
         try:
             st = self.backend.lstat(parts)
         except OSError as exc:
-            raise ImageReadError(image_path, f"cannot stat: {exc.strerror or exc}") from None
+            raise self._damage(image_path, "cannot stat", exc) from None
         if st is None:
             raise ImageReadError(image_path, "does not exist")
         if st.kind is not FileKind.FILE:
@@ -270,7 +293,7 @@ class ResolvingTarget:
         try:
             return self.backend.open(parts)
         except OSError as exc:
-            raise ImageReadError(image_path, f"cannot open: {exc.strerror or exc}") from None
+            raise self._damage(image_path, "cannot open", exc) from None
 
     def read_bytes(self, image_path: str, *, limit: int | None = None) -> bytes:
         """The content of a regular file, refusing anything else and anything over the cap."""
@@ -292,7 +315,7 @@ class ResolvingTarget:
                 pos += len(chunk)
                 remaining -= len(chunk)
         except OSError as exc:
-            raise ImageReadError(image_path, f"cannot read: {exc.strerror or exc}") from None
+            raise self._damage(image_path, "cannot read", exc) from None
         finally:
             f.close()
         data = b"".join(chunks)

@@ -224,3 +224,35 @@ def test_a_malformed_sparse_map_in_a_pax_header_is_refused(tmp_path: Path) -> No
         tar.addfile(info, io.BytesIO(b"not-a-number\n".ljust(512, b"\0")))
 
     _refused(tmp_path, build, "not a readable tar archive")
+
+
+@pytest.mark.parametrize(
+    ("listed", "words"),
+    [
+        (b"./\n./etc\n./etc/machine-id\n./etc/ssh\n", "'/etc/ssh' is missing"),
+        (b"./\n./etc\n", "'/etc/machine-id' is not listed"),
+    ],
+)
+def test_a_member_renamed_on_the_way_is_damage(tmp_path: Path, listed: bytes, words: str) -> None:
+    """A tar header's checksum is a byte sum: two flipped bits can rename a member and keep it. The
+    collector's members.txt catches it, where the file would otherwise read as absent."""
+
+    def build(tar: tarfile.TarFile) -> None:
+        _add(tar, "./etc", type=tarfile.DIRTYPE, mode=0o755)
+        _add(tar, "./etc/machine-id", b"0123\n")
+        _add(tar, "imagelint/members.txt", listed)
+
+    _refused(tmp_path, build, words)
+
+
+def test_a_bundle_whose_members_are_the_listed_ones_is_read(tmp_path: Path) -> None:
+    def build(tar: tarfile.TarFile) -> None:
+        _add(tar, "./etc", type=tarfile.DIRTYPE, mode=0o755)
+        _add(tar, "./etc/machine-id", b"0123\n")
+        _add(tar, "imagelint/members.txt", b"./\n./etc\n./etc/machine-id\n")
+
+    extracted = extract(_bundle(tmp_path, build))
+    try:
+        assert "/etc/machine-id" in extracted.table
+    finally:
+        extracted.cleanup()

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any, BinaryIO
 
 from imagelint.targets.disk.errors import DiskImageError
+from imagelint.targets.disk.extcsum import ExtChecksums
 from imagelint.targets.disk.prefetch import DiskHints, Ranges, ext_data_ranges, ext_inode_tables
 from imagelint.targets.disk.probe import EXT, XFS, read_at
 from imagelint.targets.interface import FileKind, ImageStat, kind_of
@@ -45,8 +46,12 @@ class StreamFile:
         self.size = size
 
     def pread(self, offset: int, length: int) -> bytes:
-        self._stream.seek(offset)
-        return self._stream.read(length)
+        try:
+            self._stream.seek(offset)
+            data: bytes = self._stream.read(length)
+        except Exception as exc:  # a corrupt extent met mid-file: damage, as at open
+            raise _wrap(exc) from None
+        return data
 
     def fileno(self) -> None:
         return None
@@ -78,6 +83,7 @@ class Filesystem:
         self.label = label
         self._bytes = size or (1 << 63)  # the filesystem's size: no directory is larger
         self._hints = hints if fstype == EXT else None
+        self._checksums = ExtChecksums(read_at(fs.fh, 1024, 1024) if fstype == EXT else bytes(1024))
         self._dirs: OrderedDict[Parts, dict[str, Any]] = OrderedDict()
         self._ext_stats: dict[int, tuple[int, int, int, int]] = {}
         self._hinted: OrderedDict[Parts, Ranges] = OrderedDict()  # hinted, not listed yet
@@ -103,16 +109,7 @@ class Filesystem:
         cached = self._ext_stats.get(node.inum)
         if cached is not None:
             return cached
-        ext = self.fs
-        group, index = divmod(node.inum - 1, ext.sb.s_inodes_per_group)
-        desc = ext._read_group_desc(group)
-        table = desc.bg_inode_table_lo
-        if getattr(desc, "bg_inode_table_hi", None) is not None and ext._group_desc_size >= 64:
-            table |= desc.bg_inode_table_hi << 32
-        ext.fh.seek(table * ext.block_size + index * ext.sb.s_inode_size)
-        raw = ext.fh.read(128)
-        if len(raw) < 128:
-            raise OSError(0, f"inode {node.inum} lies past the end of the filesystem (truncated)")
+        raw = self._ext_inode(node.inum)
         mode, uid_lo, size_lo = _EXT_HEAD.unpack_from(raw, 0)
         (gid_lo,) = _U16.unpack_from(raw, 24)
         (size_hi,) = _U32.unpack_from(raw, 108)
@@ -122,6 +119,38 @@ class Filesystem:
             self._ext_stats.clear()
         self._ext_stats[node.inum] = fields
         return fields
+
+    def _ext_inode(self, inum: int) -> bytes:
+        """The raw ext inode ``inum``, checked against its checksum (:mod:`.extcsum`)."""
+        ext = self.fs
+        group, index = divmod(inum - 1, ext.sb.s_inodes_per_group)
+        desc = ext._read_group_desc(group)
+        table = desc.bg_inode_table_lo
+        if getattr(desc, "bg_inode_table_hi", None) is not None and ext._group_desc_size >= 64:
+            table |= desc.bg_inode_table_hi << 32
+        size = max(128, int(ext.sb.s_inode_size))
+        ext.fh.seek(table * ext.block_size + index * size)
+        raw: bytes = ext.fh.read(size)
+        if len(raw) < size:
+            raise OSError(0, f"inode {inum} lies past the end of the filesystem (truncated)")
+        self._checksums.check_inode(inum, raw)
+        return raw
+
+    def _check_ext_dir(self, node: Any) -> None:
+        """Each data block of an ext directory checked against its checksum before it is listed."""
+        if self._checksums.seed is None:
+            return
+        inode = self._ext_inode(node.inum)
+        block_size = int(self.fs.block_size)
+        number = 0
+        for offset, length in ext_data_ranges(node):
+            for at in range(offset, offset + length - block_size + 1, block_size):
+                self.fs.fh.seek(at)
+                block = self.fs.fh.read(block_size)
+                if len(block) < block_size:
+                    raise OSError(0, f"directory inode {node.inum}: block {number} is past the end")
+                self._checksums.check_dir_block(node.inum, inode, block, number)
+                number += 1
 
     # -- inode access ---------------------------------------------------------------------------
 
@@ -133,6 +162,8 @@ class Filesystem:
         size = int(node.size)
         if size > self._bytes:
             raise OSError(0, f"corrupt directory: it claims {size} bytes in a {self._bytes}-byte filesystem")
+        if self.fstype == EXT:
+            self._check_ext_dir(node)
         children: dict[str, Any] = {}
         for name, child in self._iter(node):
             if name not in (".", ".."):

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-from imagelint.errors import ImageReadError
+from imagelint.errors import ImageDamageError, ImageReadError
 from imagelint.targets.disk.containers import Guarded, bound_grains, check_container
 from imagelint.targets.disk.errors import DiskImageError, NoRootFilesystem, require_dissect
 from imagelint.targets.disk.filesystems import Filesystem, open_filesystem
@@ -317,7 +317,7 @@ def mount_fstab(
         if target.stat("/etc/fstab") is None:
             return
         text = target.read_text("/etc/fstab", limit=MAX_FSTAB_BYTES).text
-    except ImageReadError as exc:  # a mount it names could hide what the audit must see
+    except (ImageReadError, ImageDamageError) as exc:  # a mount it names could hide what the audit must see
         raise DiskImageError(f"cannot read the root's /etc/fstab: {exc.reason}", where=where) from None
     for entry in parse_fstab(text):
         if entry.fstype == "tmpfs" and entry.mountpoint.startswith("/"):

@@ -269,6 +269,7 @@ def test_an_ext4_extent_tree_fanned_out_to_157_million_extents(tmp_path: Path, o
     small_images.patch(fs, b * block_size, node(1, c, room))
     small_images.patch(fs, a * block_size, node(2, b, room))
     small_images.patch(fs, small_images.inode_offset(fs, "/etc/fstab") + 40, node(3, a, 4))
+    small_images.reseal(fs, "/etc/fstab")
     one_line_inconclusive(fs, "/etc/fstab", "corrupt block map")
 
 
