@@ -15,6 +15,7 @@ from typing import Any
 
 from imagelint.report.fingerprint import fingerprint
 from imagelint.report.model import Finding
+from imagelint.report.verdict import fails_on_its_own
 
 ARROW = " → "
 
@@ -300,7 +301,7 @@ def _findings(old: list[Finding], new: list[Finding]) -> list[Change]:
                     detail,
                     f.unit,
                     new=key,
-                    failing=f.failing,
+                    failing=fails_on_its_own(f),
                 )
             )
     for key, f in sorted(a.items(), key=lambda kv: (kv[1].rule_id, kv[1].subject)):

@@ -17,6 +17,7 @@ formats that show a finding's level (SARIF ``error``/``warning``). Nothing else 
   finding absorbs others, and a finding of an ``always-fail`` rule is never absorbed, so folding
   never changes a verdict: it decides which finding carries the failure, so that one fault is one
   failing finding.
+- :func:`fails_on_its_own`: whether one finding failed before folding (what a diff compares).
 - :func:`decide`: fail if any finding fails, counting the findings a listing omitted (they are
   decided before any listing is cut); else inconclusive if any data could not be read or any rule
   could not run; else pass. Not-applicable and skipped rules never change the verdict.
@@ -76,6 +77,14 @@ def fold_evidence(
         if carrier and finding.failing and finding.rule_id not in keep and finding.part_of is None:
             finding.part_of = carrier
             finding.failing = False
+
+
+def fails_on_its_own(finding: Finding) -> bool:
+    """Whether ``finding`` fails the gate by its own marks (waiver, severity, baseline), folded or not:
+    folding only names which finding carries a failure, so a finding folded ``part_of`` another
+    failed before it was folded. A comparison of findings (``imagelint diff``) asks this, never
+    ``failing`` alone: a new failing finding must fail the diff whatever it was folded into."""
+    return finding.failing or finding.part_of is not None
 
 
 def decide(report: Report) -> Verdict:
