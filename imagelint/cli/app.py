@@ -38,6 +38,7 @@ from imagelint.cli.options import (
     with_run_options,
 )
 from imagelint.errors import ExitCode, UsageError
+from imagelint.formats.outputs import clear_stale
 
 if TYPE_CHECKING:
     from imagelint.session import RunOptions
@@ -435,6 +436,7 @@ def run() -> None:
     # click as the installed typer raises its exceptions: typer 0.28 vendors it as typer._click
     click = getattr(typer.core, "_click", None) or importlib.import_module("click")
     argv = sys.argv[1:]
+    clear_stale(argv)  # before anything can fail: no report an earlier run left is read as this run's
     command = typer.main.get_command(for_command_line(argv))
     try:
         code = command.main(args=argv, prog_name="imagelint", standalone_mode=False)

@@ -1,9 +1,16 @@
 """Where rendered documents go: ``-f FORMAT[:PATH]`` parsed and checked, then every output rendered
-before any is written (stdout, or a file replaced atomically). Every command writes through here."""
+before any is written (stdout, or a file replaced atomically). Every command writes through here.
+
+A report file is this run's, complete, or absent: :func:`clear_stale` removes what an earlier run
+left at every ``-f`` path before this run starts (before its options are even parsed), so a run that
+fails, is refused or is killed leaves no report behind that a pipeline could read as its own, and
+one that ends writes each file whole (temporary name, rename)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -32,6 +39,8 @@ class OutputSpec:
             raise UsageError(f"--format {spec!r}: {exc.message}") from None
         if sep and not path:
             raise UsageError(f"--format {spec!r}: a path must follow the colon")
+        if path and path != "-" and not Path(path).parent.is_dir():
+            raise UsageError(f"--format {spec!r}: the directory {str(Path(path).parent)!r} does not exist")
         return cls(name, Path(path) if path and path != "-" else None)
 
     @staticmethod
@@ -69,3 +78,38 @@ def write_outputs(
             raise UsageError(
                 f"cannot write {spec.format} {document}: {exc.strerror}", where=str(spec.path)
             ) from None
+
+
+def named_paths(argv: list[str]) -> list[Path]:
+    """The files a command line's ``-f FORMAT:PATH`` options name, for a known format."""
+    values, take = [], False
+    for arg in argv:
+        if take:
+            values.append(arg)
+            take = False
+        elif arg in ("-f", "--format"):
+            take = True
+        elif arg.startswith("--format="):
+            values.append(arg.removeprefix("--format="))
+        elif arg.startswith("-f") and not arg.startswith("--"):
+            values.append(arg[2:])
+    paths = []
+    for value in values:
+        name, sep, path = value.partition(":")
+        if sep and path and path != "-" and name in FORMATS:
+            paths.append(Path(path))
+    return paths
+
+
+def clear_stale(argv: list[str]) -> None:
+    """Remove the regular file at every ``-f`` path of ``argv`` (through a link, the file it names),
+    unless another argument names the same file (a report read as an input is never removed)."""
+    inputs = set()
+    for arg in argv:
+        with contextlib.suppress(OSError, ValueError):
+            inputs.add(os.path.realpath(arg))
+    for path in named_paths(argv):
+        with contextlib.suppress(OSError, ValueError):
+            real = os.path.realpath(path)
+            if real not in inputs and stat.S_ISREG(os.stat(real).st_mode):
+                os.unlink(real)
