@@ -19,6 +19,9 @@
 # baseline runs `imagelint diff BASELINE REPORT` (the new report: nothing is audited twice), adds
 # its Markdown to the step summary and sets diff-path and diff-verdict.
 # The exit code is imagelint's (0 pass, 1 fail, 2 bad usage, 3 inconclusive): it is the gate.
+# Python runs isolated (-I): nothing in the workspace (a typer.py, an imagelint/ directory) or in
+# PYTHON* variables is imported. The report is read only when this run wrote it: it is removed
+# first, and the diff runs only after an audit that judged the image (exit 0 or 1).
 set -uo pipefail
 
 report="${IMAGELINT_REPORT:-imagelint-report.json}"
@@ -36,18 +39,22 @@ for spec in "${extra[@]}"; do
     args+=(-f "$spec")
 done
 
-"${IMAGELINT_PYTHON:-python3}" -m imagelint "${args[@]}"
+for path in "$report" "$sarif" "${IMAGELINT_DIFF:-imagelint-diff.json}"; do
+    [ -n "$path" ] && mkdir -p -- "$(dirname -- "$path")"  # the action's own outputs: their directories made
+done
+rm -f -- "$report"  # imagelint also removes what an earlier run left at every -f path
+"${IMAGELINT_PYTHON:-python3}" -I -m imagelint "${args[@]}"
 code=$?
 
 diff_path=""
 diff_verdict=""
-if [ -n "$baseline" ] && [ -f "$report" ]; then
+if [ -n "$baseline" ] && { [ "$code" = 0 ] || [ "$code" = 1 ]; } && [ -f "$report" ]; then
     diff_path="${IMAGELINT_DIFF:-imagelint-diff.json}"
     diff_args=(diff "$baseline" "$report" -f text -f "json:$diff_path")
     [ -n "${IMAGELINT_CONFIG:-}" ] && diff_args+=(--config "$IMAGELINT_CONFIG")
     markdown=$(mktemp)
     diff_args+=(-f "markdown:$markdown")
-    "${IMAGELINT_PYTHON:-python3}" -m imagelint "${diff_args[@]}"
+    "${IMAGELINT_PYTHON:-python3}" -I -m imagelint "${diff_args[@]}"
     diff_code=$?
     case "$diff_code" in
         0) diff_verdict=pass ;;

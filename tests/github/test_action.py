@@ -172,7 +172,12 @@ def test_action_install_step_then_audit_step(tmp_path: Path, workspace: Path) ->
     proc, _, outputs = run_step(
         "github-action-install.sh",
         workspace,
-        {"IMAGELINT_VERSION": "", "IMAGELINT_VENV": str(venv), "BOOTSTRAP_PYTHON": sys.executable},
+        {
+            "IMAGELINT_VERSION": "",
+            "IMAGELINT_EXTRAS": "disk",
+            "IMAGELINT_VENV": str(venv),
+            "BOOTSTRAP_PYTHON": sys.executable,
+        },
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     python = parse_output_file(outputs)["python"]
@@ -183,6 +188,13 @@ def test_action_install_step_then_audit_step(tmp_path: Path, workspace: Path) ->
     assert proc.returncode == 1 and parse_output_file(outputs)["verdict"] == "fail"
     assert len([c for c in parse_commands(proc.stdout) if c["kind"] == "error"]) == 8  # the failing findings
     assert summary.read_text().startswith("## imagelint: ❌ FAIL")
+    # with the disk extra, the same image as a qcow2 (what a Packer qemu build leaves) is gated too
+    raw, qcow2 = tmp_path / "image.ext4", tmp_path / "image.qcow2"
+    subprocess.run(["mke2fs", "-q", "-t", "ext4", "-d", str(image), str(raw), "64M"], check=True)
+    subprocess.run(["qemu-img", "convert", "-O", "qcow2", str(raw), str(qcow2)], check=True)
+    inputs = audit_inputs(qcow2, IMAGELINT_PYTHON=python, IMAGELINT_CONFIG="imagelint.yaml")
+    proc, summary, outputs = run_step("github-action-audit.sh", workspace, inputs)
+    assert proc.returncode == 1 and parse_output_file(outputs)["verdict"] == "fail", proc.stderr[-2000:]
 
 
 # --- the YAML, checked by the linters GitHub users run -------------------------------------------
@@ -314,3 +326,55 @@ def test_action_with_a_baseline_fails_only_on_new_findings_and_summarises_the_di
     report = json.loads((workspace / "imagelint-report.json").read_text())
     assert {f["unit"] for f in report["findings"] if f["baseline_state"] == "new"} == {"vendor.service"}
     assert "<code>vendor.service</code>" in summary.read_text()
+
+
+def test_the_action_never_imports_from_the_workspace(tmp_path: Path, workspace: Path) -> None:
+    """The workspace is a checkout anyone can commit to: a typer.py, an imagelint/ package or a
+    sitecustomize.py there is never imported, and PYTHONPATH set by an earlier step is ignored."""
+    marker = tmp_path / "imported"
+    planted = f"open({str(marker)!r}, 'a').write(__name__ + '\\n')\n"
+    for name in ("typer.py", "yaml.py", "sitecustomize.py", "imagelint/__init__.py", "imagelint/__main__.py"):
+        (workspace / name).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / name).write_text(planted)
+    image = sample_image(tmp_path / "image")
+    inputs = audit_inputs(image, IMAGELINT_CONFIG="imagelint.yaml", PYTHONPATH=str(workspace))
+    proc, _, outputs = run_step("github-action-audit.sh", workspace, inputs)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert parse_output_file(outputs)["verdict"] == "fail"
+    assert not marker.exists(), marker.read_text()
+
+
+def test_a_failed_run_never_reads_an_earlier_report(tmp_path: Path, workspace: Path) -> None:
+    """An earlier passing report at the report path, then a run that cannot read its target: no
+    report is left, no diff runs, and nothing says pass."""
+    image = sample_image(tmp_path / "image")
+    run_step("github-action-audit.sh", workspace, audit_inputs(image, IMAGELINT_CONFIG="imagelint.yaml"))
+    report = workspace / "imagelint-report.json"
+    previous = workspace / "previous-report.json"
+    shutil.copy(report, previous)
+    report.write_text(previous.read_text().replace('"verdict": "fail"', '"verdict": "pass"'))
+    inputs = audit_inputs(
+        tmp_path / "missing", IMAGELINT_BASELINE="previous-report.json", IMAGELINT_FAIL_ON_DIFF="true"
+    )
+    proc, summary, outputs = run_step("github-action-audit.sh", workspace, inputs)
+    values = parse_output_file(outputs)
+    assert proc.returncode == 3 and not report.exists()
+    assert values.get("diff-verdict", "") == "" and "pass" not in values.values()
+    assert "PASS" not in summary.read_text()
+
+
+@pytest.mark.parametrize("extras", ["disk;rm -rf /", "disk extra", "../x"])
+def test_the_install_step_refuses_extras_that_are_not_names(
+    workspace: Path, tmp_path: Path, extras: str
+) -> None:
+    proc, _, _ = run_step(
+        "github-action-install.sh",
+        workspace,
+        {
+            "IMAGELINT_EXTRAS": extras,
+            "IMAGELINT_VENV": str(tmp_path / "venv"),
+            "BOOTSTRAP_PYTHON": sys.executable,
+        },
+    )
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert not (tmp_path / "venv").exists()
