@@ -98,9 +98,9 @@ def restart_snapshot(meta: Path, name: str) -> RestartSnapshot | None:
     shown = _show(meta, name)
     if shown is None:
         return None
-    wall, text, reason, _booted = shown
+    wall, text, reason, booted = shown
     if text is None:
-        return RestartSnapshot(wall, False, reason)
+        return RestartSnapshot(wall, False, reason, booted=booted)
     return RestartSnapshot(wall, True, None, parse_systemctl_show(text, where=f"imagelint/live/{name}.txt"))
 
 

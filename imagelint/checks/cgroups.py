@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from imagelint.checks import register
 from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation
 from imagelint.checks.params import Param
+from imagelint.errors import ImageReadError
 
 if TYPE_CHECKING:
     from imagelint.facts.soak import SoakFacts
@@ -29,9 +30,15 @@ def soak_facts(ctx: CheckContext) -> SoakFacts:
 
 
 def _soak(ctx: CheckContext) -> SoakFacts:
+    """The soak's measurements with memory cgroup counts. A kernel without a memory controller has no
+    memory cgroups to leak (not applicable); one that has it and was not counted is missing data the
+    soak needed: inconclusive, as ``audit --live`` is when it cannot read the host."""
     soak = soak_facts(ctx)
     if not soak.has_memory_counts:
-        raise NotApplicable(f"no memory cgroup counts on this host: {soak.layout.note or soak.layout.kind}")
+        why = soak.layout.note or soak.layout.kind
+        if not soak.layout.memory_enabled:
+            raise NotApplicable(f"no memory cgroup counts on this host: {why}")
+        raise ImageReadError("/proc/cgroups", f"memory cgroups were not counted: {why}")
     return soak
 
 
@@ -173,8 +180,13 @@ class UnitRestartsDuringSoak(CheckKind[SoakRestartsParams]):
     def evaluate(self, ctx: CheckContext, params: SoakRestartsParams) -> list[Observation]:
         soak = soak_facts(ctx)
         start = soak.result.restarts_start
-        if start is None or not start.available:
-            raise NotApplicable(f"restart counters unavailable: {start.reason if start else 'not collected'}")
+        if start is None:
+            raise NotApplicable("restart counters were not collected")
+        if not start.available:
+            if not start.booted:
+                raise NotApplicable(f"no systemd manager runs on this host: {start.reason}")
+            # the soak asked systemd and had no answer: missing data, never "not applicable"
+            raise ImageReadError("systemctl show", f"restart counters unavailable: {start.reason}")
         minutes = round(soak.result.elapsed / 60, 1)
         return [
             Observation(d.unit, unit=d.unit, evidence={"restarts": d.restarts, "minutes": minutes})

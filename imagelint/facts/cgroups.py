@@ -148,6 +148,7 @@ class CgroupLayout:
     v2_path: Path | None
     v2_controllers: tuple[str, ...] = ()
     note: str | None = None
+    memory_enabled: bool = True  # the kernel has an enabled memory controller (mounted or not)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -196,7 +197,8 @@ def decide_layout(
         note = f"memory is on v1 hierarchy {mem_row.hierarchy} but not mounted at {root / 'memory'}"
     else:
         note = "the memory controller is not mounted on any hierarchy under " + str(root)
-    return CgroupLayout(kind, memory, v1_memory_path, v2_path, v2_controllers, note)
+    enabled = mem_row is not None and mem_row.enabled
+    return CgroupLayout(kind, memory, v1_memory_path, v2_path, v2_controllers, note, memory_enabled=enabled)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -92,7 +92,7 @@ def collect_restart_counters(
         timeout=timeout,
     )
     if out is None:
-        return RestartSnapshot(wall, False, reason)
+        return RestartSnapshot(wall, False, reason, booted=_booted(prefix))
     return RestartSnapshot(wall, True, None, parse_systemctl_show(out))
 
 
@@ -104,10 +104,16 @@ def collect_live_state(
 ) -> LiveState:
     """Ask the running manager once; never raises (an unusable systemctl is reported in the state)."""
     wall = time.time()
-    booted = bool(prefix) or os.path.isdir("/run/systemd/system")
+    booted = _booted(prefix)
     out, reason = run_systemctl_show(LIVE_PROPERTIES, systemctl=systemctl, prefix=prefix, timeout=timeout)
     if out is None:
         if not booted:
             reason = f"this host was not booted with systemd (no /run/systemd/system); {reason}"
         return LiveState(wall, False, booted, reason)
     return LiveState(wall, True, True, None, parse_live(out))
+
+
+def _booted(prefix: Sequence[str]) -> bool:
+    """Whether a systemd manager runs where systemctl asks (``sd_booted()``; through a prefix, the
+    manager of the other namespaces is taken to run)."""
+    return bool(prefix) or os.path.isdir("/run/systemd/system")

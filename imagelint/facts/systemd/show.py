@@ -44,6 +44,7 @@ class RestartSnapshot:
     available: bool
     reason: str | None = None
     units: dict[str, UnitRestarts] = field(default_factory=dict)
+    booted: bool = True  # a systemd manager runs: counters that could not be read are missing data
 
     def to_dict(self) -> dict[str, Any]:
         return {
