@@ -7,6 +7,7 @@ in one line with exit 3 (inconclusive):
 
 - the child exits: its exit code is the run's;
 - ``SIGXCPU`` or ``SIGKILL`` after it: the CPU-time limit was reached;
+- ``SIGTERM``, ``SIGINT``, ``SIGHUP`` or ``SIGQUIT`` (a CI cancel, ``timeout``): terminated;
 - any other signal (``SIGSEGV`` in a C parser, ``SIGBUS``, ``SIGABRT``, the kernel's OOM killer):
   the reader died, named with the signal.
 
@@ -86,6 +87,8 @@ def _exit_code(status: int, run_limits: limits.Limits) -> int:
         return int(ExitCode.INCONCLUSIVE)
     if number == signal.SIGKILL:
         reason = "the reader was killed (SIGKILL: out of memory, or stopped from outside); inconclusive"
+    elif number in FORWARDED:  # CI cancelling the job, `timeout`, a supervisor: not a fault of ours
+        reason = f"terminated ({signal.Signals(number).name}, from outside); inconclusive"
     else:
         try:
             name = signal.Signals(number).name

@@ -118,3 +118,24 @@ def test_watch_runs_without_a_cpu_limit_and_other_commands_with_one(monkeypatch)
         with pytest.raises(SystemExit):
             imagelint.cli.main()
     assert [(lim.cpu_seconds, lim.memory_mib) for lim in seen] == [(0, 2048), (30, 2048)]
+
+
+@pytest.mark.parametrize("sent", [signal.SIGTERM, signal.SIGHUP])
+def test_a_run_stopped_from_outside_says_terminated_and_is_inconclusive(sent: signal.Signals) -> None:
+    """CI cancelling a job, `timeout`: the signal passed on to a reader that does not handle it."""
+    code = (
+        "import sys, time\nfrom imagelint import limits\nfrom imagelint.cli.box import run_boxed\n"
+        "def command():\n    limits.now_reading('/images/big.qcow2')\n"
+        "    print('ready', flush=True)\n    time.sleep(60)\n    return 0\n"
+        "sys.exit(run_boxed(command, limits.from_environment()))\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+    proc.send_signal(sent)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 3
+    assert (
+        err == f"imagelint: error: /images/big.qcow2: terminated ({sent.name}, from outside); inconclusive\n"
+    )
