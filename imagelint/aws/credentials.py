@@ -25,7 +25,7 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
-from imagelint.aws.errors import AwsError, call
+from imagelint.aws.errors import call, no_credentials
 from imagelint.errors import UsageError
 
 ASSUMED_TOKEN_LIFETIME = 3600.0  # seconds left assumed for a session token of unknown expiry
@@ -120,9 +120,7 @@ def seconds_left(
     user says of them; see the module docstring."""
     creds = session.get_credentials()
     if creds is None:
-        raise AwsError(
-            "sts", "credentials", "NoCredentials", "no AWS credentials found", "the credential chain"
-        )
+        raise no_credentials("sts", "credentials")
     frozen = creds.get_frozen_credentials()
     expiry = getattr(creds, "_expiry_time", None)  # RefreshableCredentials' expiry (botocore has no getter)
     known = [e for e in (expiry, expires_at) if isinstance(e, datetime)]

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from imagelint.aws.errors import AwsError
+from imagelint.aws.errors import AwsError, no_credentials
 
 BLOCK_SIZE = 524288  # the EBS direct APIs' block and index unit (512 KiB), fixed by the API
 GIB = 1024**3
@@ -275,6 +275,7 @@ class EbsApi:
             ConnectionError,
             HTTPClientError,
             IncompleteReadError,
+            NoCredentialsError,
             ReadTimeoutError,
             ResponseStreamingError,
         )
@@ -288,6 +289,8 @@ class EbsApi:
                 self.sleep(self.retry.delay(attempt))
             try:
                 return func(**params)
+            except NoCredentialsError:
+                raise no_credentials("ebs", api) from None
             except ClientError as exc:
                 code = _code(exc)
                 status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)

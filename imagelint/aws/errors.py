@@ -63,6 +63,17 @@ class AwsError(ImageLintError):
         super().__init__(f"{service} {api} failed: {code}: {detail} (check: {hint})")
 
 
+CREDENTIAL_CHAIN = (
+    "the credential chain: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE and ~/.aws/, "
+    "a web identity token, the instance's or container's role"
+)
+
+
+def no_credentials(service: str, api: str) -> AwsError:
+    """The one error for a run that found no AWS credentials at all (every door says the same)."""
+    return AwsError(service, api, "NoCredentials", "no AWS credentials found", CREDENTIAL_CHAIN)
+
+
 def _api_name(func: Callable[..., Any]) -> tuple[str, str]:
     client = getattr(func, "__self__", None)
     service = client.meta.service_model.service_name if client is not None else "aws"
@@ -91,11 +102,13 @@ def paginate(client: Any, operation: str, key: str, /, **kwargs: Any) -> list[An
 @contextlib.contextmanager
 def converted(service: str, api: str) -> Iterator[None]:
     """botocore's exceptions inside become :class:`AwsError` (one line, the API and the code)."""
-    from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
     from botocore.parsers import ResponseParserError
 
     try:
         yield
+    except NoCredentialsError:
+        raise no_credentials(service, api) from None
     except ClientError as exc:
         error = exc.response.get("Error", {})
         code = str(error.get("Code") or exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode"))
