@@ -27,16 +27,15 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from imagelint import cachefiles
 from imagelint.cachefiles import CacheDir
-from tests.support import REPO
+from tests.support import REPO, alarm_after
 
 CASE_SECONDS = 10
 READERS = ("pack", "audit", "block", "listing")
@@ -68,18 +67,8 @@ def make_case(rng: random.Random) -> Case:
     return Case(rng.choice(READERS), rng.choice(WAYS), rng.getrandbits(64))
 
 
-@contextmanager
-def _deadline(seconds: int) -> Iterator[None]:
-    def hung(signum: int, frame: object) -> None:
-        raise CacheProblem("hang", f"a reader ran past {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, hung)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
+def _deadline(seconds: int) -> AbstractContextManager[None]:
+    return alarm_after(seconds, lambda: CacheProblem("hang", f"a reader ran past {seconds} s"))
 
 
 def _hostile_json(rng: random.Random, depth: int = 0) -> Any:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -144,3 +146,20 @@ def clean_image(root: Path) -> Path:
             "PasswordAuthentication no\nPermitRootLogin prohibit-password\n"
         )
     return root
+
+
+@contextlib.contextmanager
+def alarm_after(seconds: int, hung: Callable[[], Exception]) -> Iterator[None]:
+    """Raise ``hung()`` if the block runs past ``seconds`` (SIGALRM interrupts pure-Python loops): a
+    hang becomes the caller's own problem, never a stuck suite."""
+
+    def expired(signum: int, frame: object) -> None:
+        raise hung()
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

@@ -28,9 +28,8 @@ from __future__ import annotations
 import os
 import random
 import re
-import signal
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
@@ -39,7 +38,7 @@ from typing import Any
 import yaml
 
 from imagelint.errors import ExitCode, ImageLintError
-from tests.support import REPO
+from tests.support import REPO, alarm_after
 
 CASE_SECONDS = 20  # a case that takes longer is a hang
 REAL_FILES = [*sorted((REPO / "rules").glob("*.yaml")), REPO / "examples" / "sample.imagelint.yaml"]
@@ -419,20 +418,9 @@ def builtin_packs() -> tuple[Any, ...]:
     return tuple(load_packs([], builtin=builtin_pack_paths()))
 
 
-@contextmanager
-def time_limit(seconds: int) -> Iterator[None]:
+def time_limit(seconds: int) -> AbstractContextManager[None]:
     """A hang becomes a ``YamlProblem`` (SIGALRM interrupts pure-Python loops such as PyYAML's)."""
-
-    def expired(signum: int, frame: Any) -> None:
-        raise YamlProblem("hang", f"no answer within {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
+    return alarm_after(seconds, lambda: YamlProblem("hang", f"no answer within {seconds} s"))
 
 
 def load_case(kind: str, path: Path) -> None:
