@@ -22,7 +22,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout: tests.cache_fuzzing
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from _fuzzing import print_crashes
 
 
 def main() -> None:
@@ -59,10 +60,7 @@ def main() -> None:
     print(f"cases run: {sum(outcomes.values()) + sum(crashes.values())}")
     for (reader, way, outcome), n in sorted(outcomes.items()):
         print(f"  {reader:8s} {way:14s} {outcome:5s} {n:7d}")
-    print(f"unique crash signatures: {len(crashes)}")
-    for sig, n in crashes.most_common():
-        print(f"  {n:7d}  {sig}")
-        print(f"           e.g. {example[sig]}")
+    print_crashes(crashes, example)
     print(f"elapsed: {elapsed:.1f} s ({args.cases / elapsed:.0f} cases/s)")
     sys.exit(1 if crashes else 0)
 

@@ -23,7 +23,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout: tests.rulepacks.fuzzing
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from _fuzzing import print_crashes
 
 
 def signature(exc: BaseException) -> str:
@@ -81,10 +82,7 @@ def main() -> None:
     print(file=sys.stderr)
     elapsed = time.monotonic() - started
     print(f"cases run: {done}")
-    print(f"unique crash signatures: {len(crashes)}")
-    for sig, n in crashes.most_common():
-        print(f"  {n:7d}  {sig}")
-        print(f"           e.g. {example[sig]}")
+    print_crashes(crashes, example)
     print(f"elapsed: {elapsed:.1f} s ({done / elapsed:.0f} cases/s)")
     sys.exit(1 if crashes else 0)
 
