@@ -70,6 +70,7 @@ def test_units_writes_every_format_it_is_given_like_audit(tmp_path: Path) -> Non
 
     write(tmp_path / "image", f"{VENDOR}/a.service", "[Service]\nExecStart=/bin/true\n")
     out = tmp_path / "out" / "units.json"
+    out.parent.mkdir()  # a missing directory is refused (tests/formats/test_outputs.py), never created
     proc = run_cli("units", str(tmp_path / "image"), "-f", "text", "-f", f"json:{out}")
     assert proc.returncode == 0, proc.stderr
     assumed = "default.target → multi-user.target, assumed: the image has no default.target"
