@@ -9,10 +9,10 @@ reset is on", printed exactly once per reset by every release) and the completio
 completed ...", or a failure). ``analyze_ena_resets`` groups them per boot and device (the PCI
 address every driver line starts with) into episodes:
 
-* a line joins the device's open episode unless that episode is over: its reset has completed, or
-  it has failed or its reset task already ran and this line is a new symptom or a second "Trigger
-  reset" (a failed reset logs its failure twice: "Reset attempt failed..." or, from 2.17.0, "Restore
-  attempt failed." from the restore, then "Device reset completed, status: -N" from the reset task);
+* a line joins the device's open episode unless that reset has completed, or has started (its reset
+  task ran) or failed and this line is a new symptom or a second "Trigger reset" rather than a
+  completion or failure (a failed reset logs its failure twice: "Reset attempt failed..." or, from
+  2.17.0, "Restore attempt failed." from the restore, then "Device reset completed, status: -N");
 * or more than ``gap`` seconds passed since the episode's last line (default 60 s).
 
 Why 60 s: the driver's timer checks every second; a Tx completion is missed after 5 s (ENA_TX_TIMEOUT,
