@@ -275,9 +275,11 @@ class JournalEnaResets(_JournalKind[EnaResetParams]):
         "device": "the PCI address of the ENA device",
         "resets": "resets of that device in that boot",
         "completed": "how many of them logged a successful completion",
-        "queues": "the Tx queues the lines name",
+        "queues": "the I/O queues the lines name (ENA pairs a Tx and an Rx queue under one qid)",
         "napi_cpus": "the CPUs of the queues' NAPI handlers, where the driver prints them (2.17.0+)",
-        "causes": "what preceded the resets (tx-timeout, tx-paused, napi-starved, device-health)",
+        "causes": (
+            "what preceded the resets (tx-timeout, tx-paused, napi-starved, device-health, bad-descriptor)"
+        ),
         "wordings": "the driver wordings seen (patterns.ENA_RESET_PATH: they date the driver)",
         "lines": "driver lines of those resets",
         "first": "first line (UTC)",

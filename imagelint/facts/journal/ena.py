@@ -3,13 +3,16 @@
 One reset of an ENA device leaves several kernel lines, their wording depending on the driver release
 (``patterns.ENA_RESET_PATH``): Tx completions missed on a queue (often one line per descriptor, then
 a "lost completions above threshold" line), or the kernel's netdev watchdog and "TX q N is paused",
-or a keep-alive, admin-queue or MSI-X problem; then the decision ("Resetting the device"), the reset
-task ("Trigger reset is on", printed exactly once per reset by every release) and the completion
-("Device reset completed ...", or a failure). ``analyze_ena_resets`` groups them per boot and device (the PCI
+or a keep-alive, admin-queue or MSI-X problem, or a completion the driver cannot use (an unknown
+req_id, a corrupt descriptor); then the decision ("Resetting the device"), the reset task ("Trigger
+reset is on", printed exactly once per reset by every release) and the completion ("Device reset
+completed ...", or a failure). ``analyze_ena_resets`` groups them per boot and device (the PCI
 address every driver line starts with) into episodes:
 
-* a line joins the device's open episode unless that episode is over: its reset has completed or
-  failed, or its reset task already ran and this line is a new symptom or a second "Trigger reset";
+* a line joins the device's open episode unless that reset has completed, or has started (its reset
+  task ran) or failed and this line is a new symptom or a second "Trigger reset" rather than a
+  completion or failure (a failed reset logs its failure twice: "Reset attempt failed..." or, from
+  2.17.0, "Restore attempt failed." from the restore, then "Device reset completed, status: -N");
 * or more than ``gap`` seconds passed since the episode's last line (default 60 s).
 
 Why 60 s: the driver's timer checks every second; a Tx completion is missed after 5 s (ENA_TX_TIMEOUT,
@@ -75,20 +78,16 @@ class EnaEpisode:
         return RESET_DONE in self.roles
 
     @property
-    def over(self) -> bool:
-        """Whether the reset has finished, well or not: the next line starts another episode."""
-        return RESET_DONE in self.roles or RESET_FAILED in self.roles
-
-    @property
     def causes(self) -> list[str]:
-        """What led to the reset (tx-timeout, tx-paused, napi-starved, device-health), in order."""
+        """What led to the reset (tx-timeout, tx-paused, napi-starved, device-health, bad-descriptor),
+        in order."""
         return [role for role in self.roles if role not in RESET_ROLES]
 
     def takes(self, message: EnaMessage, usec: int, gap_usec: int) -> bool:
         """Whether a line of ``message`` at ``usec`` belongs to this episode (see the module docstring)."""
-        if usec - self.last_usec > gap_usec or self.over:
+        if usec - self.last_usec > gap_usec or RESET_DONE in self.roles:
             return False
-        if RESET_STARTED in self.roles:
+        if RESET_STARTED in self.roles or RESET_FAILED in self.roles:
             return message.role in (RESET_DONE, RESET_FAILED)
         return True
 

@@ -90,7 +90,8 @@ KERNEL: dict[str, str | tuple[str, ...]] = {"_TRANSPORT": "kernel"}
 
 # --- ENA reset path (drivers/net/ethernet/amazon/ena; out of tree: github.com/amzn/amzn-drivers) --
 # Every wording each release printed on the way to a device reset, read from the ena_netdev.c of every
-# ena_linux_* tag of amzn-drivers (1.0.0, June 2016, to 2.17.0, April 2026) and the mainline patches
+# ena_linux_* tag of amzn-drivers (1.0.0, June 2016, to 2.17.0, April 2026; "ena_linux_2.2.12", tagged in
+# June 2024, is 2.12.2 mistagged and left out of the ranges) and the mainline patches
 # that carried them (the mainline driver lags the out-of-tree one; an AL2 4.14 or AL2023 6.1 kernel
 # may ship either). netdev_*() lines read "ena 0000:00:05.0 eth0: ...", dev_*() lines (the reset
 # completion) "ena 0000:00:05.0: ...": the PCI address is the device both carry.
@@ -100,6 +101,7 @@ TX_TIMEOUT = "tx-timeout"  # transmits not completed in time (the NIC's completi
 TX_PAUSED = "tx-paused"  # the kernel's netdev watchdog: a Tx queue stopped too long (ena_tx_timeout)
 NAPI_STARVED = "napi-starved"  # the driver suspects the NAPI poll does not run (CPU starvation)
 DEVICE_HEALTH = "device-health"  # keep-alive, admin queue, MSI-X or device-requested resets
+BAD_DESCRIPTOR = "bad-descriptor"  # a completion the driver cannot use: unknown req_id, corrupt descriptor
 RESET_DECIDED = "reset-decided"  # the driver decided to reset (the reset task runs next)
 RESET_STARTED = "reset-started"  # the reset task runs: exactly once per reset in every release
 RESET_DONE = "reset-done"  # the device is back
@@ -226,6 +228,53 @@ ENA_RESET_PATH: tuple[EnaMessage, ...] = (
         r"TX timeout on invalid queue \d+|timeout was called, but no offending queue was found",
         "2.7.2-2.17.0 (mainline 6.9+)",
     ),
+    # ena_netdev.c, ena_xdp.c and ena_com's ena_eth_com.[ch] (2.11.0-2.17.0, read per tag): each of
+    # these errors leads straight to ena_reset_device() (INV_TX_REQ_ID, INV_RX_REQ_ID,
+    # TX/RX_DESCRIPTOR_MALFORMED, TOO_MANY_RX_DESCS)
+    _ena(
+        "invalid-req-id",
+        BAD_DESCRIPTOR,
+        r"Invalid req[_ ]id:? -?\d+",
+        "1.1.2-2.5.0 ('Invalid req_id: %hu'), 2.6.0-2.12.3 ('Invalid req_id %u in qid %u'), 2.13.0-2.17.0"
+        " (', queue type: %s'); ena_eth_com.h 'Invalid req id %d' 1.2.0-2.17.0",
+        qid=r"in qid \d+",
+    ),
+    _ena(
+        "req-id-no-packet",
+        BAD_DESCRIPTOR,
+        r"tx_info doesn't have valid [\w ]{1,16}\. qid \d+"
+        r"|req id \d+ doesn't correspond to a packet\. qid \d+",
+        "2.6.0-2.12.3 ('tx_info doesn't have valid %s. qid %u req_id %u'), 2.13.0-2.17.0",
+        qid=r"qid \d+",
+    ),
+    _ena(
+        "rx-page-null",
+        BAD_DESCRIPTOR,
+        r"Page is NULL",
+        "1.1.2-2.5.0 ('Page is NULL'), 2.6.0-2.13.3 ('. qid %u req_id %u'), 2.14.0-2.17.0 ('SKB: ', 'XDP: ')",
+        qid=r"qid \d+",
+    ),
+    _ena(
+        "tx-descriptor-corrupted",
+        BAD_DESCRIPTOR,
+        r"Corrupted TX descriptor on q_id: \d+",
+        "2.10.0-2.17.0",
+        qid=r"q_id: \d+",
+    ),
+    _ena(
+        "rx-descriptor-bad",
+        BAD_DESCRIPTOR,
+        r"(?:Corrupted RX descriptor|First bit is on in descriptor|Bad req_id in descriptor)"
+        r" #\d+ on q_id: \d+",
+        "'Corrupted ...' 2.10.0-2.17.0, 'First bit ...' 2.8.3-2.17.0, 'Bad req_id ...' 2.17.0",
+        qid=r"q_id: \d+",
+    ),
+    _ena(
+        "rx-too-many-descs",
+        BAD_DESCRIPTOR,
+        r"Too many RX cdescs \(\d+\) > MAX\(\d+\)",
+        "1.1.2-2.17.0",
+    ),
     _ena(
         "napi-not-called",
         NAPI_STARVED,
@@ -259,13 +308,34 @@ ENA_RESET_PATH: tuple[EnaMessage, ...] = (
         "2.12.0-2.17.0",
     ),
     _ena("resetting", RESET_DECIDED, r"Resetting the device\s*\Z", "2.7.2-2.17.0 (mainline 6.9+)"),
+    _ena(
+        "tx-cq-check",
+        RESET_DECIDED,
+        r"(?:No completion descriptors|Completion descriptors|Faulty descriptor) found in CQ \d+",
+        "after 'Resetting the device', why (missing completion, lost interrupt, faulty descriptor):"
+        " 'No completion ...' 2.9.0-2.17.0, 'Completion ...' 2.9.0-2.15.0, 'Faulty ...' 2.13.0-2.15.0",
+        qid=r"CQ \d+",
+    ),
+    _ena(
+        "fw-unresponsive",
+        RESET_DECIDED,
+        r"FW isn't responsive, skipping reset routine",
+        "2.6.0-2.17.0: a reset is due but the device does not answer; retried every second",
+    ),
+    _ena(
+        "refresh-capabilities",
+        RESET_DECIDED,
+        r"Received requet to refresh capabilities",  # sic
+        "2.6.0-2.17.0: the device asks for a reset to refresh the driver's view of its capabilities",
+    ),
     _ena("trigger-reset", RESET_STARTED, r"Trigger reset is on", "1.0.0-2.17.0 (mainline 4.9+)"),
     _ena(
         "reset-failed",
         RESET_FAILED,
         r"Device reset completed, status: -\d+|Reset attempt failed\. Can not reset the device"
-        r"|Device reset failed",
-        "1.0.0-2.17.0; 'Device reset completed, status: -errno' from 2.13.1",
+        r"|Device reset failed|Restore attempt failed\.",
+        "1.0.0-2.17.0; 'Device reset completed, status: -errno' from 2.13.1; 'Restore attempt failed.'"
+        " 2.17.0 (also on a failed resume)",
     ),
     _ena(
         "reset-completed",

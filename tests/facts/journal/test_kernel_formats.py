@@ -20,6 +20,7 @@ from imagelint.facts.journal.ena import classify
 from imagelint.facts.journal.patterns import KERNEL
 from imagelint.facts.journal.signals import entry_matches
 from tests.facts.journal.conftest import have_tools
+from tests.facts.journal.ena_formats import HEALTHY, RESET_CLASS
 from tests.facts.journal.exportgen import Host, write_journal
 from tests.support import run_cli
 
@@ -258,6 +259,31 @@ def test_every_ena_reset_path_line_is_classified_and_benign_driver_lines_are_not
     assert {e.device for e in report.episodes} == {"0000:00:05.0"}
 
 
+@pytest.fixture(scope="module")
+def formats_journal(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Each reset-class format since 2024, then each healthy driver line, two minutes apart."""
+    have_tools()
+    lines = [f.line() for f in RESET_CLASS + HEALTHY]
+    return _journal(tmp_path_factory.mktemp("formats"), lines, step_usec=120_000_000)
+
+
+def test_each_reset_class_format_since_2024_is_its_wording_and_healthy_lines_none(
+    formats_journal: Path,
+) -> None:
+    """amzn-drivers 2.11.0-2.17.0 (``ena_formats``): every format an episode of its own wording, in order;
+    the healthy driver lines no episode and no signal."""
+    healthy = {f.line() for f in HEALTHY}
+    specs = [(spec, spec.compiled()) for spec in SIGNALS.values()]
+    with open_directory(formats_journal) as journal:
+        report = analyze_ena_resets(journal)
+        entries = [
+            e for e in journal.match(KERNEL, fields={"MESSAGE", "_TRANSPORT"}) if e["MESSAGE"] in healthy
+        ]
+    assert [(e.wordings, e.lines) for e in report.episodes] == [([f.wording], 1) for f in RESET_CLASS]
+    assert len(entries) == len(HEALTHY)
+    assert [(s.name, e["MESSAGE"]) for e in entries for s, regex in specs if entry_matches(s, regex, e)] == []
+
+
 EPISODE_217 = [  # driver 2.17.0: queue 2 starved on CPU 5, one reset
     NET + "[1/2] 3 new missed TX completions, qid: 2, 6100 msecs since interrupt, 6100 msecs since napi, "
     "napi scheduled: 1",
@@ -289,6 +315,31 @@ EPISODE_FAILED = [  # driver 2.13.1+: the device stopped answering and did not c
     DEV + "Device reset completed, status: -5, Driver info: Elastic Network Adapter (ENA) v2.13.1g",
 ]
 
+EPISODE_RESTORE_FAILED = [  # driver 2.17.0: the restore fails, then the reset task reports its status
+    NET + "ENA admin queue is not in running state!",
+    NET + "Trigger reset is on",
+    DEV + "Restore attempt failed.",
+    DEV + "Device reset completed, status: -62, Driver info: Elastic Network Adapter (ENA) v2.17.0g",
+]
+EPISODE_RESET_ATTEMPT_FAILED = [  # driver 2.13.1-2.16.1: the same two failure lines in the older wording
+    NET + "Keep alive watchdog timeout, 6012 msecs since last keep alive.",
+    NET + "Trigger reset is on",
+    DEV + "Reset attempt failed. Can not reset the device",
+    DEV + "Device reset completed, status: -5, Driver info: Elastic Network Adapter (ENA) v2.16.1g",
+]
+EPISODE_BAD_REQ_ID = [  # driver 2.13.0+: the device completed a Tx descriptor the driver never posted
+    NET + "Invalid req_id 1024 in qid 3, queue type: regular",
+    NET + "Trigger reset is on",
+    DEV + "Device reset completed, status: 0, Driver info: Elastic Network Adapter (ENA) v2.13.1g",
+]
+EPISODE_MSIX_216 = [  # driver 2.16.0: queue 1 never got its first interrupt; the CQ check says why
+    NET + "Potential MSIX issue on Tx side Queue = 1.",
+    NET + "Resetting the device",
+    NET + "No completion descriptors found in CQ 1",
+    NET + "Trigger reset is on",
+    DEV + "Device reset completed, status: 0, Driver info: Elastic Network Adapter (ENA) v2.16.0g",
+]
+
 
 @pytest.mark.parametrize(
     ("lines", "queues", "cpus", "roles"),
@@ -297,6 +348,10 @@ EPISODE_FAILED = [  # driver 2.13.1+: the device stopped answering and did not c
         (EPISODE_14, {0}, set(), ["tx-timeout", "reset-started", "reset-done"]),
         (EPISODE_WATCHDOG, {3}, set(), ["tx-paused", "napi-starved", "reset-started", "reset-done"]),
         (EPISODE_FAILED, set(), set(), ["device-health", "reset-started", "reset-failed"]),
+        (EPISODE_RESTORE_FAILED, set(), set(), ["device-health", "reset-started", "reset-failed"]),
+        (EPISODE_RESET_ATTEMPT_FAILED, set(), set(), ["device-health", "reset-started", "reset-failed"]),
+        (EPISODE_BAD_REQ_ID, {3}, set(), ["bad-descriptor", "reset-started", "reset-done"]),
+        (EPISODE_MSIX_216, {1}, set(), ["device-health", "reset-decided", "reset-started", "reset-done"]),
     ],
 )
 def test_one_reset_episode_is_one_reset(
@@ -309,7 +364,7 @@ def test_one_reset_episode_is_one_reset(
     (episode,) = report.episodes
     assert episode.reset and episode.completed == ("reset-done" in roles)
     assert (episode.queues, episode.napi_cpus, episode.roles) == (queues, cpus, roles)
-    assert episode.lines == sum(classify(line) is not None for line in lines)
+    assert episode.lines == sum(line.startswith("ena ") for line in lines)  # every driver line
 
 
 def test_resets_in_a_row_and_a_silence_are_told_apart(tmp_path: Path) -> None:
