@@ -93,6 +93,15 @@ CASES = {
         {"imagelint/soak/cost": _line(b"times-after ", "²m0s 0m0s 0m0s 0m0s")},
         "imagelint/soak/cost",
     ),
+    # issue 40: was an OverflowError packing the CPU number
+    "cpu-number-past-2^63": (
+        {"imagelint/soak/cpu": lambda d: d.replace(b"\ncpu0 ", b"\ncpu9223372036854775808 ")},
+        "imagelint/soak/cpu:3",
+    ),
+    "interrupts-cpu-past-2^63": (
+        {"imagelint/soak/interrupts.end": lambda d: d.replace(b"CPU0 ", b"CPU9223372036854775808 ", 1)},
+        "imagelint/soak/interrupts.end:1",
+    ),
     "soak-interval-zero": ({"imagelint/manifest.txt": _line(b"soak ", "20 0")}, "imagelint/manifest.txt"),
     "soak-superscript": ({"imagelint/manifest.txt": _line(b"soak ", "² 10")}, "imagelint/manifest.txt"),
 }
@@ -112,6 +121,39 @@ def test_a_bad_number_in_a_bundle_is_one_line_naming_the_member(
     edits, where = CASES[case]
     bundle = rewritten(soak_bundle, tmp_path / "bundle.tar.gz", edits)
     run_cli_measured("soak", "--from-bundle", str(bundle)).assert_one_line(3, where)
+
+
+def _nic_storm(rows: int, cpus: int, nics: int) -> dict[str, Callable[[bytes], bytes]]:
+    """Interrupt records of ``rows`` ``ena`` queue rows over ``cpus`` CPU columns (every interface
+    matches every one of them), and ``nics`` interfaces."""
+    counts = " 1" * cpus
+    text = "CPU" + " CPU".join(map(str, range(cpus))) + "\n"
+    text += "".join(f"{irq}:{counts} ena-rx\n" for irq in range(rows))
+    nic_lines = "".join(f"nic eth{i} virtio{i} 1\n" for i in range(nics))
+    return {
+        "imagelint/soak/interrupts.start": lambda _: text.encode(),
+        "imagelint/soak/interrupts.end": lambda _: text.encode(),
+        "imagelint/soak/nics": lambda _: nic_lines.encode(),
+    }
+
+
+@pytest.mark.parametrize(
+    ("rows", "cpus", "nics"),
+    [
+        (60_000, 2, 16),  # 4 MiB, rows x interfaces (the issue's: 746 MB, a 100 MB report, exit 0)
+        (60_000, 2, 64),  # 4 MiB, rows x interfaces (the issue's: the memory limit)
+        (250, 8_000, 16),  # 4 MiB, IRQs x CPUs x interfaces summed
+        (70_000, 1, 1),  # more rows than a host has
+    ],
+)
+def test_interrupt_records_are_bounded_by_what_they_produce(
+    soak_bundle: Path, tmp_path: Path, rows: int, cpus: int, nics: int
+) -> None:
+    bundle = rewritten(soak_bundle, tmp_path / "bundle.tar.gz", _nic_storm(rows, cpus, nics))
+    report = tmp_path / "report.json"
+    measured = run_cli_measured("soak", "--from-bundle", str(bundle), "-f", f"json:{report}")
+    measured.assert_one_line(3, "imagelint/soak/interrupts.end")
+    assert not report.exists()
 
 
 def test_a_missing_record_is_one_line(soak_bundle: Path, tmp_path: Path) -> None:
