@@ -280,3 +280,23 @@ def test_a_stream_optimized_vmdk_grain_that_inflates_to_many_mib(tmp_path: Path,
     assert grain * 512 + 12 + len(bomb) < size - 4096
     small_images.patch(image, grain * 512, struct.pack("<QI", 0, len(bomb)) + bomb)
     one_line_inconclusive(image, "")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("links", "files"), [(100, 1), (1, 50)])
+def test_an_ext4_directory_cycle_is_walked_within_memory(tmp_path: Path, links: int, files: int) -> None:
+    """/etc/x holds ``links`` entries naming /etc itself (debugfs ``ln``: a directory hard link, so
+    /etc/x/u0/x/u0/... never ends) and ``files`` files: the walk of /etc (IL109) stops at 2,048
+    levels, inconclusive. A wide cycle held each pending subdirectory's path of thousands of
+    components (935 MiB at 100 links), a narrow one every walked entry (193 MiB at 50 files).
+    About 25 s each: reaching 2,048 levels is the cost, before and after."""
+    _tools("mke2fs", "debugfs")
+    fs = small_images.ext(tmp_path / "cycle.ext4", {f"/etc/x/f{i}": "x\n" for i in range(files)})
+    links_in = "".join(f"ln /etc /etc/x/u{i}\n" for i in range(links))
+    subprocess.run(
+        ["debugfs", "-w", "-f", "-", str(fs)], input=links_in, text=True, check=True, capture_output=True
+    )
+    run = measured("audit", str(fs))
+    print(f"{links} links, {files} files: exit {run.returncode}, peak RSS {run.peak_mib:.0f} MiB")
+    assert run.returncode == 3 and "more than 2048 directory levels deep" in run.stdout, run.stdout[-2000:]
+    assert run.peak_mib <= MAX_RSS_MIB, f"peak RSS of the process tree {run.peak_mib:.0f} MiB"
