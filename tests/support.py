@@ -101,14 +101,16 @@ class Measured:
         assert self.peak_mib <= MAX_RSS_MIB, f"peak RSS of the process tree {self.peak_mib:.0f} MiB"
 
 
-def run_cli_measured(*args: str, timeout: float = 90, address_space: int = 0) -> Measured:
+def run_cli_measured(
+    *args: str, timeout: float = 90, address_space: int = 0, env: dict[str, str] | None = None
+) -> Measured:
     """``imagelint ARGS`` as a user runs it, with the peak RSS of its whole process tree; a CLI still
     running after ``timeout`` s has ``returncode`` None."""
     import shutil
 
     exe = shutil.which("imagelint", path=str(Path(sys.executable).parent)) or "imagelint"
-    env = {**os.environ, "NO_COLOR": "1"}
-    run = run_tree([exe, *args], timeout=timeout, env=env, address_space=address_space)
+    full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
+    run = run_tree([exe, *args], timeout=timeout, env=full_env, address_space=address_space)
     return Measured(run.returncode, run.stderr, run.stdout, run.peak_mib, run.stdout_chars)
 
 

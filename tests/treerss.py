@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 MAX_RSS_MIB = 150  # what every hostile-input test allows the whole tree
-TAIL = 64 * 1024  # characters of the command's stdout kept (a runaway report can be 100 MB)
+TAIL = 1 << 20  # characters of stdout and stderr kept (a runaway report can be 100 MB)
 
 
 @dataclass(frozen=True)
