@@ -37,6 +37,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from tests.facts.journal.exportgen import RESTART_ID, large_history, write_journal  # noqa: E402
+from tests.treerss import run_tree  # noqa: E402
 
 PYTHON = sys.executable
 
@@ -105,17 +106,11 @@ def best(cmd: list[str], repeat: int) -> tuple[float, str, float]:
 
 
 def measure_rss(code: str, d: Path) -> int:
-    """Peak RSS (KiB) of one fresh child running ``code``: getrusage(RUSAGE_CHILDREN) in a parent
-    that has run nothing else, so the figure is that child's alone."""
-    probe = (
-        "import resource, subprocess, sys\n"
-        "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)\n"
-        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
-    )
-    proc = subprocess.run(
-        [PYTHON, "-c", probe, PYTHON, "-c", code, str(d)], capture_output=True, text=True, check=True
-    )
-    return int(proc.stdout.strip())
+    """Peak RSS (KiB) of the process tree of one fresh child running ``code`` (``tests/treerss.py``)."""
+    run = run_tree([PYTHON, "-c", code, str(d)], timeout=3600)
+    if run.returncode != 0:
+        raise SystemExit(f"measuring failed ({run.returncode}): {run.stderr[-2000:]}")
+    return run.peak_kib
 
 
 def main() -> None:

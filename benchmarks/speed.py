@@ -37,6 +37,9 @@ from pathlib import Path
 
 from _timing import REPO, median_wall, report
 
+sys.path.insert(0, str(REPO))
+from tests.treerss import run_tree
+
 MIB = 1024 * 1024
 
 
@@ -50,14 +53,11 @@ def cloud_rootfs() -> Path:
 
 
 def peak_rss(cmd: list[str]) -> int:
-    """Peak RSS in bytes of ``cmd``, run in a fresh Python whose only child it is."""
-    child = (
-        "import resource, subprocess, sys\n"
-        "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
-        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", child, *cmd], capture_output=True, text=True, check=True)
-    return int(out.stdout.strip()) * 1024
+    """Peak RSS in bytes of ``cmd``'s process tree (``tests/treerss.py``: the CLI's boxed child included)."""
+    run = run_tree(cmd, timeout=3600)
+    if run.returncode is None:
+        raise SystemExit(f"{cmd[:3]} did not end")
+    return run.peak_kib * 1024
 
 
 def profile(root: Path, top: int) -> None:

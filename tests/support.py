@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -16,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from imagelint.sampletree import build_tree
+from tests.treerss import MAX_RSS_MIB, run_tree
 
-__all__ = ["build_tree"]
+__all__ = ["MAX_RSS_MIB", "build_tree"]
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -81,44 +81,39 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
     )
 
 
-MAX_RSS_MIB = 150
-_MEASURE = """
-import json, resource, sys
-from tests.support import run_cli
-proc = run_cli(*sys.argv[2:], timeout=float(sys.argv[1]))
-peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-print(json.dumps([proc.returncode, proc.stderr, proc.stdout[-2000:], peak]))
-"""
-
-
 @dataclass
 class Measured:
-    returncode: int
+    returncode: int | None  # None: still running at the timeout
     stderr: str
-    stdout: str
-    peak_mib: float
+    stdout: str  # its tail (tests.treerss.TAIL)
+    peak_mib: float  # of the whole process tree (tests/treerss.py)
+    stdout_chars: int = 0
 
     def assert_one_line(self, code: int, *words: str) -> None:
         """Ended with ``code``, one stderr line holding ``words``, within the RSS bound."""
         lines = self.stderr.splitlines()
-        assert self.returncode == code, (self.returncode, self.stderr[-2000:], self.stdout)
+        assert self.returncode == code, (self.returncode, self.stderr[-2000:], self.stdout[-2000:])
         assert len(lines) == 1, self.stderr[-2000:]
         assert "Traceback" not in self.stderr and "internal error" not in self.stderr
         for word in words:
             assert word in lines[0], lines[0]
-        assert self.peak_mib <= MAX_RSS_MIB, f"peak RSS {self.peak_mib:.0f} MiB"
+        self.assert_within_memory()
+
+    def assert_within_memory(self) -> None:
+        assert self.peak_mib <= MAX_RSS_MIB, f"peak RSS of the process tree {self.peak_mib:.0f} MiB"
 
 
-def run_cli_measured(*args: str, timeout: float = 90) -> Measured:
-    """``imagelint ARGS`` as a user runs it; a CLI still running after ``timeout`` s fails the test."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run(
-        [sys.executable, "-c", _MEASURE, str(timeout), *args],
-        capture_output=True, text=True, env=env, timeout=timeout + 30, check=False,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]  # the measuring process itself (a timeout...)
-    code, stderr, stdout, peak_kib = json.loads(proc.stdout)
-    return Measured(code, stderr, stdout, peak_kib / 1024)
+def run_cli_measured(
+    *args: str, timeout: float = 90, address_space: int = 0, env: dict[str, str] | None = None
+) -> Measured:
+    """``imagelint ARGS`` as a user runs it, with the peak RSS of its whole process tree; a CLI still
+    running after ``timeout`` s has ``returncode`` None."""
+    import shutil
+
+    exe = shutil.which("imagelint", path=str(Path(sys.executable).parent)) or "imagelint"
+    full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
+    run = run_tree([exe, *args], timeout=timeout, env=full_env, address_space=address_space)
+    return Measured(run.returncode, run.stderr, run.stdout, run.peak_mib, run.stdout_chars)
 
 
 def clean_image(root: Path) -> Path:

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from imagelint.bundle.manifest import Manifest, parse_manifest
+from imagelint.bundle.manifest import OWN_LINES, Manifest, read_manifest
 from imagelint.errors import ExitCode, ImageLintError
 from imagelint.targets.rootfs import FileKind, ImageStat
 
@@ -277,8 +277,8 @@ def _extract_into(bundle: Path, result: Extracted, caps: Caps, where: str) -> No
             raise BundleError(
                 "no imagelint/manifest.txt: not a bundle made by the imagelint collector", where=where
             )
-        result.manifest = parse_manifest(manifest_path.read_bytes())
-        for path, (st, reason) in result.manifest.stats.items():
+
+        def described(path: str, st: ImageStat, reason: str) -> None:
             parts = [p for p in path.split("/") if p]
             if path in result.table or not parts:
                 raise BundleError(f"{path}: described twice; refused", where=where)
@@ -289,6 +289,9 @@ def _extract_into(bundle: Path, result: Extracted, caps: Caps, where: str) -> No
                 os.close(fd)
             result.table[path] = st
             result.missing[path] = reason
+
+        # a described entry is a placeholder in the tree: it counts against the members cap
+        result.manifest = read_manifest(manifest_path, described, most=caps.members - members + OWN_LINES)
     finally:
         for fd in fds.values():
             os.close(fd)

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import re
 import stat as stat_mod
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from imagelint.bundle.coverage import HOWS
 from imagelint.bundle.numbers import count
@@ -28,11 +30,17 @@ from imagelint.targets.interface import ImageStat, kind_of
 MAX_MANIFEST = 64 * 1024 * 1024
 _HEX_MODE = re.compile(r"[0-9a-fA-F]{1,8}")
 MAX_ID = 2**32 - 1
+WHERE = "imagelint/manifest.txt"
+OWN_LINES = 10_000  # lines beside the described entries: limits, times, the globs asked
+# why the collector left an entry's content out; the reason kept is one of these (one string each)
+REASONS = {r: r for r in ("metadata", "over-file-limit", "over-total-limit", "unreadable", "special")}
+
+Described = Callable[[str, ImageStat, str], None]  # (image path, its metadata, reason) of a stat line
 
 
 @dataclass
 class Manifest:
-    stats: dict[str, tuple[ImageStat, str]] = field(default_factory=dict)  # path -> (metadata, reason)
+    not_collected: dict[str, int] = field(default_factory=dict)  # reason -> entries described
     incomplete: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
     unrepresentable: int = 0
     asked: list[tuple[str, str]] = field(default_factory=list)  # (directive, glob)
@@ -40,60 +48,78 @@ class Manifest:
     values: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, object]:
-        reasons: dict[str, int] = {}
-        for _st, reason in self.stats.values():
-            reasons[reason] = reasons.get(reason, 0) + 1
         return {
             "collector": self.values.get("collector"),
             "content_bytes": int(self.values.get("content-bytes") or 0),  # checked by parse_manifest
-            "not_collected": reasons,
+            "not_collected": dict(self.not_collected),
             "incomplete": [{"path": p, "reason": r} for p, r in self.incomplete],
             "unrepresentable_names": self.unrepresentable,
         }
 
 
-def parse_manifest(data: bytes) -> Manifest:
-    where = "imagelint/manifest.txt"
-    if len(data) > MAX_MANIFEST:
-        raise ImageReadError(where, "larger than 64 MiB; not read")
+def read_manifest(path: Path, described: Described, *, most: int) -> Manifest:
+    """:func:`parse_manifest` of the file, read a line at a time."""
+    with path.open("rb") as f:
+        if path.stat().st_size > MAX_MANIFEST:
+            raise ImageReadError(WHERE, "larger than 64 MiB; not read")
+        return parse_manifest(f, described, most=most)
+
+
+def parse_manifest(lines: Iterable[bytes], described: Described, *, most: int) -> Manifest:
+    """The manifest's lines, each ``stat`` line handed to ``described`` as it is read (nothing keeps
+    them here); more than ``most`` lines is refused: each becomes state of the run (a placeholder,
+    a glob asked, a value)."""
     manifest = Manifest()
-    text = data.decode("utf-8", "surrogateescape")
-    lines = text.split("\n")
-    if not lines or lines[0] != "imagelint-bundle 1":
-        raise ImageReadError(where, "not an imagelint bundle manifest (no 'imagelint-bundle 1' line)")
-    for number, line in enumerate(lines[1:], 2):
+    numbered = enumerate(lines, 1)
+    if next(numbered, (1, b""))[1] != b"imagelint-bundle 1\n":
+        raise ImageReadError(WHERE, "not an imagelint bundle manifest (no 'imagelint-bundle 1' line)")
+    entries = 0
+    for number, raw in numbered:
+        line = raw.decode("utf-8", "surrogateescape").removesuffix("\n")
         if not line:
             continue
         word, _, rest = line.partition(" ")
-        at = f"{where}:{number}"
+        at = f"{WHERE}:{number}"
+        entries += 1
+        if entries > most:
+            raise ImageReadError(at, f"more than {most:,} lines")
         try:
-            if word == "stat":
-                mode, uid, gid, size, reason, path = rest.split(" ", 5)
-                if not _HEX_MODE.fullmatch(mode):
-                    raise ValueError(mode)
-                raw = int(mode, 16)
-                owner = (count(uid, at, "uid", most=MAX_ID), count(gid, at, "gid", most=MAX_ID))
-                st = ImageStat(path, kind_of(raw), stat_mod.S_IMODE(raw), *owner, count(size, at, "size"))
-                manifest.stats[_image_path(path)] = (st, reason)
-            elif word == "incomplete":
-                reason, path = rest.split(" ", 1)
-                manifest.incomplete.append((_image_path(path), reason))
-            elif word == "asked":
-                how, glob = rest.split(" ", 1)
-                if how not in HOWS:
-                    raise ValueError(how)
-                manifest.asked.append((how, _image_path(glob)))
-            elif word == "absent":
-                manifest.absent.add(_image_path(rest))
-            elif word == "unrepresentable-names":
-                manifest.unrepresentable = count(rest, at, word)
-            elif word == "content-bytes":
-                manifest.values.setdefault(word, str(count(rest, at, word)))
-            else:
-                manifest.values.setdefault(word if word != "limit" else "limit " + rest.split(" ")[0], rest)
+            _line(manifest, word, rest, at, described)
         except ValueError:
             raise ImageReadError(at, f"malformed line {line[:80]!r}") from None
     return manifest
+
+
+def _line(manifest: Manifest, word: str, rest: str, at: str, described: Described) -> None:
+    if word == "stat":
+        mode, uid, gid, size_text, reason, path = rest.split(" ", 5)
+        if not _HEX_MODE.fullmatch(mode):
+            raise ValueError(mode)
+        raw = int(mode, 16)
+        owner = (count(uid, at, "uid", most=MAX_ID), count(gid, at, "gid", most=MAX_ID))
+        kept = REASONS.get(reason)
+        if kept is None:
+            raise ValueError(reason)
+        image_path = _image_path(path)
+        size = count(size_text, at, "size")
+        described(image_path, ImageStat(image_path, kind_of(raw), stat_mod.S_IMODE(raw), *owner, size), kept)
+        manifest.not_collected[kept] = manifest.not_collected.get(kept, 0) + 1
+    elif word == "incomplete":
+        reason, path = rest.split(" ", 1)
+        manifest.incomplete.append((_image_path(path), reason))
+    elif word == "asked":
+        how, glob = rest.split(" ", 1)
+        if how not in HOWS:
+            raise ValueError(how)
+        manifest.asked.append((how, _image_path(glob)))
+    elif word == "absent":
+        manifest.absent.add(_image_path(rest))
+    elif word == "unrepresentable-names":
+        manifest.unrepresentable = count(rest, at, word)
+    elif word == "content-bytes":
+        manifest.values.setdefault(word, str(count(rest, at, word)))
+    else:
+        manifest.values.setdefault(word if word != "limit" else "limit " + rest.split(" ")[0], rest)
 
 
 def _image_path(path: str) -> str:

@@ -201,8 +201,10 @@ def nic_interrupts_of(meta: Path) -> NicInterrupts | None:
     before, after, devices = _interrupts(meta, "start"), _interrupts(meta, "end"), nics(meta)
     if before is None or after is None or devices is None:
         return None
-    rows_after = parse_interrupts(after)
-    return nic_interrupts(parse_interrupts(before), rows_after, match_nic_irqs(rows_after, devices))
+    start, end = _where(meta / "soak/interrupts.start"), _where(meta / "soak/interrupts.end")
+    rows_after = parse_interrupts(after, where=end)
+    matched = match_nic_irqs(rows_after, devices, where=f"{end} with {_where(meta / 'soak/nics')}")
+    return nic_interrupts(parse_interrupts(before, where=start), rows_after, matched, where=end)
 
 
 def _cost(meta: Path) -> tuple[dict[str, str], str]:

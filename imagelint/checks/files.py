@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import fnmatch
 import posixpath
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Annotated, Literal, TypeVar
 
@@ -441,13 +442,15 @@ class FilePermissions(CheckKind[PermissionsParams]):
         return _grouped(ctx, params, found)
 
     @staticmethod
-    def _entries(ctx: CheckContext, params: PermissionsParams) -> list[ImageStat]:
+    def _entries(ctx: CheckContext, params: PermissionsParams) -> Iterator[ImageStat]:
+        """The entries to judge, as they are walked: a walk is never held whole (up to 2,000,000
+        entries, whose paths are long when a directory cycle makes the tree deep)."""
         tops = [st for st in (ctx.target.lstat(p) for p in _expand(ctx, params)) if st is not None]
+        yield from tops
         if not params.recursive:
-            return tops
+            return
         # A usr-merged image reaches /usr/bin as /bin too: walk each real directory once.
         walked: set[str] = set()
-        entries = list(tops)
         for top in tops:
             top_st = ctx.target.stat(top.path)
             if top_st is None or top_st.kind is not FileKind.DIR:
@@ -456,9 +459,7 @@ class FilePermissions(CheckKind[PermissionsParams]):
             if any(real == w or real.startswith(w.rstrip("/") + "/") for w in walked):
                 continue
             walked.add(real)
-            walked_entries = ctx.target.walk(real)
             if params.exclude:
-                entries.extend(st for st in walked_entries if not _excluded(st.path, params))
-            else:  # the common case: one walk entry is one list item, no test per entry
-                entries.extend(walked_entries)
-        return entries
+                yield from (st for st in ctx.target.walk(real) if not _excluded(st.path, params))
+            else:
+                yield from ctx.target.walk(real)

@@ -19,6 +19,7 @@ from imagelint.facts.hotcore import EpisodeTracker, HotCoreParams
 
 DEFAULT_MAX_CPU_INTERVALS = 2_000_000  # ~32 MB: one hour at 10 reads a second on 55 CPUs
 MAX_EVENTS = 20  # hotplug / backwards events listed (all are counted)
+MAX_SERIES_POINTS = 1 << 16  # (span, CPU) shares per series in the report: 360 spans of 182 CPUs
 _U32 = 0xFFFFFFFF
 
 
@@ -110,29 +111,65 @@ class CpuRecord:
         return self.spans[-1] - self.origin if self.spans else 0.0
 
     def series(self, every: float) -> dict[str, Any]:
-        """Kernel and busy share per CPU over consecutive spans of ``every`` seconds (the soak's interval)."""
-        buckets: dict[int, dict[int, list[int]]] = {}
+        """Kernel and busy share per CPU over consecutive spans of ``every`` seconds (the soak's
+        interval), doubled until CPUs x spans is at most ``MAX_SERIES_POINTS``.
+
+        Built one span at a time (the intervals are kept in time order), so what it holds is the
+        output, itself bounded."""
+        slots, cpus = self._slots(every)
+        while slots > 1 and slots * len(cpus) > MAX_SERIES_POINTS:
+            every *= 2
+            slots, cpus = self._slots(every)
+        times: list[float] = []
+        kernel: dict[int, list[float | None]] = {c: [] for c in cpus}
+        busy: dict[int, list[float | None]] = {c: [] for c in cpus}
+        current: int | None = None
+        sums: dict[int, list[int]] = {}
+
+        def flush() -> None:
+            if current is None:
+                return
+            times.append(round(min((current + 1) * every, self.seconds), 3))
+            for cpu in cpus:
+                k, b, t = sums.get(cpu, (0, 0, 0))
+                kernel[cpu].append(round(k / t, 3) if t else None)
+                busy[cpu].append(round(b / t, 3) if t else None)
+
         for _, t1, interval in self.intervals():
             if interval is None:
                 continue
-            slot = int((t1 - self.origin - 1e-9) // every)
-            bucket = buckets.setdefault(slot, {})
+            slot = self._slot(t1, every)
+            if slot != current:
+                flush()
+                current, sums = slot, {}
             for cpu, d in interval.deltas.items():
-                k, b, t = bucket.setdefault(cpu, [0, 0, 0])
-                bucket[cpu] = [k + d.kernel, b + d.busy, t + d.total]
-        cpus = sorted({c for b in buckets.values() for c in b})
-        slots = sorted(buckets)
-
-        def share(slot: int, cpu: int, i: int) -> float | None:
-            v = buckets[slot].get(cpu)
-            return round(v[i] / v[2], 3) if v and v[2] else None
-
+                v = sums.setdefault(cpu, [0, 0, 0])
+                v[0] += d.kernel
+                v[1] += d.busy
+                v[2] += d.total
+        flush()
         return {
             "every": every,
-            "times": [round(min((s + 1) * every, self.seconds), 3) for s in slots],
-            "kernel_share": {f"cpu{c}": [share(s, c, 0) for s in slots] for c in cpus},
-            "busy_share": {f"cpu{c}": [share(s, c, 1) for s in slots] for c in cpus},
+            "times": times,
+            "kernel_share": {f"cpu{c}": kernel[c] for c in cpus},
+            "busy_share": {f"cpu{c}": busy[c] for c in cpus},
         }
+
+    def _slot(self, t1: float, every: float) -> int:
+        return int((t1 - self.origin - 1e-9) // every)
+
+    def _slots(self, every: float) -> tuple[int, list[int]]:
+        """How many spans of ``every`` seconds hold a judged interval, and the CPUs they hold."""
+        slots, last = 0, None
+        cpus: set[int] = set()
+        for i, packed in enumerate(self.packed):
+            if packed is None:
+                continue
+            slot = self._slot(self.spans[2 * i + 1], every)
+            slots += slot != last
+            last = slot
+            cpus.update(packed[0::4])
+        return slots, sorted(cpus)
 
     def notes(self) -> list[str]:
         """What was tolerated, one sentence each (older format, hotplug, counters backwards, gaps)."""

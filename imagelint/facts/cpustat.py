@@ -34,6 +34,7 @@ from imagelint.errors import ExitCode, ImageLintError
 
 FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal", "guest", "guest_nice")
 MIN_FIELDS = 4  # user nice system idle: every kernel since 2.0
+CPU_NUMBERS = 1 << 16  # CPUs are numbered below this (NR_CPUS is at most 8,192 on any architecture)
 _USER, _NICE, _SYSTEM, _IDLE, _IOWAIT, _IRQ, _SOFTIRQ, _STEAL = range(8)
 
 
@@ -81,8 +82,12 @@ def parse_proc_stat(text: str, *, where: str = "/proc/stat") -> ProcStat:
             continue
         parts = line.split()
         name = parts[0]
-        if not name[3:].isdigit():
+        if not (name[3:].isascii() and name[3:].isdigit()):
             raise ProcStatError(f"line {number}: {name[:20]!r} is not a cpuN line", where=where)
+        if len(name) > 8 or int(name[3:]) >= CPU_NUMBERS:
+            raise ProcStatError(
+                f"line {number}: {name[:20]!r}: CPUs are numbered below {CPU_NUMBERS:,}", where=where
+            )
         given = len(parts) - 1
         if given < MIN_FIELDS:
             raise ProcStatError(

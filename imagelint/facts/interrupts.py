@@ -15,32 +15,65 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from imagelint.errors import ImageReadError
+from imagelint.facts.cpustat import CPU_NUMBERS
 
-@dataclass(frozen=True)
+# What one read may hold and what it may produce. A record that is small can still multiply: every
+# interface matches every ``ena`` row, and each matched IRQ is summed over every CPU column, so the
+# bounds are on what is produced, not only on bytes read. Past one, the read is refused (inconclusive).
+MAX_ROWS = 65_536  # numbered IRQs in one read (a large host has a few thousand)
+MAX_NIC_IRQS = 16_384  # (interface, IRQ) pairs matched over all interfaces (8 NICs x 32 queues: 256)
+MAX_SUMMED = 1 << 22  # (interface, IRQ) pairs x CPU columns summed between two reads
+MAX_NIC_CELLS = 65_536  # (interface, CPU) counts kept and reported (8 NICs x 8,192 CPUs)
+_COUNT = re.compile(r"[0-9]{1,20}")  # a u64 counter
+_QUEUE = re.compile(r"(?i)(rx|tx|input|output|queue|comp)")
+
+
+@dataclass(frozen=True, slots=True)
 class IrqRow:
-    counts: dict[int, int]  # cpu → interrupts since boot
+    """One numbered row: its counts are parsed when asked for (only matched rows ever are)."""
+
+    cpus: tuple[int, ...]  # the header's CPU numbers, shared by every row of the read
+    values: str  # what follows ``IRQ:``, the counts first
     name: str  # the last column(s): chip, hwirq, action names
 
-
-def parse_interrupts(text: str) -> dict[str, IrqRow]:
-    """Rows of ``/proc/interrupts`` by IRQ (numbered ones only); CPU columns follow the header."""
-    lines = text.splitlines()
-    if not lines:
-        return {}
-    cpus = [int(h[3:]) for h in lines[0].split() if h.startswith("CPU") and h[3:].isdigit()]
-    rows: dict[str, IrqRow] = {}
-    for line in lines[1:]:
-        head, _, rest = line.partition(":")
-        irq = head.strip()
-        if not irq.isdigit():
-            continue
-        parts = rest.split()
+    @property
+    def counts(self) -> dict[int, int]:
+        """CPU -> interrupts since boot, for the leading columns that are counts."""
         counts: dict[int, int] = {}
-        for cpu, value in zip(cpus, parts, strict=False):
-            if not value.isdigit():
+        for cpu, value in zip(self.cpus, self.values.split(), strict=False):
+            if not _COUNT.fullmatch(value):
                 break
             counts[cpu] = int(value)
-        rows[irq] = IrqRow(counts, " ".join(parts[len(counts) :]))
+        return counts
+
+
+def parse_interrupts(text: str, *, where: str = "/proc/interrupts") -> dict[str, IrqRow]:
+    """Rows of ``/proc/interrupts`` by IRQ (numbered ones only); CPU columns follow the header."""
+    lines = iter(text.splitlines())
+    header = next(lines, "")
+    cpus: list[int] = []
+    for h in header.split():
+        if h.startswith("CPU") and _COUNT.fullmatch(h[3:]):
+            if int(h[3:]) >= CPU_NUMBERS or len(cpus) >= CPU_NUMBERS:
+                raise ImageReadError(f"{where}:1", f"{h[:40]!r}: CPUs are numbered below {CPU_NUMBERS:,}")
+            cpus.append(int(h[3:]))
+    columns = tuple(cpus)
+    rows: dict[str, IrqRow] = {}
+    for number, line in enumerate(lines, 2):
+        head, _, rest = line.partition(":")
+        irq = head.strip()
+        if not _COUNT.fullmatch(irq):
+            continue
+        if len(rows) >= MAX_ROWS:
+            raise ImageReadError(f"{where}:{number}", f"more than {MAX_ROWS:,} numbered interrupts")
+        parts = rest.split()
+        counted = 0
+        for value in parts[: len(columns)]:
+            if not _COUNT.fullmatch(value):
+                break
+            counted += 1
+        rows[irq] = IrqRow(columns, rest, " ".join(parts[counted:]))
     return rows
 
 
@@ -52,22 +85,38 @@ class NicDevice:
     msi_irqs: frozenset[str]
 
 
-def match_nic_irqs(rows: dict[str, IrqRow], devices: dict[str, NicDevice]) -> dict[str, list[str]]:
+def match_nic_irqs(
+    rows: dict[str, IrqRow], devices: dict[str, NicDevice], *, where: str = "/proc/interrupts"
+) -> dict[str, list[str]]:
     """Interface → its IRQ numbers: its device's MSI IRQs, and the rows of ``/proc/interrupts`` named
-    after it (``IF-...``, ``ena``, ``virtioN-input/output`` of its virtio device)."""
+    after it (a word ``IF-...`` or ``IF_...``, ``ena`` or ``ena-...``, ``virtioN-input/output`` of its
+    virtio device). Words are looked up, not searched for, so the work grows with the rows' text."""
+    found = {iface: set(device.msi_irqs) for iface, device in devices.items()}
+    virtio: dict[str, list[str]] = {}
+    for iface, device in devices.items():
+        if device.name.startswith("virtio"):
+            virtio.setdefault(device.name, []).append(iface)
+    pairs = sum(len(irqs) for irqs in found.values())
+    for irq, row in rows.items():
+        hit: set[str] = set()
+        for word in row.name.split():
+            if word == "ena" or word.startswith("ena-"):
+                hit.update(devices)
+            for at, char in enumerate(word):
+                if char in "-_" and word[:at] in devices:
+                    hit.add(word[:at])
+                if char == "-" and word.startswith(("input", "output"), at + 1):
+                    hit.update(virtio.get(word[:at], ()))
+        hit = {iface for iface in hit if irq not in found[iface]}
+        pairs += len(hit)
+        if pairs > MAX_NIC_IRQS:
+            raise ImageReadError(where, f"more than {MAX_NIC_IRQS:,} (interface, IRQ) pairs match")
+        for iface in hit:
+            found[iface].add(irq)
     out: dict[str, list[str]] = {}
-    for iface, device in sorted(devices.items()):
-        irqs = set(device.msi_irqs)
-        virtio = device.name
-        pattern = re.compile(
-            rf"(^|\s){re.escape(iface)}[-_]|(^|\s)ena(\s|-|$)"
-            + (rf"|(^|\s){re.escape(virtio)}-(input|output)" if virtio.startswith("virtio") else "")
-        )
-        irqs.update(irq for irq, row in rows.items() if pattern.search(row.name))
+    for iface, irqs in sorted(found.items()):
         # config/event vectors of the device are no queues: keep the ones named as queues when known
-        named = {
-            i for i in irqs if i in rows and re.search(r"(?i)(rx|tx|input|output|queue|comp)", rows[i].name)
-        }
+        named = {i for i in irqs if i in rows and _QUEUE.search(rows[i].name)}
         out[iface] = sorted(named or irqs, key=int)
     return out
 
@@ -105,19 +154,34 @@ class NicInterrupts:
 
 
 def nic_interrupts(
-    before: dict[str, IrqRow], after: dict[str, IrqRow], irqs: dict[str, list[str]]
+    before: dict[str, IrqRow],
+    after: dict[str, IrqRow],
+    irqs: dict[str, list[str]],
+    *,
+    where: str = "/proc/interrupts",
 ) -> NicInterrupts:
     """Interrupts per CPU between two reads, summed over each interface's IRQs (a CPU absent at
     either read, or a count that went backwards, contributes nothing)."""
+    columns = max((len(row.cpus) for row in after.values()), default=0)
+    pairs = sum(len(numbers) for numbers in irqs.values())
+    if pairs * columns > MAX_SUMMED:
+        raise ImageReadError(
+            where, f"{pairs:,} NIC interrupts x {columns:,} CPUs is more than {MAX_SUMMED:,} counts to sum"
+        )
     per_cpu: dict[str, dict[int, int]] = {}
+    cells = 0
     for iface, numbers in irqs.items():
         counts: dict[int, int] = {}
         for irq in numbers:
             a, b = before.get(irq), after.get(irq)
             if a is None or b is None:
                 continue
+            earlier = a.counts
             for cpu, n in b.counts.items():
-                counts[cpu] = counts.get(cpu, 0) + max(0, n - a.counts.get(cpu, n))
+                counts[cpu] = counts.get(cpu, 0) + max(0, n - earlier.get(cpu, n))
         if numbers:
+            cells += len(counts)
+            if cells > MAX_NIC_CELLS:
+                raise ImageReadError(where, f"more than {MAX_NIC_CELLS:,} (interface, CPU) counts")
             per_cpu[iface] = counts
     return NicInterrupts(per_cpu, irqs)

@@ -385,19 +385,33 @@ class ResolvingTarget:
         it raises ImageReadError.
         """
         budget = _Budget(top)
-        stack = [(_normal_dir(top), self._resolve(top), 0)]
-        while stack:
-            image_dir, resolved, depth = stack.pop()
-            budget.descend(depth, image_dir)
+        # One level per directory on the way down: its path, its resolved parts and the names of its
+        # subdirectories not yet visited. A level holds names, not the subdirectories' paths: a
+        # directory cycle makes paths thousands of components long, and a wide one would otherwise
+        # hold one such path per subdirectory per level.
+        levels: list[tuple[str, Parts, Iterator[str]]] = []
+        image_dir, resolved = _normal_dir(top), self._resolve(top)
+        while True:
+            budget.descend(len(levels), image_dir)
             entries = self._scan(image_dir, resolved)
             budget.spend(len(entries))
             subdirs = []
             for name, st in entries:  # named by the backend: no copy per entry
                 yield st
                 if st.kind is FileKind.DIR:
-                    subdirs.append((st.path, (*resolved, name), depth + 1))
-            self._hint_dirs([parts for _, parts, _ in subdirs])  # listed next, depth first
-            stack.extend(reversed(subdirs))
+                    subdirs.append(name)
+            del entries
+            self._hint_dirs([(*resolved, name) for name in subdirs])  # listed next, depth first
+            levels.append((image_dir, resolved, iter(subdirs)))
+            while levels:
+                parent_dir, parent, names = levels[-1]
+                following = next(names, None)
+                if following is not None:
+                    image_dir, resolved = entry_path(parent_dir, following), (*parent, following)
+                    break
+                levels.pop()
+            else:
+                return
 
 
 def _named(st: ImageStat, path: str) -> ImageStat:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from imagelint.bundle.extract import MAX_CHAIN, MAX_EXTENDED, BundleError, Caps, extract
+from imagelint.errors import ImageReadError
 from imagelint.targets.rootfs import FileKind
 from tests.support import run_cli_measured
 
@@ -27,13 +28,15 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes = b"", **fields: object) -
     tar.addfile(info, io.BytesIO(data) if data else None)
 
 
-def _bundle(tmp_path: Path, build: Callable[[tarfile.TarFile], None], *, manifest: bool = True) -> Path:
+def _bundle(
+    tmp_path: Path, build: Callable[[tarfile.TarFile], None], *, manifest: bytes | None = MANIFEST
+) -> Path:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
         _add(tar, "./", type=tarfile.DIRTYPE, mode=0o755)
         build(tar)
-        if manifest:
-            _add(tar, "imagelint/manifest.txt", MANIFEST)
+        if manifest is not None:
+            _add(tar, "imagelint/manifest.txt", manifest)
     path = tmp_path / "bundle.tar.gz"
     path.write_bytes(gzip.compress(buf.getvalue()))
     return path
@@ -168,7 +171,7 @@ def test_not_a_tar_and_no_manifest(tmp_path: Path) -> None:
     with pytest.raises(BundleError, match="not a readable tar archive"):
         extract(junk)
     with pytest.raises(BundleError, match=r"no imagelint/manifest\.txt"):
-        extract(_bundle(tmp_path, lambda tar: None, manifest=False))
+        extract(_bundle(tmp_path, lambda tar: None, manifest=None))
 
 
 def _header(name: str, kind: bytes, size: int) -> bytes:
@@ -256,3 +259,32 @@ def test_a_bundle_whose_members_are_the_listed_ones_is_read(tmp_path: Path) -> N
         assert "/etc/machine-id" in extracted.table
     finally:
         extracted.cleanup()
+
+
+def _described(entries: int, per_directory: int = 1000) -> bytes:
+    """A manifest describing ``entries`` files without content, as the collector's walks do."""
+    lines = (f"stat 81a4 0 0 12 metadata /srv/d{i // per_directory}/f{i}\n" for i in range(entries))
+    return MANIFEST + "".join(lines).encode()
+
+
+@pytest.mark.slow
+def test_a_manifest_of_many_stat_lines_is_read_within_memory(tmp_path: Path) -> None:
+    """250,000 entries described (the collector lists 300,000 at most by default): each is a placeholder
+    and a table row, the manifest is read a line at a time (it took 180 MiB, 208 at 300,000)."""
+    bundle = _bundle(tmp_path, lambda tar: None, manifest=_described(250_000))
+    measured = run_cli_measured("audit", str(bundle), "-f", "json:/dev/null", timeout=300)
+    assert "Traceback" not in measured.stderr and "internal error" not in measured.stderr, measured.stderr
+    measured.assert_within_memory()
+
+
+def test_a_manifest_holds_no_more_lines_than_the_bundle_may_have_entries(tmp_path: Path) -> None:
+    """Every line is state of the run (a placeholder, a glob asked, a value): past the members cap
+    it is refused, naming the line."""
+    values = MANIFEST + "".join(f"value{i} 1\n" for i in range(12_000)).encode()
+    bundle = _bundle(tmp_path, lambda tar: None, manifest=values)
+    with pytest.raises(ImageReadError, match="more than 10,0"):
+        extract(bundle, Caps(members=10))
+    bundle = _bundle(tmp_path, lambda tar: None, manifest=_described(12_000))
+    with pytest.raises(ImageReadError) as info:
+        extract(bundle, Caps(members=100))
+    assert info.value.path.startswith("imagelint/manifest.txt:")

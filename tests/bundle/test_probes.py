@@ -3,6 +3,7 @@ by what ``int()``/``float()`` would take or choke on, is one line and exit 3 nam
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from imagelint.bundle.numbers import count, seconds
 from imagelint.errors import ImageReadError
+from imagelint.facts.cpurecord import MAX_SERIES_POINTS
 from tests.bundle.support import collect_soak_bundle, members, pack, rewritten
 from tests.support import need, run_cli_measured
 
@@ -93,6 +95,15 @@ CASES = {
         {"imagelint/soak/cost": _line(b"times-after ", "²m0s 0m0s 0m0s 0m0s")},
         "imagelint/soak/cost",
     ),
+    # issue 40: was an OverflowError packing the CPU number
+    "cpu-number-past-2^63": (
+        {"imagelint/soak/cpu": lambda d: d.replace(b"\ncpu0 ", b"\ncpu9223372036854775808 ")},
+        "imagelint/soak/cpu:3",
+    ),
+    "interrupts-cpu-past-2^63": (
+        {"imagelint/soak/interrupts.end": lambda d: d.replace(b"CPU0 ", b"CPU9223372036854775808 ", 1)},
+        "imagelint/soak/interrupts.end:1",
+    ),
     "soak-interval-zero": ({"imagelint/manifest.txt": _line(b"soak ", "20 0")}, "imagelint/manifest.txt"),
     "soak-superscript": ({"imagelint/manifest.txt": _line(b"soak ", "² 10")}, "imagelint/manifest.txt"),
 }
@@ -112,6 +123,66 @@ def test_a_bad_number_in_a_bundle_is_one_line_naming_the_member(
     edits, where = CASES[case]
     bundle = rewritten(soak_bundle, tmp_path / "bundle.tar.gz", edits)
     run_cli_measured("soak", "--from-bundle", str(bundle)).assert_one_line(3, where)
+
+
+def _nic_storm(rows: int, cpus: int, nics: int) -> dict[str, Callable[[bytes], bytes]]:
+    """Interrupt records of ``rows`` ``ena`` queue rows over ``cpus`` CPU columns (every interface
+    matches every one of them), and ``nics`` interfaces."""
+    counts = " 1" * cpus
+    text = "CPU" + " CPU".join(map(str, range(cpus))) + "\n"
+    text += "".join(f"{irq}:{counts} ena-rx\n" for irq in range(rows))
+    nic_lines = "".join(f"nic eth{i} virtio{i} 1\n" for i in range(nics))
+    return {
+        "imagelint/soak/interrupts.start": lambda _: text.encode(),
+        "imagelint/soak/interrupts.end": lambda _: text.encode(),
+        "imagelint/soak/nics": lambda _: nic_lines.encode(),
+    }
+
+
+@pytest.mark.parametrize(
+    ("rows", "cpus", "nics"),
+    [
+        (60_000, 2, 16),  # 4 MiB, rows x interfaces (the issue's: 746 MB, a 100 MB report, exit 0)
+        (60_000, 2, 64),  # 4 MiB, rows x interfaces (the issue's: the memory limit)
+        (250, 8_000, 16),  # 4 MiB, IRQs x CPUs x interfaces summed
+        (70_000, 1, 1),  # more rows than a host has
+    ],
+)
+def test_interrupt_records_are_bounded_by_what_they_produce(
+    soak_bundle: Path, tmp_path: Path, rows: int, cpus: int, nics: int
+) -> None:
+    bundle = rewritten(soak_bundle, tmp_path / "bundle.tar.gz", _nic_storm(rows, cpus, nics))
+    report = tmp_path / "report.json"
+    measured = run_cli_measured("soak", "--from-bundle", str(bundle), "-f", f"json:{report}")
+    measured.assert_one_line(3, "imagelint/soak/interrupts.end")
+    assert not report.exists()
+
+
+def _cpu_storm(cpus: int, reads: int) -> dict[str, Callable[[bytes], bytes]]:
+    """A per-CPU record of ``cpus`` x ``reads`` intervals (what the collector's cap allows), each read
+    10 s after the last: each its own span of the soak's interval."""
+
+    def record(_: bytes) -> bytes:
+        lines = ["mode bash", "period 10"]
+        for read in range(reads):
+            v = read * 10
+            lines += [f"t {1000 + read * 10}", *(f"cpu{c} {v} 0 {v} {v} 0 0 0 0 0 0" for c in range(cpus))]
+        return ("\n".join(lines) + "\n").encode()
+
+    return {"imagelint/soak/cpu": record}
+
+
+def test_a_per_cpu_record_yields_a_bounded_series(soak_bundle: Path, tmp_path: Path) -> None:
+    """400 CPUs x 400 reads, each in a span of its own: every point was kept (1,000 x 1,000: 391 MiB
+    and a 42 MB report)."""
+    bundle = rewritten(soak_bundle, tmp_path / "bundle.tar.gz", _cpu_storm(400, 400))
+    report = tmp_path / "report.json"
+    measured = run_cli_measured("soak", "--from-bundle", str(bundle), "-f", f"json:{report}")
+    assert measured.returncode in (0, 1) and measured.stderr == "", measured.stderr[-2000:]
+    measured.assert_within_memory()
+    series = json.loads(report.read_text())["facts"]["soak"]["cpu"]["series"]
+    assert len(series["times"]) * len(series["kernel_share"]) <= MAX_SERIES_POINTS
+    assert series["every"] >= 10 and len(series["kernel_share"]) == 400
 
 
 def test_a_missing_record_is_one_line(soak_bundle: Path, tmp_path: Path) -> None:

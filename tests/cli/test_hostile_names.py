@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import run_cli
+from tests.support import Measured, run_cli_measured
 
 HOSTILE = [
     b"a\n::error file=x,line=1::forged\n",
@@ -70,8 +70,11 @@ def _check_channel(name: str, text: str) -> None:
 
 
 def _check_run(args: list[str], proc: object, files: list[Path]) -> None:
-    stdout, stderr = proc.stdout, proc.stderr  # type: ignore[attr-defined]
+    assert isinstance(proc, Measured)
+    stdout, stderr = proc.stdout, proc.stderr
     assert "Traceback" not in stderr, stderr
+    assert proc.stdout_chars == len(stdout), "the whole of stdout is checked"
+    proc.assert_within_memory()
     _check_channel(f"{args} stdout", stdout)
     _check_channel(f"{args} stderr", stderr)
     for path in files:
@@ -83,7 +86,7 @@ def test_audit_in_every_format(hostile_image: Path, tmp_path: Path, fmt: str) ->
     out = tmp_path / f"report.{fmt}"
     summary = tmp_path / "summary.md"
     args = ["audit", str(hostile_image), "-f", fmt, "-f", f"{fmt}:{out}"]
-    proc = run_cli(*args, env={"GITHUB_STEP_SUMMARY": str(summary)})
+    proc = run_cli_measured(*args, env={"GITHUB_STEP_SUMMARY": str(summary)})
     assert proc.returncode == 1, proc.stderr
     files = [out] + ([summary] if summary.exists() else [])
     _check_run(args, proc, files)
@@ -93,7 +96,7 @@ def test_audit_in_every_format(hostile_image: Path, tmp_path: Path, fmt: str) ->
 @pytest.mark.parametrize("fmt", ["text", "json"])
 def test_units_listing(hostile_image: Path, fmt: str) -> None:
     args = ["units", str(hostile_image), "--format", fmt]
-    proc = run_cli(*args)
+    proc = run_cli_measured(*args)
     assert proc.returncode == 0, proc.stderr
     _check_run(args, proc, [])
     assert "forged" in proc.stdout
@@ -108,7 +111,7 @@ def test_diff_against_a_clean_image(hostile_image: Path, tmp_path: Path, fmt: st
     (clean / "etc").mkdir(parents=True)
     (clean / "etc/os-release").write_text("ID=debian\n")
     args = ["diff", str(clean), str(hostile_image), "-f", fmt]
-    proc = run_cli(*args)
+    proc = run_cli_measured(*args)
     assert proc.returncode in (0, 1), proc.stderr
     _check_run(args, proc, [])
     assert "forged" in proc.stdout
@@ -117,7 +120,7 @@ def test_diff_against_a_clean_image(hostile_image: Path, tmp_path: Path, fmt: st
 def test_error_messages_on_stderr(tmp_path: Path) -> None:
     missing = tmp_path / "gone\n::error file=x,line=1::forged\x1b[2J\u202e"
     for args in (["audit", str(missing)], ["units", str(missing)], ["diff", str(missing), str(missing)]):
-        proc = run_cli(*args)
+        proc = run_cli_measured(*args)
         assert proc.returncode in (2, 3), (args, proc.stderr)
         assert proc.stderr.count("\n") == 1, (args, proc.stderr)
         _check_run(args, proc, [])

@@ -25,7 +25,7 @@ from imagelint.facts.journal.patterns import (
     TEXT_PATTERNS,
     SignalSpec,
 )
-from tests.support import REPO, build_tree, run_cli
+from tests.support import REPO, build_tree, run_cli, run_cli_measured
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import regex_hangs
@@ -47,9 +47,10 @@ def _pack(tmp_path: Path, pattern: str, path: str = "/etc/target.conf") -> Path:
 
 def _audit(root: Path, tmp_path: Path, *args: str, env: dict[str, str] | None = None):
     out = tmp_path / "report.json"
-    proc = run_cli("audit", str(root), "-f", f"json:{out}", *args, env=env, timeout=60)
+    run = run_cli_measured("audit", str(root), "-f", f"json:{out}", *args, env=env, timeout=60)
+    run.assert_within_memory()
     report = json.loads(out.read_text()) if out.exists() else {}
-    return proc, report
+    return run, report
 
 
 @pytest.mark.parametrize(

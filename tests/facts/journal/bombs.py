@@ -16,8 +16,8 @@ run), so no gigabyte ever has to exist in the building process; the others are c
 fed with zeros chunk by chunk.
 
 ``peak_rss(directory)`` reads a journal directory in a fresh Python process through the public API
-(every entry, the restart analysis, every built-in signal) and returns that process's peak resident
-set size (``VmHWM``) with what it reported about the files.
+(every entry, the restart analysis, every built-in signal) and returns what it reported about the
+files with the peak resident set size of its process tree (``peak_mib``, from :mod:`tests.treerss`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ import functools
 import json
 import lzma
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -41,6 +40,7 @@ from tests.facts.journal.craft import (
     JournalBytes,
 )
 from tests.facts.journal.exportgen import MACHINE_ID, Host, kubelet_line, write_journal
+from tests.treerss import run_tree
 
 KINDS = ("xz", "lz4", "zstd", "zstd-undeclared", "lz4-lying")
 PREFIX = b"MESSAGE="
@@ -151,25 +151,18 @@ with journal as j:
     out["restart_units"] = len(analyze_restarts(j).units)
     out["signals"] = sum(count_signal(j, spec).total for spec in SIGNALS.values())
     out["files"] = [(f.status.value, f.reason) for f in j.scan.files]
-with open("/proc/self/status") as f:
-    out["vmhwm_kib"] = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
 print(json.dumps(out))
 """
 
 
 def peak_rss(directory: Path, *, timeout: float = 300, disk_image: bool = False) -> dict[str, object]:
-    """Read ``directory`` (or, with ``disk_image``, the image's own journal) in a fresh process; its
-    peak RSS (``vmhwm_kib``) and what it reported."""
+    """Read ``directory`` (or, with ``disk_image``, the image's own journal) in a fresh process; what
+    it reported, with the peak RSS of its process tree (``peak_mib``, :mod:`tests.treerss`)."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.run(
-        [sys.executable, "-c", READ_CODE, str(directory), *(["disk"] if disk_image else [])],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"reading {directory} failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    result: dict[str, object] = json.loads(proc.stdout)
+    command = [sys.executable, "-c", READ_CODE, str(directory), *(["disk"] if disk_image else [])]
+    run = run_tree(command, timeout=timeout, env=env)
+    if run.returncode != 0:
+        raise RuntimeError(f"reading {directory} failed ({run.returncode}): {run.stderr[-2000:]}")
+    result: dict[str, object] = json.loads(run.stdout)
+    result["peak_mib"] = run.peak_mib
     return result

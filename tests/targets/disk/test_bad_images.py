@@ -16,20 +16,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import is_root, need, run_cli
+from tests.support import is_root, need, run_cli, run_cli_measured
 from tests.targets.disk import images
 
 
 def _one_line_inconclusive(path: Path, expected: str, *extra: str) -> str:
-    proc = run_cli("audit", str(path), *extra)
-    assert proc.returncode == 3, (proc.stdout, proc.stderr)
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"imagelint: error: {path}"), proc.stderr
-    assert expected in lines[0]
-    assert "Traceback" not in proc.stderr and proc.stdout == ""
-    units = run_cli("units", str(path), *extra[:2] if extra[:1] == ("--partition",) else ())
-    assert units.returncode == 3 and expected in units.stderr
-    return lines[0]
+    audit = run_cli_measured("audit", str(path), *extra)
+    audit.assert_one_line(3, expected)
+    line = audit.stderr.strip()
+    assert line.startswith(f"imagelint: error: {path}") and audit.stdout == "", (audit.stdout, line)
+    units = run_cli_measured("units", str(path), *extra[:2] if extra[:1] == ("--partition",) else ())
+    units.assert_one_line(3, expected)
+    return line
 
 
 def _small_ext4(tmp_path: Path, size: str = "8M") -> Path:
