@@ -72,7 +72,7 @@ def per_read_ms(path: str, reads: int, rewrite: list[str] | None = None) -> tupl
 def replay_ms(record: CpuRecord) -> float:
     c0 = time.thread_time()
     record.tracker()
-    return 1000 * (time.thread_time() - c0) / max(1, len(record.packed))
+    return 1000 * (time.thread_time() - c0) / max(1, len(record.ends))
 
 
 def cgroup_sample_ms(n: int = 20) -> float:

@@ -27,6 +27,7 @@ from imagelint.errors import ImageReadError
 from imagelint.facts.cgroups import ProbeResult, Sample
 from imagelint.facts.cpurecord import CpuRecord
 from imagelint.facts.cpustat import ProcStat, ProcStatError, parse_proc_stat
+from imagelint.facts.hotcore import MAX_EPISODES
 from imagelint.facts.interrupts import (
     NicDevice,
     NicInterrupts,
@@ -118,6 +119,8 @@ def cpu_record(meta: Path, walks: list[tuple[float, float]]) -> tuple[CpuRecord 
         prev = (t, cur)
     if record is None:
         return None, "per-CPU time not read (the collector recorded no read of /proc/stat)"
+    if record.tracker().overflowed:
+        raise ImageReadError(_where(path), f"more than {MAX_EPISODES:,} hot-core episodes")
     record.cpu_seconds = reader_cpu(meta)
     return record, f"read by the collector ({header.get('mode', 'sh')}, every {period:g} s)"
 

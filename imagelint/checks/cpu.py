@@ -19,7 +19,7 @@ from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observ
 from imagelint.checks.cgroups import CgroupGrowth, GrowthParams, soak_facts
 from imagelint.checks.params import Param
 from imagelint.facts.cpustat import ProcStatError
-from imagelint.facts.hotcore import HotCoreParams, summarise
+from imagelint.facts.hotcore import MAX_EPISODES, HotCoreParams, summarise
 
 if TYPE_CHECKING:
     from imagelint.facts.soak import SoakFacts
@@ -111,6 +111,8 @@ class HotCore(CheckKind[HotCoreRuleParams]):
             ("cpu.hot_core", thresholds, params.min_seconds),
             lambda: summarise(record.tracker(thresholds), params.min_seconds),
         )
+        if not hot.complete:
+            ctx.gap("/proc/stat", f"more than {MAX_EPISODES:,} hot-core episodes; not all were kept")
         if not hot.episodes:
             return []
         ena = _ena_resets_on(ctx, set(hot.cpus))

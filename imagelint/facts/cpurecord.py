@@ -29,8 +29,12 @@ class CpuRecord:
 
     period: float
     origin: float  # monotonic time of the first read
-    spans: array[float] = field(default_factory=lambda: array("d"))  # t0, t1 per kept interval
-    packed: list[array[int] | None] = field(default_factory=list)  # cpu, kernel, busy, total per CPU
+    # Kept intervals in flat arrays (no object per read: a record of a million one-CPU reads is a
+    # million intervals): t0, t1 of each; where its CPUs end in ``cells``; whether it was masked
+    spans: array[float] = field(default_factory=lambda: array("d"))
+    ends: array[int] = field(default_factory=lambda: array("Q"))
+    masks: array[int] = field(default_factory=lambda: array("B"))
+    cells: array[int] = field(default_factory=lambda: array("I"))  # cpu, kernel, busy, total per CPU
     reads: int = 0
     masked: int = 0  # intervals not judged because imagelint's own walk ran in them
     late: int = 0  # grid slots skipped because a read came late
@@ -58,14 +62,12 @@ class CpuRecord:
             self.truncated_at = t0 - self.origin
             return interval
         self.spans.extend((t0, t1))
-        if masked:
-            self.packed.append(None)
-            return interval
-        packed = array("I")
-        for cpu, d in interval.deltas.items():
-            packed.extend((cpu, min(d.kernel, _U32), min(d.busy, _U32), min(d.total, _U32)))
-        self.packed.append(packed)
-        self.kept += len(interval.deltas)
+        self.masks.append(masked)
+        if not masked:
+            for cpu, d in interval.deltas.items():
+                self.cells.extend((cpu, min(d.kernel, _U32), min(d.busy, _U32), min(d.total, _U32)))
+            self.kept += len(interval.deltas)
+        self.ends.append(len(self.cells))
         return interval
 
     def _events(self, interval: Interval, at: float) -> None:
@@ -84,16 +86,16 @@ class CpuRecord:
                     self.events.append(f"{at:.1f} s: {text}")
 
     def intervals(self) -> Iterator[tuple[float, float, Interval | None]]:
-        for i, packed in enumerate(self.packed):
+        start = 0
+        for i, end in enumerate(self.ends):
             t0, t1 = self.spans[2 * i], self.spans[2 * i + 1]
-            if packed is None:
+            if self.masks[i]:
                 yield t0, t1, None
-                continue
-            deltas = {
-                packed[j]: CpuDelta(packed[j + 1], packed[j + 2], packed[j + 3])
-                for j in range(0, len(packed), 4)
-            }
-            yield t0, t1, Interval(deltas)
+            else:
+                c = self.cells
+                deltas = {c[j]: CpuDelta(c[j + 1], c[j + 2], c[j + 3]) for j in range(start, end, 4)}
+                yield t0, t1, Interval(deltas)
+            start = end
 
     def tracker(self, params: HotCoreParams | None = None) -> EpisodeTracker:
         """Every kept interval replayed through a tracker with these thresholds (closed at the end)."""
@@ -162,13 +164,14 @@ class CpuRecord:
         """How many spans of ``every`` seconds hold a judged interval, and the CPUs they hold."""
         slots, last = 0, None
         cpus: set[int] = set()
-        for i, packed in enumerate(self.packed):
-            if packed is None:
-                continue
-            slot = self._slot(self.spans[2 * i + 1], every)
-            slots += slot != last
-            last = slot
-            cpus.update(packed[0::4])
+        start = 0
+        for i, end in enumerate(self.ends):
+            if not self.masks[i]:
+                slot = self._slot(self.spans[2 * i + 1], every)
+                slots += slot != last
+                last = slot
+                cpus.update(self.cells[start:end:4])
+            start = end
         return slots, sorted(cpus)
 
     def notes(self) -> list[str]:

@@ -37,6 +37,10 @@ from typing import Any
 from imagelint.facts.cpustat import CpuDelta, Interval
 
 LISTED_EPISODES = 20  # in the report's facts; all are counted
+# closed episodes kept: one per saturated run, at most one per two reads of one CPU, so a record of a
+# million reads of a CPU flapping every read would hold half a million; past this the tracker stops
+# keeping them and says so (``overflowed``): what it reports is then incomplete
+MAX_EPISODES = 100_000
 
 
 @dataclass(frozen=True)
@@ -46,7 +50,7 @@ class HotCoreParams:
     window_seconds: float = 1.0
 
 
-@dataclass
+@dataclass(slots=True)
 class Episode:
     """One run of saturation of one CPU; shares are the extremes over the run's windows."""
 
@@ -125,6 +129,7 @@ class EpisodeTracker:
         self.params = params or HotCoreParams()
         self.saturated_seconds: dict[int, float] = {}
         self.episodes: list[Episode] = []  # closed, in order of ending (at most one per window of time)
+        self.overflowed = False  # more than MAX_EPISODES closed: the later ones were not kept
         self.fed = 0  # intervals fed so far
         self._windows: dict[int, _Window] = {}
         self._open: dict[int, Episode] = {}
@@ -216,6 +221,9 @@ class EpisodeTracker:
         episode = self._open.pop(cpu, None)
         if episode is None:
             return
+        if len(self.episodes) >= MAX_EPISODES:
+            self.overflowed = True
+            return
         self.episodes.append(episode)
 
 
@@ -226,6 +234,7 @@ class HotCoreSummary:
     min_seconds: float
     episodes: list[Episode]  # those of at least min_seconds, by start
     saturated_seconds: dict[int, float]  # per CPU, over all episodes of any length
+    complete: bool = True  # False: past MAX_EPISODES, episodes were not all kept
 
     @property
     def count(self) -> int:
@@ -248,10 +257,16 @@ class HotCoreSummary:
             "longest": longest.to_dict(origin) if longest else None,
             "saturated_seconds": {f"cpu{c}": round(s, 3) for c, s in sorted(self.saturated_seconds.items())},
             "episodes": [e.to_dict(origin) for e in self.episodes[:LISTED_EPISODES]],
+            "complete": self.complete,
         }
 
 
 def summarise(tracker: EpisodeTracker, min_seconds: float) -> HotCoreSummary:
     """The tracker's episodes (closed and open) of at least ``min_seconds``."""
     long = [e for e in [*tracker.episodes, *tracker.open_episodes()] if e.seconds >= min_seconds]
-    return HotCoreSummary(min_seconds, sorted(long, key=lambda e: e.start), dict(tracker.saturated_seconds))
+    return HotCoreSummary(
+        min_seconds,
+        sorted(long, key=lambda e: e.start),
+        dict(tracker.saturated_seconds),
+        complete=not tracker.overflowed,
+    )

@@ -12,6 +12,7 @@ import pytest
 from imagelint.bundle.numbers import count, seconds
 from imagelint.errors import ImageReadError
 from imagelint.facts.cpurecord import MAX_SERIES_POINTS
+from imagelint.facts.hotcore import MAX_EPISODES
 from tests.bundle.support import collect_soak_bundle, members, pack, rewritten
 from tests.support import need, run_cli_measured
 
@@ -183,6 +184,23 @@ def test_a_per_cpu_record_yields_a_bounded_series(soak_bundle: Path, tmp_path: P
     series = json.loads(report.read_text())["facts"]["soak"]["cpu"]["series"]
     assert len(series["times"]) * len(series["kernel_share"]) <= MAX_SERIES_POINTS
     assert series["every"] >= 10 and len(series["kernel_share"]) == 400
+
+
+def test_a_cpu_flapping_every_read_is_bounded_by_its_episodes(soak_bundle: Path, tmp_path: Path) -> None:
+    """One CPU saturated on every other read, reads 2 s apart: an episode per two reads. 1,200,000
+    reads held 355 MiB (an object per read, an episode per two) and passed; past MAX_EPISODES the
+    record is refused."""
+
+    def record(_: bytes) -> bytes:
+        lines, kernel, idle = ["mode bash", "period 10"], 0, 0
+        for read in range(2 * MAX_EPISODES + 10):
+            lines += [f"t {1000 + 2 * read}", f"cpu0 0 0 {kernel} {idle} 0 0 0 0 0 0"]
+            kernel, idle = (kernel + 200, idle) if read % 2 else (kernel, idle + 200)
+        return ("\n".join(lines) + "\n").encode()
+
+    bundle = rewritten(soak_bundle, tmp_path / "bundle.tar.gz", {"imagelint/soak/cpu": record})
+    measured = run_cli_measured("soak", "--from-bundle", str(bundle))
+    measured.assert_one_line(3, "imagelint/soak/cpu", "episodes")
 
 
 def test_a_missing_record_is_one_line(soak_bundle: Path, tmp_path: Path) -> None:

@@ -66,7 +66,7 @@ def test_reads_this_kernel_in_the_background_and_masks_on_request() -> None:
     assert record.error is None and record.online == sorted(
         parse_proc_stat(Path("/proc/stat").read_text()).cpus
     )
-    assert record.masked >= 2 and any(p is None for p in record.packed)
+    assert record.masked >= 2 and any(record.masks)
     assert record.kept >= len(record.online) * 3
     assert record.cpu_seconds > 0
     assert any("imagelint's own memory.stat walk" in n for n in record.notes())
@@ -112,5 +112,5 @@ def test_a_live_tracker_is_fed_as_reads_come_and_keep_off_holds_no_reads() -> No
     finally:
         record = sampler.stop()
     assert fed >= 4 and tracker.fed == record.reads - 1  # every read after the first, as it came
-    assert not record.packed and not record.spans and record.truncated_at is None
+    assert not record.ends and not record.spans and record.truncated_at is None
     assert not any("memory cap" in n for n in record.notes())
