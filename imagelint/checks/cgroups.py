@@ -179,14 +179,16 @@ class UnitRestartsDuringSoak(CheckKind[SoakRestartsParams]):
 
     def evaluate(self, ctx: CheckContext, params: SoakRestartsParams) -> list[Observation]:
         soak = soak_facts(ctx)
-        start = soak.result.restarts_start
-        if start is None:
-            raise NotApplicable("restart counters were not collected")
-        if not start.available:
-            if not start.booted:
-                raise NotApplicable(f"no systemd manager runs on this host: {start.reason}")
-            # the soak asked systemd and had no answer: missing data, never "not applicable"
-            raise ImageReadError("systemctl show", f"restart counters unavailable: {start.reason}")
+        snapshots = (soak.result.restarts_start, soak.result.restarts_end)  # both ends are needed
+        for snapshot in snapshots:
+            if snapshot is not None and not snapshot.available and snapshot.booted:
+                # a manager ran and did not answer: missing data, never "not applicable"
+                raise ImageReadError("systemctl show", f"restart counters unavailable: {snapshot.reason}")
+        for snapshot in snapshots:
+            if snapshot is None:
+                raise NotApplicable("restart counters were not collected")
+            if not snapshot.available:
+                raise NotApplicable(f"no systemd manager runs on this host: {snapshot.reason}")
         minutes = round(soak.result.elapsed / 60, 1)
         return [
             Observation(d.unit, unit=d.unit, evidence={"restarts": d.restarts, "minutes": minutes})
