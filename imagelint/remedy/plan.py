@@ -81,9 +81,9 @@ def make_plan(report: Report, rules: Iterable[Rule], target: Target) -> Plan:
         plan.manual.extend((name, a["reason"]) for a in rule.fix if a.action == "manual")
     handled = {s["unit"]: s for s in plan.steps if s.action in UNIT_ACTIONS}
     for finding, name in unfixed:
-        step = handled.get(finding.unit or "")
-        if step is not None:  # a finding on a unit another rule's fix disables or masks
-            plan.add(step, f"{name} (its unit is {step.action.removesuffix('-unit')}d)")
+        by_unit = handled.get(finding.unit or "")
+        if by_unit is not None:  # a finding on a unit another rule's fix disables or masks
+            plan.add(by_unit, f"{name} (its unit is {by_unit.action.removesuffix('-unit')}d)")
         else:
             plan.manual.append((name, f"its rule declares no machine fix: {finding.remediation.strip()}"))
     for result in report.rules:
