@@ -19,12 +19,14 @@ from imagelint.checks import ParamError, registry
 from imagelint.checks.base import validated_already
 from imagelint.errors import ConfigError, RulePackError
 from imagelint.rulepacks import cache
+from imagelint.rulepacks.fixes import FixAction, with_defaults
 from imagelint.rulepacks.model import CheckSpec, Rule, RulePack, RuleStatus, Scope, Severity
 from imagelint.rulepacks.schema import rules_schema
 from imagelint.usertext import one_line, shown
 from imagelint.yamlsource import YamlDocument, first_schema_error, parse_yaml, read_yaml_bytes
 
 COMMON_VARIABLES = {"id", "name", "subject", "path", "line", "unit"}
+_FIX_FIELD = re.compile(r"\{(?:path|unit)\}")  # what a fix argument may name of its finding
 _SAFE_SPEC = re.compile(r"(?:.?[<>^])?[0-9]{0,3}")  # fill and alignment, width: nothing type-specific
 
 
@@ -96,7 +98,9 @@ def load_pack(path: Path, *, builtin: bool = False) -> RulePack:
     located = [(raw, _located(document, ["rules", i])) for i, raw in enumerate(data["rules"])]
     pack = _built(path, builtin, header, located)
     # only once every rule in it has been built without error
-    kept_rules = [{"raw": raw, "source": r.source} for (raw, _), r in zip(located, pack.rules, strict=True)]
+    kept_rules = [
+        {"raw": raw, "source": rule.source} for (raw, _), rule in zip(located, pack.rules, strict=True)
+    ]
     cache.keep(path, pack_bytes, builtin=builtin, pack=header, rules=kept_rules)
     return pack
 
@@ -158,7 +162,23 @@ def _rule(raw: dict[str, Any], locate: Locate, pack: str) -> Rule:
         replaces=tuple(raw.get("replaces", ())),
         replaced_by=raw.get("replaced_by", ""),
         subsumes=tuple(raw.get("subsumes", ())),
+        fix=_fix(locate, raw.get("fix", ())),
     )
+
+
+def _fix(locate: Locate, raw: list[dict[str, Any]]) -> tuple[FixAction, ...]:
+    """The declared fix actions; their arguments may name only the finding's {path} and {unit}."""
+    actions = []
+    for i, item in enumerate(raw):
+        action = with_defaults(item)
+        for key, value in action.args.items():
+            if "{" in _FIX_FIELD.sub("", value) or "}" in _FIX_FIELD.sub("", value):
+                raise RulePackError(
+                    f"fix argument {key}: only {{path}} and {{unit}} may be used",
+                    where=locate(["fix", i, key]),
+                )
+        actions.append(action)
+    return tuple(actions)
 
 
 def _check(locate: Locate, at: list[str | int], raw: dict[str, Any]) -> CheckSpec:

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from imagelint.rulepacks.fixes import FixAction
+
 
 class Severity(StrEnum):
     INFO = "info"
@@ -71,6 +73,7 @@ class Rule:
     replaces: tuple[str, ...] = ()  # ids of removed rules it takes over
     replaced_by: str = ""  # for a deprecated or removed rule: what to use instead
     subsumes: tuple[str, ...] = ()  # rules whose findings on its unit fold into its failing finding
+    fix: tuple[FixAction, ...] = ()  # machine-applicable remediation (imagelint fix)
 
     def matches(self, selector: str) -> bool:
         """True when a select/ignore/waiver entry names this rule (id, name, tag:X, pack:X; globs allowed)."""

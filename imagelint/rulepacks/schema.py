@@ -6,6 +6,7 @@ from functools import cache
 from typing import Any
 
 from imagelint.checks import registry
+from imagelint.rulepacks.fixes import fix_schema
 from imagelint.rulepacks.model import RuleStatus, Scope, Severity
 
 RULE_ID = "^[A-Z][A-Z0-9]*[0-9]{3}$"  # ≡ [0-9]{3,}$ but linear for a backtracking matcher
@@ -95,6 +96,7 @@ def rule_schema() -> dict[str, Any]:
             "check": {"$ref": "#/$defs/check"},
             "message": {"type": "string", "minLength": 1, "description": "template: {path}, {unit}, ..."},
             "remediation": {"type": "string", "minLength": 1},
+            "fix": {"$ref": "#/$defs/fix"},
             "references": {"type": "array", "items": {"type": "string"}},
             "tags": {"type": "array", "items": {"type": "string", "pattern": "^[a-z0-9-]+$"}},
             "example": _tree("a tree on which the rule fires (image path → entry), for docs and tests"),
@@ -160,5 +162,5 @@ def _rules_schema(kinds: tuple[str, ...]) -> dict[str, Any]:
             },
             "rules": {"type": "array", "items": {"$ref": "#/$defs/rule"}},
         },
-        "$defs": {"rule": rule_schema(), "example_entry": EXAMPLE_ENTRY, **check_defs()},
+        "$defs": {"rule": rule_schema(), "example_entry": EXAMPLE_ENTRY, "fix": fix_schema(), **check_defs()},
     }

@@ -1,0 +1,121 @@
+"""The plan as a POSIX ``sh`` script taking the image root as ``$1`` (default ``/``), and as a Packer
+provisioner block around it.
+
+Every argument is quoted with ``shlex.quote`` and every action is one of a fixed set of commands
+(``systemctl --root``, ``rm``, ``ln``, ``chmod``, a truncation, a line put first in sshd_config), so a
+rule pack or an image path can never add shell. The script cannot resolve links as a chroot would,
+so it refuses (exit 3) to go through any link on the way to a path it changes; the paths are the
+canonical ones the audit resolved, so on the audited tree it never meets one.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from imagelint.remedy.plan import Plan, Step
+from imagelint.remedy.sshd_first import AWK
+from imagelint.report.escape import for_log
+
+PRELUDE = r"""set -eu
+il_root=${1:-/}
+case $il_root in /) il_root= ;; *) il_root=${il_root%/} ;; esac
+if [ ! -d "${il_root:-/}" ]; then echo "imagelint fix: ${il_root:-/} is not a directory" >&2; exit 2; fi
+SYSTEMCTL_SKIP_SYSV=1  # the native unit is what is disabled: no update-rc.d pass
+export SYSTEMCTL_SKIP_SYSV
+
+# il_nolink PATH N: stop (exit 3) if any of the first N components of PATH below the root is a link
+il_nolink() {
+  il_rest=${1#/} il_cur=$il_root il_n=$2
+  while [ -n "$il_rest" ] && [ "$il_n" -gt 0 ]; do
+    il_part=${il_rest%%/*}
+    case $il_rest in */*) il_rest=${il_rest#*/} ;; *) il_rest= ;; esac
+    il_cur=$il_cur/$il_part il_n=$((il_n - 1))
+    if [ -L "$il_cur" ]; then echo "imagelint fix: a link on the way to $1; not followed" >&2; exit 3; fi
+  done
+}
+
+# il_sshd OPTION VALUE: make OPTION VALUE sshd's first value, unless the leading directives say so
+il_sshd() {
+  il_f=$il_root/etc/ssh/sshd_config
+  il_nolink /etc/ssh/sshd_config 4
+  if [ -f "$il_f" ] && awk -v k="$1" -v v="$2" 'AWK' "$il_f"; then return 0; fi
+  { printf '%s %s\n' "$1" "$2"; if [ -f "$il_f" ]; then cat "$il_f"; fi; } > "$il_f.imagelint-new"
+  cat "$il_f.imagelint-new" > "$il_f"
+  rm -f "$il_f.imagelint-new"
+}
+""".replace("'AWK'", shlex.quote(AWK.strip()))
+
+
+def _depth(path: str) -> int:
+    return len([p for p in path.split("/") if p])
+
+
+def _command(step: Step) -> str:
+    if step.action in ("disable-unit", "mask-unit"):
+        verb = step.action.removesuffix("-unit")
+        return f'systemctl --root="${{il_root:-/}}" {verb} -- {shlex.quote(step["unit"])}'
+    if step.action == "set-sshd-option":
+        return f"il_sshd {shlex.quote(step['option'])} {shlex.quote(step['value'])}"
+    path = step["path"]
+    here = f'"$il_root"{shlex.quote(path)}'
+    n = _depth(path)
+    if step.action == "remove-path":
+        return f"il_nolink {shlex.quote(path)} {n - 1}; rm -rf -- {here}"
+    if step.action == "empty-file":
+        return f"il_nolink {shlex.quote(path)} {n}; if [ -f {here} ] && [ -s {here} ]; then : > {here}; fi"
+    if step.action == "symlink":
+        target = shlex.quote(step["target"])
+        return (
+            f"il_nolink {shlex.quote(path)} {n - 1}; "
+            f'if [ ! -L {here} ] || [ "$(readlink {here})" != {target} ]; then '
+            f"rm -rf -- {here}; ln -s -- {target} {here}; fi"
+        )
+    if step.action == "chmod":
+        mode = _symbolic(step["clear"])
+        return f"il_nolink {shlex.quote(path)} {n}; if [ -e {here} ]; then chmod {mode} {here}; fi"
+    raise ValueError(f"unknown fix action {step.action}")
+
+
+def _symbolic(clear: str) -> str:
+    """Octal bits to clear as chmod's symbolic mode (``0002`` → ``o-w``)."""
+    bits = int(clear, 8)
+    classes = []
+    for who, shift, special, letter in (("u", 6, 0o4000, "s"), ("g", 3, 0o2000, "s"), ("o", 0, 0o1000, "t")):
+        perms = "".join(c for c, b in (("r", 4), ("w", 2), ("x", 1)) if bits >> shift & b)
+        perms += letter if bits & special else ""
+        if perms:
+            classes.append(f"{who}-{perms}")
+    return ",".join(classes) or "a-"
+
+
+def render_script(plan: Plan, subject: str, version: str) -> str:
+    lines = [
+        "#!/bin/sh",
+        f"# imagelint {version} fix for {for_log(subject)}",
+        "# Usage: sh fix.sh [IMAGE-ROOT]   (default /: inside the image build; a mounted image otherwise)",
+        PRELUDE,
+    ]
+    for step in plan.steps:
+        lines.extend(f"# clears {for_log(finding)}" for finding in plan.clears[step])
+        lines.append(_command(step))
+    if plan.manual:
+        lines.append("")
+        lines.append("# not fixable automatically:")
+        lines.extend(f"#   {for_log(finding)}: {for_log(why)}" for finding, why in plan.manual)
+    return "\n".join(lines) + "\n"
+
+
+def render_packer(plan: Plan, subject: str, version: str) -> str:
+    """An HCL ``provisioner "shell"`` block running the script on the build instance (root /)."""
+    script = render_script(plan, subject, version)
+    script = script.replace("${", "$${").replace("%{", "%%{")  # HCL template sequences, kept literal
+    delimiter = "IMAGELINT_FIX"
+    while any(line.strip() == delimiter for line in script.splitlines()):
+        delimiter += "_"
+    return (
+        f"# imagelint {version} fix: paste into the build block, after the steps it corrects\n"
+        'provisioner "shell" {\n'
+        '  execute_command = "chmod +x {{ .Path }}; {{ .Vars }} sudo -E sh {{ .Path }} /"\n'
+        f"  inline = [<<-{delimiter}\n{script}{delimiter}\n  ]\n"
+        "}\n"
+    )
