@@ -31,7 +31,7 @@ from pathlib import Path
 from imagelint import stderr
 from imagelint.formats.interface import REPORT, RenderOptions
 from imagelint.formats.markdown import render_markdown
-from imagelint.formats.presentation import finding_level, location_text
+from imagelint.formats.presentation import finding_level, location_text, one_line
 from imagelint.report import Report
 from imagelint.report.escape import for_log, visible, workflow_data, workflow_property
 
@@ -88,11 +88,12 @@ def collect_annotations(report: Report, options: RenderOptions) -> list[Annotati
     found: list[Annotation] = []
     for finding in report.active_findings:
         where = location_text(finding)
-        lines = [for_log(finding.message)]
+        # one line each: a newline in the rule's YAML would show as a literal \n (for_log)
+        lines = [for_log(one_line(finding.message))]
         if where not in finding.message:
             lines.append(f"In the image: {for_log(where)}")
-        if finding.remediation:
-            lines.append(f"Remediation: {for_log(finding.remediation)}")
+        if finding.remediation.strip():
+            lines.append(f"Remediation: {for_log(one_line(finding.remediation))}")
         found.append(
             Annotation(
                 _KIND[finding_level(finding, report.fail_on)],

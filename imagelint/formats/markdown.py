@@ -27,7 +27,7 @@ from imagelint.formats.interface import DIFF, REPORT, RenderOptions
 
 if TYPE_CHECKING:
     from imagelint.diff.result import DiffResult
-from imagelint.formats.presentation import cell, code, gate_words
+from imagelint.formats.presentation import cell, code, gate_words, inline
 from imagelint.formats.wording import failing_rules, folded_rules, rule_state_words, rule_states
 from imagelint.report import Finding, Outcome, Report, Verdict
 from imagelint.report.escape import neutralise_commands
@@ -56,7 +56,7 @@ def render_markdown(report: Report, max_bytes: int | None = None) -> str:
         f"## imagelint: {_VERDICT[report.verdict]}",
         "",
         f"{code(report.target.get('kind', ''))} {code(report.target.get('path', ''))} · "
-        f"imagelint {cell(report.tool_version)} · fail-on **{cell(report.fail_on.value)}**",
+        f"imagelint {inline(report.tool_version)} · fail-on **{cell(report.fail_on.value)}**",
         "",
         "| failing | findings | waived | errors | rules |",
         "|---:|---:|---:|---:|---|",

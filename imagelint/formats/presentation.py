@@ -70,9 +70,21 @@ def _relative(path: Path, root: Path) -> str | None:
         return None
 
 
+def one_line(text: str) -> str:
+    """A rule's prose on one line: its white space collapsed (a YAML block scalar's line breaks and
+    final newline are layout, not content)."""
+    return " ".join(text.split())
+
+
 def cell(text: object) -> str:
     """Text made safe for a Markdown table cell or list item (GitHub renders HTML inside tables)."""
     return for_markdown(str(text).strip())
+
+
+def inline(text: object) -> str:
+    """Text made safe for Markdown in the middle of a line, where no block construct can start: as
+    :func:`cell`, but a leading digit or sign stays as it is (``0.1.0``, not ``&#48;.1.0``)."""
+    return for_markdown(str(text).strip(), line_start=False)
 
 
 def code(text: object) -> str:

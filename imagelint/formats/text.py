@@ -52,6 +52,7 @@ from imagelint.formats.interface import DIFF, REPORT, UNITS, RenderOptions
 if TYPE_CHECKING:
     from imagelint.diff.result import DiffResult
     from imagelint.formats.interface import UnitsListing
+from imagelint.formats.presentation import one_line
 from imagelint.formats.wording import plural, summary_line
 from imagelint.report import Finding, Outcome, Report, RuleResult, Verdict
 from imagelint.report.escape import for_log, neutralise_commands
@@ -170,7 +171,7 @@ def _remediations(report: Report) -> dict[str, str]:
     texts = {r.rule_id: r.remediation for r in report.rules if r.remediation}
     for finding in report.findings:
         texts.setdefault(finding.rule_id, finding.remediation)
-    return {rule_id: for_log(" ".join(text.split())) for rule_id, text in texts.items() if text.strip()}
+    return {rule_id: for_log(one_line(text)) for rule_id, text in texts.items() if text.strip()}
 
 
 # -- what both layouts end with -----------------------------------------------------------------------

@@ -269,16 +269,18 @@ _MARKDOWN_META = re.compile(r"[\\`*_{}\[\]<>()#+!|~&\"'$:@=^]")
 _WWW = re.compile(r"(?i)(www)\.")
 
 
-def for_markdown(text: str) -> str:
+def for_markdown(text: str, *, line_start: bool = True) -> str:
     """One string for Markdown (a table cell, a list item): inline text on one line.
 
     Control and invisible characters (newlines too) become visible escapes, metacharacters numeric
     character references, and so does the first character unless it is a letter or ``/``, so no block
     construct (list, heading, quote, fence) can start; GFM's bare ``www.`` autolinks are broken too.
+    ``line_start=False``: the string follows other text on its line, where no block construct can
+    start, so its first character is left as it is.
     """
     text = _MARKDOWN_META.sub(lambda m: f"&#{ord(m.group())};", visible(text))
     text = _WWW.sub(r"\1&#46;", text)
-    if text and not (text[0].isalpha() or text[0] in "/&"):
+    if line_start and text and not (text[0].isalpha() or text[0] in "/&"):
         text = f"&#{ord(text[0])};{text[1:]}"
     return text
 

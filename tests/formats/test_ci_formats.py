@@ -306,3 +306,27 @@ def test_markdown_cells_cannot_break_the_table(tmp_path: Path) -> None:
     assert "<img" not in rendered  # the file name stayed text
     rows = [row for row in rendered.split("<tr>") if "/etc/a|b&lt;img src=x&gt;" in row]
     assert rows and all(row.count("<td") == 6 for row in rows)  # the | in the name split no cell
+
+
+def test_annotations_hold_no_literal_escapes_from_the_rules_yaml(tmp_path: Path) -> None:
+    """A rule's remediation written as a YAML block scalar ends in a newline: layout, which the
+    annotation must not show as a literal ``\\n`` (for_log makes a newline visible)."""
+    image = sample_image(tmp_path / "image")
+    proc = run_cli("audit", str(image), "-f", "github", env={"GITHUB_WORKSPACE": ""})
+    commands = parse_commands(proc.stdout)
+    assert proc.returncode == 1 and len(commands) > 10
+    assert any("Remediation: " in c["message"] for c in commands)
+    for command in commands:
+        for line in command["message"].split("\n"):
+            assert "\\n" not in line and line == line.strip(), command
+
+
+def test_markdown_writes_the_version_as_it_is(tmp_path: Path) -> None:
+    """The version follows other text on its line, where no block construct can start: no
+    character reference for its first digit (GitHub renders it, the raw file and PR APIs show it)."""
+    from imagelint import __version__
+
+    image = sample_image(tmp_path / "image")
+    proc = run_cli("audit", str(image), "-f", "markdown")
+    assert proc.returncode == 1
+    assert f" · imagelint {__version__} · fail-on" in proc.stdout
