@@ -19,9 +19,12 @@
 # baseline runs `imagelint diff BASELINE REPORT` (the new report: nothing is audited twice), adds
 # its Markdown to the step summary and sets diff-path and diff-verdict.
 # The exit code is imagelint's (0 pass, 1 fail, 2 bad usage, 3 inconclusive): it is the gate.
-# Python runs isolated (-I): nothing in the workspace (a typer.py, an imagelint/ directory) or in
-# PYTHON* variables is imported. The report is read only when this run wrote it: it is removed
-# first, and the diff runs only after an audit that judged the image (exit 0 or 1).
+#
+# A report is read only when it is this run's: the report, SARIF and diff paths are removed before
+# imagelint runs, and imagelint leaves at every -f path this run's document or nothing (whatever ends
+# it), so a file there afterwards was written by this run; report-path and sarif-path are empty
+# when there is none. The step runs in the workspace, a checkout anyone can commit to: Python runs
+# isolated (-I), so no typer.py, json.py or imagelint/ planted there is imported.
 set -uo pipefail
 
 report="${IMAGELINT_REPORT:-imagelint-report.json}"
@@ -38,23 +41,23 @@ read -r -a extra <<<"${IMAGELINT_FORMATS:-}"
 for spec in "${extra[@]}"; do
     args+=(-f "$spec")
 done
+imagelint=("${IMAGELINT_PYTHON:-python3}" -I -m imagelint)
+diff_path="${IMAGELINT_DIFF:-imagelint-diff.json}"
+rm -f -- "$report" ${sarif:+"$sarif"} ${baseline:+"$diff_path"}
 
-for path in "$report" "$sarif" "${IMAGELINT_DIFF:-imagelint-diff.json}"; do
+for path in "$report" "$sarif" "$diff_path"; do
     [ -n "$path" ] && mkdir -p -- "$(dirname -- "$path")"  # the action's own outputs: their directories made
 done
-rm -f -- "$report"  # imagelint also removes what an earlier run left at every -f path
-"${IMAGELINT_PYTHON:-python3}" -I -m imagelint "${args[@]}"
+"${imagelint[@]}" "${args[@]}"
 code=$?
 
-diff_path=""
 diff_verdict=""
 if [ -n "$baseline" ] && { [ "$code" = 0 ] || [ "$code" = 1 ]; } && [ -f "$report" ]; then
-    diff_path="${IMAGELINT_DIFF:-imagelint-diff.json}"
     diff_args=(diff "$baseline" "$report" -f text -f "json:$diff_path")
     [ -n "${IMAGELINT_CONFIG:-}" ] && diff_args+=(--config "$IMAGELINT_CONFIG")
     markdown=$(mktemp)
     diff_args+=(-f "markdown:$markdown")
-    "${IMAGELINT_PYTHON:-python3}" -I -m imagelint "${diff_args[@]}"
+    "${imagelint[@]}" "${diff_args[@]}"
     diff_code=$?
     case "$diff_code" in
         0) diff_verdict=pass ;;
@@ -63,13 +66,19 @@ if [ -n "$baseline" ] && { [ "$code" = 0 ] || [ "$code" = 1 ]; } && [ -f "$repor
         *) diff_verdict=error ;;
     esac
     if [ -n "${GITHUB_STEP_SUMMARY:-}" ] && [ -s "$markdown" ]; then
-        cat "$markdown" >>"$GITHUB_STEP_SUMMARY"
+        # a blank line first: after the audit's last line the heading would be paragraph text
+        { printf '\n'; cat "$markdown"; } >>"$GITHUB_STEP_SUMMARY"
     fi
     rm -f "$markdown"
     if [ "$code" = 0 ] && [ "${IMAGELINT_FAIL_ON_DIFF:-false}" = "true" ]; then
         code=$diff_code
     fi
+    [ -f "$diff_path" ] || diff_path=""
+else
+    diff_path=""  # no diff: no baseline, or no judged report of this run to compare
 fi
+[ -f "$report" ] || report=""
+[ -n "$sarif" ] && [ ! -f "$sarif" ] && sarif=""
 
 if [ -n "${GITHUB_OUTPUT:-}" ]; then
     pairs=("report-path=$report" "sarif-path=$sarif")

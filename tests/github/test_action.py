@@ -1,8 +1,9 @@
 """The GitHub Action as a user meets it: its steps run locally, and its YAML checked by real linters.
 
-The composite action's steps are scripts (scripts/github-action-*.sh); these tests run exactly those
-scripts with the environment the runner gives them (GITHUB_ACTIONS, GITHUB_OUTPUT,
-GITHUB_STEP_SUMMARY, GITHUB_WORKSPACE) and read back what GitHub would read.
+The composite action's steps run scripts (scripts/github-action-*.sh); these tests run each step's
+``run:`` command as action.yml spells it, the way the runner runs a bash step, with the environment
+the runner gives it (GITHUB_ACTIONS, GITHUB_OUTPUT, GITHUB_STEP_SUMMARY, GITHUB_WORKSPACE,
+GITHUB_ACTION_PATH) and read back what GitHub would read.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -32,10 +34,20 @@ BIN = Path(sys.executable).parent
 WORKFLOWS = [REPO / ".github/workflows/ci.yml", *sorted((REPO / "examples/workflows").glob("*.yml"))]
 
 
+def step_command(step_id: str) -> str:
+    """The ``run:`` command of the step ``step_id`` in action.yml."""
+    steps = yaml.safe_load((REPO / "action.yml").read_text())["runs"]["steps"]
+    (step,) = [s for s in steps if s.get("id") == step_id]
+    assert step["shell"] == "bash"
+    return str(step["run"])
+
+
 def run_step(
-    script: str, workspace: Path, inputs: dict[str, str]
+    step_id: str, workspace: Path, inputs: dict[str, str]
 ) -> tuple[subprocess.CompletedProcess, Path, Path]:
-    """One composite step: the runner's environment plus the step's env: block."""
+    """One composite step (``install`` or ``audit``), as the runner runs a ``shell: bash`` step: its
+    command in a file given to ``bash --noprofile --norc -eo pipefail``, in the workspace, with the
+    runner's environment plus the step's env: block."""
     summary, outputs = workspace / "step-summary.md", workspace / "github-output"
     summary.write_text("")
     outputs.write_text("")
@@ -51,8 +63,10 @@ def run_step(
         "RUNNER_TEMP": str(workspace / "_temp"),
         **inputs,
     }
+    script = workspace / "_temp" / f"step-{step_id}.sh"
+    script.write_text(step_command(step_id) + "\n")
     proc = subprocess.run(
-        ["bash", str(REPO / "scripts" / script)],
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
         cwd=workspace,
         env=env,
         capture_output=True,
@@ -69,6 +83,7 @@ def workspace(tmp_path: Path) -> Path:
     root = tmp_path / "workspace"
     (root / "packer").mkdir(parents=True)
     (root / "_temp").mkdir()
+    (root / "out").mkdir()  # imagelint writes into directories that exist
     shutil.copy(SAMPLE_CONFIG, root / "imagelint.yaml")
     (root / "packer/image.pkr.hcl").write_text('source "null" "img" {}\n')
     return root
@@ -100,7 +115,7 @@ def test_action_fails_the_faulty_sample_with_annotations_summary_and_outputs(
         IMAGELINT_SARIF_ANCHOR="packer/image.pkr.hcl",
         IMAGELINT_FORMATS="junit:out/junit.xml  markdown:out/summary.md",
     )
-    proc, summary, outputs = run_step("github-action-audit.sh", workspace, inputs)
+    proc, summary, outputs = run_step("audit", workspace, inputs)
     assert proc.returncode == 1, proc.stderr  # the gate: the step, and so the job, fails
 
     commands = parse_commands(proc.stdout)
@@ -143,7 +158,7 @@ def test_action_fails_the_faulty_sample_with_annotations_summary_and_outputs(
 
 
 def test_action_passes_a_cleaned_real_image_without_annotations(clean_rootfs: Path, workspace: Path) -> None:
-    proc, summary, outputs = run_step("github-action-audit.sh", workspace, audit_inputs(clean_rootfs))
+    proc, summary, outputs = run_step("audit", workspace, audit_inputs(clean_rootfs))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     assert parse_commands(proc.stdout) == []
     assert summary.read_text().startswith("## imagelint: ✅ PASS")
@@ -158,19 +173,93 @@ def test_action_passes_a_cleaned_real_image_without_annotations(clean_rootfs: Pa
 
 def test_action_refuses_bad_input_with_exit_2(tmp_path: Path, workspace: Path) -> None:
     image = sample_image(tmp_path / "image")
-    proc, _, outputs = run_step(
-        "github-action-audit.sh", workspace, audit_inputs(image, IMAGELINT_FAIL_ON="severe")
-    )
+    proc, _, outputs = run_step("audit", workspace, audit_inputs(image, IMAGELINT_FAIL_ON="severe"))
     assert proc.returncode == 2 and "--fail-on 'severe'" in proc.stderr
     assert "verdict" not in parse_output_file(outputs)
 
 
+# modules a checkout could plant where `python -m` would find them first
+PLANTED = ("typer.py", "json.py", "yaml.py", "rich.py", "venv.py", "pip.py", "imagelint/__init__.py")
+
+
+def plant_modules(workspace: Path) -> Path:
+    """Modules in the workspace that record being imported; the file they record in."""
+    marker = workspace / "_temp" / "imported-from-the-workspace"
+    for name in PLANTED:
+        path = workspace / name
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(f"open({str(marker)!r}, 'a').write(__name__ + '\\n')\n")
+    (workspace / "imagelint/__main__.py").write_text((workspace / "imagelint/__init__.py").read_text())
+    return marker
+
+
+def test_the_action_imports_nothing_from_the_workspace(tmp_path: Path, workspace: Path) -> None:
+    """The audit step, and with a baseline its diff, run in a checkout that plants modules."""
+    marker = plant_modules(workspace)
+    image = sample_image(tmp_path / "image")
+    proc, _, _ = run_step("audit", workspace, audit_inputs(image, IMAGELINT_CONFIG="imagelint.yaml"))
+    assert proc.returncode == 1, proc.stderr
+    (workspace / "imagelint-report.json").rename(workspace / "previous.json")
+    inputs = audit_inputs(image, IMAGELINT_CONFIG="imagelint.yaml", IMAGELINT_BASELINE="previous.json")
+    proc, _, outputs = run_step("audit", workspace, inputs)
+    assert proc.returncode == 1 and parse_output_file(outputs)["diff-verdict"] == "pass", proc.stderr
+    assert not marker.exists(), marker.read_text()
+
+
+def test_a_failed_run_leaves_no_report_for_the_diff_to_read(tmp_path: Path, workspace: Path) -> None:
+    """The previous run's (passing) report and diff are in the workspace; this run cannot read its
+    target (exit 3): no report, no diff, no passing diff verdict nor summary."""
+    image = sample_image(tmp_path / "image")
+    proc, _, _ = run_step("audit", workspace, audit_inputs(image))
+    (workspace / "imagelint-report.json").rename(workspace / "previous.json")
+    passing = json.dumps({"verdict": "pass"})
+    for stale in ("imagelint-report.json", "imagelint-diff.json", "out/imagelint.sarif"):
+        (workspace / stale).write_text(passing)
+    for target, code in ((tmp_path / "no-such-image", 3), (image, 2)):
+        inputs = audit_inputs(
+            target,
+            IMAGELINT_BASELINE="previous.json",
+            IMAGELINT_SARIF="out/imagelint.sarif",
+            IMAGELINT_FORMATS="bogus:x" if code == 2 else "",  # refused as the command line is read
+        )
+        proc, summary, outputs = run_step("audit", workspace, inputs)
+        assert proc.returncode == code, proc.stderr
+        assert not (workspace / "imagelint-report.json").exists()
+        assert not (workspace / "imagelint-diff.json").exists()
+        assert not (workspace / "out/imagelint.sarif").exists()
+        values = parse_output_file(outputs)
+        assert (values["report-path"], values["sarif-path"]) == ("", "")
+        assert (values["diff-path"], values["diff-verdict"]) == ("", "")
+        assert "PASS" not in summary.read_text()
+
+
+def test_the_install_step_refuses_a_malformed_extras_input(tmp_path: Path, workspace: Path) -> None:
+    venv = tmp_path / "venv"
+    inputs = {"IMAGELINT_EXTRAS": "disk]; x", "IMAGELINT_VENV": str(venv), "BOOTSTRAP_PYTHON": sys.executable}
+    proc, _, outputs = run_step("install", workspace, inputs)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "extras input" in proc.stderr
+    assert not venv.exists() and parse_output_file(outputs) == {}
+
+
+def _qcow2(tree: Path, out: Path) -> Path:
+    """A qcow2 disk image of ``tree``, as a Packer qemu build leaves one (mke2fs -d, qemu-img)."""
+    from tests.targets.disk.images import convert
+
+    raw = out.with_suffix(".raw")
+    subprocess.run(["mke2fs", "-q", "-t", "ext4", "-d", str(tree), str(raw), "64M"], check=True)
+    convert(raw, out, "qcow2")
+    raw.unlink()
+    return out
+
+
 @pytest.mark.slow
-def test_action_install_step_then_audit_step(tmp_path: Path, workspace: Path) -> None:
-    """Both steps end to end: install from the action's own checkout into a fresh venv, then audit."""
+def test_action_install_step_with_the_disk_extra_then_audit_a_qcow2(tmp_path: Path, workspace: Path) -> None:
+    """Both steps end to end, in a workspace that plants modules: install from the action's own
+    checkout with the disk extra into a fresh venv, then gate a qcow2 image."""
+    marker = plant_modules(workspace)
     venv = tmp_path / "venv"
     proc, _, outputs = run_step(
-        "github-action-install.sh",
+        "install",
         workspace,
         {
             "IMAGELINT_VERSION": "",
@@ -182,19 +271,13 @@ def test_action_install_step_then_audit_step(tmp_path: Path, workspace: Path) ->
     assert proc.returncode == 0, proc.stderr[-3000:]
     python = parse_output_file(outputs)["python"]
     assert python == str(venv / "bin/python") and proc.stdout.startswith("imagelint ")
-    image = sample_image(tmp_path / "image")
+    image = _qcow2(sample_image(tmp_path / "image"), tmp_path / "disk.qcow2")
     inputs = audit_inputs(image, IMAGELINT_PYTHON=python, IMAGELINT_CONFIG="imagelint.yaml")
-    proc, summary, outputs = run_step("github-action-audit.sh", workspace, inputs)
-    assert proc.returncode == 1 and parse_output_file(outputs)["verdict"] == "fail"
+    proc, summary, outputs = run_step("audit", workspace, inputs)
+    assert proc.returncode == 1 and parse_output_file(outputs)["verdict"] == "fail", proc.stderr
     assert len([c for c in parse_commands(proc.stdout) if c["kind"] == "error"]) == 8  # the failing findings
     assert summary.read_text().startswith("## imagelint: ❌ FAIL")
-    # with the disk extra, the same image as a qcow2 (what a Packer qemu build leaves) is gated too
-    raw, qcow2 = tmp_path / "image.ext4", tmp_path / "image.qcow2"
-    subprocess.run(["mke2fs", "-q", "-t", "ext4", "-d", str(image), str(raw), "64M"], check=True)
-    subprocess.run(["qemu-img", "convert", "-O", "qcow2", str(raw), str(qcow2)], check=True)
-    inputs = audit_inputs(qcow2, IMAGELINT_PYTHON=python, IMAGELINT_CONFIG="imagelint.yaml")
-    proc, summary, outputs = run_step("github-action-audit.sh", workspace, inputs)
-    assert proc.returncode == 1 and parse_output_file(outputs)["verdict"] == "fail", proc.stderr[-2000:]
+    assert not marker.exists(), marker.read_text()
 
 
 # --- the YAML, checked by the linters GitHub users run -------------------------------------------
@@ -256,6 +339,33 @@ def test_actionlint_accepts_the_workflows_and_the_example_against_action_yml(tmp
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+AUDITED = [REPO / "action.yml", *WORKFLOWS]
+
+
+def _zizmor(*paths: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [_tool("zizmor"), "--offline", "--no-progress", "--format", "plain", *map(str, paths)],
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_zizmor_finds_nothing_in_the_action_the_workflows_and_the_examples() -> None:
+    proc = _zizmor(*AUDITED)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_zizmor_catches_an_unpinned_action_and_persisted_credentials(tmp_path: Path) -> None:
+    """The oracle is not blind: the CI workflow with a tag for a SHA and the default checkout."""
+    workflow = (REPO / ".github/workflows/ci.yml").read_text()
+    workflow = workflow.replace("persist-credentials: false", "fetch-depth: 1")
+    broken = tmp_path / "ci.yml"
+    broken.write_text(re.sub(r"actions/setup-python@[0-9a-f]{40}", "actions/setup-python@v6", workflow))
+    proc = _zizmor(broken)
+    assert proc.returncode != 0
+    assert "unpinned-uses" in proc.stdout and "artipacked" in proc.stdout
+
+
 def test_actionlint_catches_an_undefined_input_and_output(tmp_path: Path) -> None:
     example = (REPO / "examples/workflows/audit-image.yml").read_text()
     broken = example.replace("uses: imagelint/imagelint@v1", "uses: ./")
@@ -288,9 +398,7 @@ def test_action_with_a_baseline_fails_only_on_new_findings_and_summarises_the_di
     tmp_path: Path, workspace: Path
 ) -> None:
     image = sample_image(tmp_path / "image")
-    first, _, _ = run_step(
-        "github-action-audit.sh", workspace, audit_inputs(image, IMAGELINT_CONFIG="imagelint.yaml")
-    )
+    first, _, _ = run_step("audit", workspace, audit_inputs(image, IMAGELINT_CONFIG="imagelint.yaml"))
     assert first.returncode == 1
     previous = workspace / "previous-report.json"
     (workspace / "imagelint-report.json").rename(previous)
@@ -302,13 +410,17 @@ def test_action_with_a_baseline_fails_only_on_new_findings_and_summarises_the_di
         IMAGELINT_FAIL_ON_DIFF="true",
         IMAGELINT_DIFF="out/diff.json",
     )
-    proc, summary, outputs = run_step("github-action-audit.sh", workspace, inputs)
+    proc, summary, outputs = run_step("audit", workspace, inputs)
     assert proc.returncode == 0, proc.stdout + proc.stderr  # the backlog is the baseline's
     values = parse_output_file(outputs)
     assert values["verdict"] == "pass" and values["diff-verdict"] == "pass"
     assert values["diff-path"] == "out/diff.json"
     assert json.loads((workspace / "out/diff.json").read_text())["changes"] == []
     assert "## imagelint diff: ✅ PASS" in summary.read_text()
+    from markdown_it import MarkdownIt  # CommonMark, as GitHub renders the step summary
+
+    # a heading, not text inside the audit summary's closing </details> HTML block
+    assert "<h2>imagelint diff: ✅ PASS</h2>" in MarkdownIt("commonmark").render(summary.read_text())
 
     # the next build enables a new vendor agent: a new finding and a new boot unit
     (image / "usr/lib/systemd/system/vendor.service").write_text(
@@ -317,7 +429,7 @@ def test_action_with_a_baseline_fails_only_on_new_findings_and_summarises_the_di
     (image / "etc/systemd/system/multi-user.target.wants/vendor.service").symlink_to(
         "/usr/lib/systemd/system/vendor.service"
     )
-    proc, summary, outputs = run_step("github-action-audit.sh", workspace, inputs)
+    proc, summary, outputs = run_step("audit", workspace, inputs)
     assert proc.returncode == 1
     values = parse_output_file(outputs)
     assert values["verdict"] == "fail" and values["diff-verdict"] == "fail"
@@ -326,55 +438,3 @@ def test_action_with_a_baseline_fails_only_on_new_findings_and_summarises_the_di
     report = json.loads((workspace / "imagelint-report.json").read_text())
     assert {f["unit"] for f in report["findings"] if f["baseline_state"] == "new"} == {"vendor.service"}
     assert "<code>vendor.service</code>" in summary.read_text()
-
-
-def test_the_action_never_imports_from_the_workspace(tmp_path: Path, workspace: Path) -> None:
-    """The workspace is a checkout anyone can commit to: a typer.py, an imagelint/ package or a
-    sitecustomize.py there is never imported, and PYTHONPATH set by an earlier step is ignored."""
-    marker = tmp_path / "imported"
-    planted = f"open({str(marker)!r}, 'a').write(__name__ + '\\n')\n"
-    for name in ("typer.py", "yaml.py", "sitecustomize.py", "imagelint/__init__.py", "imagelint/__main__.py"):
-        (workspace / name).parent.mkdir(parents=True, exist_ok=True)
-        (workspace / name).write_text(planted)
-    image = sample_image(tmp_path / "image")
-    inputs = audit_inputs(image, IMAGELINT_CONFIG="imagelint.yaml", PYTHONPATH=str(workspace))
-    proc, _, outputs = run_step("github-action-audit.sh", workspace, inputs)
-    assert proc.returncode == 1, proc.stderr[-2000:]
-    assert parse_output_file(outputs)["verdict"] == "fail"
-    assert not marker.exists(), marker.read_text()
-
-
-def test_a_failed_run_never_reads_an_earlier_report(tmp_path: Path, workspace: Path) -> None:
-    """An earlier passing report at the report path, then a run that cannot read its target: no
-    report is left, no diff runs, and nothing says pass."""
-    image = sample_image(tmp_path / "image")
-    run_step("github-action-audit.sh", workspace, audit_inputs(image, IMAGELINT_CONFIG="imagelint.yaml"))
-    report = workspace / "imagelint-report.json"
-    previous = workspace / "previous-report.json"
-    shutil.copy(report, previous)
-    report.write_text(previous.read_text().replace('"verdict": "fail"', '"verdict": "pass"'))
-    inputs = audit_inputs(
-        tmp_path / "missing", IMAGELINT_BASELINE="previous-report.json", IMAGELINT_FAIL_ON_DIFF="true"
-    )
-    proc, summary, outputs = run_step("github-action-audit.sh", workspace, inputs)
-    values = parse_output_file(outputs)
-    assert proc.returncode == 3 and not report.exists()
-    assert values.get("diff-verdict", "") == "" and "pass" not in values.values()
-    assert "PASS" not in summary.read_text()
-
-
-@pytest.mark.parametrize("extras", ["disk;rm -rf /", "disk extra", "../x"])
-def test_the_install_step_refuses_extras_that_are_not_names(
-    workspace: Path, tmp_path: Path, extras: str
-) -> None:
-    proc, _, _ = run_step(
-        "github-action-install.sh",
-        workspace,
-        {
-            "IMAGELINT_EXTRAS": extras,
-            "IMAGELINT_VENV": str(tmp_path / "venv"),
-            "BOOTSTRAP_PYTHON": sys.executable,
-        },
-    )
-    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
-    assert not (tmp_path / "venv").exists()
