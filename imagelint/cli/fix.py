@@ -13,6 +13,7 @@ from imagelint.cli.helptext import command
 from imagelint.cli.options import (
     ConcurrencyOpt,
     ConfigOpt,
+    FailOnOpt,
     IgnoreOpt,
     NoBuiltinOpt,
     PartitionOpt,
@@ -44,6 +45,7 @@ def fix(
     config: ConfigOpt = None,
     rules: RulesOpt = None,
     no_builtin_rules: NoBuiltinOpt = False,
+    fail_on: FailOnOpt = None,
     select: SelectOpt = None,
     ignore: IgnoreOpt = None,
     fmt: Annotated[
@@ -65,8 +67,8 @@ def fix(
 ) -> None:
     """Remediate the image's failing findings with the fixes their rules declare.
 
-    Audits ROOT as `imagelint audit` does (same config, --select/--ignore), then, for every failing
-    finding whose rule declares a machine-applicable fix (a `fix:` list in its rule pack), prints a
+    Audits ROOT as `imagelint audit` does (same config, --fail-on, --select/--ignore), then, for
+    every failing finding (at or above fail-on: --fail-on low fixes the low ones too) whose rule declares a machine-applicable fix (a `fix:` list in its rule pack), prints a
     POSIX sh script to stdout. The script takes the image root as its first argument (default /):
     run it as a Packer shell provisioner inside the build, or on a mounted image. Units are
     disabled or masked with `systemctl --root`; files are removed, emptied, linked or chmod-ed
@@ -96,6 +98,7 @@ def fix(
         config=config,
         rules=rules,
         no_builtin_rules=no_builtin_rules,
+        fail_on=fail_on,
         select=select,
         ignore=ignore,
         github=False,

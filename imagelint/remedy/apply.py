@@ -7,6 +7,7 @@ systemctl agrees with. Each step is idempotent: applied twice, the tree is the o
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import stat
 
@@ -17,6 +18,8 @@ from imagelint.remedy.plan import Plan, Step
 from imagelint.remedy.rootdir import RootDir
 
 MAX_SSHD_CONFIG = 1024 * 1024
+SHADOW = "/etc/shadow"
+MAX_SHADOW = 16 * 1024 * 1024
 
 
 def apply_plan(plan: Plan, root: RootDir) -> list[str]:
@@ -34,6 +37,8 @@ def _apply(step: Step, root: RootDir) -> list[str]:
         return [f"linked {p} to /dev/null" for p in units.mask(root, [step["unit"]])]
     if step.action == "set-sshd-option":
         return _set_sshd_option(root, step["option"], step["value"])
+    if step.action == "lock-password":
+        return _lock_password(root, step["user"])
     path = step["path"]
     with root.parent(path) as (fd, name):
         if fd is None:
@@ -41,6 +46,8 @@ def _apply(step: Step, root: RootDir) -> list[str]:
                 raise ImageReadError(path, "its directory does not exist; the link cannot be made")
             return []
         st = root.lstat(fd, name)
+        if step.action == "remove-matching":
+            return _remove_matching(root, fd, name, path, step["match"])
         if step.action == "remove-path":
             return [f"removed {path}"] if root.remove(fd, name) else []
         if step.action == "empty-file":
@@ -69,6 +76,60 @@ def _apply(step: Step, root: RootDir) -> list[str]:
                 os.fchmod(ffd, stat.S_IMODE(st.st_mode) & ~clear)
             return [f"cleared {clear:04o} on {path}"]
     raise ValueError(f"unknown fix action {step.action}")
+
+
+def _remove_matching(root: RootDir, fd: int, name: str, path: str, pattern: str) -> list[str]:
+    """What ``rm -rf -- DIR/PATTERN`` removes: names matching the pattern, a leading dot only by a dot."""
+    try:
+        dfd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise ImageReadError(path, f"is not a directory reached without a link: {exc.strerror}") from None
+    try:
+        matched = sorted(
+            entry
+            for entry in os.listdir(dfd)
+            if fnmatch.fnmatchcase(entry, pattern) and (not entry.startswith(".") or pattern.startswith("."))
+        )
+        return [f"removed {path}/{entry}" for entry in matched if root.remove(dfd, entry)]
+    finally:
+        os.close(dfd)
+
+
+def _unlocked(fields: list[str], user: str) -> bool:
+    return len(fields) > 1 and fields[0] == user and not fields[1].startswith("!")
+
+
+def locked_shadow(text: str, user: str) -> str | None:
+    """/etc/shadow with a ``!`` before ``user``'s hash, as ``passwd -l`` writes it; None when locked."""
+    rows = [line.split(":") for line in text.splitlines()]
+    if not any(_unlocked(fields, user) for fields in rows):
+        return None
+    for fields in rows:
+        if _unlocked(fields, user):
+            fields[1] = "!" + fields[1]
+    return "".join(":".join(fields) + "\n" for fields in rows)
+
+
+def _lock_password(root: RootDir, user: str) -> list[str]:
+    with root.parent(SHADOW) as (fd, name):
+        st = None if fd is None else root.lstat(fd, name)
+        if fd is None or st is None:
+            return []
+        if not stat.S_ISREG(st.st_mode):
+            raise ImageReadError(SHADOW, "is not a regular file; not changed")
+        with root.opened(fd, name, os.O_RDWR, SHADOW) as ffd:
+            old = os.read(ffd, MAX_SHADOW + 1)
+            if len(old) > MAX_SHADOW:
+                raise ImageReadError(SHADOW, f"is larger than {MAX_SHADOW} bytes; not changed")
+            new = locked_shadow(old.decode("utf-8", "surrogateescape"), user)
+            if new is None:
+                return []
+            # the same inode: its owner and mode stay, as the script's `cat >` keeps them
+            os.ftruncate(ffd, 0)
+            os.pwrite(ffd, new.encode("utf-8", "surrogateescape"), 0)
+        return [f"{SHADOW}: {user}'s password locked"]
 
 
 def _set_sshd_option(root: RootDir, option: str, value: str) -> list[str]:

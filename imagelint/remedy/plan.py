@@ -72,10 +72,16 @@ def make_plan(report: Report, rules: Iterable[Rule], target: Target) -> Plan:
             unfixed.append((finding, name))
             continue
         try:
-            steps = [_filled(action, finding, target) for action in rule.fix if action.action != "manual"]
+            steps = [
+                step
+                for action in rule.fix
+                if action.action != "manual" and (step := _filled(action, finding, target)) is not None
+            ]
         except _Unfillable as exc:
             plan.manual.append((name, str(exc)))
             continue
+        if not steps and not any(a.action == "manual" for a in rule.fix):
+            plan.manual.append((name, f"its rule's fix names no action for {finding.path or 'it'}"))
         for step in steps:
             plan.add(step, name)
         plan.manual.extend((name, a["reason"]) for a in rule.fix if a.action == "manual")
@@ -98,7 +104,10 @@ def make_plan(report: Report, rules: Iterable[Rule], target: Target) -> Plan:
     return plan
 
 
-def _filled(action: FixAction, finding: Finding, target: Target) -> Step:
+def _filled(action: FixAction, finding: Finding, target: Target) -> Step | None:
+    """The action made concrete for ``finding``; None for a ``remove-matching`` of another directory."""
+    if action.action == "remove-matching":
+        return _matching(action["glob"], finding, target)
     args: list[tuple[str, str]] = []
     for key, value in action.args.items():
         for var, known in (("{path}", finding.path), ("{unit}", finding.unit)):
@@ -112,6 +121,16 @@ def _filled(action: FixAction, finding: Finding, target: Target) -> Step:
             value = _canonical(target, value)
         args.append((key, value))
     return Step(action.action, tuple(args))
+
+
+def _matching(glob: str, finding: Finding, target: Target) -> Step | None:
+    directory, _, pattern = glob.rpartition("/")
+    if not finding.path:
+        raise _Unfillable("the finding names no path for remove-matching")
+    canonical = _canonical(target, directory)
+    if canonical != _canonical(target, finding.path):
+        return None
+    return Step("remove-matching", (("path", canonical), ("match", pattern)))
 
 
 def _canonical(target: Target, path: str) -> str:

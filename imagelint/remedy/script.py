@@ -2,7 +2,8 @@
 provisioner block around it.
 
 Every argument is quoted with ``shlex.quote`` and every action is one of a fixed set of commands
-(``systemctl --root``, ``rm``, ``ln``, ``chmod``, a truncation, a line put first in sshd_config), so a
+(``systemctl --root``, ``rm``, ``ln``, ``chmod``, a truncation, a line put first in sshd_config, a
+``!`` put before a hash in /etc/shadow), so a
 rule pack or an image path can never add shell. The script cannot resolve links as a chroot would,
 so it refuses (exit 3) to go through any link on the way to a path it changes; the paths are the
 canonical ones the audit resolved, so on the audited tree it never meets one.
@@ -10,6 +11,7 @@ canonical ones the audit resolved, so on the audited tree it never meets one.
 
 from __future__ import annotations
 
+import re
 import shlex
 
 from imagelint.remedy.plan import Plan, Step
@@ -43,7 +45,20 @@ il_sshd() {
   cat "$il_f.imagelint-new" > "$il_f"
   rm -f "$il_f.imagelint-new"
 }
+
+# il_lock USER: a ! before USER's hash in /etc/shadow, as passwd -l puts it (no backup left beside it)
+il_lock() {
+  il_f=$il_root/etc/shadow
+  il_nolink /etc/shadow 2
+  il_unlocked='NF > 1 && $1 == u && substr($2, 1, 1) != "!"'
+  if [ -f "$il_f" ] && awk -F: -v u="$1" "$il_unlocked { f = 1 } END { exit !f }" "$il_f"; then
+    awk -F: -v OFS=: -v u="$1" "$il_unlocked { \$2 = \"!\" \$2 } { print }" "$il_f" > "$il_f.imagelint-new"
+    cat "$il_f.imagelint-new" > "$il_f"
+    rm -f "$il_f.imagelint-new"
+  fi
+}
 """.replace("'AWK'", shlex.quote(AWK.strip()))
+_SHELL_INERT = re.compile(r"[A-Za-z0-9._+*?-]+")  # a name pattern the shell only expands, never splits
 
 
 def _depth(path: str) -> int:
@@ -56,11 +71,21 @@ def _command(step: Step) -> str:
         return f'systemctl --root="${{il_root:-/}}" {verb} -- {shlex.quote(step["unit"])}'
     if step.action == "set-sshd-option":
         return f"il_sshd {shlex.quote(step['option'])} {shlex.quote(step['value'])}"
+    if step.action == "lock-password":
+        return f"il_lock {shlex.quote(step['user'])}"
     path = step["path"]
     here = f'"$il_root"{shlex.quote(path)}'
     n = _depth(path)
     if step.action == "remove-path":
         return f"il_nolink {shlex.quote(path)} {n - 1}; rm -rf -- {here}"
+    if step.action == "remove-matching":
+        pattern = step["match"]
+        if not _SHELL_INERT.fullmatch(pattern):  # the pack's schema allows no other; never trust it here
+            raise ValueError(f"remove-matching pattern {pattern!r} is not shell-inert")
+        return (
+            f"il_nolink {shlex.quote(path)} {n}; for il_e in {here}/{pattern}; do "
+            'if [ -e "$il_e" ] || [ -L "$il_e" ]; then rm -rf -- "$il_e"; fi; done'
+        )
     if step.action == "empty-file":
         return f"il_nolink {shlex.quote(path)} {n}; if [ -f {here} ] && [ -s {here} ]; then : > {here}; fi"
     if step.action == "symlink":

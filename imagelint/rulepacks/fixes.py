@@ -16,6 +16,9 @@ PATH_TEMPLATE = r"^(/|\{path\})[^\x00]*$"  # an image path, or one built from th
 UNIT_TEMPLATE = r"^(\{unit\}|[A-Za-z0-9:_.\\@-]+)$"
 SSHD_KEYWORD = r"^[A-Za-z][A-Za-z0-9]{0,63}$"
 SSHD_VALUE = r"^[A-Za-z0-9._,@:+/-]{1,128}$"  # no quotes, spaces or backslashes: one word
+# a literal directory, then a name pattern of characters the shell neither splits nor expands but * and ?
+MATCH_GLOB = r"^(/[^\x00/*?\[\]]+)+/[A-Za-z0-9._+*?-]{1,64}$"
+USER_NAME = r"^[a-z_][a-z0-9_-]{0,31}$"
 
 _PATH = {"type": "string", "pattern": PATH_TEMPLATE, "maxLength": 4096, "default": "{path}"}
 _UNIT = {"type": "string", "pattern": UNIT_TEMPLATE, "maxLength": 256, "default": "{unit}"}
@@ -31,6 +34,19 @@ ACTIONS: dict[str, tuple[str, dict[str, Any], tuple[str, ...]]] = {
     "mask-unit": (
         "what `systemctl --root=ROOT mask UNIT` does: link /etc/systemd/system/UNIT to /dev/null",
         {"unit": _UNIT},
+        (),
+    ),
+    "remove-matching": (
+        "remove the entries of GLOB's directory whose names match its last component (* and ?; a "
+        "leading dot only matched by a pattern that starts with one), as `rm -rf -- DIR/PATTERN` "
+        "does; the directory stays. It applies to the finding whose path is that directory",
+        {"glob": {"type": "string", "pattern": MATCH_GLOB, "maxLength": 4096}},
+        ("glob",),
+    ),
+    "lock-password": (
+        "what `passwd --root=ROOT -l USER` does: a `!` put before USER's password hash in /etc/shadow "
+        "(nothing when it is locked already)",
+        {"user": {"type": "string", "pattern": USER_NAME, "default": "root"}},
         (),
     ),
     "empty-file": ("truncate an existing regular file to zero bytes", {"path": _PATH}, ()),

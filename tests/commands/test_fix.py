@@ -34,6 +34,17 @@ def faulty(debian_rootfs: Path, tmp_path: Path) -> Path:
     (root / "root" / HOSTILE).write_text("export SECRET=1\n")
     (root / "root/.ssh").mkdir(exist_ok=True)
     (root / "root/.ssh/id_ed25519").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    archives = root / "var/cache/apt/archives"
+    (archives / "partial").mkdir(parents=True, exist_ok=True)
+    (archives / "lock").touch()
+    (archives / "curl_7.88.1-10_amd64.deb").write_bytes(b"!<arch>\n")
+    (root / "var/cache/apt/pkgcache.bin").write_bytes(b"\0" * 64)
+    shadow = root / "etc/shadow"
+    shadow.write_text(shadow.read_text().replace("root:*:", "root:$6$salt$hash:", 1))
+    assert "root:$6$" in shadow.read_text()
+    cron = root / "etc/cron.d/backup"
+    cron.write_text("* * * * * root /bin/true\n")
+    cron.chmod(0o666)
     return root
 
 
@@ -45,11 +56,11 @@ def _script(root: Path, *args: str) -> str:
 
 def test_script_and_apply_agree_and_the_audit_passes(faulty: Path, tmp_path: Path) -> None:
     script = tmp_path / "fix.sh"
-    script.write_text(_script(faulty))
+    script.write_text(_script(faulty, "--fail-on", "low"))  # IL113's package caches are low
     by_script = copy_rootfs(faulty, tmp_path / "by-script")
     by_apply = copy_rootfs(faulty, tmp_path / "by-apply")
     subprocess.run(["sh", str(script), str(by_script)], check=True, capture_output=True, cwd=tmp_path)
-    applied = run_cli("fix", str(by_apply), "--apply", cwd=tmp_path)
+    applied = run_cli("fix", str(by_apply), "--apply", "--fail-on", "low", cwd=tmp_path)
 
     assert not (tmp_path / "pwned").exists()
     assert "not fixable automatically: IL105 /root/.ssh/id_ed25519: rotate the key" in applied.stderr
@@ -59,6 +70,10 @@ def test_script_and_apply_agree_and_the_audit_passes(faulty: Path, tmp_path: Pat
     assert (by_script / "etc/machine-id").read_bytes() == b""
     assert os.readlink(by_script / "var/lib/dbus/machine-id") == "/etc/machine-id"
     assert not (by_script / "root" / HOSTILE).exists()
+    assert sorted(p.name for p in (by_script / "var/cache/apt/archives").iterdir()) == ["lock", "partial"]
+    assert not (by_script / "var/cache/apt/pkgcache.bin").exists()
+    assert "root:!$6$salt$hash:" in (by_script / "etc/shadow").read_text()
+    assert (by_script / "etc/cron.d/backup").stat().st_mode & 0o7777 == 0o664
     audit = run_cli("audit", str(by_script))
     assert audit.returncode == 0, audit.stdout
 
