@@ -27,7 +27,6 @@ caller's behalf for an encrypted snapshot (:data:`imagelint.aws.kms.IMPLICIT_KMS
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from imagelint.aws.ec2 import RUN_TAG
@@ -205,18 +204,19 @@ INSTANCE_TRUST = {
 SSM_MANAGED_POLICY = "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore"
 
 
-def help_block(indent: str = "  ") -> str:
-    """The three JSON documents, indented so the help keeps them line for line."""
+POLICY_NAMES = ("runner", "instance-trust", "instance-role", "snapshot-mode")
 
-    def block(data: dict[str, Any]) -> str:
-        return "\n".join(indent + line for line in json.dumps(data, indent=2).splitlines())
 
-    return "\n\n".join(
-        [
-            f"{indent}Runner policy (the identity running imagelint; replace {INSTANCE_ROLE}):",
-            block(runner_policy()),
-            f"{indent}Instance profile role: trust policy; attach {SSM_MANAGED_POLICY}, and this inline one:",
-            block(INSTANCE_TRUST),
-            block(instance_role_policy()),
-        ]
-    )
+def documents() -> dict[str, Any]:
+    """Every IAM document a user pastes, by name, as ``imagelint ami policies`` prints them: the
+    runner's policy (replace INSTANCE-ROLE), the instance role's trust policy and inline policy (with
+    the AWS managed policy it also needs), and snapshot mode's smaller runner policy."""
+    from imagelint.aws.snapshot import IAM_POLICY
+
+    return {
+        "runner": runner_policy(),
+        "instance-trust": INSTANCE_TRUST,
+        "instance-role": instance_role_policy(),
+        "instance-role-managed-policy": SSM_MANAGED_POLICY,
+        "snapshot-mode": IAM_POLICY,
+    }

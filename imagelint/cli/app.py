@@ -111,7 +111,8 @@ def audit(
 
       imagelint audit /mnt/image -c .imagelint.yaml -r my-rules/ --show-waived
 
-      imagelint audit /mnt/new --baseline last-release.json --fail-on-new -f sarif:new.sarif
+      imagelint audit /mnt/new --baseline last-release.json --fail-on-new
+
       imagelint audit ebs:snap-0123456789abcdef0 --region eu-west-1
     """
     from imagelint.openers import OpenOptions
@@ -442,7 +443,9 @@ def run() -> None:
     try:
         code = command.main(args=argv, prog_name="imagelint", standalone_mode=False)
     except click.exceptions.UsageError as exc:
-        if type(exc).__name__ != "NoArgsIsHelpError":  # that one has printed the help already
+        if type(exc).__name__ == "NoArgsIsHelpError":  # its message is the help: to stdout, as -h
+            sys.stdout.write(exc.format_message() + "\n")
+        else:
             stderr.error(usage_line(exc))
         sys.exit(int(ExitCode.USAGE))
     except click.exceptions.ClickException as exc:

@@ -20,9 +20,9 @@ from imagelint.errors import ExitCode, ImageLintError
 P = ParamSpec("P")
 R = TypeVar("R")
 
-# typer's rich help, the default of the pinned typer: hard line breaks are kept, so help text is
-# reflowed by imagelint.cli.helptext (prose joined, indented blocks kept line for line).
-MARKUP: Literal["rich"] = "rich"
+# click's plain help, not typer's rich panels (which cut words with "…" at 80 columns): prose is
+# wrapped to the terminal, blocks marked by imagelint.cli.helptext are kept line for line.
+MARKUP: Literal["rich"] | None = None
 USAGE_ONLY = (ExitCode.PASS, ExitCode.USAGE)
 DOCS_CODES = (ExitCode.PASS, ExitCode.FAIL, ExitCode.USAGE)
 DOCS_MEANINGS = {ExitCode.PASS: "written, or up to date", ExitCode.FAIL: "--check: OUTPUT is out of date"}

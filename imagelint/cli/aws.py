@@ -15,7 +15,7 @@ from typer import _click as click  # typer < 0.29 vendors click
 from typer.core import TyperGroup
 
 from imagelint.cli.application import MARKUP, app, friendly
-from imagelint.cli.helptext import command, command_help, expand
+from imagelint.cli.helptext import SUCCESS, command, command_help, expand
 from imagelint.cli.options import (
     ConcurrencyOpt,
     PollOpt,
@@ -57,17 +57,17 @@ class CheckByDefault(TyperGroup):
 AMI_GROUP_DOC = """Check AMIs before they ship, and remove what killed runs left behind.
 
     `imagelint ami check` (the default: `imagelint ami AMI…` is `imagelint ami check AMI…`) boots,
-    audits and soaks an AMI, or reads its root snapshot in place; `imagelint ami check --help` has
-    the modes and options. `imagelint ami cleanup` removes the instances and volumes of runs that
-    were killed outright. Examples:
+    audits and soaks an AMI, or reads its snapshots in place; `imagelint ami check --help` has the
+    modes and options. `imagelint ami policies` prints the IAM policies as JSON to paste.
+    `imagelint ami cleanup` removes the instances and volumes of runs that were killed outright.
+    Examples:
 
-      imagelint ami ami-0abc… --report-bucket my-bucket --instance-profile imagelint-ssm --tag
+      imagelint ami ami-0abc… --report-bucket my-bucket \\
+          --instance-profile imagelint-ssm --tag
+
+      imagelint ami policies runner > runner-policy.json
 
       imagelint ami cleanup --older-than 2h
-
-    IAM policies, as JSON to paste:
-
-      {AWS_POLICIES}
     """
 ami_app = typer.Typer(
     cls=CheckByDefault,
@@ -162,48 +162,37 @@ def ami_check(
 ) -> None:
     """Check an AMI before it ships: boot it, audit and soak it over SSM, tag the verdict.
 
-    Launch mode (the default) needs --report-bucket: the instance writes its reports there, with
-    the config and rule packs shipped the same way; and --instance-profile, whose role lets the
-    SSM agent register (or --create-profile, which needs the ImagelintRunProfile
-    statement). Unless --security-group is given, each run creates a security group
-    imagelint-<run id> in the subnet's VPC (no ingress, egress tcp/443 only) and deletes it after
-    the instance; the VPC's default group is never used. Before launch, the subnet must reach SSM
-    and S3: a default route to a NAT or internet gateway (with public IPs), or VPC endpoints for
-    ssm, ssmmessages, ec2messages and s3. --on-fail deregister also deletes the AMI's
-    snapshots (unless another image uses them).
+    Examples (`imagelint ami AMI…` is short for `imagelint ami check AMI…`):
 
-    Snapshot mode is the offline mode: it creates nothing and needs no EC2 runner, only this IAM
-    policy (the KMS actions for encrypted snapshots; narrow their Resource to the keys). It reads
-    only snapshots this account owns: copy a public or shared AMI first (aws ec2 copy-image).
+      imagelint ami ami-0abc… --report-bucket my-bucket \\
+          --instance-profile imagelint-ssm --tag
 
-      {"Version": "2012-10-17", "Statement": [
-        {"Effect": "Allow", "Resource": "arn:aws:ec2:*::snapshot/*",
-         "Action": ["ebs:ListSnapshotBlocks", "ebs:GetSnapshotBlock",
-                    "ebs:ListChangedBlocks"]},
-        {"Effect": "Allow", "Resource": "*",
-         "Action": ["ec2:DescribeImages", "ec2:DescribeSnapshots"]},
-        {"Effect": "Allow", "Resource": "arn:aws:kms:*:*:key/*",
-         "Action": ["kms:Decrypt", "kms:DescribeKey"]},
-        {"Effect": "Allow", "Action": ["ec2:CreateTags"],
-         "Resource": ["arn:aws:ec2:*::image/*", "arn:aws:ec2:*::snapshot/*"]}]}
-
-    Volume mode stays for accounts that forbid the EBS direct APIs.
-
-    Every instance, volume and security group is tagged imagelint:run=<uuid> and removed in every outcome
-    (`imagelint ami cleanup` removes what a killed run left). `imagelint ami AMI…` is short for
-    `imagelint ami check AMI…`. Examples:
-
-      imagelint ami ami-0abc… --report-bucket my-bucket --instance-profile imagelint-ssm --tag
-
-      imagelint ami --packer-manifest packer-manifest.json --report-bucket b --soak 5m --tag
+      imagelint ami --packer-manifest packer-manifest.json \\
+          --report-bucket my-bucket --soak 5m --tag
 
       imagelint ami ami-0abc… --mode snapshot --tag -f json:report.json
 
-      imagelint ami ami-0abc… --mode volume -f json:report.json
+    The IAM policies each mode needs: `imagelint ami policies` (JSON; `imagelint ami policies
+    runner`, `instance-role`, `instance-trust` or `snapshot-mode` prints one document to paste).
 
-    IAM policies, as JSON to paste:
+    Launch mode (the default) needs --report-bucket: the instance writes its reports there, with
+    the config and rule packs shipped the same way; and --instance-profile, whose role lets the
+    SSM agent register (or --create-profile, which needs the ImagelintRunProfile statement).
+    Unless --security-group is given, each run creates a security group imagelint-<run id> in the
+    subnet's VPC (no ingress, egress tcp/443 only) and deletes it after the instance; the VPC's
+    default group is never used. Before launch, the subnet must reach SSM and S3: a default route
+    to a NAT or internet gateway (with public IPs), or VPC endpoints for ssm, ssmmessages,
+    ec2messages and s3. --on-fail deregister also deletes the AMI's snapshots (unless another
+    image uses them).
 
-      {AWS_POLICIES}
+    Snapshot mode is the offline mode: it creates nothing and needs no EC2 runner, only the
+    snapshot-mode policy (its KMS actions for encrypted snapshots; narrow their Resource to the
+    keys). It reads only snapshots this account owns: copy a public or shared AMI first (aws ec2
+    copy-image). Volume mode (mount the root snapshot on this EC2 runner) stays for accounts that
+    forbid the EBS direct APIs.
+
+    Every instance, volume and security group is tagged imagelint:run=<uuid> and removed in every
+    outcome (`imagelint ami cleanup` removes what a killed run left).
     """
     from imagelint.aws.ec2 import LaunchSettings
     from imagelint.aws.snapshot import SnapshotSettings
@@ -233,6 +222,39 @@ def ami_check(
         create_profile=create_instance_profile,
     )
     raise typer.Exit(int(run_ami(options).exit_code))
+
+
+@command(ami_app, "policies", codes=(ExitCode.PASS, ExitCode.USAGE), meanings=SUCCESS)
+@friendly
+def ami_policies(
+    name: Annotated[
+        str | None,
+        typer.Argument(
+            help="Print only this document: runner, instance-trust, instance-role, "
+            "instance-role-managed-policy or snapshot-mode."
+        ),
+    ] = None,
+) -> None:
+    """Print the IAM policies `imagelint ami` needs, as JSON, generated from the code.
+
+    runner: the identity running `imagelint ami check` in launch mode (replace INSTANCE-ROLE with
+    the instance profile's role). instance-trust and instance-role: the trust policy and inline
+    policy of the instance profile's role, which also needs the AWS managed policy named by
+    instance-role-managed-policy. snapshot-mode: the identity running --mode snapshot. Examples:
+
+      imagelint ami policies runner > runner-policy.json
+
+      imagelint ami policies | jq '.["instance-role"]'
+    """
+    import json
+
+    from imagelint.aws.policy import documents
+    from imagelint.errors import UsageError
+
+    docs = documents()
+    if name is not None and name not in docs:
+        raise UsageError(f"no policy named {name!r}: use one of {', '.join(docs)}")
+    typer.echo(json.dumps(docs if name is None else docs[name], indent=2))
 
 
 @command(

@@ -82,9 +82,9 @@ def diff(
 
       imagelint diff /mnt/last-release candidate.qcow2
 
-      imagelint diff ebs:snap-0aaaaaaaaaaaaaaaa ebs:snap-0bbbbbbbbbbbbbbbb --region eu-west-1
+      imagelint diff ebs:snap-0aaaaaaaaaaaaaaaa ebs:snap-0bbbbbbbbbbbbbbbb
 
-      imagelint diff eu-west-1:ami-0aaaaaaaaaaaaaaaa eu-west-1:ami-0bbbbbbbbbbbbbbbb
+      imagelint diff ami-0aaaaaaaaaaaaaaa ami-0bbbbbbbbbbbbbbb --region eu-west-1
     """
     from imagelint.commands.diff import run_diff
     from imagelint.formats import RenderOptions

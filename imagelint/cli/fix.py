@@ -68,7 +68,8 @@ def fix(
     """Remediate the image's failing findings with the fixes their rules declare.
 
     Audits ROOT as `imagelint audit` does (same config, --fail-on, --select/--ignore), then, for
-    every failing finding (at or above fail-on: --fail-on low fixes the low ones too) whose rule declares a machine-applicable fix (a `fix:` list in its rule pack), prints a
+    every failing finding (at or above fail-on: --fail-on low fixes the low ones too) whose rule
+    declares a machine-applicable fix (a `fix:` list in its rule pack), prints a
     POSIX sh script to stdout. The script takes the image root as its first argument (default /):
     run it as a Packer shell provisioner inside the build, or on a mounted image. Units are
     disabled or masked with `systemctl --root`; files are removed, emptied, linked or chmod-ed

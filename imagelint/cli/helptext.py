@@ -1,9 +1,10 @@
 """Help text of the commands: reflowed prose, verbatim examples, exit codes, derived option choices.
 
-The installed typer (< 0.29) renders help with rich and keeps every hard line break of a docstring,
-so a docstring wrapped at the source's width turns into ragged lines on a narrower terminal. Here
-each prose paragraph is joined into one line (rich then wraps it to the terminal), while a paragraph
-whose lines are all indented (examples, the exit-code table) is kept line for line.
+Help is click's plain layout (typer's rich panels are off: at 80 columns they cut long words with
+"…" and squeeze descriptions into a narrow column). Click wraps each prose paragraph to the terminal;
+a paragraph marked with click's ``\\b`` line (examples, the exit-code table) is kept line for line.
+Here each prose paragraph is joined into one line, and every paragraph whose lines are all indented
+is marked so.
 
 Option help may name ``{SEVERITIES}``, ``{FORMATS}`` or ``{DEFAULT_FAIL_ON}``: they are filled in
 from ``imagelint.rulepacks.Severity``, ``imagelint.formats.FORMATS`` and the config's default when
@@ -13,11 +14,13 @@ help is shown, so that commands which never print help do not import those modul
 from __future__ import annotations
 
 import inspect
+import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import typer
 from typer import _click as click  # typer < 0.29 vendors click: its own Context and Option
+from typer._click import _textwrap
 from typer.core import TyperArgument, TyperCommand, TyperOption
 
 from imagelint.errors import ExitCode
@@ -34,10 +37,20 @@ EXIT_CODES: Mapping[ExitCode, str] = {
 }
 SUCCESS: Mapping[ExitCode, str] = {ExitCode.PASS: "success"}  # for commands that judge nothing
 
+class _WholeOptionNames(_textwrap.TextWrapper):
+    """Click's wrapper, never breaking a line inside --an-option-name (textwrap breaks at hyphens)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("break_on_hyphens", False)
+        super().__init__(*args, **kwargs)
+
+
+_textwrap.TextWrapper = _WholeOptionNames  # type: ignore[misc]  # click.formatting looks it up per call
+EXIT_CODE_WIDTH = 76  # the exit-code table, kept line for line, fits 80 columns with help's indent
+VERBATIM = "\b\n"  # click: the paragraph that follows is not rewrapped
 SEVERITIES_TOKEN = "{SEVERITIES}"
 FORMATS_TOKEN = "{FORMATS}"
 DEFAULT_FAIL_ON_TOKEN = "{DEFAULT_FAIL_ON}"
-AWS_POLICIES_TOKEN = "{AWS_POLICIES}"  # imagelint.aws.policy.help_block: the IAM policies as JSON
 
 
 def exit_codes_block(
@@ -46,7 +59,11 @@ def exit_codes_block(
     """The "Exit codes" paragraph, one line per code. Not indented: typer dedents a group's help
     (``inspect.cleandoc``), which would make a group's table differ from a command's."""
     meanings = {**EXIT_CODES, **(meanings or {})}
-    return "Exit codes:\n" + "\n".join(f"{int(code)}  {meanings[code]}" for code in codes)
+    rows = (
+        textwrap.fill(f"{int(code)}  {meanings[code]}", EXIT_CODE_WIDTH, subsequent_indent="   ")
+        for code in codes
+    )
+    return VERBATIM + "Exit codes:\n" + "\n".join(rows)
 
 
 def reflow(doc: str) -> str:
@@ -56,7 +73,7 @@ def reflow(doc: str) -> str:
     for paragraph in paragraphs:
         lines = paragraph.split("\n")
         if all(line.startswith(" ") for line in lines if line.strip()):
-            out.append(paragraph)
+            out.append(VERBATIM + paragraph)
         else:
             out.append(" ".join(line.strip() for line in lines))
     return "\n\n".join(out)
@@ -85,10 +102,6 @@ def expand(text: str) -> str:
         from imagelint.config import DEFAULT_FAIL_ON
 
         text = text.replace(DEFAULT_FAIL_ON_TOKEN, DEFAULT_FAIL_ON.value)
-    if AWS_POLICIES_TOKEN in text:
-        from imagelint.aws.policy import help_block
-
-        text = text.replace("  " + AWS_POLICIES_TOKEN, help_block())
     return text
 
 

@@ -90,7 +90,8 @@ def watch(
 
       imagelint watch --textfile /var/lib/prometheus/node-exporter
 
-      imagelint watch --npd dying-memcg-growth --npd-state /var/lib/imagelint/npd.json
+      imagelint watch --npd dying-memcg-growth \\
+          --npd-state /var/lib/imagelint/npd.json
     """
     from imagelint.durations import parse_duration
     from imagelint.session import RunOptions

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import fnmatch
-import functools
 import json
 import re
 from collections.abc import Iterator
@@ -59,19 +58,28 @@ def _allowed(action: str, actions: set[str]) -> bool:
     return any(fnmatch.fnmatchcase(action.lower(), pattern.lower()) for pattern in actions)
 
 
-@pytest.mark.parametrize("command", [["ami"], ["ami", "check"]], ids=" ".join)
-def test_help_gives_the_policies_as_json(command: list[str]) -> None:
+def test_ami_policies_prints_every_document_from_the_code() -> None:
     from imagelint.aws.snapshot import IAM_POLICY
 
-    proc = run_cli(*command, "--help", env={"COLUMNS": "200"})
-    assert proc.returncode == 0
-    docs = _json_documents(proc.stdout)
-    # launch mode's runner, trust and instance policies; `check` has snapshot mode's smaller one too
-    expected = [policy.runner_policy(), policy.INSTANCE_TRUST, policy.instance_role_policy()]
-    expected += [IAM_POLICY] if command == ["ami", "check"] else []
-    canonical = functools.partial(json.dumps, sort_keys=True)
-    assert sorted(map(canonical, docs)) == sorted(map(canonical, expected))
-    assert policy.SSM_MANAGED_POLICY in proc.stdout
+    proc = run_cli("ami", "policies")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {
+        "runner": policy.runner_policy(),
+        "instance-trust": policy.INSTANCE_TRUST,
+        "instance-role": policy.instance_role_policy(),
+        "instance-role-managed-policy": policy.SSM_MANAGED_POLICY,
+        "snapshot-mode": IAM_POLICY,
+    }
+    one = run_cli("ami", "policies", "runner")
+    assert one.returncode == 0 and json.loads(one.stdout) == policy.runner_policy()
+    unknown = run_cli("ami", "policies", "admin")
+    assert unknown.returncode == 2 and unknown.stderr.count("\n") == 1 and "runner" in unknown.stderr
+
+
+@pytest.mark.parametrize("command", [["ami"], ["ami", "check"]], ids=" ".join)
+def test_help_names_the_policies_command(command: list[str]) -> None:
+    proc = run_cli(*command, "--help")
+    assert proc.returncode == 0 and "imagelint ami policies" in proc.stdout
 
 
 def test_readme_gives_the_same_policies():

@@ -1,4 +1,5 @@
-"""Every command's ``--help`` stands alone: exit codes, full --fail-on choices, derived lists."""
+"""Every command's ``--help`` stands alone at 80 columns: exit codes, full --fail-on choices, derived
+lists, no line longer than the terminal, nothing cut, the same layout under NO_COLOR."""
 
 from __future__ import annotations
 
@@ -30,12 +31,15 @@ COMMANDS = [
     ("docs rules", False),
     ("diff", False),
     ("schema diff", False),
+    ("fix", True),
+    ("watch", False),
+    ("ami policies", False),
 ]
 CHOICES = "|".join(s.value for s in Severity)
 
 
-def _help(command: str) -> str:
-    proc = run_cli(*command.split(), "--help", env={"COLUMNS": "100", "TERMINAL_WIDTH": "100"})
+def _help(command: str, **env: str) -> str:
+    proc = run_cli(*command.split(), "--help", env={"COLUMNS": "80", **env})
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
     return proc.stdout
@@ -52,7 +56,18 @@ def test_help_lists_exit_codes_and_fail_on_choices_whole(command: str, has_fail_
         for severity in Severity:
             assert severity.value in text
     assert "\b" not in text and "{SEVERITIES}" not in text and "{FORMATS}" not in text
-    assert all(len(line) <= 100 for line in text.splitlines())
+    assert all(len(line) <= 80 for line in text.splitlines()), [x for x in text.splitlines() if len(x) > 80]
+    assert not re.search(r"\w…\s*$", text, re.M)  # no word cut short at a line's end
+
+
+@pytest.mark.parametrize("command", ["audit", "ami check"])
+def test_no_color_keeps_the_layout(command: str) -> None:
+    assert _help(command, NO_COLOR="1") == _help(command)
+
+
+def test_option_names_are_never_broken_at_a_hyphen() -> None:
+    text = _help("ami check")
+    assert "--create-profile" in text and "--create-\n" not in text
 
 
 @pytest.mark.parametrize("command", ["audit", "soak", "ami", "ami check", "fleet", "diff"])
@@ -70,15 +85,15 @@ def test_formats_in_help_come_from_the_registry() -> None:
 def test_examples_keep_their_lines_and_prose_is_reflowed() -> None:
     text = "\n".join(line.rstrip() for line in _help("soak").splitlines())
     assert "  imagelint soak -d 5m -f text -f json:soak.json --fail-on high\n" in text
-    # the docstring breaks after "a robust slope with a": rewrapped at 100 columns, the line goes on
-    assert "growth by a robust slope with a significance" in text
+    # the docstring breaks after "a robust slope with a": rewrapped at 80 columns, the line goes on
+    assert "a robust slope with a significance" in text
 
 
 def test_reflow_joins_prose_and_keeps_indented_blocks() -> None:
     from imagelint.cli.helptext import reflow
 
     doc = "Title line.\n\n    One sentence\n    over two lines.\n\n      cmd --a\n      cmd --b\n    "
-    assert reflow(doc) == "Title line.\n\nOne sentence over two lines.\n\n  cmd --a\n  cmd --b"
+    assert reflow(doc) == "Title line.\n\nOne sentence over two lines.\n\n\b\n  cmd --a\n  cmd --b"
 
 
 @pytest.mark.parametrize(
