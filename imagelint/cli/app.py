@@ -27,6 +27,7 @@ from imagelint.cli.application import (
     rules_app,
     schema_app,
 )
+from imagelint.cli.closedpipe import quiet_on_closed_pipe
 from imagelint.cli.helptext import SUCCESS, command
 from imagelint.cli.options import (
     ConcurrencyOpt,
@@ -438,6 +439,7 @@ def run() -> None:
     # click as the installed typer raises its exceptions: typer 0.28 vendors it as typer._click
     click = getattr(typer.core, "_click", None) or importlib.import_module("click")
     argv = sys.argv[1:]
+    quiet_on_closed_pipe()
     clear_stale(argv)  # before anything can fail: no report an earlier run left is read as this run's
     command = typer.main.get_command(for_command_line(argv))
     try:

@@ -37,6 +37,7 @@ EXIT_CODES: Mapping[ExitCode, str] = {
 }
 SUCCESS: Mapping[ExitCode, str] = {ExitCode.PASS: "success"}  # for commands that judge nothing
 
+
 class _WholeOptionNames(_textwrap.TextWrapper):
     """Click's wrapper, never breaking a line inside --an-option-name (textwrap breaks at hyphens)."""
 
