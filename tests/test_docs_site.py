@@ -21,7 +21,7 @@ from tests.support import REPO
 
 SNIPPET = re.compile(r'^--8<-- "([^":]+)(?::[\w-]+)?"$', re.M)
 # what the site's snippets include besides docs/ (mkdocs.yml: pymdownx.snippets, base_path ".")
-SNIPPET_SOURCES = ["README.md", "CONTRIBUTING.md", "packer", "examples"]
+SNIPPET_SOURCES = ["README.md", "CONTRIBUTING.md", "packer", "examples", "deploy"]
 
 
 def _hand_written() -> str:
