@@ -29,8 +29,9 @@ test:
 lint:
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
+## docs: rewrite the generated pages of the docs site (rules, configuration, IAM policies, the Action)
 docs:
-	$(BIN)/imagelint docs rules -o docs/rules.md
+	$(BIN)/python -m imagelint.docs
 
 bench:
 	$(BIN)/python benchmarks/audit_vs_systemctl.py

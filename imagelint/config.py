@@ -37,7 +37,7 @@ def config_schema() -> dict[str, Any]:
         "type": "object",
         "additionalProperties": False,
         "properties": {
-            "version": {"const": 1},
+            "version": {"const": 1, "description": "the config format's version: 1"},
             "rules": {
                 "type": "array",
                 "items": {"type": "string"},
@@ -61,7 +61,11 @@ def config_schema() -> dict[str, Any]:
                 "default": False,
                 "description": "no journal in the image is inconclusive (audits of booted instances)",
             },
-            "fail-on": {"enum": [s.value for s in Severity], "default": DEFAULT_FAIL_ON.value},
+            "fail-on": {
+                "enum": [s.value for s in Severity],
+                "default": DEFAULT_FAIL_ON.value,
+                "description": "the lowest severity that fails the run (exit 1)",
+            },
             "expected-units": {
                 "type": "array",
                 "items": {"type": "string", "pattern": r"^[^/\s]+\.[a-z]+$"},
@@ -76,7 +80,11 @@ def config_schema() -> dict[str, Any]:
                     "them is not expected to fail for it"
                 ),
             },
-            "waivers": {"type": "array", "items": {"$ref": "#/$defs/waiver"}},
+            "waivers": {
+                "type": "array",
+                "items": {"$ref": "#/$defs/waiver"},
+                "description": "findings accepted for a reason, until an expiry date",
+            },
             "diff": diff_schema_section(),
         },
         "$defs": {
@@ -88,9 +96,17 @@ def config_schema() -> dict[str, Any]:
                     "rule": {"type": "string", "description": "rule id or name"},
                     "path": {"type": "string", "description": "glob of the finding's image path"},
                     "unit": {"type": "string", "description": "glob of the finding's unit"},
-                    "reason": {"type": "string", "minLength": 3},
-                    "owner": {"type": "string"},
-                    "expires": {"type": "string", "format": "date", "pattern": r"^\d{4}-\d{2}-\d{2}$"},
+                    "reason": {"type": "string", "minLength": 3, "description": "why it is accepted"},
+                    "owner": {"type": "string", "description": "who answers for the waiver"},
+                    "expires": {
+                        "type": "string",
+                        "format": "date",
+                        "pattern": r"^\d{4}-\d{2}-\d{2}$",
+                        "description": (
+                            "YYYY-MM-DD: the waiver holds through that day (UTC); after it, it waives "
+                            "nothing and IL001 fails the run"
+                        ),
+                    },
                 },
             }
         },

@@ -1,5 +1,5 @@
-"""`make test` as the README describes it: the parallel phase, then the serial one, each naming its
-ten slowest tests."""
+"""`make test` as the README's set-up section (and docs/getting-started.md) describes it: the parallel
+phase, then the serial one, each naming its ten slowest tests."""
 
 from __future__ import annotations
 

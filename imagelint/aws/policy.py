@@ -1,4 +1,4 @@
-"""The IAM policies `imagelint ami` / `fleet` need, as JSON a user can paste (README and ``--help``).
+"""The IAM policies `imagelint ami` / `fleet` need, as JSON a user can paste (the docs and ``--help``).
 
 Two identities:
 

@@ -27,7 +27,7 @@ from imagelint.errors import ExitCode
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-# The one table of exit codes (README "Exit codes"); commands pick the codes they can end with and
+# The one table of exit codes (docs/exit-codes.md); commands pick the codes they can end with and
 # may say what a code means for them.
 EXIT_CODES: Mapping[ExitCode, str] = {
     ExitCode.PASS: "pass: no finding at or above --fail-on",

@@ -1,4 +1,4 @@
-"""The IAM policies in `imagelint ami check --help` and the README parse as JSON, and every API the code
+"""The IAM policies in `imagelint ami check --help` and the docs parse as JSON, and every API the code
 calls (recorded from real runs of every flow against moto, not listed by hand) is in the runner's."""
 
 from __future__ import annotations
@@ -82,8 +82,8 @@ def test_help_names_the_policies_command(command: list[str]) -> None:
     assert proc.returncode == 0 and "imagelint ami policies" in proc.stdout
 
 
-def test_readme_gives_the_same_policies():
-    docs = _json_documents((REPO / "README.md").read_text(encoding="utf-8"))
+def test_docs_give_the_same_policies():
+    docs = _json_documents((REPO / "docs" / "reference" / "iam-policies.md").read_text(encoding="utf-8"))
     assert policy.runner_policy() in docs
     assert policy.INSTANCE_TRUST in docs
     assert policy.instance_role_policy() in docs

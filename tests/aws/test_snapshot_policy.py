@@ -1,5 +1,5 @@
 """The IAM policy snapshot mode needs is written once (imagelint.aws.snapshot.IAM_POLICY) and the
-README and `imagelint ami policies snapshot-mode` show exactly that policy."""
+docs (docs/reference/iam-policies.md) and `imagelint ami policies snapshot-mode` show exactly that policy."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from imagelint.aws.snapshot import IAM_POLICY
 from tests.support import REPO, run_cli
 
 
-def test_readme_gives_the_policy() -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    blocks = [json.loads(b) for b in re.findall(r"```json\n(.*?)```", readme, flags=re.S)]
+def test_docs_give_the_policy() -> None:
+    page = (REPO / "docs" / "reference" / "iam-policies.md").read_text(encoding="utf-8")
+    blocks = [json.loads(b) for b in re.findall(r"```json\n(.*?)```", page, flags=re.S)]
     assert IAM_POLICY in blocks
 
 

@@ -1,4 +1,5 @@
-"""The README's "Layout" block names real paths, and every package of imagelint/ is in it."""
+"""The "Layout" block of the architecture page (docs/architecture.md) names real paths, and every package
+of imagelint/ is in it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _layout_paths() -> list[str]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
     block = text.split("## Layout", 1)[1].split("```", 2)[1]
     return [m.group(1) for m in re.finditer(r"^(\S+)\s", block, re.M)]
 
