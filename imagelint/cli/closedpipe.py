@@ -51,6 +51,6 @@ def quiet_on_closed_pipe() -> None:
         io.BufferedWriter(_DropWhenClosed(fd)),
         encoding=old.encoding,
         errors=old.errors,
-        line_buffering=old.line_buffering,
+        line_buffering=bool(getattr(old, "line_buffering", False)),
         write_through=True,
     )
