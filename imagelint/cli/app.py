@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from imagelint.session import RunOptions
 
 
-@command(app)
+@command(app, short="Audit an image offline, or this host with --live.")
 @friendly
 @with_run_options
 def audit(
@@ -139,6 +139,7 @@ def audit(
         ExitCode.PASS: "listed (problems found in the image are listed too)",
         ExitCode.INCONCLUSIVE: "inconclusive: the image root does not exist or is not a directory",
     },
+    short="List an image's systemd units and its boot chain.",
 )
 @friendly
 def units(
@@ -180,7 +181,9 @@ def units(
 
 
 @command(
-    app, meanings={ExitCode.INCONCLUSIVE: "inconclusive: cut short, or data on the host could not be read"}
+    app,
+    meanings={ExitCode.INCONCLUSIVE: "inconclusive: cut short, or data on the host could not be read"},
+    short="Watch this host for memory-cgroup growth and loops.",
 )
 @friendly
 @with_run_options
@@ -228,7 +231,13 @@ def soak(
     raise typer.Exit(int(verdict.exit_code))
 
 
-@command(app, "collector", codes=USAGE_ONLY, meanings=SUCCESS)
+@command(
+    app,
+    "collector",
+    codes=USAGE_ONLY,
+    meanings=SUCCESS,
+    short="Write the POSIX-shell collector for hosts without Python.",
+)
 @friendly
 def collector(
     directory: Annotated[
@@ -262,7 +271,7 @@ def collector(
         typer.echo(str(path))
 
 
-@command(rules_app, "list", codes=USAGE_ONLY, meanings=SUCCESS)
+@command(rules_app, "list", codes=USAGE_ONLY, meanings=SUCCESS, short="List every loaded rule.")
 @friendly
 def rules_list(
     config: ConfigOpt = None,
@@ -314,7 +323,7 @@ def _rule_row(rule_id: str, severity: str, scope: str, name: str, title: str) ->
     return f"{rule_id:<7} {severity:<8} {scope:<10} {name:<40} {title}".rstrip()
 
 
-@command(rules_app, "show", codes=USAGE_ONLY, meanings=SUCCESS)
+@command(rules_app, "show", codes=USAGE_ONLY, meanings=SUCCESS, short="Show one rule in full.")
 @friendly
 def rules_show(
     rule_id: Annotated[str, typer.Argument(help="Rule id or name, e.g. IL101.")],
@@ -342,6 +351,7 @@ def rules_show(
     "validate",
     codes=USAGE_ONLY,
     meanings={ExitCode.PASS: "valid", ExitCode.USAGE: "invalid (file:line:column) or bad usage"},
+    short="Validate rule packs without running them.",
 )
 @friendly
 def rules_validate(
@@ -361,7 +371,9 @@ def rules_validate(
     typer.echo(f"{sum(len(p.rules) for p in mine)} rule(s) in {len(mine)} pack(s): valid")
 
 
-@command(schema_app, "rules", codes=(ExitCode.PASS,), meanings=SUCCESS)
+@command(
+    schema_app, "rules", codes=(ExitCode.PASS,), meanings=SUCCESS, short="The JSON Schema of a rule pack."
+)
 def schema_rules() -> None:
     """Print the JSON Schema of a rule pack (composed from every check kind's parameters)."""
     from imagelint.rulepacks.schema import rules_schema
@@ -398,6 +410,7 @@ def schema_report() -> None:
     "rules",
     codes=DOCS_CODES,
     meanings=DOCS_MEANINGS,
+    short="Generate the rule reference (docs/rules.md).",
 )
 @friendly
 def docs_rules(

@@ -31,7 +31,7 @@ app = typer.Typer(
     name="imagelint",
     help="Stop bad machine images (AMIs, VM base images) before they ship.\n\n" + exit_codes_block(),
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=MARKUP,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -42,6 +42,7 @@ rules_app = typer.Typer(
     rich_markup_mode=MARKUP,
 )
 schema_app = typer.Typer(
+    short_help="Print the JSON Schemas: rule packs, config, reports.",
     help="Print the JSON Schemas of rule packs, the config file, the units listing and the JSON report."
     "\n\n" + exit_codes_block(USAGE_ONLY, SUCCESS),
     rich_markup_mode=MARKUP,

@@ -71,6 +71,7 @@ AMI_GROUP_DOC = """Check AMIs before they ship, and remove what killed runs left
     """
 ami_app = typer.Typer(
     cls=CheckByDefault,
+    short_help="Check AMIs before they ship; clean up after killed runs.",
     help=command_help(AMI_GROUP_DOC, meanings={ExitCode.INCONCLUSIVE: AWS_INCONCLUSIVE}),
     no_args_is_help=True,
     rich_markup_mode=MARKUP,
@@ -78,7 +79,12 @@ ami_app = typer.Typer(
 app.add_typer(ami_app, name="ami")
 
 
-@command(ami_app, "check", meanings={ExitCode.INCONCLUSIVE: AWS_INCONCLUSIVE})
+@command(
+    ami_app,
+    "check",
+    meanings={ExitCode.INCONCLUSIVE: AWS_INCONCLUSIVE},
+    short="Boot, audit and soak an AMI, or read its snapshots.",
+)
 @friendly
 @with_run_options
 def ami_check(
@@ -224,7 +230,13 @@ def ami_check(
     raise typer.Exit(int(run_ami(options).exit_code))
 
 
-@command(ami_app, "policies", codes=(ExitCode.PASS, ExitCode.USAGE), meanings=SUCCESS)
+@command(
+    ami_app,
+    "policies",
+    codes=(ExitCode.PASS, ExitCode.USAGE),
+    meanings=SUCCESS,
+    short="Print the IAM policies imagelint ami needs, as JSON.",
+)
 @friendly
 def ami_policies(
     name: Annotated[
@@ -262,6 +274,7 @@ def ami_policies(
     "cleanup",
     codes=(ExitCode.PASS, ExitCode.USAGE, ExitCode.INCONCLUSIVE),
     meanings=CLEANUP_MEANINGS,
+    short="Remove what killed AMI runs left behind.",
 )
 @friendly
 def ami_cleanup(
@@ -306,6 +319,7 @@ def ami_cleanup(
         ExitCode.FAIL: "fail: an instance failed",
         ExitCode.INCONCLUSIVE: "inconclusive: an instance never reported (and none failed)",
     },
+    short="Audit running instances over SSM: a row per instance.",
 )
 @friendly
 @with_run_options

@@ -23,7 +23,7 @@ DIFF_MEANINGS = {
 }
 
 
-@command(app, "diff", meanings=DIFF_MEANINGS)
+@command(app, "diff", meanings=DIFF_MEANINGS, short="What changed at boot between two images or reports.")
 @friendly
 def diff(
     old: Annotated[

@@ -33,7 +33,7 @@ FIX_MEANINGS = {
 }
 
 
-@command(app, "fix", meanings=FIX_MEANINGS)
+@command(app, "fix", meanings=FIX_MEANINGS, short="Remediate failing findings: an sh script, or --apply.")
 @friendly
 def fix(
     root: Annotated[

@@ -123,12 +123,14 @@ def command(
     *,
     codes: Sequence[ExitCode] = tuple(ExitCode),
     meanings: Mapping[ExitCode, str] | None = None,
+    short: str | None = None,
 ) -> Callable[[F], F]:
-    """``app.command`` with the help built by ``command_help`` from the function's docstring."""
+    """``app.command`` with the help built by ``command_help`` from the function's docstring; ``short``
+    is its line in the group's command list (kept under 60 characters, so 80 columns never cut it)."""
 
     def register(func: F) -> F:
         help_text = command_help(func.__doc__, codes, meanings)
-        decorated: F = app.command(name, cls=HelpCommand, help=help_text)(func)
+        decorated: F = app.command(name, cls=HelpCommand, help=help_text, short_help=short)(func)
         return decorated
 
     return register

@@ -18,7 +18,12 @@ NPD_MEANINGS = {
 }
 
 
-@command(app, codes=(ExitCode.PASS, ExitCode.FAIL, ExitCode.USAGE), meanings=NPD_MEANINGS)
+@command(
+    app,
+    codes=(ExitCode.PASS, ExitCode.FAIL, ExitCode.USAGE),
+    meanings=NPD_MEANINGS,
+    short="Keep measuring this host, for Prometheus or NPD.",
+)
 @friendly
 def watch(
     listen: Annotated[

@@ -128,3 +128,9 @@ def test_a_line_that_names_no_command_gets_the_whole_application(argv: list[str]
     from imagelint.cli.application import for_command_line
 
     assert for_command_line(argv) is app
+
+
+@pytest.mark.parametrize("group", ["", "ami", "rules", "schema", "docs"])
+def test_command_lists_are_whole_at_80_columns(group: str) -> None:
+    listed = _help(group).split("\nCommands:\n", 1)[1]
+    assert listed.strip() and not re.search(r"\.\.\.$", listed, re.M), listed
