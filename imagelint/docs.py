@@ -159,7 +159,9 @@ def iam_policies() -> str:
     from imagelint.aws import policy
     from imagelint.aws.snapshot import IAM_POLICY
 
-    source = "`imagelint/aws/policy.py` and `imagelint/aws/snapshot.py` (as `imagelint ami policies` prints them)"
+    source = (
+        "`imagelint/aws/policy.py` and `imagelint/aws/snapshot.py` (as `imagelint ami policies` prints them)"
+    )
     sections = [
         (
             "snapshot-mode",

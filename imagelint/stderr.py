@@ -8,7 +8,9 @@ may start a workflow command (``::error::``). Every line goes through the log ch
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 
 from imagelint.report.escape import for_log
 
@@ -30,3 +32,19 @@ def error(message: str) -> None:
 
 def warning(message: str) -> None:
     line(f"{PROGRAM}: warning: {message}")
+
+
+@contextlib.contextmanager
+def busy(label: str, *, interactive: bool) -> Iterator[None]:
+    """On a terminal, a transient line while the block runs: a spinner, ``label`` (escaped) and the
+    time elapsed, erased when the block ends. Nothing when stderr is not a terminal (a CI log)."""
+    if not interactive:
+        yield
+        return
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
+        progress.add_task(for_log(label), total=None)
+        yield

@@ -20,10 +20,17 @@ class PathOpener:
 
     @contextlib.contextmanager
     def open(self, spec: str, options: OpenOptions) -> Iterator[Opened]:
+        from imagelint import stderr
+        from imagelint.targets.rootfs import RootfsTarget
         from imagelint.targets.select import open_target
 
         target = open_target(spec, partition=options.partition)
-        yield Opened(target.kind, target)
+        if type(target) is RootfsTarget:
+            yield Opened(target.kind, target)
+            return
+        # a disk image is read through its format: seconds of silence on a large one, unless shown
+        with stderr.busy(f"auditing {spec} ({target.kind})", interactive=options.interactive):
+            yield Opened(target.kind, target)
 
 
 OPENER = PathOpener()
