@@ -8,6 +8,7 @@ FORMAT[:PATH]`` (:func:`imagelint.formats.check_format`, :func:`imagelint.format
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -20,14 +21,20 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class RenderOptions:
-    """Settings a format may use. ``color`` is only ever true for a terminal."""
+    """Settings a format may use. ``terminal``: stdout is a terminal, so the layouts made for one
+    (a table) are used; their colour is off under ``NO_COLOR`` (:func:`colour`), the layout is not."""
 
-    color: bool = False
+    terminal: bool = False
     show_waived: bool = False
     sarif_anchor: str | None = None  # a repository file to anchor SARIF results to (code scanning needs one)
 
 
 REPORT, DIFF, UNITS = "report", "diff", "units"
+
+
+def colour(options: RenderOptions) -> bool:
+    """Colour on a terminal, unless the user set ``NO_COLOR`` (https://no-color.org)."""
+    return options.terminal and "NO_COLOR" not in os.environ
 
 
 @dataclass(frozen=True)

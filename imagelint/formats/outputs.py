@@ -65,8 +65,8 @@ def write_outputs(
     ``document`` (a Report, a diff result, a units listing); every command writes through here."""
     rendered: list[tuple[OutputSpec, str]] = []
     for spec in outputs:
-        color = spec.path is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ
-        rendered.append((spec, render(spec.format, document, subject, replace(options, color=color))))
+        terminal = spec.path is None and sys.stdout.isatty()
+        rendered.append((spec, render(spec.format, document, subject, replace(options, terminal=terminal))))
     for spec, text in rendered:
         if spec.path is None:
             sys.stdout.write(text)

@@ -1,7 +1,7 @@
 """Human output: one line per finding for logs and pipes, a table on a terminal; one summary line last.
 
-Two layouts, chosen by ``RenderOptions.color`` (true only when stdout is a terminal and NO_COLOR is
-unset):
+Two layouts, chosen by ``RenderOptions.terminal`` (true only when stdout is a terminal; ``NO_COLOR``
+turns the table's colour off, never the layout):
 
 **Lines** (pipes, files, CI logs). Nothing is wrapped or truncated, whatever the width, so grep and
 editors can use every line::
@@ -42,12 +42,11 @@ output is checked once more for command lines at the end.
 from __future__ import annotations
 
 import io
-import os
 import shutil
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from imagelint.formats.interface import DIFF, REPORT, UNITS, RenderOptions
+from imagelint.formats.interface import DIFF, REPORT, UNITS, RenderOptions, colour
 
 if TYPE_CHECKING:
     from imagelint.diff.result import DiffResult
@@ -73,7 +72,7 @@ class TextFormatter:
     documents = (REPORT, DIFF, UNITS)
 
     def render(self, report: Report, options: RenderOptions) -> str:
-        if options.color and "NO_COLOR" not in os.environ:
+        if options.terminal:
             return neutralise_commands(_table(report, options))
         return neutralise_commands("".join(line + "\n" for line in _lines(report, options)))
 
@@ -88,8 +87,8 @@ class TextFormatter:
         from imagelint.formats.units_json import units_document
         from imagelint.formats.units_table import render_text
 
-        color = options.color and "NO_COLOR" not in os.environ
-        return neutralise_commands(render_text(units_document(listing), color=color))
+        document = units_document(listing)
+        return neutralise_commands(render_text(document, terminal=options.terminal, color=colour(options)))
 
 
 # -- the line layout ----------------------------------------------------------------------------------
@@ -257,7 +256,9 @@ def _table(report: Report, options: RenderOptions) -> str:
     from rich.table import Table
 
     buffer = io.StringIO()
-    console = Console(file=buffer, force_terminal=True, width=_width(), highlight=False)
+    console = Console(
+        file=buffer, force_terminal=True, no_color=not colour(options), width=_width(), highlight=False
+    )
     console.print(escape(_header(report)), soft_wrap=True)
     shown = _ordered(f for f in report.findings if options.show_waived or f.waiver is None)
     if shown:
@@ -275,6 +276,9 @@ def _table(report: Report, options: RenderOptions) -> str:
                 message += f"\n[dim]part of {_escape(finding.part_of)}[/]"
             table.add_row(severity, _escape(finding.rule_id), _escape(finding.location), message)
         console.print(table)
+        failing = [f for f in shown if f.failing]
+        if failing:
+            console.print(f"[dim]{_escape(fix_hint(report, failing[0].rule_id))}[/]", soft_wrap=True)
     else:
         console.print("no findings" if not report.findings else "no findings except waived ones")
     for line in _tail(report):
@@ -282,6 +286,15 @@ def _table(report: Report, options: RenderOptions) -> str:
         console.print(f"[{style}]{escape(line)}[/]" if line else "", soft_wrap=True)
     console.print(summary_line(report), style=_VERDICT_STYLE[report.verdict], soft_wrap=True)
     return buffer.getvalue()
+
+
+def fix_hint(report: Report, rule_id: str) -> str:
+    """Where the table's fix advice is: it has no room for it."""
+    target = report.target.get("path", "") or "TARGET"
+    return (
+        f"How to fix: imagelint rules show {rule_id} (one rule) · -f text (every finding with its fix) · "
+        f"imagelint fix {target} (a script for the fixes a rule declares)"
+    )
 
 
 def _escape(text: object) -> str:

@@ -1,6 +1,6 @@
 """The ``units`` document as a text table: one row per unit (colour only when asked), then the problems.
 
-Without colour (a pipe, a CI log, ``NO_COLOR``) the table is written directly: columns as wide as
+Off a terminal (a pipe, a CI log) the table is written directly: columns as wide as
 their widest cell, two spaces apart, trailing spaces trimmed, which is the layout rich gives with
 these settings, without a layout engine per cell. Rich lays out the coloured table for a terminal,
 and any table wider than ``PLAIN_WIDTH`` (rich folds its cells).
@@ -30,9 +30,11 @@ _STATE_STYLE = {
 }
 
 
-def render_text(document: dict[str, Any], *, color: bool) -> str:
-    """A table of the units (colour only when asked), then the problems."""
-    if not color:
+def render_text(document: dict[str, Any], *, terminal: bool, color: bool | None = None) -> str:
+    """A table of the units, then the problems: laid out for the terminal's width when ``terminal``
+    (coloured unless ``color`` is false), else the plain layout."""
+    color = terminal if color is None else color and terminal
+    if not terminal:
         plain = _plain(document)
         if plain is not None:
             return plain
@@ -44,9 +46,9 @@ def render_text(document: dict[str, Any], *, color: bool) -> str:
         return markup(text)
 
     buffer = io.StringIO()
-    width = _width() if color else PLAIN_WIDTH
+    width = _width() if terminal else PLAIN_WIDTH
     console = Console(
-        file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False, emoji=False
+        file=buffer, force_terminal=terminal, no_color=not color, width=width, highlight=False, emoji=False
     )
     units = document["units"]
     console.print(escape(_heading(document)))

@@ -43,7 +43,7 @@ def test_units_text_table(debian_rootfs: Path) -> None:
     assert (
         "enabled" in line and "default.target → graphical.target → multi-user.target → cron.service" in line
     )
-    coloured = render_text(units_document(listing_of(str(debian_rootfs))), color=True)
+    coloured = render_text(units_document(listing_of(str(debian_rootfs))), terminal=True)
     assert "\x1b[" in coloured
 
 

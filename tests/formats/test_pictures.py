@@ -281,5 +281,5 @@ def test_the_step_summary_has_the_charts(tmp_path: Path) -> None:
 
 def test_the_sparklines_are_on_a_terminal_too(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NO_COLOR", raising=False)
-    table = get_formatter("text").render(soak_report(), RenderOptions(color=True))
+    table = get_formatter("text").render(soak_report(), RenderOptions(terminal=True))
     assert table.count("soak chart: ") == 4 and "▁▁▁▁▁█████▁▁▁" in table

@@ -219,8 +219,8 @@ def test_a_300_character_path_is_printed_whole_on_one_line(monkeypatch: pytest.M
     assert text.count(path) == 2  # where and message, neither wrapped nor cut
 
 
-@pytest.mark.parametrize("color", [False, True])
-def test_the_summary_is_one_line_at_40_columns(monkeypatch: pytest.MonkeyPatch, color: bool) -> None:
+@pytest.mark.parametrize("terminal", [False, True])
+def test_the_summary_is_one_line_at_40_columns(monkeypatch: pytest.MonkeyPatch, terminal: bool) -> None:
     monkeypatch.setenv("COLUMNS", "40")
     monkeypatch.delenv("NO_COLOR", raising=False)
     rules = [
@@ -232,14 +232,29 @@ def test_the_summary_is_one_line_at_40_columns(monkeypatch: pytest.MonkeyPatch, 
         _finding("IL109", "/etc/a"),
         _finding("IL106", "/root/.bash_history", Severity.LOW, failing=False),
     ]
-    text = ANSI.sub("", _text(_report(findings, rules), color=color))
+    text = ANSI.sub("", _text(_report(findings, rules), terminal=terminal))
     last = text.rstrip("\n").splitlines()[-1]
     assert last == (
         "FAIL: 2 finding(s) (1 high, 1 low) · 1 failing (fail-on=medium) · 0 waived · 0 error(s) · "
         "1 rule with failing findings, 1 rule with findings below fail-on, 1 rule clean"
     )
-    if color:  # the table follows COLUMNS, as rich does
+    if terminal:  # the table follows COLUMNS, as rich does
         assert all(len(line) <= 40 for line in text.splitlines() if line.startswith(("┏", "│", "└")))
+
+
+def test_no_color_keeps_the_terminal_table_and_it_says_where_the_fixes_are(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    report = _report([_finding("IL109", "/etc/a")], [_rule("IL109", Outcome.FAIL)])
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    coloured = _text(report, terminal=True)
+    monkeypatch.setenv("NO_COLOR", "1")
+    plain = _text(report, terminal=True)
+    foreground = re.compile(r"\x1b\[(?:[0-9;]*;)?3[0-9]m")  # bold and dim stay: they are not colour
+    assert foreground.search(coloured) and not foreground.search(plain)
+    assert ANSI.sub("", plain) == ANSI.sub("", coloured)  # the same table
+    assert "How to fix: imagelint rules show IL109 (one rule) · -f text" in ANSI.sub("", plain)
+    assert "imagelint fix /mnt/image" in ANSI.sub("", plain)
 
 
 def test_a_pass_names_rule_states_so_they_cannot_be_misread() -> None:

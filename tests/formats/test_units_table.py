@@ -15,10 +15,10 @@ from tests.support import build_tree
 
 
 def _both(document: dict, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
-    direct = units_table.render_text(document, color=False)
+    direct = units_table.render_text(document, terminal=False)
     with monkeypatch.context() as m:
         m.setattr(units_table, "_plain", lambda _document: None)
-        laid_out = units_table.render_text(document, color=False)
+        laid_out = units_table.render_text(document, terminal=False)
     return direct, laid_out
 
 
@@ -48,5 +48,5 @@ def test_a_table_wider_than_the_plain_width_is_left_to_rich(tmp_path: Path) -> N
     tree |= {path: "[Service]\n" for path in dropins}
     document = units_document(listing_of(str(build_tree(tmp_path / "image", tree))))
     assert units_table._plain(document) is None  # 30 drop-ins: the row is over PLAIN_WIDTH
-    text = units_table.render_text(document, color=False)
+    text = units_table.render_text(document, terminal=False)
     assert all(path.rsplit("/", 1)[1] in text.replace("\n", "").replace(" ", "") for path in dropins)
