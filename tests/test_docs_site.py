@@ -3,10 +3,13 @@ config key is documented in a hand-written page, and the README is a landing pag
 
 from __future__ import annotations
 
+import functools
+import http.server
 import re
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -115,6 +118,24 @@ def test_the_site_builds_strict_with_its_snippets(tmp_path: Path) -> None:
     assert "imagelint audit output/disk.qcow2" in packer  # a recipe, included as it is in packer/
     start = (tmp_path / "site" / "getting-started" / "index.html").read_text(encoding="utf-8")
     assert "Set-up: the two commands" in start  # the README's section, included
+
+
+def test_a_page_of_the_site_renders_in_chromium(tmp_path: Path) -> None:
+    from tests.formats import browsers
+
+    assert browsers.CHROMIUM.exists(), "Debian's chromium is not installed (scripts/install.sh --test)"
+    site = tmp_path / "site"
+    assert _build(REPO, site).returncode == 0
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)  # Material needs http://, not file://
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/github-actions/"
+        shot, console = browsers.screenshot(url, tmp_path, "1280,1600", tmp_path / "github-actions.png")
+    finally:
+        server.shutdown()
+    assert console == [], console  # no script error, nothing refused
+    assert browsers.png_ink(shot) > 0.02, f"{shot} is blank"
 
 
 def test_a_broken_link_fails_the_build(tmp_path: Path) -> None:

@@ -279,8 +279,22 @@ _CONFIG = [
 ]
 
 
+MERMAID_TICKS = 10  # Mermaid asks d3 for about ten y ticks: a range of at least ten makes them whole
+
+
+def _y_range(kind: str, values: list[float]) -> str:
+    """Bars start at zero; a line of whole counts gets a range its ticks divide into whole numbers
+    (left to Mermaid, a flat line of 112 memcgs has ticks like 112.8)."""
+    if kind == "bar":
+        return f" 0 --> {number(max(values) or 1)}"
+    if all(float(v).is_integer() for v in values):
+        low = math.floor(min(values))
+        return f" {low} --> {max(math.ceil(max(values)), low + MERMAID_TICKS)}"
+    return ""
+
+
 def _mermaid(title: str, x_axis: str, y_axis: str, kind: str, values: list[float]) -> list[str]:
-    y_range = f" 0 --> {number(max(values) or 1)}" if kind == "bar" else ""  # bars start at zero
+    y_range = _y_range(kind, values)
     return [
         "```mermaid",
         *_CONFIG,

@@ -19,7 +19,7 @@ from html import escape
 from imagelint.formats import charts
 from imagelint.formats.interface import REPORT, RenderOptions
 from imagelint.formats.presentation import gate_words
-from imagelint.formats.wording import rule_states, summary_line
+from imagelint.formats.wording import summary_line
 from imagelint.report import Finding, Report
 from imagelint.report.escape import neutralise_commands, visible
 
@@ -28,6 +28,8 @@ body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;
 vertical-align:top}code{font-family:monospace;word-break:break-all}.pass{color:#1a7f37}.fail{color:#cf222e}
 .inconclusive{color:#9a6700}svg{display:block;margin:.5em 0}svg text{font:11px sans-serif;fill:#333}
+.sev-critical{background:#cf222e;color:#fff;font-weight:bold}.sev-high{color:#cf222e;font-weight:bold}
+.sev-medium{color:#9a6700}.sev-low{color:#0969da}.sev-info{color:#6e7781}
 """
 _POLICY = "default-src 'none'; style-src 'unsafe-inline'"  # nothing but this page's own style
 _W, _H, _PAD = 640, 180, 44  # chart size and margin, in px
@@ -40,15 +42,13 @@ def text(value: object) -> str:
 
 def _finding_row(f: Finding) -> str:
     where = f.location + (f" (unit {f.unit})" if f.unit else "")
-    cells = [
-        f.severity.value,
-        f.rule_id,
-        where,
-        f.message,
-        gate_words(f),
-        f.remediation,
-    ]
-    return "<tr>" + "".join(f"<td>{text(c)}</td>" for c in cells) + "</tr>"
+    if f.waiver is not None:
+        last = f"{f.waiver.get('reason', '')} (expires {f.waiver.get('expires') or 'never'})"
+        cells = [f.rule_id, where, f.message, last]
+    else:
+        cells = [f.rule_id, where, f.message, gate_words(f), f.remediation]
+    severity = f'<td class="sev-{f.severity.value}">{f.severity.value}</td>'
+    return "<tr>" + severity + "".join(f"<td>{text(c)}</td>" for c in cells) + "</tr>"
 
 
 def _table(head: list[str], rows: list[str]) -> list[str]:
@@ -165,19 +165,11 @@ def _pictures(report: Report) -> list[str]:
 
 def render_html(report: Report) -> str:
     verdict = report.verdict.value
-    counts = report.counts()
     body = [
         f'<h1>imagelint: <span class="{verdict}">{verdict.upper()}</span></h1>',
         f"<p><code>{text(report.target.get('kind', ''))} {text(report.target.get('path', ''))}</code> · "
         f"imagelint {text(report.tool_version)} · fail-on <strong>{report.fail_on.value}</strong></p>",
         f"<p>{text(summary_line(report))}</p>",
-        *_table(
-            ["failing", "findings", "waived", "errors", "rules"],
-            [
-                f"<tr><td>{counts['failing']}</td><td>{counts['findings']}</td><td>{counts['waived']}</td>"
-                f"<td>{counts['errors']}</td><td>{text(', '.join(rule_states(report)) or 'none')}</td></tr>"
-            ],
-        ),
         "<h2>Findings</h2>",
     ]
     active = sorted(report.active_findings, key=lambda f: (not f.failing, -f.severity.rank, f.rule_id))
@@ -188,6 +180,12 @@ def render_html(report: Report) -> str:
         )
     else:
         body.append("<p>No findings.</p>")
+    waived = sorted((f for f in report.findings if f.waiver is not None), key=lambda f: f.rule_id)
+    if waived:
+        body += ["<h2>Waived</h2>"]
+        body += _table(
+            ["severity", "rule", "in the image", "finding", "waiver"], [_finding_row(f) for f in waived]
+        )
     problems = [str(e) for e in report.errors] + [f"warning: {w}" for w in report.warnings]
     if problems:
         body += [

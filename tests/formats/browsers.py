@@ -98,15 +98,29 @@ def render_mermaid(
     )
 
 
-def chromium(page: Path, work: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """Headless Chromium on ``page``, a fresh profile under ``work`` (``--dump-dom``, ``--screenshot=``)."""
+def chromium(page: Path | str, work: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Headless Chromium on ``page`` (a file, or a URL), a fresh profile under ``work`` (``--dump-dom``,
+    ``--screenshot=``)."""
     profile = Path(tempfile.mkdtemp(prefix="chromium-profile.", dir=work))
+    url = page.as_uri() if isinstance(page, Path) else page
     return subprocess.run(
-        [str(CHROMIUM), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args, page.as_uri()],
+        [str(CHROMIUM), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args, url],
         capture_output=True,
         text=True,
         timeout=180,
     )
+
+
+def screenshot(
+    page: Path | str, work: Path, size: str = "900,1600", shot: Path | None = None
+) -> tuple[Path, list[str]]:
+    """A PNG of ``page`` (beside it, or ``shot``) and what the page wrote to its console: its errors,
+    uncaught exceptions and Content-Security-Policy refusals, one line each."""
+    shot = shot or Path(str(page)).with_suffix(".png")
+    logging = ("--enable-logging=stderr", "--v=0")
+    proc = chromium(page, work, f"--screenshot={shot}", f"--window-size={size}", *logging)
+    assert proc.returncode == 0 and shot.exists(), proc.stderr[-2000:]
+    return shot, [line for line in proc.stderr.splitlines() if ":CONSOLE" in line]
 
 
 def png_ink(path: Path) -> float:

@@ -384,7 +384,7 @@ _MERMAID_SHAPES = [
     "xychart-beta",
     "    title L",
     r"    x-axis (?:L -?[\d.]+ --> -?[\d.]+|\[(?:L(?:, L)*)?\])",
-    r"    y-axis L(?: 0 --> [\d.]+)?",
+    r"    y-axis L(?: -?[\d.]+ --> -?[\d.]+)?",
     r"    (?:line|bar) \[-?[\d.]+(?:, -?[\d.]+)*\]",
     # the front matter: our fixed configuration
     "---|config:|  xyChart:|    width: 900|    xAxis:|      labelFontSize: 12|  themeVariables:|    xyChart:",

@@ -225,9 +225,8 @@ def test_chromium_opens_the_html_report_of_a_fleet(artifacts: Path, tmp_path: Pa
 
 
 def _screenshot(page: Path, work: Path) -> None:
-    shot = page.with_suffix(".png")
-    proc = browsers.chromium(page, work, f"--screenshot={shot}", "--window-size=900,1600")
-    assert proc.returncode == 0 and shot.exists(), proc.stderr[-2000:]
+    shot, console = browsers.screenshot(page, work)
+    assert console == []  # no error, no refused load: the page renders as it is
     assert browsers.png_ink(shot) > 0.02, f"{shot} is blank"
 
 
@@ -283,3 +282,12 @@ def test_the_sparklines_are_on_a_terminal_too(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.delenv("NO_COLOR", raising=False)
     table = get_formatter("text").render(soak_report(), RenderOptions(terminal=True))
     assert table.count("soak chart: ") == 4 and "▁▁▁▁▁█████▁▁▁" in table
+
+
+def test_a_line_of_whole_counts_gets_whole_ticks() -> None:
+    from imagelint.formats.charts import _y_range
+
+    assert _y_range("line", [112.0, 112.0, 113.0]) == " 112 --> 122"  # ten apart: d3's ticks are whole
+    assert _y_range("line", [195.0, 6921.0]) == " 195 --> 6921"
+    assert _y_range("line", [0.5, 1.25]) == ""  # fractions: Mermaid's own range
+    assert _y_range("bar", [3.0, 7.0]) == " 0 --> 7"
