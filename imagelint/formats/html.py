@@ -74,18 +74,23 @@ def line_svg(series: charts.Series) -> str:
             f'<rect x="{left:.1f}" y="{_PAD}" width="{max(right - left, 1):.1f}" height="{_H - 2 * _PAD}" '
             'fill="#cf222e" fill-opacity="0.12"/>'
         ]
-    points = " ".join(
-        f"{x(t):.1f},{_H - _PAD - (v - low) / span * (_H - 2 * _PAD):.1f}"
-        for t, v in zip(series.times, series.values, strict=True)
-    )
+
+    def y(v: float) -> float:
+        return _H / 2 if high == low else _H - _PAD - (v - low) / span * (_H - 2 * _PAD)
+
+    points = " ".join(f"{x(t):.1f},{y(v):.1f}" for t, v in zip(series.times, series.values, strict=True))
+    # a flat line: drawn midway, its one value labelled once (not as both the top and the bottom)
+    levels = [(high, _PAD), (low, _H - _PAD)] if high != low else [(high, _H / 2)]
     return _svg(
         charts.headline(series),
         [
             f'<text x="8" y="30" style="fill:#666">{text(series.sampling)}</text>',
             *shade,
             f'<polyline fill="none" stroke="#cf222e" stroke-width="1.5" points="{points}"/>',
-            f'<text x="{_PAD - 4}" y="{_PAD}" text-anchor="end">{charts.number(high)}</text>',
-            f'<text x="{_PAD - 4}" y="{_H - _PAD}" text-anchor="end">{charts.number(low)}</text>',
+            *(
+                f'<text x="{_PAD - 4}" y="{at:g}" text-anchor="end">{charts.number(value)}</text>'
+                for value, at in levels
+            ),
             f'<text x="{_PAD}" y="{_H - _PAD + 14}">{charts.number(t0)} s</text>',
             f'<text x="{_W - _PAD}" y="{_H - _PAD + 14}" text-anchor="end">{charts.number(t1)} s</text>',
         ],

@@ -27,3 +27,14 @@ def test_severity_colours_one_summary_and_a_waived_list() -> None:
     assert '<td class="sev-medium">medium</td><td>IL106</td>' in waived_part
     assert "a &lt;test&gt; image (expires 2027-01-01)" in waived_part
     assert "IL106" not in page.split("<h2>Waived</h2>", 1)[0].split("<h2>Findings</h2>", 1)[1]
+
+
+def test_a_flat_series_is_drawn_midway_and_labelled_once() -> None:
+    from imagelint.formats.charts import Series
+    from imagelint.formats.html import line_svg
+
+    flat = line_svg(Series("live memcgs", "memcgs", [0.0, 5.0, 10.0], [246.0, 246.0, 246.0], 3))
+    assert flat.count(">246</text>") == 1
+    assert 'points="44.0,90.0' in flat  # _H / 2
+    rising = line_svg(Series("live memcgs", "memcgs", [0.0, 10.0], [240.0, 246.0], 2))
+    assert rising.count(">246</text>") == 1 and rising.count(">240</text>") == 1
