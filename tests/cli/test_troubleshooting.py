@@ -23,12 +23,14 @@ ELSEWHERE = {  # row (its first words) -> the test that reproduces it and counts
     "a LUKS partition": "tests/targets/disk/test_bad_images.py::test_a_luks_partition",
     "a public or shared AMI in snapshot mode": "tests/aws/test_kms.py::"
     "test_snapshot_mode_refuses_another_accounts_snapshot",
-    "a denied call, a snapshot not found": "tests/aws/test_ebs_blocks.py::test_access_denied_says_what_to_check",
+    "a denied call, a snapshot not found": "tests/aws/test_ebs_blocks.py::"
+    "test_access_denied_says_what_to_check",
     "a run longer than the credentials": "tests/aws/test_faults.py::"
     "test_credentials_expire_at_is_what_the_run_is_checked_against",
     "the memory limit": "tests/cli/test_box.py::"
     "test_the_real_cli_under_a_tight_memory_limit_is_inconclusive_with_the_image_named",
-    "internal error": "tests/cli/test_catch_all.py::test_an_internal_error_is_one_line_exit_3_and_names_where",
+    "internal error": "tests/cli/test_catch_all.py::"
+    "test_an_internal_error_is_one_line_exit_3_and_names_where",
     "a rule pattern runs out of time": "tests/textmatch/test_regex_budget.py::"
     "test_a_pattern_only_python_can_run_that_overruns_its_budget_is_an_error_not_a_pass",
 }
