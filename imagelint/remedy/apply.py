@@ -112,23 +112,29 @@ def locked_shadow(text: str, user: str) -> str | None:
     return "".join(":".join(fields) + "\n" for fields in rows)
 
 
+def _read_bounded(root: RootDir, fd: int, name: str, path: str, limit: int) -> bytes | None:
+    """A small regular file's bytes (None when absent), refused when it is anything else or larger."""
+    st = root.lstat(fd, name)
+    if st is None:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        raise ImageReadError(path, "is not a regular file; not changed")
+    with root.opened(fd, name, os.O_RDONLY, path) as ffd:
+        data = os.read(ffd, limit + 1)
+    if len(data) > limit:
+        raise ImageReadError(path, f"is larger than {limit} bytes; not changed")
+    return data
+
+
 def _lock_password(root: RootDir, user: str) -> list[str]:
     with root.parent(SHADOW) as (fd, name):
-        st = None if fd is None else root.lstat(fd, name)
-        if fd is None or st is None:
+        old = None if fd is None else _read_bounded(root, fd, name, SHADOW, MAX_SHADOW)
+        new = None if old is None else locked_shadow(old.decode("utf-8", "surrogateescape"), user)
+        if fd is None or new is None:
             return []
-        if not stat.S_ISREG(st.st_mode):
-            raise ImageReadError(SHADOW, "is not a regular file; not changed")
-        with root.opened(fd, name, os.O_RDWR, SHADOW) as ffd:
-            old = os.read(ffd, MAX_SHADOW + 1)
-            if len(old) > MAX_SHADOW:
-                raise ImageReadError(SHADOW, f"is larger than {MAX_SHADOW} bytes; not changed")
-            new = locked_shadow(old.decode("utf-8", "surrogateescape"), user)
-            if new is None:
-                return []
-            # the same inode: its owner and mode stay, as the script's `cat >` keeps them
-            os.ftruncate(ffd, 0)
-            os.pwrite(ffd, new.encode("utf-8", "surrogateescape"), 0)
+        # the same inode: its owner and mode stay, as the script's `cat >` keeps them
+        with root.opened(fd, name, os.O_WRONLY | os.O_TRUNC, SHADOW) as ffd:
+            os.write(ffd, new.encode("utf-8", "surrogateescape"))
         return [f"{SHADOW}: {user}'s password locked"]
 
 
@@ -136,17 +142,9 @@ def _set_sshd_option(root: RootDir, option: str, value: str) -> list[str]:
     with root.parent(SSHD_CONFIG) as (fd, name):
         if fd is None:
             raise ImageReadError(SSHD_CONFIG, "its directory does not exist")
-        st = root.lstat(fd, name)
-        old = b""
-        if st is not None:
-            if not stat.S_ISREG(st.st_mode):
-                raise ImageReadError(SSHD_CONFIG, "is not a regular file; not changed")
-            with root.opened(fd, name, os.O_RDONLY, SSHD_CONFIG) as ffd:
-                old = os.read(ffd, MAX_SSHD_CONFIG + 1)
-            if len(old) > MAX_SSHD_CONFIG:
-                raise ImageReadError(SSHD_CONFIG, f"is larger than {MAX_SSHD_CONFIG} bytes; not changed")
-            if sshd_first.already_set(old.decode("latin-1"), option, value):
-                return []
+        old = _read_bounded(root, fd, name, SSHD_CONFIG, MAX_SSHD_CONFIG) or b""
+        if old and sshd_first.already_set(old.decode("latin-1"), option, value):
+            return []
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
         wfd = os.open(name, flags, 0o666, dir_fd=fd)
         try:
