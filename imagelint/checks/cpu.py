@@ -98,8 +98,10 @@ class HotCore(CheckKind[HotCoreRuleParams]):
     def evaluate(self, ctx: CheckContext, params: HotCoreRuleParams) -> list[Observation]:
         soak = soak_facts(ctx)
         record = soak.cpu
-        if record is None:
-            raise NotApplicable(f"per-CPU time was not read: {soak.cpu_note or 'no /proc/stat'}")
+        if record is None:  # every Linux host has /proc/stat: not read is a gap, never "not applicable"
+            raise ProcStatError(
+                f"per-CPU time was not read: {soak.cpu_note or 'no reads'}", where="/proc/stat"
+            )
         if record.error:
             raise ProcStatError(f"per-CPU reads failed during the soak: {record.error}", where="/proc/stat")
         if record.truncated_at is not None:
@@ -165,14 +167,16 @@ def _evidence(ctx: CheckContext, soak: SoakFacts, wanted: Evidence) -> list[str]
 def _ena_resets_on(ctx: CheckContext, cpus: set[int]) -> tuple[bool, str]:
     """(found, in words) the ENA resets of the journal's last boot whose NAPI handler ran on one of
     ``cpus``: the symptom the hot core starves, named by the driver itself (2.17.0 and later print
-    the NAPI CPU). A journal that is not there is no evidence."""
-    from imagelint.checks.journal import journal_of
+    the NAPI CPU). A journal that is not there is no evidence; one that is there and not read in full
+    is a gap (the rule cannot pass on it)."""
+    from imagelint.checks.journal import journal_gaps, journal_of
     from imagelint.facts.journal import analyze_ena_resets
 
     try:
         journal = journal_of(ctx)
     except NotApplicable as exc:
         return False, f"no ENA reset read ({exc.reason})"
+    journal_gaps(ctx, journal)  # an unread file may hold the reset that decides IL407 from IL408
     resets = ctx.fact(("journal.ena_resets", 60.0), lambda: analyze_ena_resets(journal, gap=60.0)).resets()
     last_boot = resets[-1].boot_id if resets else None
     named = [e for e in resets if e.boot_id == last_boot and e.napi_cpus & cpus]

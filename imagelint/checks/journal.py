@@ -63,7 +63,7 @@ def journal_of(ctx: CheckContext) -> Any:
     return journal
 
 
-def _gaps(ctx: CheckContext, journal: Any) -> None:
+def journal_gaps(ctx: CheckContext, journal: Any) -> None:
     """Files present but not (fully) readable: each is a gap that keeps the run from passing."""
     for report in journal.scan.unreadable:
         ctx.gap(report.path, f"journal file {report.status}: {report.reason}")
@@ -74,7 +74,7 @@ def _restarts(ctx: CheckContext) -> Any:
 
     journal = journal_of(ctx)
     report = ctx.fact("journal.restarts", lambda: analyze_restarts(journal))
-    _gaps(ctx, journal)
+    journal_gaps(ctx, journal)
     return report
 
 
@@ -230,7 +230,7 @@ class JournalSignal(_JournalKind[SignalParams]):
         journal = journal_of(ctx)
         key = ("journal.signal", spec.name, repr(sorted(spec.matches.items())), spec.message)
         report = ctx.fact(key, lambda: count_signal(journal, spec))
-        _gaps(ctx, journal)
+        journal_gaps(ctx, journal)
         window, found = params.window, []
         for boot in report.boots:
             in_window = boot.max_within(window)
@@ -294,7 +294,7 @@ class JournalEnaResets(_JournalKind[EnaResetParams]):
         gap = params.gap
         journal = journal_of(ctx)
         report = ctx.fact(("journal.ena_resets", gap), lambda: analyze_ena_resets(journal, gap=gap))
-        _gaps(ctx, journal)
+        journal_gaps(ctx, journal)
         per: dict[tuple[str, str], list[Any]] = {}
         for episode in report.resets():
             per.setdefault((episode.boot_id, episode.device), []).append(episode)
