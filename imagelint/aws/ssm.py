@@ -243,6 +243,8 @@ def fetch_bundle(
             invocation = invocation()
         status = invocation.get("Status", "?")
         code = invocation.get("ResponseCode", "?")
+        details = " ".join(str(invocation.get("StatusDetails", "")).split())[:300]
+        status = f"{status} ({details})" if details and details != status else status
         stderr = " ".join(str(invocation.get("StandardErrorContent", "")).split())[-300:]
         detail = f"; stderr: {stderr}" if stderr else ""
         raise NoReportError(

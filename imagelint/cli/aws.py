@@ -282,7 +282,8 @@ def ami_cleanup(
     meanings={
         ExitCode.PASS: "pass: every instance passed",
         ExitCode.FAIL: "fail: an instance failed",
-        ExitCode.INCONCLUSIVE: "inconclusive: an instance never reported (and none failed)",
+        ExitCode.INCONCLUSIVE: "inconclusive: an instance never reported, or was not sent its command "
+        "(and none failed)",
     },
 )
 @friendly
@@ -310,8 +311,8 @@ def fleet(
         bool,
         typer.Option(
             "--allow-unmanaged",
-            help="Tagged instances that SSM does not manage are listed as not covered without making "
-            "the run inconclusive.",
+            help="Tagged instances that SSM does not manage, or manages as another platform than "
+            "Linux, are listed as not covered without making the run inconclusive.",
         ),
     ] = False,
     soak: Annotated[str, typer.Option("--soak", help="Soak length on each instance (0 = none).")] = "0",
@@ -338,9 +339,11 @@ def fleet(
 
     Each instance SSM manages gets a command of its own, carrying its own upload URL only, at most
     --max-concurrency at a time; no new command is sent once more than --max-errors have failed.
-    Tagged instances SSM does not manage are listed as not covered, and make the run inconclusive
-    unless --allow-unmanaged. The config and rule packs stay here: each instance uploads a bundle to
-    the report bucket and is judged on this machine. Example:
+    Tagged instances SSM does not manage, or manages as Windows or macOS hosts, are listed as not
+    covered, and make the run inconclusive unless --allow-unmanaged. One host's trouble (a refused
+    or throttled SendCommand, an agent lost mid-run) is that host's row; the others are judged.
+    The config and rule packs stay here: each instance uploads a bundle to the report bucket and is
+    judged on this machine. Example:
 
       imagelint fleet --target tag:Role=gpu-node --report-bucket my-bucket \\
           --soak 5m -f json:fleet.json

@@ -28,7 +28,10 @@ forwards everything to moto except SSM Run Command, which it answers itself with
   (status ``Failed``). Each request is recorded in ``env.sent`` (:class:`SentCommand`: its instance
   ids, the size of its ``Parameters`` as JSON, the presigned URLs in them), and
   ``env.throttle_every = n`` answers every n-th ``SendCommand`` with ``ThrottlingException``
-  (counted in ``env.throttled``) before it reaches the agent;
+  (counted in ``env.throttled``) before it reaches the agent; ``env.send_faults[instance_id] = code``
+  answers every SendCommand naming that instance with ``code``, which must be an error botocore's
+  model documents for SendCommand (``InvalidInstanceId``, ``UnsupportedPlatformType``, ...) or
+  ``ThrottlingException`` (then it is throttled every time, and counted);
 - ``ListCommands`` (by ``CommandId``, ``InstanceId``, the ``InvokedAfter``/``InvokedBefore``/
   ``Status``/``ExecutionStage``/``DocumentName`` filters, paged by ``MaxResults``/``NextToken``);
 - for each running instance it runs the command's script for real with bash, as root, with
@@ -43,7 +46,10 @@ forwards everything to moto except SSM Run Command, which it answers itself with
   statuses (``InProgress`` while the script runs, ``Failed`` with the exit code when it fails);
   ``DescribeInstanceInformation`` lists running instances as ``Online`` while ``agent.online`` is
   true (set it false to model an image without a working SSM agent), except those in
-  ``agent.unmanaged`` (tagged instances without an SSM agent); ``CancelCommand`` kills it.
+  ``agent.unmanaged`` (tagged instances without an SSM agent), with ``PlatformType`` Linux unless
+  ``agent.platform[instance_id]`` says another; an instance in ``agent.goes_offline`` loses its agent
+  as its command arrives (listed ``ConnectionLost`` from then on, its invocation ``InProgress`` and
+  nothing run); ``CancelCommand`` kills it.
 
 AWS behaviour moto does not model, injected by the front (:meth:`MotoEnv.fault_for`):
 ``env.console`` (a function giving the text, e.g. a booted container's real console) answers
@@ -116,6 +122,25 @@ class SentCommand:
 PRESIGNED = re.compile(r"https?://[^\s'\"]*X-Amz-Signature=[0-9a-f]+")
 
 
+def documented_errors(service: str, operation: str) -> frozenset[str]:
+    """The error codes botocore's model of ``service`` documents for ``operation``, and the throttling
+    every AWS API may answer."""
+    import botocore.session
+
+    model = botocore.session.get_session().get_service_model(service).operation_model(operation)
+    return frozenset({shape.name for shape in model.error_shapes} | {"ThrottlingException"})
+
+
+class SendFaults(dict[str, str]):
+    """Instance id → the error every ``SendCommand`` naming it is answered with (``ThrottlingException``:
+    throttled, every time). Only a code SendCommand documents in botocore's model is accepted."""
+
+    def __setitem__(self, instance_id: str, code: str) -> None:
+        if code not in documented_errors("ssm", "SendCommand"):
+            raise ValueError(f"SendCommand does not answer {code!r}")
+        super().__setitem__(instance_id, code)
+
+
 class Invocation:
     def __init__(self, command_id: str, instance_id: str) -> None:
         self.command_id, self.instance_id = command_id, instance_id
@@ -156,6 +181,9 @@ class InstanceAgent:
         self.container_for: dict[str, list[str]] = {}  # per instance (a fleet of booted images)
         self.unmanaged: set[str] = set()  # running instances without a registered SSM agent
         self.canned: bytes | None = None  # a bundle to upload instead of running the script
+        self.platform: dict[str, str] = {}  # instance id → its SSM PlatformType (default Linux)
+        self.goes_offline: set[str] = set()  # instances whose agent is lost once their command arrives
+        self.lost: set[str] = set()  # instances whose agent is off line (PingStatus ConnectionLost)
         self.commands: dict[str, dict[str, Any]] = {}  # command id → the command, in order sent
         self.invocations: dict[tuple[str, str], Invocation] = {}
         self._of_command: dict[str, list[Invocation]] = {}
@@ -204,6 +232,8 @@ class InstanceAgent:
             for iid in command["InstanceIds"]:
                 inv = self.invocations[(command["CommandId"], iid)] = Invocation(command["CommandId"], iid)
                 mine.append(inv)
+                if iid in self.goes_offline:
+                    self.lost.add(iid)
         self._inbox.put(command)
 
     def command_status(self, command_id: str) -> str:
@@ -241,6 +271,9 @@ class InstanceAgent:
             inv.status, inv.code, inv.stderr = "Failed", 1, f"document {command['DocumentName']} unknown here"
             return
         script = "\n".join(command["Parameters"]["commands"])
+        if iid in self.lost:  # the agent took the command, then went off line: it stays in progress
+            inv.status = "InProgress"
+            return None
         if self.canned is not None:
             return self._upload_canned(inv, script)
         fault = self.faults.get(iid, self.fault)
@@ -350,7 +383,14 @@ class _Front(BaseHTTPRequestHandler):
             request = json.loads(body or b"{}")
             ids = [v for f in request.get("Filters", []) if f["Key"] == "InstanceIds" for v in f["Values"]]
             found = agent.managed(ids or None)
-            infos = [{"InstanceId": i, "PingStatus": "Online", "PlatformType": "Linux"} for i in found]
+            infos = [
+                {
+                    "InstanceId": i,
+                    "PingStatus": "ConnectionLost" if i in agent.lost else "Online",
+                    "PlatformType": agent.platform.get(i, "Linux"),
+                }
+                for i in found
+            ]
             return self._json({"InstanceInformationList": infos})
         if target == "AmazonSSM.SendCommand":
             return self._send_command(json.loads(body))
@@ -372,9 +412,16 @@ class _Front(BaseHTTPRequestHandler):
         env, agent = self.env, self.env.agent
         params = json.dumps(request.get("Parameters", {}), separators=(",", ":"), ensure_ascii=False)
         ids = list(request.get("InstanceIds", []))
+        injected = next((env.send_faults[i] for i in ids if i in env.send_faults), None)
+        if injected and injected != "ThrottlingException":
+            env.asked.append(tuple(ids))
+            message = f"injected for {ids}"
+            return self._json({"__type": injected, "message": message}, 400)
         with env._fault_lock:
+            env.asked.append(tuple(ids))
             env.send_requests += 1
             throttle = bool(env.throttle_every) and env.send_requests % env.throttle_every == 0
+            throttle = throttle or injected == "ThrottlingException"
             if throttle:
                 env.throttled += 1
             else:
@@ -525,7 +572,9 @@ class MotoEnv:
         self.seen_calls: list[tuple[str, str]] = []  # (access key, Action of a query-protocol call or "")
         self.answered_not_found: list[str] = []
         self.sent: list[SentCommand] = []  # every SendCommand the front let through
+        self.asked: list[tuple[str, ...]] = []  # the instance ids of every SendCommand request
         self.throttle_every = 0  # answer every n-th SendCommand with ThrottlingException (0: none)
+        self.send_faults = SendFaults()  # instance id → the error every SendCommand naming it gets
         self.send_requests = 0
         self.throttled = 0
         self._fault_lock = threading.Lock()
