@@ -273,8 +273,12 @@ def terminate_instances(ec2: Any, instance_ids: list[str], *, wait: bool = True,
     if not instance_ids:
         return
     retry_not_found(ec2.terminate_instances, InstanceIds=instance_ids, delay=min(1.0, poll))
-    if not wait:
-        return
+    if wait:
+        wait_terminated(ec2, instance_ids, poll=poll)
+
+
+def wait_terminated(ec2: Any, instance_ids: list[str], *, poll: float = 5.0) -> None:
+    """Wait until every instance is terminated (at most 120 polls, 120 s at least)."""
     deadline = time.monotonic() + 120 * max(1.0, poll)
     left = set(instance_ids)
     while left:

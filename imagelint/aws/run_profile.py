@@ -71,15 +71,18 @@ def launch_retrying(launch: Callable[[], T], *, poll: float, tries: int = PROFIL
 
 def remove_run_profile(iam: Any, name: str) -> list[str]:
     """Remove the profile and role ``name``, each step tolerant of what is already gone (a create
-    that failed half-way, a lost reply); returns what was removed."""
+    that failed half-way, a lost reply) and run whatever became of the others (a refused
+    DeleteInstanceProfile still lets the role go); returns what was removed, or raises the first
+    error once every step ran."""
     removed: list[str] = []
+    errors: list[AwsError] = []
 
     def step(func: Callable[..., Any], what: str = "", **kwargs: Any) -> None:
         try:
             call(func, **kwargs)
         except AwsError as exc:
             if exc.code != "NoSuchEntity":
-                raise
+                errors.append(exc)
             return
         if what:
             removed.append(what)
@@ -89,6 +92,8 @@ def remove_run_profile(iam: Any, name: str) -> list[str]:
     step(iam.detach_role_policy, RoleName=name, PolicyArn=SSM_MANAGED_POLICY)
     step(iam.delete_role_policy, RoleName=name, PolicyName=INLINE)
     step(iam.delete_role, f"role {name}", RoleName=name)
+    if errors:
+        raise errors[0]
     return removed
 
 

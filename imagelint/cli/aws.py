@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 AWS_INCONCLUSIVE = "inconclusive: the instance never reported, or an AWS call failed"
 CLEANUP_MEANINGS = {
     ExitCode.PASS: "removed what was found (--dry-run: listed it)",
-    ExitCode.INCONCLUSIVE: "inconclusive: an AWS call failed (what was removed is listed)",
+    ExitCode.INCONCLUSIVE: "inconclusive: an AWS call failed; the other removals still ran (what was "
+    "removed is listed)",
 }
 
 
@@ -264,17 +265,24 @@ def ami_cleanup(
 
       imagelint ami cleanup --region eu-west-1
     """
+    from imagelint import stderr
     from imagelint.aws.cleanup import run_cleanup
+    from imagelint.aws.teardown import CleanupError, Teardown
     from imagelint.durations import parse_duration
 
+    every = parse_duration(poll, "--poll")
+    steps = Teardown(stderr.warning, first=min(1.0, every))
     for line in run_cleanup(
         region,
         parse_duration(older_than, "--older-than", allow_zero=True),
         dry_run=dry_run,
-        poll=parse_duration(poll, "--poll"),
+        poll=every,
         role_arn=role_arn,
+        teardown=steps,
     ):
         typer.echo(line)
+    if steps.failures:
+        raise CleanupError(steps.failures)
 
 
 @command(

@@ -35,6 +35,7 @@ run's security group, and a last sweep by the run tag catches anything a lost re
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import tempfile
 import uuid
@@ -56,12 +57,13 @@ from imagelint.aws.progress import Progress
 from imagelint.aws.s3urls import run_expiry
 from imagelint.aws.signals import Interrupted, SignalGuard
 from imagelint.aws.snapshot import SnapshotSettings
+from imagelint.aws.teardown import Teardown, leftovers_line
 from imagelint.aws.volume import Ec2VolumeHost, VolumeHost, device_slot
 from imagelint.collector.plan import instance_plan
 from imagelint.errors import ExitCode, ImageLintError, UsageError
-from imagelint.report import Report, Verdict
+from imagelint.report import Report, ReportError, Verdict
 from imagelint.report.escape import json_text
-from imagelint.report.verdict import decide
+from imagelint.report.verdict import decide, with_leftovers
 from imagelint.session import PreparedRun, RunOptions, audit_opened, bundle_reports, prepare, publish
 
 
@@ -175,12 +177,16 @@ def run_ami(
     for region, _ami in pairs:
         clients.setdefault(region, Clients(region, session))
     guard = SignalGuard()
+    failures: list[str] = []  # cleanup steps that failed, every image's (reported apart from the verdict)
     with guard.installed(), Progress(interactive=options.interactive) as progress:
 
         def check(pair: tuple[str, str], shown: Progress) -> Checked:
             region, ami = pair
+            teardown = Teardown(shown.log, first=min(1.0, options.timing.poll), failures=failures)
             try:
-                return _check_one(clients[region], region, ami, options, prepared, guard, shown, volume_host)
+                return _check_one(
+                    clients[region], region, ami, options, prepared, guard, shown, volume_host, teardown
+                )
             except ImageLintError as exc:
                 if (
                     len(pairs) == 1
@@ -204,6 +210,9 @@ def run_ami(
             )
         )
         report.verdict = decide(report)
+        if failures:  # the audit's verdict stands; the cleanup's failure is its own entry
+            report.facts["cleanup"] = {"failed": list(failures)}
+            report.warnings.append(ReportError(leftovers_line(failures), where="cleanup"))
         body = json_text(report.to_dict(), indent=2, sort_keys=True).encode()
         digest = hashlib.sha256(body).hexdigest()
         for c in checked:
@@ -218,7 +227,9 @@ def run_ami(
         for c in checked:
             if c.image is not None and c.report.verdict is Verdict.FAIL and options.on_fail != "none":
                 progress.log(ec2_ops.act_on_failure(clients[c.region].ec2, c.image, options.on_fail))
-    return published
+        if failures:
+            progress.log(f"error: {leftovers_line(failures)}")
+    return with_leftovers(published, bool(failures))
 
 
 def each_image(
@@ -258,6 +269,7 @@ def _check_one(
     guard: SignalGuard,
     progress: Progress,
     volume_host: VolumeHost | None,
+    teardown: Teardown,
 ) -> Checked:
     run_id = str(uuid.uuid4())
     progress.phase("checking image", f"{region}:{ami}")
@@ -273,11 +285,11 @@ def _check_one(
     }
     if options.mode == "volume":
         host = volume_host or Ec2VolumeHost()
-        report = _volume(clients, image, options, prepared, run_id, guard, progress, host)
+        report = _volume(clients, image, options, prepared, run_id, guard, progress, host, teardown)
     elif options.mode == "snapshot":
         report = _snapshot(clients, image, options, prepared, progress)
     else:
-        report = _launch(clients, image, options, prepared, run_id, guard, progress)
+        report = _launch(clients, image, options, prepared, run_id, guard, progress, teardown)
     report.target = {**target, **{k: v for k, v in report.target.items() if k == "instance_id"}}
     progress.log(f"{region}:{ami}: {report.verdict.value}")
     return Checked(region, ami, image, report, run_id)
@@ -291,6 +303,7 @@ def _launch(
     run_id: str,
     guard: SignalGuard,
     progress: Progress,
+    teardown: Teardown,
 ) -> Report:
     timing = options.timing
     assert options.report_bucket
@@ -387,49 +400,79 @@ def _launch(
             progress.phase("cleaning up", instance_id or "")
             if command_id and not finished:
                 ssm_ops.cancel(clients.ssm, command_id, [instance_id] if instance_id else None)
-            _terminate_run(clients, run_id, [instance_id] if instance_id else [], timing, progress)
-            run_group.sweep_run_groups(
-                clients.ec2,
-                run_id,
-                [group_id] if group_id else [],
-                poll=timing.poll,
-                log=progress.log,
-                wait=timing.group_wait,
-            )
-            if options.create_profile:
-                iam = clients.get("iam")
-                for removed in run_profile.remove_run_profile(iam, run_profile.profile_name(run_id)):
-                    progress.log(f"deleted {removed}")
+            _clean_run(teardown, clients, run_id, instance_id, group_id, options, progress)
 
 
-def _terminate_run(
-    clients: Clients, run_id: str, known: list[str], timing: Timing, progress: Progress
+def _clean_run(
+    teardown: Teardown,
+    clients: Clients,
+    run_id: str,
+    instance_id: str | None,
+    group_id: str | None,
+    options: AmiOptions,
+    progress: Progress,
 ) -> None:
-    """Terminate the run's instances: the ones we know, and any the run tag finds (a lost reply);
-    then delete the run's volumes that outlived them (attached from elsewhere, or mapped without
-    DeleteOnTermination by a launch that lost its reply)."""
-    ids = set(known)
+    """Each step in isolation (:class:`Teardown`): terminate the run's instances (the one we know and
+    any the run tag finds: a lost reply), wait for them, delete the run's volumes that outlived them
+    (attached from elsewhere, or mapped without DeleteOnTermination by a launch that lost its reply),
+    the security group, and the role and instance profile of --create-profile."""
+    poll = options.timing.poll
+    ids = {instance_id} if instance_id else set()
     run_filter = {"Name": f"tag:{ec2_ops.RUN_TAG}", "Values": [run_id]}
-    try:
-        pages = paginate(
-            clients.ec2,
-            "describe_instances",
-            "Reservations",
-            Filters=[
-                run_filter,
-                {"Name": "instance-state-name", "Values": ["pending", "running", "stopping", "stopped"]},
-            ],
-        )
-        ids |= {i["InstanceId"] for i in ec2_ops.instances_of(pages)}
-    except AwsError as exc:
-        progress.log(f"warning: could not list the run's instances: {exc}")
-    if ids:
-        ec2_ops.terminate_instances(clients.ec2, sorted(ids), poll=timing.poll)
+    alive = {"Name": "instance-state-name", "Values": ["pending", "running", "stopping", "stopped"]}
+
+    def listed() -> None:
+        pages = paginate(clients.ec2, "describe_instances", "Reservations", Filters=[run_filter, alive])
+        ids.update(i["InstanceId"] for i in ec2_ops.instances_of(pages))
+
+    def terminated() -> None:
+        ec2_ops.terminate_instances(clients.ec2, sorted(ids), wait=False, poll=poll)
         progress.log(f"terminated {', '.join(sorted(ids))}")
-    for volume in paginate(clients.ec2, "describe_volumes", "Volumes", Filters=[run_filter]):
+
+    teardown.step("list the run's instances", listed)
+    if ids and teardown.step(f"terminate {', '.join(sorted(ids))}", terminated):
+        teardown.step(
+            "wait for the termination", lambda: ec2_ops.wait_terminated(clients.ec2, sorted(ids), poll=poll)
+        )
+    volumes: list[dict[str, str]] = []
+    teardown.step(
+        "list the run's volumes",
+        lambda: volumes.extend(paginate(clients.ec2, "describe_volumes", "Volumes", Filters=[run_filter])),
+    )
+    for volume in volumes:
         if volume["State"] in ("available", "error"):
-            ec2_ops.remove_volume(clients.ec2, volume["VolumeId"], poll=timing.poll)
-            progress.log(f"deleted {volume['VolumeId']}")
+            teardown.step(
+                f"delete {volume['VolumeId']}",
+                functools.partial(_remove_volume, clients, volume["VolumeId"], poll, progress),
+            )
+    teardown.step(
+        "delete the run's security group",
+        lambda: run_group.sweep_run_groups(
+            clients.ec2,
+            run_id,
+            [group_id] if group_id else [],
+            poll=poll,
+            log=progress.log,
+            wait=options.timing.group_wait,
+        ),
+    )
+    if options.create_profile:
+        name = run_profile.profile_name(run_id)
+        teardown.step(
+            f"remove role and instance profile {name}", lambda: _remove_profile(clients, name, progress)
+        )
+
+
+def _remove_volume(
+    clients: Clients, volume_id: str, poll: float, progress: Progress, *, force: bool = False
+) -> None:
+    ec2_ops.remove_volume(clients.ec2, volume_id, poll=poll, force=force)
+    progress.log(f"deleted {volume_id}")
+
+
+def _remove_profile(clients: Clients, name: str, progress: Progress) -> None:
+    for removed in run_profile.remove_run_profile(clients.get("iam"), name):
+        progress.log(f"deleted {removed}")
 
 
 def _volume(
@@ -441,6 +484,7 @@ def _volume(
     guard: SignalGuard,
     progress: Progress,
     host: VolumeHost,
+    teardown: Teardown,
 ) -> Report:
     from imagelint.aws import kms
     from imagelint.openers import open_spec
@@ -466,8 +510,11 @@ def _volume(
         with guard.cleanup():
             progress.phase("cleaning up", volume_id or "")
             if volume_id:
-                ec2_ops.remove_volume(clients.ec2, volume_id, poll=options.timing.poll, force=True)
-                progress.log(f"deleted {volume_id}")
+                removed = volume_id
+                teardown.step(
+                    f"delete {removed}",
+                    lambda: _remove_volume(clients, removed, options.timing.poll, progress, force=True),
+                )
 
 
 def _snapshot(

@@ -56,7 +56,10 @@ AWS behaviour moto does not model, injected by the front (:meth:`MotoEnv.fault_f
 ``GetConsoleOutput`` instead of moto's fixed sample; ``env.not_found[action] = n`` answers the next
 ``n`` EC2 ``action`` requests that name an id with ``Invalid….NotFound`` (eventual consistency right
 after a create); ``env.refuse[action] = (code, message)`` answers every such EC2 request with that
-error (e.g. ``CreateTags``); ``DeleteSecurityGroup`` of a group an instance that is not yet
+error (e.g. ``CreateTags``; IAM's too, whose query protocol botocore parses alike);
+``env.throttle_calls[action] = n`` answers the next ``n`` such requests (EC2 or IAM) with the
+service's throttling error (``RequestLimitExceeded``, ``Throttling``), recorded in
+``env.answered_throttled``; ``DeleteSecurityGroup`` of a group an instance that is not yet
 terminated still uses answers ``DependencyViolation`` (moto deletes it), and so do the next
 ``env.group_held`` requests after that (the terminated instance's network interface holding the group
 for a while); the next ``env.profile_lag`` ``RunInstances`` that name an instance profile
@@ -563,6 +566,8 @@ class MotoEnv:
         self._clients: dict[tuple[str, bool, str], Any] = {}
         self.not_found: dict[str, int] = {}
         self.refuse: dict[str, tuple[str, str]] = {}
+        self.throttle_calls: dict[str, int] = {}  # query-protocol Action → throttled answers still to give
+        self.answered_throttled: list[str] = []
         self.group_held = 0  # DependencyViolation answers to DeleteSecurityGroup after termination
         self.profile_lag = 0  # RunInstances answered "Invalid IAM Instance Profile" (a new profile)
         self.on_call: dict[str, Callable[[dict[str, list[str]]], None]] = {}
@@ -610,6 +615,13 @@ class MotoEnv:
                 "Invalid IAM Instance Profile name",
             )
         with self._fault_lock:
+            if self.throttle_calls.get(action, 0) > 0:
+                self.throttle_calls[action] -= 1
+                self.answered_throttled.append(action)
+                scope = re.search(r"Credential=[^/]+/[^/]+/[^/]+/([^/]+)/", authorization)
+                ec2 = scope is None or scope.group(1) == "ec2"
+                code = "RequestLimitExceeded" if ec2 else "Throttling"
+                return _ec2_error(code, "Request limit exceeded." if ec2 else "Rate exceeded")
             if action in self.refuse:
                 return _ec2_error(*self.refuse[action])
             if ids and self.not_found.get(action, 0) > 0:
