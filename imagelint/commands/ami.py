@@ -1,6 +1,9 @@
 """`imagelint ami`: check an AMI before it ships, and record the verdict on it.
 
-Before anything launches: the credentials must last the run (``--role-arn`` gives refreshing
+Before anything launches or is created, every AMI is described: one that is not available, not
+EBS-backed, or not a Linux image (a Windows or macOS AMI: ``DescribeImages``' ``Platform``,
+``PlatformDetails``, ``Architecture``) ends the run with exit 2 and one line. Then the credentials
+must last the run (``--role-arn`` gives refreshing
 ones, :mod:`imagelint.aws.credentials`), the pre-flight checks (:func:`preflight`) pass, and the
 launch subnet can reach SSM and S3 (:mod:`imagelint.aws.network`).
 Launch mode (default), per AMI: describe and check the image → launch one throwaway instance
@@ -176,6 +179,7 @@ def run_ami(
         raise UsageError(f"--parallel {options.parallel}: give 1 to {MAX_PARALLEL}")
     for region, _ami in pairs:
         clients.setdefault(region, Clients(region, session))
+    described = _describe_all(clients, pairs)  # a Windows or macOS AMI is refused before anything runs
     guard = SignalGuard()
     failures: list[str] = []  # cleanup steps that failed, every image's (reported apart from the verdict)
     with guard.installed(), Progress(interactive=options.interactive) as progress:
@@ -185,7 +189,15 @@ def run_ami(
             teardown = Teardown(shown.log, first=min(1.0, options.timing.poll), failures=failures)
             try:
                 return _check_one(
-                    clients[region], region, ami, options, prepared, guard, shown, volume_host, teardown
+                    clients[region],
+                    described.get(pair),
+                    (region, ami),
+                    options,
+                    prepared,
+                    guard,
+                    shown,
+                    volume_host,
+                    teardown,
                 )
             except ImageLintError as exc:
                 if (
@@ -260,10 +272,25 @@ def each_image(
             pool.shutdown(wait=True, cancel_futures=True)
 
 
+def _describe_all(
+    clients: dict[str, Clients], pairs: list[tuple[str, str]]
+) -> dict[tuple[str, str], ec2_ops.ImageInfo]:
+    """Every AMI described and checked (:func:`imagelint.aws.ec2.describe_image`: available, EBS-backed,
+    a Linux image) before any of them is checked: a refusal (exit 2) comes before any request that
+    creates or costs anything. An AMI whose description fails (an API error) is left to its own check."""
+    described: dict[tuple[str, str], ec2_ops.ImageInfo] = {}
+    for region, ami in pairs:
+        try:
+            described[(region, ami)] = ec2_ops.describe_image(clients[region].ec2, ami, region)
+        except AwsError:
+            continue
+    return described
+
+
 def _check_one(
     clients: Clients,
-    region: str,
-    ami: str,
+    described: ec2_ops.ImageInfo | None,
+    pair: tuple[str, str],
     options: AmiOptions,
     prepared: PreparedRun,
     guard: SignalGuard,
@@ -272,8 +299,9 @@ def _check_one(
     teardown: Teardown,
 ) -> Checked:
     run_id = str(uuid.uuid4())
+    region, ami = pair
     progress.phase("checking image", f"{region}:{ami}")
-    image = ec2_ops.describe_image(clients.ec2, ami, region)
+    image = described or ec2_ops.describe_image(clients.ec2, ami, region)
     target = {
         "kind": "ami",
         "path": f"{region}:{ami}",

@@ -51,23 +51,24 @@ forwards everything to moto except SSM Run Command, which it answers itself with
   as its command arrives (listed ``ConnectionLost`` from then on, its invocation ``InProgress`` and
   nothing run); ``CancelCommand`` kills it.
 
-AWS behaviour moto does not model, injected by the front (:meth:`MotoEnv.fault_for`):
-``env.console`` (a function giving the text, e.g. a booted container's real console) answers
-``GetConsoleOutput`` instead of moto's fixed sample; ``env.not_found[action] = n`` answers the next
-``n`` EC2 ``action`` requests that name an id with ``Invalid….NotFound`` (eventual consistency right
-after a create); ``env.refuse[action] = (code, message)`` answers every such EC2 request with that
-error (e.g. ``CreateTags``; IAM's too, whose query protocol botocore parses alike);
-``env.throttle_calls[action] = n`` answers the next ``n`` such requests (EC2 or IAM) with the
-service's throttling error (``RequestLimitExceeded``, ``Throttling``), recorded in
-``env.answered_throttled``; ``DeleteSecurityGroup`` of a group an instance that is not yet
-terminated still uses answers ``DependencyViolation`` (moto deletes it), and so do the next
-``env.group_held`` requests after that (the terminated instance's network interface holding the group
-for a while); the next ``env.profile_lag`` ``RunInstances`` that name an instance profile
-answer ``InvalidParameterValue`` ``Invalid IAM Instance Profile name`` (IAM's eventual consistency:
-EC2 does not know a profile for some seconds after its creation); ``env.on_call[action]`` is
-called with each EC2 request's form before it is forwarded; an access key in ``env.expired_keys``
-gets ``ExpiredToken`` for any request; ``env.seen_keys`` lists the access key of every request,
-``env.seen_calls`` each with its query-protocol ``Action``.
+AWS behaviour moto does not model, injected by the front (:meth:`MotoEnv.fault_for`): ``env.console`` (a
+function giving the text, e.g. a booted container's real console) answers ``GetConsoleOutput`` instead
+of moto's fixed sample; ``env.not_found[action] = n`` answers the next ``n`` EC2 ``action`` requests
+that name an id with ``Invalid….NotFound`` (eventual consistency right after a create);
+``env.refuse[action] = (code, message)`` answers every such EC2 request with that error (e.g.
+``CreateTags``; IAM's too, whose query protocol botocore parses alike); ``env.image_fields[ami] =
+{"architecture": "arm64_mac"}`` answers DescribeImages with those fields of that AMI (its XML names)
+replaced or added; ``env.throttle_calls[action] = n`` answers the next ``n`` such requests (EC2 or IAM)
+with the service's throttling error (``RequestLimitExceeded``, ``Throttling``), recorded in
+``env.answered_throttled``; ``DeleteSecurityGroup`` of a group an instance that is not yet terminated
+still uses answers ``DependencyViolation`` (moto deletes it), and so do the next ``env.group_held``
+requests after that (the terminated instance's network interface holding the group for a while); the
+next ``env.profile_lag`` ``RunInstances`` that name an instance profile answer ``InvalidParameterValue``
+``Invalid IAM Instance Profile name`` (IAM's eventual consistency: EC2 does not know a profile for some
+seconds after its creation); ``env.on_call[action]`` is called with each EC2 request's form before it is
+forwarded; an access key in ``env.expired_keys`` gets ``ExpiredToken`` for any request;
+``env.seen_keys`` lists the access key of every request, ``env.seen_calls`` each with its query-protocol
+``Action``.
 
 Failure injection per run: ``agent.fault`` = ``None`` | ``"command-fails"`` (the script is replaced
 by a collection failure, exit 94) | ``"hang"`` (the script is replaced by a long sleep: only a cancel
@@ -409,6 +410,8 @@ class _Front(BaseHTTPRequestHandler):
             agent.cancel(json.loads(body)["CommandId"])
             return self._json({})
         status, headers, data = self._forward(self.command, body)
+        if body.startswith(b"Action=DescribeImages") and self.env.image_fields:
+            data = _patched_images(data, self.env.image_fields)
         self._send(status, headers, data)
 
     def _send_command(self, request: dict[str, Any]) -> None:
@@ -502,6 +505,28 @@ def _console_reply(body: bytes, text: str) -> bytes:
     ).encode()
 
 
+def _patched_images(xml: bytes, fields: dict[str, dict[str, str]]) -> bytes:
+    """DescribeImages' answer with the fields moto cannot set (RegisterImage drops ``Architecture``)
+    replaced, or added, in the item of each image named."""
+    from xml.sax.saxutils import escape
+
+    text = xml.decode()
+    for image_id, values in fields.items():
+        for name, raw in values.items():
+            value = escape(raw)
+            field = re.compile(
+                rf"(<imageId>{image_id}</imageId>(?:(?!</item>).)*?<{name}>)[^<]*(</{name}>)", re.S
+            )
+            if field.search(text):
+                text = field.sub(rf"\g<1>{value}\g<2>", text)
+            else:
+                text = text.replace(
+                    f"<imageId>{image_id}</imageId>",
+                    f"<imageId>{image_id}</imageId><{name}>{value}</{name}>",
+                )
+    return text.encode()
+
+
 def _ec2_error(code: str, message: str) -> bytes:
     return (
         f'<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error><Code>{code}</Code>'
@@ -566,6 +591,7 @@ class MotoEnv:
         self._clients: dict[tuple[str, bool, str], Any] = {}
         self.not_found: dict[str, int] = {}
         self.refuse: dict[str, tuple[str, str]] = {}
+        self.image_fields: dict[str, dict[str, str]] = {}  # AMI id → DescribeImages fields to answer
         self.throttle_calls: dict[str, int] = {}  # query-protocol Action → throttled answers still to give
         self.answered_throttled: list[str] = []
         self.group_held = 0  # DependencyViolation answers to DeleteSecurityGroup after termination
