@@ -17,8 +17,10 @@ Two identities:
   needed only with ``--create-profile`` (:mod:`imagelint.aws.run_profile`): it lets the runner create
   roles, but only under the IAM path ``/imagelint/``.
 - **the instance profile's role** (launch mode): ``AmazonSSMManagedInstanceCore`` (attach the AWS
-  managed policy) plus ``s3:PutObject`` under the report prefix, where the SSM agent writes the
-  command's output (``OutputS3BucketName``).
+  managed policy) and nothing else: no S3 permission at all. The instance uploads its bundle through
+  the presigned URL of its own key (signed by the runner, bound to that host:
+  :mod:`imagelint.aws.ssm`), and the command asks SSM for no S3 output, so neither the AMI under test
+  nor any fleet host can write another host's bundle or another run's objects with the role.
 
 ``tests/aws/test_policy.py`` runs every flow against moto, records each API call and each URL the
 code signs, and checks that all are in the runner's policy, with the KMS actions AWS performs on the
@@ -181,21 +183,6 @@ def runner_policy() -> dict[str, Any]:
     return {"Version": "2012-10-17", "Statement": [*statements, *runner_statements()]}
 
 
-def instance_role_policy(bucket: str = "REPORT-BUCKET", prefix: str = "imagelint/") -> dict[str, Any]:
-    """Inline policy of the instance profile's role (attach AmazonSSMManagedInstanceCore as well)."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Sid": "ImagelintSsmOutput",
-                "Effect": "Allow",
-                "Action": ["s3:PutObject"],
-                "Resource": f"arn:aws:s3:::{bucket}/{prefix}*",
-            }
-        ],
-    }
-
-
 INSTANCE_TRUST = {
     "Version": "2012-10-17",
     "Statement": [
@@ -206,7 +193,7 @@ SSM_MANAGED_POLICY = "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore"
 
 
 def help_block(indent: str = "  ") -> str:
-    """The three JSON documents, indented so the help keeps them line for line."""
+    """The two JSON documents, indented so the help keeps them line for line."""
 
     def block(data: dict[str, Any]) -> str:
         return "\n".join(indent + line for line in json.dumps(data, indent=2).splitlines())
@@ -215,8 +202,8 @@ def help_block(indent: str = "  ") -> str:
         [
             f"{indent}Runner policy (the identity running imagelint; replace {INSTANCE_ROLE}):",
             block(runner_policy()),
-            f"{indent}Instance profile role: trust policy; attach {SSM_MANAGED_POLICY}, and this inline one:",
+            f"{indent}Instance profile role: this trust policy, and attach {SSM_MANAGED_POLICY} only (no S3",
+            f"{indent}permission: the instance uploads through a presigned URL of its own key):",
             block(INSTANCE_TRUST),
-            block(instance_role_policy()),
         ]
     )

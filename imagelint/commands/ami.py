@@ -361,9 +361,7 @@ def _launch(
     try:
         if options.create_profile:
             progress.phase("creating instance profile", run_profile.profile_name(run_id))
-            profile = run_profile.create_run_profile(
-                clients.get("iam"), run_id, options.report_bucket, options.report_prefix
-            )
+            profile = run_profile.create_run_profile(clients.get("iam"), run_id)
             launch = dataclasses.replace(launch, instance_profile=profile)
         if not launch.security_groups:
             progress.phase("creating security group", f"in {where.vpc_id}: HTTPS egress only")
@@ -392,8 +390,7 @@ def _launch(
             raise ssm_ops.NoReportError(
                 f"{exc}; console output: {console}" if console else f"{exc}; no console output yet"
             ) from None
-        url = bundle_url(clients, options.report_bucket, options.report_prefix, run_id, instance_id, expires)
-        plan = dataclasses.replace(plan, instance_id=instance_id, upload_url=url)
+        plan = bound_plan(clients, plan, instance_id, expires)
         progress.phase("auditing" if not plan.soak_seconds else "auditing and soaking", instance_id)
         command_id = ssm_ops.send(clients.unretried("ssm"), plan)
         started = datetime.now(UTC)
@@ -565,12 +562,16 @@ def _root_snapshot(image: ec2_ops.ImageInfo) -> str:
     return image.root_snapshot
 
 
-def bundle_url(
-    clients: Clients, bucket: str, prefix: str, run_id: str, instance_id: str, expires: int
-) -> str:
-    """The presigned PUT URL an instance uploads its bundle to (SigV4, in the bucket's region)."""
-    key = f"{prefix}{run_id}/{instance_id}/{ssm_ops.BUNDLE}"
-    return str(clients.presigner(bucket).put_url(key, max(1, expires)))
+def bound_plan(
+    clients: Clients, plan: ssm_ops.RemotePlan, instance_id: str, expires: int
+) -> ssm_ops.RemotePlan:
+    """``plan`` for one instance: a fresh binding token for it, and the presigned PUT URL of its bundle
+    (SigV4, in the bucket's region) that S3 accepts only with that token as the object's metadata."""
+    binding = ssm_ops.new_binding()
+    url = clients.presigner(plan.bucket).put_url(
+        plan.key(instance_id, ssm_ops.BUNDLE), max(1, expires), {ssm_ops.BINDING_META: binding}
+    )
+    return dataclasses.replace(plan, instance_id=instance_id, upload_url=str(url), binding=binding)
 
 
 def _store(clients: Clients, checked: Checked, options: AmiOptions, body: bytes, progress: Progress) -> None:

@@ -37,7 +37,6 @@ unreadable part), else 3 when any host is an error, else 0.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import tempfile
 import time
@@ -149,7 +148,7 @@ def run_fleet(options: FleetOptions) -> Verdict:
     region = default_region(options.region)
     from imagelint.aws import credentials, preflight
     from imagelint.aws.s3urls import run_expiry
-    from imagelint.commands.ami import bundle_url
+    from imagelint.commands.ami import bound_plan
 
     # the run's length depends on the number of targets: count them on a short session first
     clients = Clients(region, credentials.run_session(options.role_arn, 0, region))
@@ -183,13 +182,7 @@ def run_fleet(options: FleetOptions) -> Verdict:
         soak_seconds=options.soak_seconds,
         soak_interval=options.soak_interval,
     )
-    bucket, prefix = options.report_bucket, options.report_prefix
-    plans = {
-        iid: dataclasses.replace(
-            base, instance_id=iid, upload_url=bundle_url(clients, bucket, prefix, run_id, iid, expires)
-        )
-        for iid in managed
-    }
+    plans = {iid: bound_plan(clients, base, iid, expires) for iid in managed}
     # every command's parameters fit SSM's quota, or nothing is sent
     largest = max((ssm_ops.check_parameters(ssm_ops.parameters(p), i) for i, p in plans.items()), default=0)
     rollout = Rollout(
@@ -214,7 +207,7 @@ def run_fleet(options: FleetOptions) -> Verdict:
         covered = rollout.outcomes() + [
             Coverage(iid, coverage, why) for iid, (coverage, why) in sorted(unmanaged.items())
         ]
-        report = _combine(clients, base, covered, options, prepared)
+        report = _combine(clients, base, plans, covered, options, prepared)
         report.facts["command"] = {
             "run_id": run_id,
             "commands": len(rollout.commands),
@@ -432,10 +425,11 @@ def _managed(clients: Clients, instance_ids: list[str]) -> tuple[list[str], dict
 
 
 def _reports(
-    clients: Clients, plan: ssm_ops.RemotePlan, rows: list[Coverage], run: PreparedRun
+    clients: Clients, plans: dict[str, ssm_ops.RemotePlan], rows: list[Coverage], run: PreparedRun
 ) -> dict[str, Report]:
     """The report of each instance that was sent its command: its bundle downloaded (FETCHES_AT_ONCE
-    at a time, so at most that many are on disk) and analysed here."""
+    at a time, so at most that many are on disk), checked against the binding sent to that instance
+    (its own plan), and analysed here."""
     from concurrent.futures import ThreadPoolExecutor
 
     s3 = clients.s3  # made once, here: a boto3 client is shared by threads, its creation is not
@@ -447,7 +441,12 @@ def _reports(
                     (
                         row,
                         pool.submit(
-                            ssm_ops.fetch_bundle, s3, plan, row.instance_id, row.invocation, Path(scratch)
+                            ssm_ops.fetch_bundle,
+                            s3,
+                            plans[row.instance_id],
+                            row.instance_id,
+                            row.invocation,
+                            Path(scratch),
                         ),
                     )
                     for row in rows[start : start + FETCHES_AT_ONCE]
@@ -468,6 +467,7 @@ def _reports(
 def _combine(
     clients: Clients,
     plan: ssm_ops.RemotePlan,
+    plans: dict[str, ssm_ops.RemotePlan],
     covered: list[Coverage],
     options: FleetOptions,
     run: PreparedRun,
@@ -476,7 +476,7 @@ def _combine(
     if not covered:
         return empty_report(target, f"no running instance matched {options.target}")
     covered = sorted(covered, key=lambda r: r.instance_id)
-    reports = _reports(clients, plan, covered, run)
+    reports = _reports(clients, plans, covered, run)
     parts: list[tuple[str, Report]] = []
     rows: list[dict[str, object]] = []
     uncovered: list[ReportError] = []

@@ -74,7 +74,9 @@ Failure injection per run: ``agent.fault`` = ``None`` | ``"command-fails"`` (the
 by a collection failure, exit 94) | ``"hang"`` (the script is replaced by a long sleep: only a cancel
 ends it) | ``"empty-report"`` | ``"malformed-report"`` (the uploaded ``bundle.tar.gz`` is overwritten
 after the script ran). Per instance: ``agent.faults[instance_id]`` overrides ``agent.fault`` and
-``agent.rootfs_for[instance_id]`` overrides ``agent.rootfs`` (fleet runs with one bad instance).
+``agent.rootfs_for[instance_id]`` overrides ``agent.rootfs`` (fleet runs with one bad instance);
+``agent.overwrites[a] = b`` has host ``a`` (canned bundles) overwrite ``b``'s bundle once it is
+there, as a host whose role may write the bucket could (``agent.overwritten`` lists the keys).
 EBS direct API faults (latency, throttling, denial, corruption, expired tokens) and the correction
 of moto's BlockSize: ``aws.ebs`` (:mod:`tests.aws.ebs_front`).
 ``agent.container`` (an ``nsenter`` prefix from :func:`tests.nspawn.booted`) runs the commands with
@@ -188,6 +190,8 @@ class InstanceAgent:
         self.platform: dict[str, str] = {}  # instance id → its SSM PlatformType (default Linux)
         self.goes_offline: set[str] = set()  # instances whose agent is lost once their command arrives
         self.lost: set[str] = set()  # instances whose agent is off line (PingStatus ConnectionLost)
+        self.overwrites: dict[str, str] = {}  # a hostile host → the host whose bundle it overwrites
+        self.overwritten: list[str] = []  # the keys it overwrote
         self.commands: dict[str, dict[str, Any]] = {}  # command id → the command, in order sent
         self.invocations: dict[tuple[str, str], Invocation] = {}
         self._of_command: dict[str, list[Invocation]] = {}
@@ -307,11 +311,11 @@ class InstanceAgent:
                 inv.stdout, inv.stderr, inv.code = out, err, proc.returncode
             return
         s3 = self.env.client("s3", direct=True)
-        if fault in ("empty-report", "malformed-report"):
-            prefix = command["Comment"].removeprefix("imagelint run ")
-            key = f"imagelint/{prefix}/{iid}/bundle.tar.gz"
+        if fault in ("empty-report", "malformed-report"):  # the host's own upload: with its own token
             body = b"" if fault == "empty-report" else b"\x1f\x8boops"
-            s3.put_object(Bucket=self.env.bucket, Key=key, Body=body)
+            s3.put_object(
+                Bucket=self.env.bucket, Key=_bundle_key(command, iid), Body=body, Metadata=_binding(script)
+            )
         if command.get("OutputS3BucketName"):
             key = (
                 f"{command['OutputS3KeyPrefix']}/{command['CommandId']}/{iid}"
@@ -327,15 +331,46 @@ class InstanceAgent:
         """PUT the canned bundle to the one upload URL the command carries, as the collector would."""
         inv.status = "InProgress"
         (url,) = re.findall(r"^URL='([^']+)'$", script, re.M)
-        # as curl -T: a body of bytes (urllib would call it a form, which S3 would parse as one)
+        # as curl -T: a body of bytes (urllib would call it a form, which S3 would parse as one), with
+        # the binding header the URL is signed with
         headers = {"Content-Type": "application/octet-stream"}
+        headers.update({f"x-amz-meta-{k}": v for k, v in _binding(script).items()})
         request = urllib.request.Request(url, data=self.canned, method="PUT", headers=headers)
         with urllib.request.urlopen(request, timeout=60) as reply:
             ok = reply.status == 200
+        victim = self.overwrites.get(inv.instance_id)
+        if ok and victim:
+            self._overwrite(self.commands[inv.command_id], victim, _binding(script))
         with self.lock:
             inv.code, inv.stdout = (0, "imagelint: bundle uploaded (canned)") if ok else (92, "")
             if inv.status != "Cancelled":
                 inv.status = "Success" if ok else "Failed"
+
+    def _overwrite(self, command: dict[str, Any], victim: str, metadata: dict[str, str]) -> None:
+        """A hostile host whose role may write the bucket (s3:PutObject on the prefix, as the instance
+        role of earlier versions had): once the victim's bundle is there, replace it with this host's
+        own, carrying the only token this host knows, its own."""
+        s3 = self.env.client("s3", direct=True)
+        key = _bundle_key(command, victim)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            listed = s3.list_objects_v2(Bucket=self.env.bucket, Prefix=key).get("KeyCount", 0)
+            if listed:
+                break
+            time.sleep(0.1)
+        s3.put_object(Bucket=self.env.bucket, Key=key, Body=self.canned or b"", Metadata=metadata)
+        self.overwritten.append(key)
+
+
+def _bundle_key(command: dict[str, Any], iid: str) -> str:
+    """Where ``iid``'s bundle of the command's run goes (the default --report-prefix)."""
+    return f"imagelint/{command['Comment'].removeprefix('imagelint run ')}/{iid}/bundle.tar.gz"
+
+
+def _binding(script: str) -> dict[str, str]:
+    """The binding token the command's script uploads with, as S3 object metadata."""
+    tokens = re.findall(r"^BINDING='?([0-9a-f]*)'?$", script, re.M)  # shlex.quote leaves hex unquoted
+    return {"imagelint-binding": tokens[0]} if tokens else {}
 
 
 class _Front(BaseHTTPRequestHandler):

@@ -402,8 +402,6 @@ def test_send_is_one_instance_its_own_url_and_survives_throttling(session):
         "Parameters": ANY,
         "TimeoutSeconds": 900,
         "Comment": "imagelint run r",
-        "OutputS3BucketName": "bkt",
-        "OutputS3KeyPrefix": "p/r/ssm",
         "MaxConcurrency": "1",
         "MaxErrors": "0",
     }

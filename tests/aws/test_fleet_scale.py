@@ -139,3 +139,32 @@ def test_fifty_hosts_one_refused_one_unsupported_one_throttled_one_lost_none_sto
     )
     assert {e["where"] for e in report["errors"]} == troubled
     assert report["verdict"] == "inconclusive" and fleet.exit_code == 3
+
+
+@pytest.mark.slow
+def test_a_host_that_overwrites_another_hosts_bundle_is_caught_and_the_victim_named(
+    moto_env: MotoEnv, clean_rootfs: Path, tmp_path: Path
+) -> None:
+    """Issue 37, item 3: a host able to write the bucket replaces another host's bundle with its own
+    (carrying its own token, the only one it has): the runner reads the stored binding, refuses the
+    bundle, names the host it was for, and the run is inconclusive (exit 3)."""
+    from tests.collector.support import collect
+
+    attacker, victim, bystander = launch(moto_env, "small", 3)
+    moto_env.agent.canned = collect(clean_rootfs, tmp_path / "collect").read_bytes()
+    moto_env.agent.overwrites = {attacker: victim}
+    out = tmp_path / "fleet.json"
+    proc = run_cli(
+        "fleet", "--target", "tag:Role=small", "--report-bucket", moto_env.bucket, "--poll", "0.2s",
+        "--max-concurrency", "3", "-f", f"json:{out}", env=moto_env.env,
+    )  # fmt: skip
+    assert proc.returncode == 3, proc.stderr
+    (key,) = moto_env.agent.overwritten
+    assert f"/{victim}/bundle.tar.gz" in key  # the overwrite really happened
+    report = json.loads(out.read_text())
+    rows = {r["instance_id"]: r for r in report["facts"]["instances"]}
+    assert rows[victim]["coverage"] == "no-report"
+    assert f"is not bound to {victim}" in rows[victim]["reason"] and "not read" in rows[victim]["reason"]
+    assert rows[attacker]["verdict"] == rows[bystander]["verdict"] == "pass"
+    assert [e["where"] for e in report["errors"]] == [victim]
+    assert report["verdict"] == "inconclusive"

@@ -67,7 +67,7 @@ def test_help_gives_the_policies_as_json(command: list[str]) -> None:
     assert proc.returncode == 0
     docs = _json_documents(proc.stdout)
     # launch mode's runner, trust and instance policies; `check` has snapshot mode's smaller one too
-    expected = [policy.runner_policy(), policy.INSTANCE_TRUST, policy.instance_role_policy()]
+    expected = [policy.runner_policy(), policy.INSTANCE_TRUST]  # the instance role: no policy of its own
     expected += [IAM_POLICY] if command == ["ami", "check"] else []
     canonical = functools.partial(json.dumps, sort_keys=True)
     assert sorted(map(canonical, docs)) == sorted(map(canonical, expected))
@@ -78,7 +78,6 @@ def test_readme_gives_the_same_policies():
     docs = _json_documents((REPO / "README.md").read_text(encoding="utf-8"))
     assert policy.runner_policy() in docs
     assert policy.INSTANCE_TRUST in docs
-    assert policy.instance_role_policy() in docs
 
 
 @pytest.fixture
@@ -125,9 +124,9 @@ def recorded(monkeypatch: pytest.MonkeyPatch, moto_env: MotoEnv) -> Iterator[Rec
     monkeypatch.setattr(boto3.session, "Session", Recording)
     sign = s3urls.Presigner._sign
 
-    def signing(self, method, key, expires):
+    def signing(self, method, key, expires, metadata=None):
         recorder.calls.add({"get_object": "s3:GetObject", "put_object": "s3:PutObject"}[method])
-        return sign(self, method, key, expires)
+        return sign(self, method, key, expires, metadata)
 
     monkeypatch.setattr(s3urls.Presigner, "_sign", signing)
     yield recorder
@@ -307,10 +306,10 @@ _SERVICES = {"ec2": "ec2", "ebs": "ebs", "kms": "kms", "ssm": "ssm", "s3": "s3",
 def _policies() -> list[dict]:
     from imagelint.aws.snapshot import IAM_POLICY
 
-    return [policy.runner_policy(), policy.instance_role_policy(), IAM_POLICY]
+    return [policy.runner_policy(), IAM_POLICY]
 
 
-@pytest.mark.parametrize("index", range(3), ids=["runner", "instance-role", "snapshot-mode"])
+@pytest.mark.parametrize("index", range(2), ids=["runner", "snapshot-mode"])
 def test_the_policies_are_well_formed_and_name_real_actions(index: int) -> None:
     """Valid IAM JSON; every action an operation of botocore's model of its service (or a documented
     permission-only action), wildcards matching at least one; well-formed condition keys."""

@@ -165,7 +165,7 @@ def test_the_sweeper_runs_every_removal_and_exits_3_when_one_failed(moto_env: Mo
             "Instances"
         ]
     ]
-    name = create_run_profile(moto_env.client("iam"), "old-run", moto_env.bucket, "imagelint/")
+    name = create_run_profile(moto_env.client("iam"), "old-run")
     moto_env.refuse["TerminateInstances"] = DENIED
     proc = run_cli("ami", "cleanup", "--older-than", "0s", "--poll", "0.2s", env=moto_env.env, timeout=120)
     assert proc.returncode == 3, proc.stderr
