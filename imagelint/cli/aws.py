@@ -30,7 +30,10 @@ from imagelint.errors import ExitCode
 if TYPE_CHECKING:
     from imagelint.session import RunOptions
 
-AWS_INCONCLUSIVE = "inconclusive: the instance never reported, or an AWS call failed"
+AWS_INCONCLUSIVE = (
+    "inconclusive: the instance never reported, or an AWS call failed; also a passing image whose "
+    "cleanup failed (something may be left: the report keeps the pass)"
+)
 CLEANUP_MEANINGS = {
     ExitCode.PASS: "removed what was found (--dry-run: listed it)",
     ExitCode.INCONCLUSIVE: "inconclusive: an AWS call failed; the other removals still ran (what was "

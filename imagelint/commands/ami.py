@@ -33,6 +33,9 @@ on a failure (``--on-fail``; a failing call there ends the run with exit 3, the 
 written). Whatever happens (a finding, SSM never online, a failed command, an API error,
 Ctrl-C, SIGTERM), the ``finally`` blocks terminate the instance, delete the volume and then the
 run's security group, and a last sweep by the run tag catches anything a lost reply would have hidden.
+Each of those is a step of its own (:mod:`imagelint.aws.teardown`): it runs whatever became of the
+others and rides out throttling; a failed step is reported apart from the verdict (the report's
+``facts.cleanup`` and a ``cleanup`` warning, one line on stderr), and turns a pass into exit 3.
 """
 
 from __future__ import annotations
