@@ -168,3 +168,15 @@ def test_a_host_that_overwrites_another_hosts_bundle_is_caught_and_the_victim_na
     assert rows[attacker]["verdict"] == rows[bystander]["verdict"] == "pass"
     assert [e["where"] for e in report["errors"]] == [victim]
     assert report["verdict"] == "inconclusive"
+
+
+def test_the_front_injects_only_errors_sendcommand_documents() -> None:
+    from tests.aws.moto_env import SendFaults, documented_errors
+
+    documented = documented_errors("ssm", "SendCommand")
+    assert {"InvalidInstanceId", "UnsupportedPlatformType", "ThrottlingException"} <= documented
+    faults = SendFaults()
+    faults["i-1"] = "UnsupportedPlatformType"
+    with pytest.raises(ValueError, match="does not answer"):
+        faults["i-2"] = "InvalidInstanceID.NotFound"  # EC2's code, not SendCommand's
+    assert faults == {"i-1": "UnsupportedPlatformType"}

@@ -173,3 +173,31 @@ def test_the_sweeper_runs_every_removal_and_exits_3_when_one_failed(moto_env: Mo
     assert proc.stderr.strip().splitlines()[-1].startswith("imagelint: error: cleanup failed")
     assert f"deleted role {name}" in proc.stdout  # the step after the failed one still ran
     assert _run_roles(moto_env) == [] and moto_env.alive()["instances"] == [instance]
+
+
+def test_volume_mode_a_refused_delete_is_reported_and_the_verdict_stands(
+    moto_env: MotoEnv, sample_image: Path, tmp_path: Path
+) -> None:
+    from imagelint.commands.ami import AmiOptions, Timing, run_ami
+    from imagelint.formats.outputs import OutputSpec
+    from imagelint.session import RunOptions
+    from tests.aws.test_ami_other import LocalTreeHost
+
+    ec2 = moto_env.client("ec2")
+    runner = ec2.run_instances(ImageId=moto_env.image_id, MinCount=1, MaxCount=1)["Instances"][0]
+    host = LocalTreeHost(runner["InstanceId"], runner["Placement"]["AvailabilityZone"], sample_image)
+    moto_env.refuse["DeleteVolume"] = DENIED
+    out = tmp_path / "r.json"
+    options = AmiOptions(
+        images=[moto_env.image_id],
+        mode="volume",
+        timing=Timing(poll=0.2),
+        run=RunOptions(outputs=[OutputSpec("json", out)], select=["IL101"]),
+    )
+    verdict = run_ami(options, volume_host=host)
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert verdict is Verdict.FAIL and report["verdict"] == "fail"
+    (failed,) = report["facts"]["cleanup"]["failed"]
+    assert failed.startswith("delete vol-") and "DeleteVolume" in failed
+    (left,) = moto_env.alive()["volumes"]  # the one the refusal kept: detached, nothing else left
+    assert ec2.describe_volumes(VolumeIds=[left])["Volumes"][0]["State"] == "available"
