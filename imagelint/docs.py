@@ -155,7 +155,8 @@ def _config_type(spec: Mapping[str, Any]) -> str:
 
 
 def iam_policies() -> str:
-    """The IAM policies of every AWS mode, as the code defines them (the same JSON as ``--help``)."""
+    """The IAM policies of every AWS mode, as the code defines them (the JSON ``imagelint ami policies``
+    prints)."""
     from imagelint.aws import policy
     from imagelint.aws.snapshot import IAM_POLICY
 
@@ -182,14 +183,10 @@ def iam_policies() -> str:
         (
             "instance-trust",
             "The instance profile's role: trust policy",
-            f"Attach the AWS managed policy `{policy.SSM_MANAGED_POLICY}` to the role as well.",
+            f"Attach the AWS managed policy `{policy.SSM_MANAGED_POLICY}` to the role, and nothing else: "
+            "the instance has no S3 permission, it uploads its report through a presigned URL of its "
+            "own key.",
             policy.INSTANCE_TRUST,
-        ),
-        (
-            "instance-inline",
-            "The instance profile's role: inline policy",
-            "The SSM agent writes the command's output under the report prefix; replace `REPORT-BUCKET`.",
-            policy.instance_role_policy(),
         ),
     ]
     out = ["# IAM policies", "", GENERATED_NOTE.format(command=REGENERATE, source=source), ""]

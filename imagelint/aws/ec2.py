@@ -141,6 +141,18 @@ def run_tags(run_id: str, extra: dict[str, str] | None = None) -> list[dict[str,
     return [{"Key": k, "Value": v} for k, v in tags.items()]
 
 
+def foreign_platform(image: dict[str, Any]) -> str | None:
+    """What the AMI is when it is not a Linux image, from DescribeImages: ``Platform`` (``windows``),
+    ``PlatformDetails`` (``Windows``, ``Windows with SQL Server ...``) and the Mac architectures
+    (``x86_64_mac``, ``arm64_mac``: EC2 Mac instances boot macOS only)."""
+    details = str(image.get("PlatformDetails") or "")
+    if str(image.get("Platform") or "").lower() == "windows" or details.lower().startswith("windows"):
+        return f"Windows ({details[:80]})" if details else "Windows"
+    if str(image.get("Architecture") or "").endswith("_mac") or "macos" in details.lower():
+        return f"macOS ({image.get('Architecture')})"
+    return None
+
+
 def describe_image(ec2: Any, image_id: str, region: str) -> ImageInfo:
     """The AMI, checked: it exists, is available, and boots from an EBS root device with a snapshot."""
     if not AMI_ID.match(image_id):
@@ -157,6 +169,11 @@ def describe_image(ec2: Any, image_id: str, region: str) -> ImageInfo:
     state = image.get("State", "available")
     if state != "available":
         raise UsageError(f"{image_id} is {state}, not available: wait for it or pick another image")
+    foreign = foreign_platform(image)
+    if foreign:
+        raise UsageError(
+            f"{image_id} is a {foreign} AMI: imagelint checks Linux images; nothing was launched or created"
+        )
     root = image.get("RootDeviceName", "")
     # The root's block device mapping decides (moto reports RootDeviceType "standard" for images
     # made with CreateImage; AWS says "ebs" or "instance-store").
@@ -273,8 +290,12 @@ def terminate_instances(ec2: Any, instance_ids: list[str], *, wait: bool = True,
     if not instance_ids:
         return
     retry_not_found(ec2.terminate_instances, InstanceIds=instance_ids, delay=min(1.0, poll))
-    if not wait:
-        return
+    if wait:
+        wait_terminated(ec2, instance_ids, poll=poll)
+
+
+def wait_terminated(ec2: Any, instance_ids: list[str], *, poll: float = 5.0) -> None:
+    """Wait until every instance is terminated (at most 120 polls, 120 s at least)."""
     deadline = time.monotonic() + 120 * max(1.0, poll)
     left = set(instance_ids)
     while left:

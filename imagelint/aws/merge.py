@@ -76,14 +76,8 @@ def merge(
                 finding.subject = f"{instance_id}: {finding.subject}"
             findings.append(finding)
         prefix = f"{instance_id} {label}" if instance_id else label
-        errors += [
-            ReportError(e.message, e.rule_id, f"{prefix}: {e.where}" if e.where else prefix)
-            for e in report.errors
-        ]
-        warnings += [
-            ReportError(w.message, w.rule_id, f"{prefix}: {w.where}" if w.where else prefix)
-            for w in report.warnings
-        ]
+        errors += [ReportError(e.message, e.rule_id, _where(prefix, e.where)) for e in report.errors]
+        warnings += [ReportError(w.message, w.rule_id, _where(prefix, w.where)) for w in report.warnings]
         notes += report.notes
         facts[label] = {
             "verdict": report.verdict.value,
@@ -111,6 +105,12 @@ def merge(
     )
     merged.verdict = decide(merged)
     return merged
+
+
+def _where(prefix: str, where: str | None) -> str:
+    """Where a part's error is in the merged report: the part's label, then its own place (once:
+    an empty part's error is already placed at the part)."""
+    return f"{prefix}: {where}" if where and where != prefix else prefix
 
 
 def empty_report(target: dict[str, Any], reason: str) -> Report:

@@ -17,8 +17,10 @@ Two identities:
   needed only with ``--create-profile`` (:mod:`imagelint.aws.run_profile`): it lets the runner create
   roles, but only under the IAM path ``/imagelint/``.
 - **the instance profile's role** (launch mode): ``AmazonSSMManagedInstanceCore`` (attach the AWS
-  managed policy) plus ``s3:PutObject`` under the report prefix, where the SSM agent writes the
-  command's output (``OutputS3BucketName``).
+  managed policy) and nothing else: no S3 permission at all. The instance uploads its bundle through
+  the presigned URL of its own key (signed by the runner, bound to that host:
+  :mod:`imagelint.aws.ssm`), and the command asks SSM for no S3 output, so neither the AMI under test
+  nor any fleet host can write another host's bundle or another run's objects with the role.
 
 ``tests/aws/test_policy.py`` runs every flow against moto, records each API call and each URL the
 code signs, and checks that all are in the runner's policy, with the KMS actions AWS performs on the
@@ -135,7 +137,6 @@ RUNNER_STATEMENTS: dict[str, tuple[tuple[str, ...], str | list[str], dict[str, A
         (
             "iam:CreateRole",
             "iam:AttachRolePolicy",
-            "iam:PutRolePolicy",
             "iam:CreateInstanceProfile",
             "iam:AddRoleToInstanceProfile",
             "iam:RemoveRoleFromInstanceProfile",
@@ -180,21 +181,6 @@ def runner_policy() -> dict[str, Any]:
     return {"Version": "2012-10-17", "Statement": [*statements, *runner_statements()]}
 
 
-def instance_role_policy(bucket: str = "REPORT-BUCKET", prefix: str = "imagelint/") -> dict[str, Any]:
-    """Inline policy of the instance profile's role (attach AmazonSSMManagedInstanceCore as well)."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Sid": "ImagelintSsmOutput",
-                "Effect": "Allow",
-                "Action": ["s3:PutObject"],
-                "Resource": f"arn:aws:s3:::{bucket}/{prefix}*",
-            }
-        ],
-    }
-
-
 INSTANCE_TRUST = {
     "Version": "2012-10-17",
     "Statement": [
@@ -204,19 +190,16 @@ INSTANCE_TRUST = {
 SSM_MANAGED_POLICY = "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore"
 
 
-POLICY_NAMES = ("runner", "instance-trust", "instance-role", "snapshot-mode")
-
-
 def documents() -> dict[str, Any]:
     """Every IAM document a user pastes, by name, as ``imagelint ami policies`` prints them: the
-    runner's policy (replace INSTANCE-ROLE), the instance role's trust policy and inline policy (with
-    the AWS managed policy it also needs), and snapshot mode's smaller runner policy."""
+    runner's policy (replace INSTANCE-ROLE), the instance role's trust policy and the AWS managed
+    policy it needs (and nothing else: no S3 permission, the instance uploads through a presigned URL
+    of its own key), and snapshot mode's smaller runner policy."""
     from imagelint.aws.snapshot import IAM_POLICY
 
     return {
         "runner": runner_policy(),
         "instance-trust": INSTANCE_TRUST,
-        "instance-role": instance_role_policy(),
         "instance-role-managed-policy": SSM_MANAGED_POLICY,
         "snapshot-mode": IAM_POLICY,
     }

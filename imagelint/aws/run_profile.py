@@ -2,11 +2,12 @@
 
 For accounts where nobody made an SSM instance profile beforehand: the run creates the role
 ``imagelint-<run id>`` (path ``/imagelint/``, trusted by ``ec2.amazonaws.com``) with the AWS managed
-policy ``AmazonSSMManagedInstanceCore`` and the inline ``s3:PutObject`` on the report prefix
-(:func:`imagelint.aws.policy.instance_role_policy`), and an instance profile of the same name and
-path holding it. Both go once the instance is terminated, on every path; the names are the run's,
-so the removal needs no reply from the create calls, and ``imagelint ami cleanup`` finds the roles
-a killed run left under the path (``ListRoles``) and removes each with its profile.
+policy ``AmazonSSMManagedInstanceCore`` only (no S3 permission: the instance uploads through its
+presigned URL), and an instance profile of the same name and path holding it. (Roles of earlier versions
+also had an inline policy, ``imagelint-ssm-output``: their removal still deletes it.) Both go once the
+instance is terminated, on every path; the names are the run's, so the removal needs no reply from the
+create calls, and ``imagelint ami cleanup`` finds the roles a killed run left under the path
+(``ListRoles``) and removes each with its profile.
 
 IAM is eventually consistent: for some seconds after its creation an instance profile is unknown
 to EC2, and ``RunInstances`` answers ``InvalidParameterValue`` (``Invalid IAM Instance Profile``).
@@ -21,10 +22,10 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from imagelint.aws.errors import AwsError, call, paginate
-from imagelint.aws.policy import INSTANCE_TRUST, SSM_MANAGED_POLICY, instance_role_policy
+from imagelint.aws.policy import INSTANCE_TRUST, SSM_MANAGED_POLICY
 
 PATH = "/imagelint/"
-INLINE = "imagelint-ssm-output"
+INLINE = "imagelint-ssm-output"  # the inline policy of roles made by earlier versions (removed if there)
 PROFILE_TRIES = 8  # about a minute at the default poll: 1, 2, 4, 8, 15, 15, 15 × (poll / 5) s
 T = TypeVar("T")
 
@@ -33,7 +34,7 @@ def profile_name(run_id: str) -> str:
     return f"imagelint-{run_id}"
 
 
-def create_run_profile(iam: Any, run_id: str, bucket: str, prefix: str) -> str:
+def create_run_profile(iam: Any, run_id: str) -> str:
     """The run's role and instance profile; returns the profile's name."""
     name = profile_name(run_id)
     call(
@@ -44,12 +45,6 @@ def create_run_profile(iam: Any, run_id: str, bucket: str, prefix: str) -> str:
         Description=f"imagelint run {run_id}: deleted at the end of the run",
     )
     call(iam.attach_role_policy, RoleName=name, PolicyArn=SSM_MANAGED_POLICY)
-    call(
-        iam.put_role_policy,
-        RoleName=name,
-        PolicyName=INLINE,
-        PolicyDocument=json.dumps(instance_role_policy(bucket, prefix)),
-    )
     call(iam.create_instance_profile, InstanceProfileName=name, Path=PATH)
     call(iam.add_role_to_instance_profile, InstanceProfileName=name, RoleName=name)
     return name
@@ -71,15 +66,18 @@ def launch_retrying(launch: Callable[[], T], *, poll: float, tries: int = PROFIL
 
 def remove_run_profile(iam: Any, name: str) -> list[str]:
     """Remove the profile and role ``name``, each step tolerant of what is already gone (a create
-    that failed half-way, a lost reply); returns what was removed."""
+    that failed half-way, a lost reply) and run whatever became of the others (a refused
+    DeleteInstanceProfile still lets the role go); returns what was removed, or raises the first
+    error once every step ran."""
     removed: list[str] = []
+    errors: list[AwsError] = []
 
     def step(func: Callable[..., Any], what: str = "", **kwargs: Any) -> None:
         try:
             call(func, **kwargs)
         except AwsError as exc:
             if exc.code != "NoSuchEntity":
-                raise
+                errors.append(exc)
             return
         if what:
             removed.append(what)
@@ -89,6 +87,8 @@ def remove_run_profile(iam: Any, name: str) -> list[str]:
     step(iam.detach_role_policy, RoleName=name, PolicyArn=SSM_MANAGED_POLICY)
     step(iam.delete_role_policy, RoleName=name, PolicyName=INLINE)
     step(iam.delete_role, f"role {name}", RoleName=name)
+    if errors:
+        raise errors[0]
     return removed
 
 

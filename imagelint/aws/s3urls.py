@@ -95,15 +95,19 @@ class Presigner:
     def get_url(self, key: str, expires: int) -> str:
         return self._sign("get_object", key, expires)
 
-    def put_url(self, key: str, expires: int) -> str:
-        return self._sign("put_object", key, expires)
+    def put_url(self, key: str, expires: int, metadata: dict[str, str] | None = None) -> str:
+        """A PUT URL; with ``metadata``, S3 takes the upload only with those ``x-amz-meta-*`` headers
+        and values (they are signed headers of the URL)."""
+        return self._sign("put_object", key, expires, metadata)
 
-    def _sign(self, method: str, key: str, expires: int) -> str:
+    def _sign(self, method: str, key: str, expires: int, metadata: dict[str, str] | None = None) -> str:
         if not 1 <= expires <= SIGV4_MAX_EXPIRES:
             raise UsageError(f"presigned URL expiry {expires}s: SigV4 allows 1 to {SIGV4_MAX_EXPIRES}s")
         from imagelint.aws.errors import call
 
-        params = {"Bucket": self.bucket, "Key": key}
+        params: dict[str, Any] = {"Bucket": self.bucket, "Key": key}
+        if metadata:
+            params["Metadata"] = metadata
         return str(
             call(self.client.generate_presigned_url, ClientMethod=method, Params=params, ExpiresIn=expires)
         )

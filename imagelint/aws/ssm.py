@@ -12,10 +12,19 @@ package, no internet but S3.
 
 One command per instance (:func:`send`: one ``InstanceIds`` entry): a command carries its own
 instance's upload URL and no other, so a host cannot read, and so cannot forge, another host's
-result. SSM's document quota is 64 KB, and it "includes the content specified for input parameters
-at runtime" (``CreateDocument``'s ``Content``, SSM API reference): :func:`check_parameters` refuses
-parameters over :data:`MAX_PARAMETERS` (64 KiB less a reserve for AWS-RunShellScript's own content)
-before anything is sent. A throttled ``SendCommand`` is retried with bounded backoff
+result. The instance needs no S3 permission at all (the presigned URL carries the runner's), and the
+command asks SSM for no S3 output (``OutputS3BucketName``: the agent would write it with the
+instance's role); its output comes back in ``GetCommandInvocation``. Each bundle is bound to its host:
+the URL is signed with an ``x-amz-meta-imagelint-binding`` header whose value is a random token made
+for that host in that run (:func:`new_binding`), sent in its command only, so S3 accepts the upload
+only with it, and :func:`fetch_bundle` refuses a bundle whose stored token is not the one sent to that
+host (another host, or anything else that can write the bucket, overwrote it; or it is another run's):
+the host is named and the run is inconclusive.
+
+SSM's document quota is 64 KB, and it "includes the content specified for input parameters at runtime"
+(``CreateDocument``'s ``Content``, SSM API reference): :func:`check_parameters` refuses parameters over
+:data:`MAX_PARAMETERS` (64 KiB less a reserve for AWS-RunShellScript's own content) before anything is
+sent. A throttled ``SendCommand`` is retried with bounded backoff
 (:class:`imagelint.aws.errors.Backoff`).
 
 The runner downloads the bundle and runs the engine on it locally (:mod:`imagelint.bundle.run`)
@@ -30,7 +39,9 @@ In tests, ``IL_ROOT`` makes the collector read a directory instead of ``/`` and 
 
 from __future__ import annotations
 
+import hmac
 import json
+import secrets
 import shlex
 import tempfile
 import time
@@ -49,6 +60,12 @@ _EOF = "IMAGELINT_COLLECTOR_EOF"
 SSM_DOCUMENT_QUOTA = 64 * 1024  # bytes: a document's content with its runtime parameters
 DOCUMENT_RESERVE = 4 * 1024  # bytes kept for AWS-RunShellScript's own content (about 1 KB)
 MAX_PARAMETERS = SSM_DOCUMENT_QUOTA - DOCUMENT_RESERVE
+BINDING_META = "imagelint-binding"  # the object's x-amz-meta-imagelint-binding: the host's token
+
+
+def new_binding() -> str:
+    """A fresh token binding one host's bundle in one run to that host (256 random bits)."""
+    return secrets.token_hex(32)
 
 
 class NoReportError(ImageLintError):
@@ -69,6 +86,7 @@ class RemotePlan:
     collector_plan: str = ""  # plan.txt for collect.sh
     instance_id: str = ""  # the one instance this command is for
     upload_url: str = ""  # the presigned PUT URL of that instance's bundle
+    binding: str = ""  # the token the upload must carry (x-amz-meta-imagelint-binding), this host's only
     soak_seconds: float = 0.0
     soak_interval: float = 5.0
 
@@ -97,6 +115,7 @@ def remote_script(plan: RemotePlan) -> list[str]:
         f'[ "$IID" = {q(plan.instance_id)} ] || {{ echo "imagelint: run {plan.run_id} has no upload URL '
         'for $IID" >&2; exit 95; }',
         f"URL={q(plan.upload_url)}",
+        f"BINDING={q(plan.binding)}",
         f"cat > \"$W/collect.sh\" <<'{_EOF}'",
         *script_text().splitlines(),
         _EOF,
@@ -107,7 +126,7 @@ def remote_script(plan: RemotePlan) -> list[str]:
         '[ -n "${IL_LIVE-x}" ] || echo "show 0" >> "$W/plan.txt"',
         'BUNDLE=$(sh "$W/collect.sh" "$W") || '
         '{ echo "imagelint: collection failed" >&2; rm -rf "$W"; exit 94; }',
-        'curl -fsS --retry 3 -T "$BUNDLE" "$URL" || '
+        f'curl -fsS --retry 3 -H "x-amz-meta-{BINDING_META}: $BINDING" -T "$BUNDLE" "$URL" || '
         f'{{ echo "imagelint: upload to s3://{plan.bucket} failed" >&2; rm -rf "$W"; exit 92; }}',
         'echo "imagelint: bundle uploaded ($(wc -c < "$BUNDLE") bytes)"',
         'rm -rf "$W"',
@@ -173,8 +192,6 @@ def send(ssm: Any, plan: RemotePlan, *, delivery_timeout: int = 600, backoff: Ba
         "Parameters": params,
         "TimeoutSeconds": delivery_timeout,
         "Comment": f"imagelint run {plan.run_id}"[:100],
-        "OutputS3BucketName": plan.bucket,
-        "OutputS3KeyPrefix": f"{plan.prefix}{plan.run_id}/ssm",
         "MaxConcurrency": "1",
         "MaxErrors": "0",
     }
@@ -243,12 +260,22 @@ def fetch_bundle(
             invocation = invocation()
         status = invocation.get("Status", "?")
         code = invocation.get("ResponseCode", "?")
+        details = " ".join(str(invocation.get("StatusDetails", "")).split())[:300]
+        status = f"{status} ({details})" if details and details != status else status
         stderr = " ".join(str(invocation.get("StandardErrorContent", "")).split())[-300:]
         detail = f"; stderr: {stderr}" if stderr else ""
         raise NoReportError(
             f"{instance_id} did not upload its bundle (no s3://{plan.bucket}/{key}); "
             f"command {status}, exit code {code}{detail}"
         ) from None
+    stored = str((reply.get("Metadata") or {}).get(BINDING_META, ""))
+    if not plan.binding or not hmac.compare_digest(stored.encode(), plan.binding.encode()):
+        reply["Body"].close()
+        raise NoReportError(
+            f"{instance_id}: the bundle at s3://{plan.bucket}/{key} is not bound to {instance_id} (it does "
+            "not carry the token sent to that host in this run): another host or another run wrote it; "
+            "not read"
+        )
     size = int(reply.get("ContentLength") or 0)
     if size > MAX_BUNDLE:
         raise NoReportError(f"{instance_id}: its bundle is {size:,} bytes, over {MAX_BUNDLE:,}; not read")

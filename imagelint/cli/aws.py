@@ -30,10 +30,14 @@ from imagelint.errors import ExitCode
 if TYPE_CHECKING:
     from imagelint.session import RunOptions
 
-AWS_INCONCLUSIVE = "inconclusive: the instance never reported, or an AWS call failed"
+AWS_INCONCLUSIVE = (
+    "inconclusive: the instance never reported, or an AWS call failed; also a passing image whose "
+    "cleanup failed (something may be left: the report keeps the pass)"
+)
 CLEANUP_MEANINGS = {
     ExitCode.PASS: "removed what was found (--dry-run: listed it)",
-    ExitCode.INCONCLUSIVE: "inconclusive: an AWS call failed (what was removed is listed)",
+    ExitCode.INCONCLUSIVE: "inconclusive: an AWS call failed; the other removals still ran (what was "
+    "removed is listed)",
 }
 
 
@@ -179,7 +183,7 @@ def ami_check(
       imagelint ami ami-0abc… --mode snapshot --tag -f json:report.json
 
     The IAM policies each mode needs: `imagelint ami policies` (JSON; `imagelint ami policies
-    runner`, `instance-role`, `instance-trust` or `snapshot-mode` prints one document to paste).
+    runner`, `instance-trust` or `snapshot-mode` prints one document to paste).
 
     Launch mode (the default) needs --report-bucket: the instance writes its reports there, with
     the config and rule packs shipped the same way; and --instance-profile, whose role lets the
@@ -242,21 +246,22 @@ def ami_policies(
     name: Annotated[
         str | None,
         typer.Argument(
-            help="Print only this document: runner, instance-trust, instance-role, "
-            "instance-role-managed-policy or snapshot-mode."
+            help="Print only this document: runner, instance-trust, instance-role-managed-policy or "
+            "snapshot-mode."
         ),
     ] = None,
 ) -> None:
     """Print the IAM policies `imagelint ami` needs, as JSON, generated from the code.
 
     runner: the identity running `imagelint ami check` in launch mode (replace INSTANCE-ROLE with
-    the instance profile's role). instance-trust and instance-role: the trust policy and inline
-    policy of the instance profile's role, which also needs the AWS managed policy named by
-    instance-role-managed-policy. snapshot-mode: the identity running --mode snapshot. Examples:
+    the instance profile's role). instance-trust: the trust policy of the instance profile's role,
+    which needs the AWS managed policy named by instance-role-managed-policy and nothing else (the
+    instance uploads its report through a presigned URL of its own key). snapshot-mode: the identity
+    running --mode snapshot. Examples:
 
       imagelint ami policies runner > runner-policy.json
 
-      imagelint ami policies | jq '.["instance-role"]'
+      imagelint ami policies | jq '.["instance-trust"]'
     """
     import json
 
@@ -299,17 +304,24 @@ def ami_cleanup(
 
       imagelint ami cleanup --region eu-west-1
     """
+    from imagelint import stderr
     from imagelint.aws.cleanup import run_cleanup
+    from imagelint.aws.teardown import CleanupError, Teardown
     from imagelint.durations import parse_duration
 
+    every = parse_duration(poll, "--poll")
+    steps = Teardown(stderr.warning, first=min(1.0, every))
     for line in run_cleanup(
         region,
         parse_duration(older_than, "--older-than", allow_zero=True),
         dry_run=dry_run,
-        poll=parse_duration(poll, "--poll"),
+        poll=every,
         role_arn=role_arn,
+        teardown=steps,
     ):
         typer.echo(line)
+    if steps.failures:
+        raise CleanupError(steps.failures)
 
 
 @command(
@@ -317,7 +329,8 @@ def ami_cleanup(
     meanings={
         ExitCode.PASS: "pass: every instance passed",
         ExitCode.FAIL: "fail: an instance failed",
-        ExitCode.INCONCLUSIVE: "inconclusive: an instance never reported (and none failed)",
+        ExitCode.INCONCLUSIVE: "inconclusive: an instance never reported, or was not sent its command "
+        "(and none failed)",
     },
     short="Audit running instances over SSM: a row per instance.",
 )
@@ -346,8 +359,8 @@ def fleet(
         bool,
         typer.Option(
             "--allow-unmanaged",
-            help="Tagged instances that SSM does not manage are listed as not covered without making "
-            "the run inconclusive.",
+            help="Tagged instances that SSM does not manage, or manages as another platform than "
+            "Linux, are listed as not covered without making the run inconclusive.",
         ),
     ] = False,
     soak: Annotated[str, typer.Option("--soak", help="Soak length on each instance (0 = none).")] = "0",
@@ -374,9 +387,11 @@ def fleet(
 
     Each instance SSM manages gets a command of its own, carrying its own upload URL only, at most
     --max-concurrency at a time; no new command is sent once more than --max-errors have failed.
-    Tagged instances SSM does not manage are listed as not covered, and make the run inconclusive
-    unless --allow-unmanaged. The config and rule packs stay here: each instance uploads a bundle to
-    the report bucket and is judged on this machine. Example:
+    Tagged instances SSM does not manage, or manages as Windows or macOS hosts, are listed as not
+    covered, and make the run inconclusive unless --allow-unmanaged. One host's trouble (a refused
+    or throttled SendCommand, an agent lost mid-run) is that host's row; the others are judged.
+    The config and rule packs stay here: each instance uploads a bundle to the report bucket and is
+    judged on this machine. Example:
 
       imagelint fleet --target tag:Role=gpu-node --report-bucket my-bucket \\
           --soak 5m -f json:fleet.json

@@ -1,6 +1,9 @@
 """`imagelint ami`: check an AMI before it ships, and record the verdict on it.
 
-Before anything launches: the credentials must last the run (``--role-arn`` gives refreshing
+Before anything launches or is created, every AMI is described: one that is not available, not
+EBS-backed, or not a Linux image (a Windows or macOS AMI: ``DescribeImages``' ``Platform``,
+``PlatformDetails``, ``Architecture``) ends the run with exit 2 and one line. Then the credentials
+must last the run (``--role-arn`` gives refreshing
 ones, :mod:`imagelint.aws.credentials`), the pre-flight checks (:func:`preflight`) pass, and the
 launch subnet can reach SSM and S3 (:mod:`imagelint.aws.network`).
 Launch mode (default), per AMI: describe and check the image → launch one throwaway instance
@@ -30,11 +33,15 @@ on a failure (``--on-fail``; a failing call there ends the run with exit 3, the 
 written). Whatever happens (a finding, SSM never online, a failed command, an API error,
 Ctrl-C, SIGTERM), the ``finally`` blocks terminate the instance, delete the volume and then the
 run's security group, and a last sweep by the run tag catches anything a lost reply would have hidden.
+Each of those is a step of its own (:mod:`imagelint.aws.teardown`): it runs whatever became of the
+others and rides out throttling; a failed step is reported apart from the verdict (the report's
+``facts.cleanup`` and a ``cleanup`` warning, one line on stderr), and turns a pass into exit 3.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import tempfile
 import uuid
@@ -56,12 +63,13 @@ from imagelint.aws.progress import Progress
 from imagelint.aws.s3urls import run_expiry
 from imagelint.aws.signals import Interrupted, SignalGuard
 from imagelint.aws.snapshot import SnapshotSettings
+from imagelint.aws.teardown import Teardown, leftovers_line
 from imagelint.aws.volume import Ec2VolumeHost, VolumeHost, device_slot
 from imagelint.collector.plan import instance_plan
 from imagelint.errors import ExitCode, ImageLintError, UsageError
-from imagelint.report import Report, Verdict
+from imagelint.report import Report, ReportError, Verdict
 from imagelint.report.escape import json_text
-from imagelint.report.verdict import decide
+from imagelint.report.verdict import decide, with_leftovers
 from imagelint.session import PreparedRun, RunOptions, audit_opened, bundle_reports, prepare, publish
 
 
@@ -174,13 +182,26 @@ def run_ami(
         raise UsageError(f"--parallel {options.parallel}: give 1 to {MAX_PARALLEL}")
     for region, _ami in pairs:
         clients.setdefault(region, Clients(region, session))
+    described = _describe_all(clients, pairs)  # a Windows or macOS AMI is refused before anything runs
     guard = SignalGuard()
+    failures: list[str] = []  # cleanup steps that failed, every image's (reported apart from the verdict)
     with guard.installed(), Progress(interactive=options.interactive) as progress:
 
         def check(pair: tuple[str, str], shown: Progress) -> Checked:
             region, ami = pair
+            teardown = Teardown(shown.log, first=min(1.0, options.timing.poll), failures=failures)
             try:
-                return _check_one(clients[region], region, ami, options, prepared, guard, shown, volume_host)
+                return _check_one(
+                    clients[region],
+                    described.get(pair),
+                    (region, ami),
+                    options,
+                    prepared,
+                    guard,
+                    shown,
+                    volume_host,
+                    teardown,
+                )
             except ImageLintError as exc:
                 if (
                     len(pairs) == 1
@@ -204,6 +225,9 @@ def run_ami(
             )
         )
         report.verdict = decide(report)
+        if failures:  # the audit's verdict stands; the cleanup's failure is its own entry
+            report.facts["cleanup"] = {"failed": list(failures)}
+            report.warnings.append(ReportError(leftovers_line(failures), where="cleanup"))
         body = json_text(report.to_dict(), indent=2, sort_keys=True).encode()
         digest = hashlib.sha256(body).hexdigest()
         for c in checked:
@@ -218,7 +242,9 @@ def run_ami(
         for c in checked:
             if c.image is not None and c.report.verdict is Verdict.FAIL and options.on_fail != "none":
                 progress.log(ec2_ops.act_on_failure(clients[c.region].ec2, c.image, options.on_fail))
-    return published
+        if failures:
+            progress.log(f"error: {leftovers_line(failures)}")
+    return with_leftovers(published, bool(failures))
 
 
 def each_image(
@@ -249,19 +275,36 @@ def each_image(
             pool.shutdown(wait=True, cancel_futures=True)
 
 
+def _describe_all(
+    clients: dict[str, Clients], pairs: list[tuple[str, str]]
+) -> dict[tuple[str, str], ec2_ops.ImageInfo]:
+    """Every AMI described and checked (:func:`imagelint.aws.ec2.describe_image`: available, EBS-backed,
+    a Linux image) before any of them is checked: a refusal (exit 2) comes before any request that
+    creates or costs anything. An AMI whose description fails (an API error) is left to its own check."""
+    described: dict[tuple[str, str], ec2_ops.ImageInfo] = {}
+    for region, ami in pairs:
+        try:
+            described[(region, ami)] = ec2_ops.describe_image(clients[region].ec2, ami, region)
+        except AwsError:
+            continue
+    return described
+
+
 def _check_one(
     clients: Clients,
-    region: str,
-    ami: str,
+    described: ec2_ops.ImageInfo | None,
+    pair: tuple[str, str],
     options: AmiOptions,
     prepared: PreparedRun,
     guard: SignalGuard,
     progress: Progress,
     volume_host: VolumeHost | None,
+    teardown: Teardown,
 ) -> Checked:
     run_id = str(uuid.uuid4())
+    region, ami = pair
     progress.phase("checking image", f"{region}:{ami}")
-    image = ec2_ops.describe_image(clients.ec2, ami, region)
+    image = described or ec2_ops.describe_image(clients.ec2, ami, region)
     target = {
         "kind": "ami",
         "path": f"{region}:{ami}",
@@ -273,11 +316,11 @@ def _check_one(
     }
     if options.mode == "volume":
         host = volume_host or Ec2VolumeHost()
-        report = _volume(clients, image, options, prepared, run_id, guard, progress, host)
+        report = _volume(clients, image, options, prepared, run_id, guard, progress, host, teardown)
     elif options.mode == "snapshot":
         report = _snapshot(clients, image, options, prepared, progress)
     else:
-        report = _launch(clients, image, options, prepared, run_id, guard, progress)
+        report = _launch(clients, image, options, prepared, run_id, guard, progress, teardown)
     report.target = {**target, **{k: v for k, v in report.target.items() if k == "instance_id"}}
     progress.log(f"{region}:{ami}: {report.verdict.value}")
     return Checked(region, ami, image, report, run_id)
@@ -291,6 +334,7 @@ def _launch(
     run_id: str,
     guard: SignalGuard,
     progress: Progress,
+    teardown: Teardown,
 ) -> Report:
     timing = options.timing
     assert options.report_bucket
@@ -320,9 +364,7 @@ def _launch(
     try:
         if options.create_profile:
             progress.phase("creating instance profile", run_profile.profile_name(run_id))
-            profile = run_profile.create_run_profile(
-                clients.get("iam"), run_id, options.report_bucket, options.report_prefix
-            )
+            profile = run_profile.create_run_profile(clients.get("iam"), run_id)
             launch = dataclasses.replace(launch, instance_profile=profile)
         if not launch.security_groups:
             progress.phase("creating security group", f"in {where.vpc_id}: HTTPS egress only")
@@ -351,8 +393,7 @@ def _launch(
             raise ssm_ops.NoReportError(
                 f"{exc}; console output: {console}" if console else f"{exc}; no console output yet"
             ) from None
-        url = bundle_url(clients, options.report_bucket, options.report_prefix, run_id, instance_id, expires)
-        plan = dataclasses.replace(plan, instance_id=instance_id, upload_url=url)
+        plan = bound_plan(clients, plan, instance_id, expires)
         progress.phase("auditing" if not plan.soak_seconds else "auditing and soaking", instance_id)
         command_id = ssm_ops.send(clients.unretried("ssm"), plan)
         started = datetime.now(UTC)
@@ -387,49 +428,79 @@ def _launch(
             progress.phase("cleaning up", instance_id or "")
             if command_id and not finished:
                 ssm_ops.cancel(clients.ssm, command_id, [instance_id] if instance_id else None)
-            _terminate_run(clients, run_id, [instance_id] if instance_id else [], timing, progress)
-            run_group.sweep_run_groups(
-                clients.ec2,
-                run_id,
-                [group_id] if group_id else [],
-                poll=timing.poll,
-                log=progress.log,
-                wait=timing.group_wait,
-            )
-            if options.create_profile:
-                iam = clients.get("iam")
-                for removed in run_profile.remove_run_profile(iam, run_profile.profile_name(run_id)):
-                    progress.log(f"deleted {removed}")
+            _clean_run(teardown, clients, run_id, instance_id, group_id, options, progress)
 
 
-def _terminate_run(
-    clients: Clients, run_id: str, known: list[str], timing: Timing, progress: Progress
+def _clean_run(
+    teardown: Teardown,
+    clients: Clients,
+    run_id: str,
+    instance_id: str | None,
+    group_id: str | None,
+    options: AmiOptions,
+    progress: Progress,
 ) -> None:
-    """Terminate the run's instances: the ones we know, and any the run tag finds (a lost reply);
-    then delete the run's volumes that outlived them (attached from elsewhere, or mapped without
-    DeleteOnTermination by a launch that lost its reply)."""
-    ids = set(known)
+    """Each step in isolation (:class:`Teardown`): terminate the run's instances (the one we know and
+    any the run tag finds: a lost reply), wait for them, delete the run's volumes that outlived them
+    (attached from elsewhere, or mapped without DeleteOnTermination by a launch that lost its reply),
+    the security group, and the role and instance profile of --create-profile."""
+    poll = options.timing.poll
+    ids = {instance_id} if instance_id else set()
     run_filter = {"Name": f"tag:{ec2_ops.RUN_TAG}", "Values": [run_id]}
-    try:
-        pages = paginate(
-            clients.ec2,
-            "describe_instances",
-            "Reservations",
-            Filters=[
-                run_filter,
-                {"Name": "instance-state-name", "Values": ["pending", "running", "stopping", "stopped"]},
-            ],
-        )
-        ids |= {i["InstanceId"] for i in ec2_ops.instances_of(pages)}
-    except AwsError as exc:
-        progress.log(f"warning: could not list the run's instances: {exc}")
-    if ids:
-        ec2_ops.terminate_instances(clients.ec2, sorted(ids), poll=timing.poll)
+    alive = {"Name": "instance-state-name", "Values": ["pending", "running", "stopping", "stopped"]}
+
+    def listed() -> None:
+        pages = paginate(clients.ec2, "describe_instances", "Reservations", Filters=[run_filter, alive])
+        ids.update(i["InstanceId"] for i in ec2_ops.instances_of(pages))
+
+    def terminated() -> None:
+        ec2_ops.terminate_instances(clients.ec2, sorted(ids), wait=False, poll=poll)
         progress.log(f"terminated {', '.join(sorted(ids))}")
-    for volume in paginate(clients.ec2, "describe_volumes", "Volumes", Filters=[run_filter]):
+
+    teardown.step("list the run's instances", listed)
+    if ids and teardown.step(f"terminate {', '.join(sorted(ids))}", terminated):
+        teardown.step(
+            "wait for the termination", lambda: ec2_ops.wait_terminated(clients.ec2, sorted(ids), poll=poll)
+        )
+    volumes: list[dict[str, str]] = []
+    teardown.step(
+        "list the run's volumes",
+        lambda: volumes.extend(paginate(clients.ec2, "describe_volumes", "Volumes", Filters=[run_filter])),
+    )
+    for volume in volumes:
         if volume["State"] in ("available", "error"):
-            ec2_ops.remove_volume(clients.ec2, volume["VolumeId"], poll=timing.poll)
-            progress.log(f"deleted {volume['VolumeId']}")
+            teardown.step(
+                f"delete {volume['VolumeId']}",
+                functools.partial(_remove_volume, clients, volume["VolumeId"], poll, progress),
+            )
+    teardown.step(
+        "delete the run's security group",
+        lambda: run_group.sweep_run_groups(
+            clients.ec2,
+            run_id,
+            [group_id] if group_id else [],
+            poll=poll,
+            log=progress.log,
+            wait=options.timing.group_wait,
+        ),
+    )
+    if options.create_profile:
+        name = run_profile.profile_name(run_id)
+        teardown.step(
+            f"remove role and instance profile {name}", lambda: _remove_profile(clients, name, progress)
+        )
+
+
+def _remove_volume(
+    clients: Clients, volume_id: str, poll: float, progress: Progress, *, force: bool = False
+) -> None:
+    ec2_ops.remove_volume(clients.ec2, volume_id, poll=poll, force=force)
+    progress.log(f"deleted {volume_id}")
+
+
+def _remove_profile(clients: Clients, name: str, progress: Progress) -> None:
+    for removed in run_profile.remove_run_profile(clients.get("iam"), name):
+        progress.log(f"deleted {removed}")
 
 
 def _volume(
@@ -441,6 +512,7 @@ def _volume(
     guard: SignalGuard,
     progress: Progress,
     host: VolumeHost,
+    teardown: Teardown,
 ) -> Report:
     from imagelint.aws import kms
     from imagelint.openers import open_spec
@@ -466,8 +538,11 @@ def _volume(
         with guard.cleanup():
             progress.phase("cleaning up", volume_id or "")
             if volume_id:
-                ec2_ops.remove_volume(clients.ec2, volume_id, poll=options.timing.poll, force=True)
-                progress.log(f"deleted {volume_id}")
+                removed = volume_id
+                teardown.step(
+                    f"delete {removed}",
+                    lambda: _remove_volume(clients, removed, options.timing.poll, progress, force=True),
+                )
 
 
 def _snapshot(
@@ -490,12 +565,16 @@ def _root_snapshot(image: ec2_ops.ImageInfo) -> str:
     return image.root_snapshot
 
 
-def bundle_url(
-    clients: Clients, bucket: str, prefix: str, run_id: str, instance_id: str, expires: int
-) -> str:
-    """The presigned PUT URL an instance uploads its bundle to (SigV4, in the bucket's region)."""
-    key = f"{prefix}{run_id}/{instance_id}/{ssm_ops.BUNDLE}"
-    return str(clients.presigner(bucket).put_url(key, max(1, expires)))
+def bound_plan(
+    clients: Clients, plan: ssm_ops.RemotePlan, instance_id: str, expires: int
+) -> ssm_ops.RemotePlan:
+    """``plan`` for one instance: a fresh binding token for it, and the presigned PUT URL of its bundle
+    (SigV4, in the bucket's region) that S3 accepts only with that token as the object's metadata."""
+    binding = ssm_ops.new_binding()
+    url = clients.presigner(plan.bucket).put_url(
+        plan.key(instance_id, ssm_ops.BUNDLE), max(1, expires), {ssm_ops.BINDING_META: binding}
+    )
+    return dataclasses.replace(plan, instance_id=instance_id, upload_url=str(url), binding=binding)
 
 
 def _store(clients: Clients, checked: Checked, options: AmiOptions, body: bytes, progress: Progress) -> None:

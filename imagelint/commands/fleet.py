@@ -1,10 +1,20 @@
 """`imagelint fleet`: audit (and soak) running instances through SSM Run Command, one combined report.
 
-Every running instance with the tag gets a row. The ones SSM manages (``DescribeInstanceInformation``
-lists their agent as Online) each get a command of their own (:func:`imagelint.aws.ssm.send`: one
-``InstanceIds`` entry, that instance's presigned upload URL and no other host's, parameters checked
-under SSM's 64 KB quota before anything is sent). The others are *not covered*: listed with the
-reason, and the run is inconclusive unless ``--allow-unmanaged``.
+Every running instance with the tag gets a row. The ones SSM manages as Linux hosts
+(``DescribeInstanceInformation`` lists their agent as Online, ``PlatformType`` Linux) each get a command
+of their own (:func:`imagelint.aws.ssm.send`: one ``InstanceIds`` entry, that instance's presigned
+upload URL and no other host's, parameters checked under SSM's 64 KB quota before anything is sent). The
+others are *not covered*: listed with the reason, and the run is inconclusive unless
+``--allow-unmanaged``; so are the instances SSM manages as another platform (Windows, macOS): *not a
+Linux host*, never sent a command.
+
+One host never stops the fleet: a ``SendCommand`` refused for one instance (``InvalidInstanceId``: its
+agent went offline or the instance was scaled in between listing and sending;
+``UnsupportedPlatformType``; any other error, throttling that outlasts the retries included) makes
+that instance a *not-sent* row with the error as its reason and counts as a failed command towards
+``--max-errors``; a ``GetCommandInvocation`` error ends that invocation alone; an agent that stops
+answering mid-run (``PingStatus`` other than Online for ``offline_grace`` seconds while its command
+runs) has its command cancelled, and its row says so. The others are judged and the report is written.
 
 With one command per instance, imagelint runs the rollout SSM would run for one command
 (:class:`Rollout`): at most ``--max-concurrency`` invocations at a time (N, or P% of the managed
@@ -19,14 +29,14 @@ Then each instance's bundle is fetched from ``s3://BUCKET/PREFIX<run id>/<instan
 analysed with the local config and rule packs (:mod:`imagelint.bundle.run`). The report holds the
 findings of all instances (subjects prefixed with the instance id), ``facts.instances`` with a row
 per tagged instance (``coverage``: checked, no-report, not-sent, not-managed), and one verdict,
-decided by :func:`imagelint.report.verdict.decide`: an instance without a usable report is an error,
-so the fleet is ``inconclusive`` (exit 3) unless another instance fails (exit 1: a fail is never
-hidden by an unreadable part).
+decided by :func:`imagelint.report.verdict.decide`: the worst of the hosts' verdicts, where a host
+without a usable report (not sent, no report, not managed or not Linux without ``--allow-unmanaged``)
+is an error. So the exit code is 1 when any checked host fails (a fail is never hidden by an
+unreadable part), else 3 when any host is an error, else 0.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import tempfile
 import time
@@ -39,7 +49,7 @@ from typing import Any
 from imagelint import __version__
 from imagelint.aws import ssm as ssm_ops
 from imagelint.aws.clients import Clients, default_region
-from imagelint.aws.errors import AwsError, Backoff, call, paginate
+from imagelint.aws.errors import THROTTLED, AwsError, Backoff, call, paginate
 from imagelint.aws.merge import empty_report, merge
 from imagelint.aws.progress import Progress
 from imagelint.aws.signals import SignalGuard
@@ -72,6 +82,7 @@ class FleetOptions:
     allow_unmanaged: bool = False  # tagged instances SSM does not manage do not make the run inconclusive
     credentials_expire_at: datetime | None = None  # when the environment's credentials expire
     send_backoff: float = 1.0  # seconds: the first wait after a throttled SendCommand (it doubles)
+    offline_grace: float = 300.0  # seconds an agent may be off line mid-command before it is given up
 
 
 def parse_target(text: str) -> dict[str, object]:
@@ -124,7 +135,7 @@ class Coverage:
     """What became of one tagged instance."""
 
     instance_id: str
-    coverage: str  # checked | no-report | not-sent | not-managed
+    coverage: str  # checked | no-report | not-sent | not-managed | not-linux
     reason: str = ""
     invocation: dict[str, Any] = field(default_factory=dict)  # GetCommandInvocation's last answer
 
@@ -137,14 +148,14 @@ def run_fleet(options: FleetOptions) -> Verdict:
     region = default_region(options.region)
     from imagelint.aws import credentials, preflight
     from imagelint.aws.s3urls import run_expiry
-    from imagelint.commands.ami import bundle_url
+    from imagelint.commands.ami import bound_plan
 
     # the run's length depends on the number of targets: count them on a short session first
     clients = Clients(region, credentials.run_session(options.role_arn, 0, region))
     run_id = str(uuid.uuid4())
     # the instances the tag names now; each one SSM manages gets its own upload URL
     tagged = _tagged_instances(clients, target)
-    managed, unmanaged = _managed(clients, tagged)
+    managed, unmanaged = _managed(clients, tagged)  # unmanaged: instance id → (coverage, reason)
     sizes = sized(len(managed), options)
     expires = run_expiry(targets=sizes.waves, per_wave=sizes.wave_seconds)
     if options.role_arn:
@@ -171,13 +182,7 @@ def run_fleet(options: FleetOptions) -> Verdict:
         soak_seconds=options.soak_seconds,
         soak_interval=options.soak_interval,
     )
-    bucket, prefix = options.report_bucket, options.report_prefix
-    plans = {
-        iid: dataclasses.replace(
-            base, instance_id=iid, upload_url=bundle_url(clients, bucket, prefix, run_id, iid, expires)
-        )
-        for iid in managed
-    }
+    plans = {iid: bound_plan(clients, base, iid, expires) for iid in managed}
     # every command's parameters fit SSM's quota, or nothing is sent
     largest = max((ssm_ops.check_parameters(ssm_ops.parameters(p), i) for i, p in plans.items()), default=0)
     rollout = Rollout(
@@ -188,21 +193,21 @@ def run_fleet(options: FleetOptions) -> Verdict:
         per_command=sizes.wave_seconds,
         poll=options.poll,
         backoff=Backoff(first=options.send_backoff),
+        offline_grace=options.offline_grace,
     )
     guard = SignalGuard()
     with guard.installed(), Progress(interactive=options.interactive) as progress:
         progress.phase(
             "sending",
             f"{options.target} in {region} (run {run_id}): {len(managed)} managed, "
-            f"{len(unmanaged)} not managed by SSM, {rollout.window} at a time",
+            f"{len(unmanaged)} not covered (not managed by SSM, or not Linux), {rollout.window} at a time",
         )
         rollout.run(guard, progress)
         progress.phase("collecting", f"s3://{base.bucket}/{base.prefix}{run_id}/")
         covered = rollout.outcomes() + [
-            Coverage(iid, "not-managed", f"not managed by SSM ({why}): not covered")
-            for iid, why in sorted(unmanaged.items())
+            Coverage(iid, coverage, why) for iid, (coverage, why) in sorted(unmanaged.items())
         ]
-        report = _combine(clients, base, covered, options, prepared)
+        report = _combine(clients, base, plans, covered, options, prepared)
         report.facts["command"] = {
             "run_id": run_id,
             "commands": len(rollout.commands),
@@ -228,6 +233,7 @@ class Rollout:
         per_command: float,
         poll: float,
         backoff: Backoff,
+        offline_grace: float = 300.0,
     ) -> None:
         from imagelint.aws.preflight import SSM_MAX_DELIVERY_TIMEOUT
 
@@ -239,6 +245,9 @@ class Rollout:
         self.running: dict[str, float] = {}  # instance id → deadline (monotonic)
         self.ended: dict[str, dict[str, Any]] = {}  # instance id → the invocation's final answer
         self.failed = 0
+        self.refused: dict[str, str] = {}  # instance id → why SendCommand was refused for it
+        self.offline_grace = offline_grace
+        self.offline_since: dict[str, float] = {}  # instance id → when its agent was first seen off line
         # ListCommands' InvokedAfter: a little before the first send (clock skew)
         self.since = (datetime.now(UTC) - timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -266,9 +275,20 @@ class Rollout:
         sender = self.clients.unretried("ssm")
         while self.queue and len(self.running) < self.window and self.failed <= self.errors_allowed:
             iid = self.queue.pop(0)
-            self.commands[iid] = ssm_ops.send(
-                sender, self.plans[iid], delivery_timeout=self.delivery_timeout, backoff=self.backoff
-            )
+            throttled = self.backoff.throttled
+            try:
+                self.commands[iid] = ssm_ops.send(
+                    sender, self.plans[iid], delivery_timeout=self.delivery_timeout, backoff=self.backoff
+                )
+            except AwsError as exc:  # this host only: the others are still sent theirs
+                after = (
+                    f" after {self.backoff.throttled - throttled} throttled attempt(s)"
+                    if exc.code in THROTTLED
+                    else ""
+                )
+                self.refused[iid] = f"not sent: SendCommand refused{after}: {exc.code}: {exc.detail}"
+                self.failed += 1
+                continue
             self.running[iid] = time.monotonic() + self.per_command
 
     def _reap(self) -> None:
@@ -286,33 +306,55 @@ class Rollout:
             )
         }
         now = time.monotonic()
+        lost = self._lost(now)
         for iid, deadline in list(self.running.items()):
             command_id = self.commands[iid]
-            if command_id in executing and now <= deadline:
+            if command_id in executing and now <= deadline and iid not in lost:
                 continue
             reply = self._invocation(command_id, iid)
             if reply.get("Status") not in ssm_ops.TERMINAL:
-                if now <= deadline:
+                if now <= deadline and iid not in lost:
                     continue  # not listed yet, or between two states: asked again next poll
                 ssm_ops.cancel(self.clients.ssm, command_id)
-                reply = {
-                    **reply,
-                    "Status": "Cancelled",
-                    "StatusDetails": f"no result within {self.per_command:.0f}s; cancelled",
-                }
+                why = lost.get(iid) or f"no result within {self.per_command:.0f}s"
+                reply = {**reply, "Status": "Cancelled", "StatusDetails": f"{why}; cancelled"}
             del self.running[iid]
             self.ended[iid] = reply
             self.failed += reply.get("Status") != "Success"
 
+    def _lost(self, now: float) -> dict[str, str]:
+        """The running instances whose agent has been off line (not Online in SSM) for longer than
+        ``offline_grace``, with the reason; a blip shorter than that is ridden out."""
+        pings: dict[str, str] = {}
+        try:
+            pings = _pings(self.clients, sorted(self.running))
+        except AwsError:
+            return {}  # asked again next poll; the command's own deadline still bounds the wait
+        lost: dict[str, str] = {}
+        for iid in self.running:
+            ping = pings.get(iid, "not registered")
+            if ping == "Online":
+                self.offline_since.pop(iid, None)
+                continue
+            since = self.offline_since.setdefault(iid, now)
+            if now - since >= self.offline_grace:
+                lost[iid] = f"its SSM agent went off line mid-run (PingStatus {ping} for {now - since:.0f}s)"
+        return lost
+
     def _invocation(self, command_id: str, instance_id: str) -> dict[str, Any]:
+        """GetCommandInvocation's answer; an error for this one host ends its invocation (a throttle,
+        or an invocation not there yet, is asked again next poll)."""
         try:
             reply: dict[str, Any] = call(
                 self.clients.ssm.get_command_invocation, CommandId=command_id, InstanceId=instance_id
             )
         except AwsError as exc:
-            if exc.code != "InvocationDoesNotExist":
-                raise
-            return {"Status": "Pending"}
+            if exc.code == "InvocationDoesNotExist" or exc.code in THROTTLED:
+                return {"Status": "Pending"}
+            return {
+                "Status": "Failed",
+                "StatusDetails": f"GetCommandInvocation failed: {exc.code}: {exc.detail}",
+            }
         return reply
 
     def outcomes(self) -> list[Coverage]:
@@ -322,7 +364,8 @@ class Rollout:
         reason = (
             f"not sent: {self.failed} command(s) failed, over --max-errors ({self.errors_allowed} allowed)"
         )
-        return rows + [Coverage(iid, "not-sent", reason) for iid in self.queue]
+        refused = [Coverage(iid, "not-sent", why) for iid, why in self.refused.items()]
+        return rows + refused + [Coverage(iid, "not-sent", reason) for iid in self.queue]
 
 
 def _tagged_instances(clients: Clients, target: dict[str, object]) -> list[str]:
@@ -339,10 +382,9 @@ def _tagged_instances(clients: Clients, target: dict[str, object]) -> list[str]:
     return sorted(i["InstanceId"] for r in pages for i in r.get("Instances", []))
 
 
-def _managed(clients: Clients, instance_ids: list[str]) -> tuple[list[str], dict[str, str]]:
-    """The instances whose SSM agent is Online, and the others with the reason (their PingStatus,
-    or not registered with SSM at all)."""
-    seen: dict[str, str] = {}
+def _information(clients: Clients, instance_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """``DescribeInstanceInformation`` of the instances SSM knows among ``instance_ids``, by id."""
+    seen: dict[str, dict[str, Any]] = {}
     for start in range(0, len(instance_ids), INSTANCE_IDS_PER_CALL):
         chunk = instance_ids[start : start + INSTANCE_IDS_PER_CALL]
         for info in paginate(
@@ -352,21 +394,42 @@ def _managed(clients: Clients, instance_ids: list[str]) -> tuple[list[str], dict
             Filters=[{"Key": "InstanceIds", "Values": chunk}],
             MaxResults=INSTANCE_IDS_PER_CALL,
         ):
-            seen[str(info.get("InstanceId"))] = str(info.get("PingStatus", "?"))
-    managed = [i for i in instance_ids if seen.get(i) == "Online"]
-    others = {
-        i: f"SSM agent {seen[i]}" if i in seen else "no SSM agent registered"
-        for i in instance_ids
-        if seen.get(i) != "Online"
-    }
+            seen[str(info.get("InstanceId"))] = info
+    return seen
+
+
+def _pings(clients: Clients, instance_ids: list[str]) -> dict[str, str]:
+    """The ``PingStatus`` of each instance SSM knows among ``instance_ids``."""
+    return {i: str(info.get("PingStatus", "?")) for i, info in _information(clients, instance_ids).items()}
+
+
+def _managed(clients: Clients, instance_ids: list[str]) -> tuple[list[str], dict[str, tuple[str, str]]]:
+    """The instances whose SSM agent is Online on a Linux host, and the others with their coverage
+    and reason (not managed: their PingStatus, or not registered with SSM at all; not Linux: the
+    platform SSM reports)."""
+    seen = _information(clients, instance_ids)
+    managed: list[str] = []
+    others: dict[str, tuple[str, str]] = {}
+    for i in instance_ids:
+        info = seen.get(i)
+        ping = str(info.get("PingStatus", "?")) if info else ""
+        platform = str(info.get("PlatformType", "?"))[:40] if info else ""
+        if ping != "Online":
+            why = f"SSM agent {ping}" if info else "no SSM agent registered"
+            others[i] = ("not-managed", f"not managed by SSM ({why}): not covered")
+        elif platform != "Linux":
+            others[i] = ("not-linux", f"not a Linux host (SSM PlatformType {platform}): not covered")
+        else:
+            managed.append(i)
     return managed, others
 
 
 def _reports(
-    clients: Clients, plan: ssm_ops.RemotePlan, rows: list[Coverage], run: PreparedRun
+    clients: Clients, plans: dict[str, ssm_ops.RemotePlan], rows: list[Coverage], run: PreparedRun
 ) -> dict[str, Report]:
     """The report of each instance that was sent its command: its bundle downloaded (FETCHES_AT_ONCE
-    at a time, so at most that many are on disk) and analysed here."""
+    at a time, so at most that many are on disk), checked against the binding sent to that instance
+    (its own plan), and analysed here."""
     from concurrent.futures import ThreadPoolExecutor
 
     s3 = clients.s3  # made once, here: a boto3 client is shared by threads, its creation is not
@@ -378,7 +441,12 @@ def _reports(
                     (
                         row,
                         pool.submit(
-                            ssm_ops.fetch_bundle, s3, plan, row.instance_id, row.invocation, Path(scratch)
+                            ssm_ops.fetch_bundle,
+                            s3,
+                            plans[row.instance_id],
+                            row.instance_id,
+                            row.invocation,
+                            Path(scratch),
                         ),
                     )
                     for row in rows[start : start + FETCHES_AT_ONCE]
@@ -399,6 +467,7 @@ def _reports(
 def _combine(
     clients: Clients,
     plan: ssm_ops.RemotePlan,
+    plans: dict[str, ssm_ops.RemotePlan],
     covered: list[Coverage],
     options: FleetOptions,
     run: PreparedRun,
@@ -407,13 +476,13 @@ def _combine(
     if not covered:
         return empty_report(target, f"no running instance matched {options.target}")
     covered = sorted(covered, key=lambda r: r.instance_id)
-    reports = _reports(clients, plan, covered, run)
+    reports = _reports(clients, plans, covered, run)
     parts: list[tuple[str, Report]] = []
     rows: list[dict[str, object]] = []
     uncovered: list[ReportError] = []
     for row in covered:
         one = None
-        if row.coverage == "not-managed":
+        if row.coverage in ("not-managed", "not-linux"):
             accept = "" if options.allow_unmanaged else " (--allow-unmanaged accepts that)"
             uncovered.append(ReportError(f"{row.instance_id}: {row.reason}{accept}", where=row.instance_id))
         else:

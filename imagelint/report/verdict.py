@@ -18,6 +18,7 @@ formats that show a finding's level (SARIF ``error``/``warning``). Nothing else 
   never changes a verdict: it decides which finding carries the failure, so that one fault is one
   failing finding.
 - :func:`fails_on_its_own`: whether one finding failed before folding (what a diff compares).
+- :func:`with_leftovers`: the exit verdict of a run whose cleanup failed (a pass becomes exit 3).
 - :func:`decide`: fail if any finding fails, counting the findings a listing omitted (they are
   decided before any listing is cut); else inconclusive if any data could not be read or any rule
   could not run; else pass. Not-applicable and skipped rules never change the verdict.
@@ -94,3 +95,12 @@ def decide(report: Report) -> Verdict:
     if report.errors or any(r.outcome is Outcome.ERROR for r in report.rules):
         return Verdict.INCONCLUSIVE
     return Verdict.PASS
+
+
+def with_leftovers(verdict: Verdict, cleanup_failed: bool) -> Verdict:
+    """What a run that created cloud resources ends with (its exit code) when a cleanup step failed:
+    the report keeps the audit's verdict, but a pass becomes inconclusive (exit 3) so that a resource
+    left behind, which may cost money, never ends a run silently; a fail stays a fail (exit 1)."""
+    if cleanup_failed and verdict is Verdict.PASS:
+        return Verdict.INCONCLUSIVE
+    return verdict

@@ -42,7 +42,7 @@ variable "imagelint_version" {
 variable "instance_profile" {
   type        = string
   default     = ""
-  description = "Instance profile of the test instance (required by the launch gate): AmazonSSMManagedInstanceCore and s3:PutObject on report_bucket."
+  description = "Instance profile of the test instance (required by the launch gate): AmazonSSMManagedInstanceCore only (it uploads through a presigned URL)."
 }
 
 variable "extra_args" {

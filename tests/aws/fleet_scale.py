@@ -2,13 +2,12 @@
 and ``benchmarks/fleet_scale.py``.
 
 :func:`run_large_fleet` launches ``count`` tagged instances in moto, leaves every ``unmanaged_every``-th
-one without an SSM agent, has the stand-in agent answer each command with one canned bundle (the
-real collector's bundle of a tree, PUT to the command's own presigned URL), throttles every
-``throttle_every``-th SendCommand, and runs ``imagelint fleet`` in this process. What the front
-recorded and the report come back in :class:`LargeFleet`. The runner's scratch space (each bundle
-extracted, then removed) is on tmpfs when there is one: on a busy ext4 mounted with ``discard``, the
-``rmdir`` of a thousand extracted trees alone took 40 s.
-"""
+one without an SSM agent, lets ``faults`` inject what it wants for some of them, has the stand-in agent
+answer each command with one canned bundle (the real collector's bundle of a tree, PUT to the command's
+own presigned URL), throttles every ``throttle_every``-th SendCommand, and runs ``imagelint fleet`` in
+this process. What the front recorded and the report come back in :class:`LargeFleet`. The runner's
+scratch space (each bundle extracted, then removed) is on tmpfs when there is one: on a busy ext4
+mounted with ``discard``, the ``rmdir`` of a thousand extracted trees alone took 40 s."""
 
 from __future__ import annotations
 
@@ -16,7 +15,7 @@ import contextlib
 import json
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,6 +70,9 @@ def run_large_fleet(
     unmanaged_every: int,
     throttle_every: int,
     max_concurrency: str = "100",
+    max_errors: str = "0",
+    offline_grace: float = 300.0,
+    faults: Callable[[list[str]], None] = lambda tagged: None,
 ) -> LargeFleet:
     from imagelint.commands.fleet import FleetOptions, run_fleet
     from imagelint.formats.outputs import OutputSpec
@@ -81,14 +83,16 @@ def run_large_fleet(
     env.agent.unmanaged = unmanaged
     env.agent.canned = collect(tree, work / "collect").read_bytes()
     env.throttle_every = throttle_every
+    faults(tagged)
     out = work / "fleet.json"
     options = FleetOptions(
         target=f"tag:{TAG}=large",
         report_bucket=env.bucket,
         max_concurrency=max_concurrency,
-        max_errors="0",
+        max_errors=max_errors,
         poll=0.2,
         send_backoff=0.05,
+        offline_grace=offline_grace,
         run=RunOptions(outputs=[OutputSpec("json", out)], select=["IL101"]),
     )
     with _scratch_in_memory():

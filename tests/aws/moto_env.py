@@ -28,7 +28,10 @@ forwards everything to moto except SSM Run Command, which it answers itself with
   (status ``Failed``). Each request is recorded in ``env.sent`` (:class:`SentCommand`: its instance
   ids, the size of its ``Parameters`` as JSON, the presigned URLs in them), and
   ``env.throttle_every = n`` answers every n-th ``SendCommand`` with ``ThrottlingException``
-  (counted in ``env.throttled``) before it reaches the agent;
+  (counted in ``env.throttled``) before it reaches the agent; ``env.send_faults[instance_id] = code``
+  answers every SendCommand naming that instance with ``code``, which must be an error botocore's
+  model documents for SendCommand (``InvalidInstanceId``, ``UnsupportedPlatformType``, ...) or
+  ``ThrottlingException`` (then it is throttled every time, and counted);
 - ``ListCommands`` (by ``CommandId``, ``InstanceId``, the ``InvokedAfter``/``InvokedBefore``/
   ``Status``/``ExecutionStage``/``DocumentName`` filters, paged by ``MaxResults``/``NextToken``);
 - for each running instance it runs the command's script for real with bash, as root, with
@@ -43,28 +46,37 @@ forwards everything to moto except SSM Run Command, which it answers itself with
   statuses (``InProgress`` while the script runs, ``Failed`` with the exit code when it fails);
   ``DescribeInstanceInformation`` lists running instances as ``Online`` while ``agent.online`` is
   true (set it false to model an image without a working SSM agent), except those in
-  ``agent.unmanaged`` (tagged instances without an SSM agent); ``CancelCommand`` kills it.
+  ``agent.unmanaged`` (tagged instances without an SSM agent), with ``PlatformType`` Linux unless
+  ``agent.platform[instance_id]`` says another; an instance in ``agent.goes_offline`` loses its agent
+  as its command arrives (listed ``ConnectionLost`` from then on, its invocation ``InProgress`` and
+  nothing run); ``CancelCommand`` kills it.
 
-AWS behaviour moto does not model, injected by the front (:meth:`MotoEnv.fault_for`):
-``env.console`` (a function giving the text, e.g. a booted container's real console) answers
-``GetConsoleOutput`` instead of moto's fixed sample; ``env.not_found[action] = n`` answers the next
-``n`` EC2 ``action`` requests that name an id with ``Invalid….NotFound`` (eventual consistency right
-after a create); ``env.refuse[action] = (code, message)`` answers every such EC2 request with that
-error (e.g. ``CreateTags``); ``DeleteSecurityGroup`` of a group an instance that is not yet
-terminated still uses answers ``DependencyViolation`` (moto deletes it), and so do the next
-``env.group_held`` requests after that (the terminated instance's network interface holding the group
-for a while); the next ``env.profile_lag`` ``RunInstances`` that name an instance profile
-answer ``InvalidParameterValue`` ``Invalid IAM Instance Profile name`` (IAM's eventual consistency:
-EC2 does not know a profile for some seconds after its creation); ``env.on_call[action]`` is
-called with each EC2 request's form before it is forwarded; an access key in ``env.expired_keys``
-gets ``ExpiredToken`` for any request; ``env.seen_keys`` lists the access key of every request,
-``env.seen_calls`` each with its query-protocol ``Action``.
+AWS behaviour moto does not model, injected by the front (:meth:`MotoEnv.fault_for`): ``env.console`` (a
+function giving the text, e.g. a booted container's real console) answers ``GetConsoleOutput`` instead
+of moto's fixed sample; ``env.not_found[action] = n`` answers the next ``n`` EC2 ``action`` requests
+that name an id with ``Invalid….NotFound`` (eventual consistency right after a create);
+``env.refuse[action] = (code, message)`` answers every such EC2 request with that error (e.g.
+``CreateTags``; IAM's too, whose query protocol botocore parses alike); ``env.image_fields[ami] =
+{"architecture": "arm64_mac"}`` answers DescribeImages with those fields of that AMI (its XML names)
+replaced or added; ``env.throttle_calls[action] = n`` answers the next ``n`` such requests (EC2 or IAM)
+with the service's throttling error (``RequestLimitExceeded``, ``Throttling``), recorded in
+``env.answered_throttled``; ``DeleteSecurityGroup`` of a group an instance that is not yet terminated
+still uses answers ``DependencyViolation`` (moto deletes it), and so do the next ``env.group_held``
+requests after that (the terminated instance's network interface holding the group for a while); the
+next ``env.profile_lag`` ``RunInstances`` that name an instance profile answer ``InvalidParameterValue``
+``Invalid IAM Instance Profile name`` (IAM's eventual consistency: EC2 does not know a profile for some
+seconds after its creation); ``env.on_call[action]`` is called with each EC2 request's form before it is
+forwarded; an access key in ``env.expired_keys`` gets ``ExpiredToken`` for any request;
+``env.seen_keys`` lists the access key of every request, ``env.seen_calls`` each with its query-protocol
+``Action``.
 
 Failure injection per run: ``agent.fault`` = ``None`` | ``"command-fails"`` (the script is replaced
 by a collection failure, exit 94) | ``"hang"`` (the script is replaced by a long sleep: only a cancel
 ends it) | ``"empty-report"`` | ``"malformed-report"`` (the uploaded ``bundle.tar.gz`` is overwritten
 after the script ran). Per instance: ``agent.faults[instance_id]`` overrides ``agent.fault`` and
-``agent.rootfs_for[instance_id]`` overrides ``agent.rootfs`` (fleet runs with one bad instance).
+``agent.rootfs_for[instance_id]`` overrides ``agent.rootfs`` (fleet runs with one bad instance);
+``agent.overwrites[a] = b`` has host ``a`` (canned bundles) overwrite ``b``'s bundle once it is
+there, as a host whose role may write the bucket could (``agent.overwritten`` lists the keys).
 EBS direct API faults (latency, throttling, denial, corruption, expired tokens) and the correction
 of moto's BlockSize: ``aws.ebs`` (:mod:`tests.aws.ebs_front`).
 ``agent.container`` (an ``nsenter`` prefix from :func:`tests.nspawn.booted`) runs the commands with
@@ -116,6 +128,25 @@ class SentCommand:
 PRESIGNED = re.compile(r"https?://[^\s'\"]*X-Amz-Signature=[0-9a-f]+")
 
 
+def documented_errors(service: str, operation: str) -> frozenset[str]:
+    """The error codes botocore's model of ``service`` documents for ``operation``, and the throttling
+    every AWS API may answer."""
+    import botocore.session
+
+    model = botocore.session.get_session().get_service_model(service).operation_model(operation)
+    return frozenset({shape.name for shape in model.error_shapes} | {"ThrottlingException"})
+
+
+class SendFaults(dict[str, str]):
+    """Instance id → the error every ``SendCommand`` naming it is answered with (``ThrottlingException``:
+    throttled, every time). Only a code SendCommand documents in botocore's model is accepted."""
+
+    def __setitem__(self, instance_id: str, code: str) -> None:
+        if code not in documented_errors("ssm", "SendCommand"):
+            raise ValueError(f"SendCommand does not answer {code!r}")
+        super().__setitem__(instance_id, code)
+
+
 class Invocation:
     def __init__(self, command_id: str, instance_id: str) -> None:
         self.command_id, self.instance_id = command_id, instance_id
@@ -156,6 +187,11 @@ class InstanceAgent:
         self.container_for: dict[str, list[str]] = {}  # per instance (a fleet of booted images)
         self.unmanaged: set[str] = set()  # running instances without a registered SSM agent
         self.canned: bytes | None = None  # a bundle to upload instead of running the script
+        self.platform: dict[str, str] = {}  # instance id → its SSM PlatformType (default Linux)
+        self.goes_offline: set[str] = set()  # instances whose agent is lost once their command arrives
+        self.lost: set[str] = set()  # instances whose agent is off line (PingStatus ConnectionLost)
+        self.overwrites: dict[str, str] = {}  # a hostile host → the host whose bundle it overwrites
+        self.overwritten: list[str] = []  # the keys it overwrote
         self.commands: dict[str, dict[str, Any]] = {}  # command id → the command, in order sent
         self.invocations: dict[tuple[str, str], Invocation] = {}
         self._of_command: dict[str, list[Invocation]] = {}
@@ -204,6 +240,8 @@ class InstanceAgent:
             for iid in command["InstanceIds"]:
                 inv = self.invocations[(command["CommandId"], iid)] = Invocation(command["CommandId"], iid)
                 mine.append(inv)
+                if iid in self.goes_offline:
+                    self.lost.add(iid)
         self._inbox.put(command)
 
     def command_status(self, command_id: str) -> str:
@@ -241,6 +279,9 @@ class InstanceAgent:
             inv.status, inv.code, inv.stderr = "Failed", 1, f"document {command['DocumentName']} unknown here"
             return
         script = "\n".join(command["Parameters"]["commands"])
+        if iid in self.lost:  # the agent took the command, then went off line: it stays in progress
+            inv.status = "InProgress"
+            return None
         if self.canned is not None:
             return self._upload_canned(inv, script)
         fault = self.faults.get(iid, self.fault)
@@ -270,11 +311,11 @@ class InstanceAgent:
                 inv.stdout, inv.stderr, inv.code = out, err, proc.returncode
             return
         s3 = self.env.client("s3", direct=True)
-        if fault in ("empty-report", "malformed-report"):
-            prefix = command["Comment"].removeprefix("imagelint run ")
-            key = f"imagelint/{prefix}/{iid}/bundle.tar.gz"
+        if fault in ("empty-report", "malformed-report"):  # the host's own upload: with its own token
             body = b"" if fault == "empty-report" else b"\x1f\x8boops"
-            s3.put_object(Bucket=self.env.bucket, Key=key, Body=body)
+            s3.put_object(
+                Bucket=self.env.bucket, Key=_bundle_key(command, iid), Body=body, Metadata=_binding(script)
+            )
         if command.get("OutputS3BucketName"):
             key = (
                 f"{command['OutputS3KeyPrefix']}/{command['CommandId']}/{iid}"
@@ -290,15 +331,46 @@ class InstanceAgent:
         """PUT the canned bundle to the one upload URL the command carries, as the collector would."""
         inv.status = "InProgress"
         (url,) = re.findall(r"^URL='([^']+)'$", script, re.M)
-        # as curl -T: a body of bytes (urllib would call it a form, which S3 would parse as one)
+        # as curl -T: a body of bytes (urllib would call it a form, which S3 would parse as one), with
+        # the binding header the URL is signed with
         headers = {"Content-Type": "application/octet-stream"}
+        headers.update({f"x-amz-meta-{k}": v for k, v in _binding(script).items()})
         request = urllib.request.Request(url, data=self.canned, method="PUT", headers=headers)
         with urllib.request.urlopen(request, timeout=60) as reply:
             ok = reply.status == 200
+        victim = self.overwrites.get(inv.instance_id)
+        if ok and victim:
+            self._overwrite(self.commands[inv.command_id], victim, _binding(script))
         with self.lock:
             inv.code, inv.stdout = (0, "imagelint: bundle uploaded (canned)") if ok else (92, "")
             if inv.status != "Cancelled":
                 inv.status = "Success" if ok else "Failed"
+
+    def _overwrite(self, command: dict[str, Any], victim: str, metadata: dict[str, str]) -> None:
+        """A hostile host whose role may write the bucket (s3:PutObject on the prefix, as the instance
+        role of earlier versions had): once the victim's bundle is there, replace it with this host's
+        own, carrying the only token this host knows, its own."""
+        s3 = self.env.client("s3", direct=True)
+        key = _bundle_key(command, victim)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            listed = s3.list_objects_v2(Bucket=self.env.bucket, Prefix=key).get("KeyCount", 0)
+            if listed:
+                break
+            time.sleep(0.1)
+        s3.put_object(Bucket=self.env.bucket, Key=key, Body=self.canned or b"", Metadata=metadata)
+        self.overwritten.append(key)
+
+
+def _bundle_key(command: dict[str, Any], iid: str) -> str:
+    """Where ``iid``'s bundle of the command's run goes (the default --report-prefix)."""
+    return f"imagelint/{command['Comment'].removeprefix('imagelint run ')}/{iid}/bundle.tar.gz"
+
+
+def _binding(script: str) -> dict[str, str]:
+    """The binding token the command's script uploads with, as S3 object metadata."""
+    tokens = re.findall(r"^BINDING='?([0-9a-f]*)'?$", script, re.M)  # shlex.quote leaves hex unquoted
+    return {"imagelint-binding": tokens[0]} if tokens else {}
 
 
 class _Front(BaseHTTPRequestHandler):
@@ -350,7 +422,14 @@ class _Front(BaseHTTPRequestHandler):
             request = json.loads(body or b"{}")
             ids = [v for f in request.get("Filters", []) if f["Key"] == "InstanceIds" for v in f["Values"]]
             found = agent.managed(ids or None)
-            infos = [{"InstanceId": i, "PingStatus": "Online", "PlatformType": "Linux"} for i in found]
+            infos = [
+                {
+                    "InstanceId": i,
+                    "PingStatus": "ConnectionLost" if i in agent.lost else "Online",
+                    "PlatformType": agent.platform.get(i, "Linux"),
+                }
+                for i in found
+            ]
             return self._json({"InstanceInformationList": infos})
         if target == "AmazonSSM.SendCommand":
             return self._send_command(json.loads(body))
@@ -366,15 +445,24 @@ class _Front(BaseHTTPRequestHandler):
             agent.cancel(json.loads(body)["CommandId"])
             return self._json({})
         status, headers, data = self._forward(self.command, body)
+        if body.startswith(b"Action=DescribeImages") and self.env.image_fields:
+            data = _patched_images(data, self.env.image_fields)
         self._send(status, headers, data)
 
     def _send_command(self, request: dict[str, Any]) -> None:
         env, agent = self.env, self.env.agent
         params = json.dumps(request.get("Parameters", {}), separators=(",", ":"), ensure_ascii=False)
         ids = list(request.get("InstanceIds", []))
+        injected = next((env.send_faults[i] for i in ids if i in env.send_faults), None)
+        if injected and injected != "ThrottlingException":
+            env.asked.append(tuple(ids))
+            message = f"injected for {ids}"
+            return self._json({"__type": injected, "message": message}, 400)
         with env._fault_lock:
+            env.asked.append(tuple(ids))
             env.send_requests += 1
             throttle = bool(env.throttle_every) and env.send_requests % env.throttle_every == 0
+            throttle = throttle or injected == "ThrottlingException"
             if throttle:
                 env.throttled += 1
             else:
@@ -452,6 +540,28 @@ def _console_reply(body: bytes, text: str) -> bytes:
     ).encode()
 
 
+def _patched_images(xml: bytes, fields: dict[str, dict[str, str]]) -> bytes:
+    """DescribeImages' answer with the fields moto cannot set (RegisterImage drops ``Architecture``)
+    replaced, or added, in the item of each image named."""
+    from xml.sax.saxutils import escape
+
+    text = xml.decode()
+    for image_id, values in fields.items():
+        for name, raw in values.items():
+            value = escape(raw)
+            field = re.compile(
+                rf"(<imageId>{image_id}</imageId>(?:(?!</item>).)*?<{name}>)[^<]*(</{name}>)", re.S
+            )
+            if field.search(text):
+                text = field.sub(rf"\g<1>{value}\g<2>", text)
+            else:
+                text = text.replace(
+                    f"<imageId>{image_id}</imageId>",
+                    f"<imageId>{image_id}</imageId><{name}>{value}</{name}>",
+                )
+    return text.encode()
+
+
 def _ec2_error(code: str, message: str) -> bytes:
     return (
         f'<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error><Code>{code}</Code>'
@@ -516,6 +626,9 @@ class MotoEnv:
         self._clients: dict[tuple[str, bool, str], Any] = {}
         self.not_found: dict[str, int] = {}
         self.refuse: dict[str, tuple[str, str]] = {}
+        self.image_fields: dict[str, dict[str, str]] = {}  # AMI id → DescribeImages fields to answer
+        self.throttle_calls: dict[str, int] = {}  # query-protocol Action → throttled answers still to give
+        self.answered_throttled: list[str] = []
         self.group_held = 0  # DependencyViolation answers to DeleteSecurityGroup after termination
         self.profile_lag = 0  # RunInstances answered "Invalid IAM Instance Profile" (a new profile)
         self.on_call: dict[str, Callable[[dict[str, list[str]]], None]] = {}
@@ -525,7 +638,9 @@ class MotoEnv:
         self.seen_calls: list[tuple[str, str]] = []  # (access key, Action of a query-protocol call or "")
         self.answered_not_found: list[str] = []
         self.sent: list[SentCommand] = []  # every SendCommand the front let through
+        self.asked: list[tuple[str, ...]] = []  # the instance ids of every SendCommand request
         self.throttle_every = 0  # answer every n-th SendCommand with ThrottlingException (0: none)
+        self.send_faults = SendFaults()  # instance id → the error every SendCommand naming it gets
         self.send_requests = 0
         self.throttled = 0
         self._fault_lock = threading.Lock()
@@ -561,6 +676,13 @@ class MotoEnv:
                 "Invalid IAM Instance Profile name",
             )
         with self._fault_lock:
+            if self.throttle_calls.get(action, 0) > 0:
+                self.throttle_calls[action] -= 1
+                self.answered_throttled.append(action)
+                scope = re.search(r"Credential=[^/]+/[^/]+/[^/]+/([^/]+)/", authorization)
+                ec2 = scope is None or scope.group(1) == "ec2"
+                code = "RequestLimitExceeded" if ec2 else "Throttling"
+                return _ec2_error(code, "Request limit exceeded." if ec2 else "Rate exceeded")
             if action in self.refuse:
                 return _ec2_error(*self.refuse[action])
             if ids and self.not_found.get(action, 0) > 0:

@@ -402,8 +402,6 @@ def test_send_is_one_instance_its_own_url_and_survives_throttling(session):
         "Parameters": ANY,
         "TimeoutSeconds": 900,
         "Comment": "imagelint run r",
-        "OutputS3BucketName": "bkt",
-        "OutputS3KeyPrefix": "p/r/ssm",
         "MaxConcurrency": "1",
         "MaxErrors": "0",
     }
@@ -444,21 +442,29 @@ def test_fleet_asks_ssm_which_instances_it_manages_50_at_a_time(session):
     clients, client = _ssm_clients(session)
     ids = [f"i-{n:017x}" for n in range(60)]
     with Stubber(client) as stub:
-        online = [{"InstanceId": i, "PingStatus": "Online"} for i in ids[:49]]
+        online = [{"InstanceId": i, "PingStatus": "Online", "PlatformType": "Linux"} for i in ids[:48]]
+        lost = {"InstanceId": ids[49], "PingStatus": "ConnectionLost", "PlatformType": "Linux"}
+        windows = {"InstanceId": ids[48], "PingStatus": "Online", "PlatformType": "Windows"}
         stub.add_response(
             "describe_instance_information",
-            {"InstanceInformationList": [*online, {"InstanceId": ids[49], "PingStatus": "ConnectionLost"}]},
+            {"InstanceInformationList": [*online, windows, lost]},
             {"Filters": [{"Key": "InstanceIds", "Values": ids[:50]}], "MaxResults": 50},
         )
         stub.add_response(
             "describe_instance_information",
-            {"InstanceInformationList": [{"InstanceId": ids[50], "PingStatus": "Online"}]},
+            {
+                "InstanceInformationList": [
+                    {"InstanceId": ids[50], "PingStatus": "Online", "PlatformType": "Linux"}
+                ]
+            },
             {"Filters": [{"Key": "InstanceIds", "Values": ids[50:]}], "MaxResults": 50},
         )
         managed, others = fleet._managed(clients, ids)
-    assert managed == [*ids[:49], ids[50]]
-    assert others[ids[49]] == "SSM agent ConnectionLost" and others[ids[51]] == "no SSM agent registered"
-    assert len(others) == 10
+    assert managed == [*ids[:48], ids[50]]
+    assert others[ids[49]] == ("not-managed", "not managed by SSM (SSM agent ConnectionLost): not covered")
+    assert others[ids[51]] == ("not-managed", "not managed by SSM (no SSM agent registered): not covered")
+    assert others[ids[48]] == ("not-linux", "not a Linux host (SSM PlatformType Windows): not covered")
+    assert len(others) == 11
 
 
 def test_rollout_polls_the_executing_commands_then_their_invocations(session):
@@ -474,16 +480,24 @@ def test_rollout_polls_the_executing_commands_then_their_invocations(session):
         {"key": "InvokedAfter", "value": rollout.since},
         {"key": "ExecutionStage", "value": "Executing"},
     ]
+    ping = (
+        "describe_instance_information",
+        {"InstanceInformationList": [{"InstanceId": IID, "PingStatus": "Online", "PlatformType": "Linux"}]},
+        {"Filters": [{"Key": "InstanceIds", "Values": [IID]}], "MaxResults": 50},
+    )
     with Stubber(client) as stub:
         stub.add_response("list_commands", {"Commands": [{"CommandId": COMMAND_ID}]}, {"Filters": filters})
+        stub.add_response(*ping)  # its agent is still Online
         rollout._reap()  # still executing: no invocation asked
         stub.add_response("list_commands", {"Commands": []}, {"Filters": filters})
+        stub.add_response(*ping)
         stub.add_response(
             "get_command_invocation",
             {"CommandId": COMMAND_ID, "InstanceId": IID, "Status": "Failed", "ResponseCode": 94},
             {"CommandId": COMMAND_ID, "InstanceId": IID},
         )
         rollout._reap()
+        stub.assert_no_pending_responses()
     assert rollout.running == {} and rollout.ended[IID]["Status"] == "Failed" and rollout.failed == 1
 
 

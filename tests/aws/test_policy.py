@@ -66,7 +66,6 @@ def test_ami_policies_prints_every_document_from_the_code() -> None:
     assert json.loads(proc.stdout) == {
         "runner": policy.runner_policy(),
         "instance-trust": policy.INSTANCE_TRUST,
-        "instance-role": policy.instance_role_policy(),
         "instance-role-managed-policy": policy.SSM_MANAGED_POLICY,
         "snapshot-mode": IAM_POLICY,
     }
@@ -86,7 +85,6 @@ def test_docs_give_the_same_policies():
     docs = _json_documents((REPO / "docs" / "reference" / "iam-policies.md").read_text(encoding="utf-8"))
     assert policy.runner_policy() in docs
     assert policy.INSTANCE_TRUST in docs
-    assert policy.instance_role_policy() in docs
 
 
 @pytest.fixture
@@ -133,9 +131,9 @@ def recorded(monkeypatch: pytest.MonkeyPatch, moto_env: MotoEnv) -> Iterator[Rec
     monkeypatch.setattr(boto3.session, "Session", Recording)
     sign = s3urls.Presigner._sign
 
-    def signing(self, method, key, expires):
+    def signing(self, method, key, expires, metadata=None):
         recorder.calls.add({"get_object": "s3:GetObject", "put_object": "s3:PutObject"}[method])
-        return sign(self, method, key, expires)
+        return sign(self, method, key, expires, metadata)
 
     monkeypatch.setattr(s3urls.Presigner, "_sign", signing)
     yield recorder
@@ -315,10 +313,10 @@ _SERVICES = {"ec2": "ec2", "ebs": "ebs", "kms": "kms", "ssm": "ssm", "s3": "s3",
 def _policies() -> list[dict]:
     from imagelint.aws.snapshot import IAM_POLICY
 
-    return [policy.runner_policy(), policy.instance_role_policy(), IAM_POLICY]
+    return [policy.runner_policy(), IAM_POLICY]
 
 
-@pytest.mark.parametrize("index", range(3), ids=["runner", "instance-role", "snapshot-mode"])
+@pytest.mark.parametrize("index", range(2), ids=["runner", "snapshot-mode"])
 def test_the_policies_are_well_formed_and_name_real_actions(index: int) -> None:
     """Valid IAM JSON; every action an operation of botocore's model of its service (or a documented
     permission-only action), wildcards matching at least one; well-formed condition keys."""
