@@ -60,13 +60,16 @@ def booted(
     timeout: float = 60,
     console: Path | None = None,
     name: str = "",
+    private_network: bool = False,
 ) -> Iterator[list[str]]:
     """Boot ``root``; yield the ``nsenter`` prefix that runs a command inside once ``ready(prefix)``.
 
     ``volatile=True`` keeps the tree read-only (changes go to a tmpfs overlay); otherwise the
     container writes into ``root`` (its journal lands in ``root/var/log/journal``). ``console``: a
     file that gets the container's console (systemd's boot status lines, the getty's prompt), as an
-    instance's serial console would. ``name`` tells apart two containers booted at once. On exit the
+    instance's serial console would. ``name`` tells apart two containers booted at once.
+    ``private_network``: the container gets a network namespace of its own with only its loopback
+    (reached with ``nsenter -n -t PID``), so its sshd is on no address of this machine. On exit the
     container is powered off cleanly (nspawn forwards SIGTERM as a shutdown request); the prefix's
     PID (``prefix[2]``) is the container's init, gone once it powered itself off.
     """
@@ -74,7 +77,15 @@ def booted(
     need(shutil.which("systemd-nspawn") is not None, "systemd-nspawn is not installed")
     need(shutil.which("nsenter") is not None, "nsenter is not installed")
     with _host_network():
-        yield from _booted(root, volatile=volatile, ready=ready, timeout=timeout, console=console, name=name)
+        yield from _booted(
+            root,
+            volatile=volatile,
+            ready=ready,
+            timeout=timeout,
+            console=console,
+            name=name,
+            private_network=private_network,
+        )
 
 
 def _booted(
@@ -85,9 +96,11 @@ def _booted(
     timeout: float,
     console: Path | None,
     name: str,
+    private_network: bool = False,
 ) -> Iterator[list[str]]:
     argv = ["systemd-nspawn", "-q", "-D", str(root), "--register=no", "--keep-unit"]
     argv += ["--volatile=overlay"] if volatile else []
+    argv += ["--private-network"] if private_network else []
     argv += ["-M", f"il-test-{os.getpid()}{name}", "--boot"]
     out = console.open("wb") if console is not None else None
     proc = subprocess.Popen(

@@ -35,6 +35,8 @@ from imagelint.cli.options import (
     PartitionOpt,
     RegionOpt,
     RulesOpt,
+    SudoOpt,
+    ssh_only,
     with_run_options,
 )
 from imagelint.errors import ExitCode, UsageError
@@ -49,13 +51,13 @@ if TYPE_CHECKING:
 @with_run_options
 def audit(
     root: Annotated[
-        Path,
+        str,
         typer.Argument(
-            help="Root directory of the mounted image, a disk image file, or a bundle file (.tar.gz) "
-            "from the remote collector.",
-            readable=False,  # the opener says what it cannot read: one line, exit 3
+            help="Root directory of the mounted image, a disk image file, a bundle file (.tar.gz) "
+            "from the remote collector, or a running host: ssh://[USER@]HOST[:PORT].",
+            show_default=True,
         ),
-    ] = Path("/"),
+    ] = "/",
     show_waived: Annotated[
         bool, typer.Option("--show-waived", help="List waived findings in text output.")
     ] = False,
@@ -93,6 +95,7 @@ def audit(
     partition: PartitionOpt = None,
     region: RegionOpt = None,
     concurrency: ConcurrencyOpt = 16,
+    sudo: SudoOpt = False,
     *,
     run: RunOptions,
 ) -> None:
@@ -113,10 +116,13 @@ def audit(
 
       imagelint audit /mnt/new --baseline last-release.json --fail-on-new -f sarif:new.sarif
       imagelint audit ebs:snap-0123456789abcdef0 --region eu-west-1
+
+      imagelint audit ssh://admin@build-host.lab --sudo
     """
     from imagelint.openers import OpenOptions
     from imagelint.session import JournalOptions, run_audit
 
+    ssh_only(root, sudo)
     options = run
     options.show_waived, options.baseline, options.fail_on_new = show_waived, baseline, fail_on_new
     opening = OpenOptions(
@@ -125,8 +131,9 @@ def audit(
         concurrency=concurrency,
         live=live,
         interactive=sys.stderr.isatty(),
+        sudo=sudo,
     )
-    verdict = run_audit(str(root), options, JournalOptions(journal, require_journal), opening)
+    verdict = run_audit(root, options, JournalOptions(journal, require_journal), opening)
     raise typer.Exit(int(verdict.exit_code))
 
 
@@ -141,9 +148,13 @@ def audit(
 @friendly
 def units(
     root: Annotated[
-        Path,
-        typer.Argument(help="Root directory of the mounted image, or a disk image file.", readable=False),
-    ] = Path("/"),
+        str,
+        typer.Argument(
+            help="Root directory of the mounted image, a disk image file, or a running host: "
+            "ssh://[USER@]HOST[:PORT].",
+            show_default=True,
+        ),
+    ] = "/",
     formats: Annotated[
         list[str] | None,
         typer.Option(
@@ -156,6 +167,7 @@ def units(
     partition: PartitionOpt = None,
     region: RegionOpt = None,
     concurrency: ConcurrencyOpt = 16,
+    sudo: SudoOpt = False,
 ) -> None:
     """List every systemd unit of an image: state, preset, unit file, drop-ins, and the boot chain.
 
@@ -169,12 +181,15 @@ def units(
       imagelint units disk.qcow2 -f text -f json:units.json
 
       imagelint units ebs:snap-0123456789abcdef0 --region eu-west-1
+
+      imagelint units ssh://root@10.0.0.7
     """
     from imagelint.commands.units import run_units
     from imagelint.openers import OpenOptions
 
-    opening = OpenOptions(partition=partition, region=region, concurrency=concurrency)
-    raise typer.Exit(run_units(str(root), formats or ["text"], opening))
+    ssh_only(root, sudo)
+    opening = OpenOptions(partition=partition, region=region, concurrency=concurrency, sudo=sudo)
+    raise typer.Exit(run_units(root, formats or ["text"], opening))
 
 
 @command(
@@ -183,6 +198,14 @@ def units(
 @friendly
 @with_run_options
 def soak(
+    host: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[ssh://[USER@]HOST[:PORT]]",
+            help="Soak this running host over SSH (its collector samples, the judgement runs here) "
+            "instead of the host imagelint runs on.",
+        ),
+    ] = None,
     duration: Annotated[
         str, typer.Option("--duration", "-d", help="How long to watch: 90s, 10m, 1h.")
     ] = "10m",
@@ -197,6 +220,7 @@ def soak(
             "watching this host; --duration and --interval are the bundle's.",
         ),
     ] = None,
+    sudo: SudoOpt = False,
     *,
     run: RunOptions,
 ) -> None:
@@ -212,16 +236,30 @@ def soak(
       imagelint soak --duration 10m --interval 5s
 
       imagelint soak -d 5m -f text -f json:soak.json --fail-on high
+
+      imagelint soak ssh://admin@node-7.lab --sudo -d 10m
     """
     from imagelint.durations import parse_duration
     from imagelint.soak.command import run_soak_command
 
     options = run
+    ssh_only(host or "", sudo)
+    if host is not None and from_bundle is not None:
+        raise UsageError("give a host or --from-bundle, not both")
     if from_bundle is not None:
         from imagelint.session import prepare, publish, soak_bundle
 
-        raise typer.Exit(int(publish(soak_bundle(prepare(options), from_bundle), options).exit_code))
+        raise typer.Exit(int(publish(soak_bundle(prepare(options), str(from_bundle)), options).exit_code))
     seconds, every = parse_duration(duration, "--duration"), parse_duration(interval, "--interval")
+    if host is not None:
+        from imagelint.openers import OpenOptions
+        from imagelint.remote.spec import parse
+        from imagelint.session import collecting, prepare, publish, soak_bundle
+
+        parse(host)  # a bad spec is refused before the rules are loaded
+        prepared = prepare(options)
+        opening = collecting(prepared, OpenOptions(sudo=sudo), soak_seconds=seconds, soak_interval=every)
+        raise typer.Exit(int(publish(soak_bundle(prepared, host, opening), options).exit_code))
     verdict = run_soak_command(seconds, every, options, interactive=sys.stderr.isatty())
     raise typer.Exit(int(verdict.exit_code))
 

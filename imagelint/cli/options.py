@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from imagelint.cli.helptext import DEFAULT_FAIL_ON_TOKEN, FORMATS_TOKEN, SEVERITIES_TOKEN
+from imagelint.errors import UsageError
 
 if TYPE_CHECKING:
     from imagelint.session import RunOptions
@@ -83,6 +84,24 @@ PartitionOpt = Annotated[
         help="Disk image: read the root filesystem from partition N (default: the one with /etc/os-release).",
     ),
 ]
+SudoOpt = Annotated[
+    bool,
+    typer.Option(
+        "--sudo",
+        help="ssh://: run the collector with `sudo -n` (a login that is not root; sudo must not ask "
+        "for a password).",
+    ),
+]
+
+
+def ssh_only(spec: str, sudo: bool) -> None:
+    """--sudo is for a host reached over ssh, nothing else."""
+    from imagelint.remote.spec import is_ssh
+
+    if sudo and not is_ssh(spec):
+        raise UsageError("--sudo applies to a host reached over ssh (ssh://[USER@]HOST[:PORT])")
+
+
 GithubOpt = Annotated[
     bool | None,
     typer.Option(

@@ -13,6 +13,7 @@ such root, unknown format).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from imagelint.errors import UsageError
@@ -24,7 +25,13 @@ from imagelint.openers import OpenOptions, open_spec
 
 
 def listing_of(spec: str, opening: OpenOptions | None = None) -> UnitsListing:
-    """The units of the image ``spec`` names (any kind :mod:`imagelint.openers` opens)."""
+    """The units of the image ``spec`` names (any kind :mod:`imagelint.openers` opens; a host over
+    ssh gathers what the unit index reads)."""
+    from imagelint.collector.plan import units_plan
+
+    opening = opening or OpenOptions()
+    if opening.plan is None:
+        opening = replace(opening, plan=units_plan())
     with open_spec(spec, opening) as opened:
         if opened.target is None:
             raise UsageError(f"a {opened.kind} has no units to list", where=spec)
