@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +32,7 @@ pytestmark = [pytest.mark.root, pytest.mark.slow]
 # Files a boot itself writes (machine-id, journal, random seed, host keys made at first boot): a
 # booted host always has them, so the clean host is judged without these hygiene rules.
 BOOT_ARTIFACTS = "IL101,IL102,IL112,IL115"
+ACCESS = "IL104"  # the authorized_keys this test logs in with are baked into the image, rightly found
 SCRATCH = "var/tmp"
 
 
@@ -67,7 +70,8 @@ def _host_tree(src: Path, dest: Path, key: Path, *, faulty: bool) -> Path:
         (dropin / "host-keys.conf").write_text(
             "[Service]\nExecStartPre=\nExecStartPre=/usr/bin/ssh-keygen -A\nExecStartPre=/usr/sbin/sshd -t\n"
         )
-    subprocess.run(["chroot", str(root), "useradd", "-m", "-s", "/bin/sh", "tester"], check=True)
+    # a password field that is not a lock ("!"): the faulty image's sshd_config has no UsePAM
+    subprocess.run(["chroot", str(root), "useradd", "-m", "-s", "/bin/sh", "-p", "*", "tester"], check=True)
     (root / "etc/sudoers.d/tester").write_text("tester ALL=(ALL) NOPASSWD: ALL\n")
     (root / "etc/sudoers.d/tester").chmod(0o440)
     _authorize(root, "/root", key, "root")
@@ -126,14 +130,165 @@ def _findings(path: Path) -> set[tuple[str, str]]:
     return {(f["rule_id"], f["subject"]) for f in json.loads(path.read_text())["findings"]}
 
 
-def test_faulty_host_fails_naming_ecs_from_the_image_and_the_manager(hosts: dict[str, Host], tmp_path: Path) -> None:
+def test_faulty_host_fails_naming_ecs_from_the_image_and_the_manager(
+    hosts: dict[str, Host], tmp_path: Path
+) -> None:
     host = hosts["faulty"]
     out = tmp_path / "report.json"
     proc = host.cli("audit", "ssh://root@127.0.0.1", "-f", f"json:{out}")
     assert proc.returncode == 1, proc.stderr[-3000:]
     report = json.loads(out.read_text())
-    ecs = [f for f in report["findings"] if "ecs.service" in f["subject"]]
-    print(json.dumps(ecs, indent=1)[:5000])
-    assert 0
+    ecs = {f["rule_id"] for f in report["findings"] if f["subject"] == "ecs.service"}
+    assert {"IL201", "IL203"} <= ecs, ecs  # the image: enabled, its executable missing
+    assert ecs & {"IL211", "IL212"}, ecs  # the running manager: failed or restarting
     assert report["target"]["path"] == "ssh://root@127.0.0.1"
     assert host.scratch_left() == []
+
+
+def test_the_result_equals_auditing_the_same_hosts_bundle(hosts: dict[str, Host], tmp_path: Path) -> None:
+    host = hosts["faulty"]
+    over_ssh = tmp_path / "ssh.json"
+    proc = host.cli("audit", "ssh://root@127.0.0.1", "-f", f"json:{over_ssh}")
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    # the documented manual path: write the collector, run it on the host, judge its bundle here
+    gate = host.root / "var/tmp/gate"
+    assert run_cli("collector", str(gate)).returncode == 0
+    ran = subprocess.run(
+        [*host.prefix, "sh", "/var/tmp/gate/collect.sh", "/var/tmp/gate"], capture_output=True, text=True
+    )
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    bundle = host.root / ran.stdout.strip().lstrip("/")
+    from_bundle = tmp_path / "bundle.json"
+    assert run_cli("audit", str(bundle), "-f", f"json:{from_bundle}").returncode == 1
+    assert _findings(over_ssh) == _findings(from_bundle)
+
+
+def test_a_clean_host_passes(hosts: dict[str, Host], tmp_path: Path) -> None:
+    host = hosts["clean"]
+    out = tmp_path / "r.json"
+    proc = host.cli("audit", "ssh://127.0.0.1", "--ignore", f"{BOOT_ARTIFACTS},{ACCESS}", "-f", f"json:{out}")
+    failing = [(f["rule_id"], f["subject"]) for f in json.loads(out.read_text())["findings"] if f["failing"]]
+    assert proc.returncode == 0, failing
+    assert host.scratch_left() == []
+
+
+def test_a_changed_host_key_is_refused(hosts: dict[str, Host], tmp_path: Path) -> None:
+    host = hosts["faulty"]
+    other = tmp_path / "other"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ecdsa", "-N", "", "-f", str(other)], check=True)
+    known = tmp_path / "known_hosts"
+    known.write_text(f"127.0.0.1 {' '.join(Path(f'{other}.pub').read_text().split()[:2])}\n")
+    proc = host.cli("audit", "ssh://root@127.0.0.1", known_hosts=known)
+    assert proc.returncode == 3, proc.stderr
+    assert "host key" in proc.stderr.lower() and "Traceback" not in proc.stderr
+    assert host.scratch_left() == []
+
+
+def test_a_login_without_root_uses_sudo(hosts: dict[str, Host], tmp_path: Path) -> None:
+    host = hosts["faulty"]
+    as_root, with_sudo = tmp_path / "root.json", tmp_path / "sudo.json"
+    assert host.cli("audit", "ssh://root@127.0.0.1", "-f", f"json:{as_root}").returncode == 1
+    proc = host.cli("audit", "ssh://tester@127.0.0.1", "--sudo", "-f", f"json:{with_sudo}")
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert _findings(with_sudo) == _findings(as_root)
+    assert host.scratch_left() == []
+
+
+def test_sudo_that_asks_for_a_password_is_one_line(hosts: dict[str, Host], tmp_path: Path) -> None:
+    host = hosts["clean"]
+    rule = host.root / "etc/sudoers.d/tester"
+    rule.write_text("tester ALL=(ALL) ALL\n")  # a password now: `sudo -n` refuses, nothing waits
+    try:
+        proc = host.cli("audit", "ssh://tester@127.0.0.1", "--sudo", timeout=120)
+    finally:
+        rule.write_text("tester ALL=(ALL) NOPASSWD: ALL\n")
+    assert proc.returncode == 3, proc.stderr
+    assert "sudo" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def _collectors(host: Host) -> list[int]:
+    """The collector's processes in the host's network namespace."""
+    netns = os.readlink(f"/proc/{host.prefix[2]}/ns/net")
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if (
+                proc.name.isdigit()
+                and os.readlink(proc / "ns/net") == netns
+                and b"collect.sh" in (proc / "cmdline").read_bytes()
+            ):
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+def _soak(host: Host, tmp_path: Path) -> subprocess.Popen[str]:
+    exe = shutil.which("imagelint", path=str(Path(sys.executable).parent)) or "imagelint"
+    env = {**os.environ, "IMAGELINT_SSH_COMMAND": host.command(), "NO_COLOR": "1"}
+    argv = [exe, "soak", "ssh://root@127.0.0.1", "-d", "60s", "-i", "1s", "-f", f"json:{tmp_path / 's.json'}"]
+    return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for(what, timeout: float = 60):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = what()
+        if got:
+            return got
+        time.sleep(0.2)
+    raise AssertionError("timed out waiting")
+
+
+def test_a_collector_killed_midway_is_inconclusive(hosts: dict[str, Host], tmp_path: Path) -> None:
+    host = hosts["clean"]
+    run = _soak(host, tmp_path)
+    pids = _wait_for(lambda: _collectors(host))
+    time.sleep(2)  # midway: the soak is sampling
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    _, err = run.communicate(timeout=120)
+    assert run.returncode == 3, err
+    assert "collector failed" in err and "Traceback" not in err
+    assert _wait_for(lambda: host.scratch_left() == [], timeout=10)
+
+
+def test_interrupted_at_home_the_host_removes_its_scratch_directory(
+    hosts: dict[str, Host], tmp_path: Path
+) -> None:
+    host = hosts["clean"]
+    run = _soak(host, tmp_path)
+    _wait_for(lambda: _collectors(host))
+    assert host.scratch_left()
+    run.send_signal(signal.SIGINT)
+    _, err = run.communicate(timeout=120)
+    assert run.returncode != 0 and "Traceback" not in err, err
+    assert _wait_for(lambda: host.scratch_left() == [] and not _collectors(host), timeout=20)
+
+
+def test_units_over_ssh_list_the_hosts_units(hosts: dict[str, Host], tmp_path: Path) -> None:
+    host = hosts["faulty"]
+    over_ssh, offline = tmp_path / "ssh.json", tmp_path / "tree.json"
+    proc = host.cli("units", "ssh://root@127.0.0.1", "-f", f"json:{over_ssh}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert run_cli("units", str(host.root), "-f", f"json:{offline}").returncode == 0
+
+    def states(path: Path) -> dict[str, object]:
+        return {u["name"]: u["state"] for u in json.loads(path.read_text())["units"]}
+
+    live, image = states(over_ssh), states(offline)
+    assert live["ecs.service"] == "enabled"
+    # the running host's units are the image's, plus what its boot enabled at runtime (under /run)
+    differ = {n for n in live.keys() | image.keys() if live.get(n) != image.get(n)}
+    assert differ and all(str(live.get(n)).endswith("-runtime") for n in differ), differ
+
+
+def test_a_soak_over_ssh_has_the_per_cpu_and_memcg_signals(hosts: dict[str, Host], tmp_path: Path) -> None:
+    host = hosts["clean"]
+    out = tmp_path / "soak.json"
+    proc = host.cli("soak", "ssh://root@127.0.0.1", "-d", "6s", "-i", "1s", "-f", f"json:{out}")
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    soak = json.loads(out.read_text())["facts"]["soak"]
+    assert len(soak["samples"]) >= 4 and soak["layout"]  # memory cgroups, sampled on the host
+    assert soak["cpu"] and soak["memory_stat_walk"]  # the per-CPU reads and the memory.stat walk
+    assert not soak["cut_short"]
