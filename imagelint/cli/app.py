@@ -252,8 +252,8 @@ def soak(
         raise typer.Exit(int(publish(soak_bundle(prepare(options), str(from_bundle)), options).exit_code))
     seconds, every = parse_duration(duration, "--duration"), parse_duration(interval, "--interval")
     if host is not None:
+        from imagelint.collector.ssh.spec import parse
         from imagelint.openers import OpenOptions
-        from imagelint.remote.spec import parse
         from imagelint.session import collecting, prepare, publish, soak_bundle
 
         parse(host)  # a bad spec is refused before the rules are loaded

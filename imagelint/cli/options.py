@@ -96,7 +96,7 @@ SudoOpt = Annotated[
 
 def ssh_only(spec: str, sudo: bool) -> None:
     """--sudo is for a host reached over ssh, nothing else."""
-    from imagelint.remote.spec import is_ssh
+    from imagelint.collector.ssh.spec import is_ssh
 
     if sudo and not is_ssh(spec):
         raise UsageError("--sudo applies to a host reached over ssh (ssh://[USER@]HOST[:PORT])")

@@ -2,9 +2,10 @@
 
 The collector (:mod:`imagelint.collector`) gathers what the command's plan asks (``OpenOptions.plan``:
 the loaded rules' paths and ``systemctl show``, and the soak's samples for ``soak``), the bundle comes
-back over the same connection (:mod:`imagelint.remote.ssh`) into a private scratch directory here, and
-it is opened as any bundle is (:mod:`imagelint.bundle.run`): the same findings as ``audit BUNDLE``,
-the host scope from the manager's live state included, and the soak's facts for ``soak``.
+back over the same connection (:mod:`imagelint.collector.ssh.transport`) into a private scratch
+directory here, and it is opened as any bundle is (:mod:`imagelint.bundle.run`): the same findings
+as ``audit BUNDLE``, the host scope from the manager's live state included, and the soak's facts for
+``soak``.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from imagelint.collector.ssh.spec import is_ssh, parse
 from imagelint.errors import UsageError
 from imagelint.openers import Opened, OpenOptions, refuse_partition
-from imagelint.remote.spec import is_ssh, parse
 
 
 class SshOpener:
@@ -29,7 +30,7 @@ class SshOpener:
     @contextlib.contextmanager
     def open(self, spec: str, options: OpenOptions) -> Iterator[Opened]:
         from imagelint.bundle.run import opened
-        from imagelint.remote.ssh import MARGIN, collect
+        from imagelint.collector.ssh.transport import MARGIN, collect
 
         refuse_partition(spec, options)
         if options.live:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from imagelint.remote.spec import parse
-from imagelint.remote.ssh import RemoteError, collect
+from imagelint.collector.ssh.spec import parse
+from imagelint.collector.ssh.transport import RemoteError, collect
 
 
 def _path_without(tmp_path: Path, missing: str) -> str:

@@ -6,7 +6,7 @@ stream is binary-clean; no prompt: a host whose key is not known, or changed, is
 itself, never accepted behind the user's back). ``IMAGELINT_SSH_COMMAND`` replaces that command line
 as ``GIT_SSH_COMMAND`` does for git (split as a shell would, never run through one). Then come
 ``-p PORT`` when the spec has one, ``--``, the destination and the remote command of
-:mod:`imagelint.remote.bootstrap`, whose script goes on standard input.
+:mod:`imagelint.collector.ssh.script`, whose script goes on standard input.
 
 What comes back is hostile: a header of at most :data:`HEADER_MAX` bytes, then at most
 :data:`~imagelint.collector.MAX_BUNDLE` bytes of bundle, all within the deadline (the soak plus
@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import IO
 
 from imagelint.collector import MAX_BUNDLE
+from imagelint.collector.ssh.script import MAGIC, remote_command, script
+from imagelint.collector.ssh.spec import HostSpec
 from imagelint.errors import ExitCode, ImageLintError, UsageError
-from imagelint.remote.bootstrap import MAGIC, remote_command, script
-from imagelint.remote.spec import HostSpec
 
 COMMAND_VARIABLE = "IMAGELINT_SSH_COMMAND"
 DEFAULT_COMMAND = ("ssh", "-T", "-o", "BatchMode=yes")

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from imagelint.collector.ssh.spec import HostSpec, parse
+from imagelint.collector.ssh.transport import DEFAULT_COMMAND, command_line
 from imagelint.errors import UsageError
-from imagelint.remote.spec import HostSpec, parse
-from imagelint.remote.ssh import DEFAULT_COMMAND, command_line
 from tests.support import run_cli
 
 
