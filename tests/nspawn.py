@@ -60,7 +60,7 @@ def booted(
     timeout: float = 60,
     console: Path | None = None,
     name: str = "",
-    private_network: bool = False,
+    network: tuple[str, ...] = (),
 ) -> Iterator[list[str]]:
     """Boot ``root``; yield the ``nsenter`` prefix that runs a command inside once ``ready(prefix)``.
 
@@ -68,8 +68,9 @@ def booted(
     container writes into ``root`` (its journal lands in ``root/var/log/journal``). ``console``: a
     file that gets the container's console (systemd's boot status lines, the getty's prompt), as an
     instance's serial console would. ``name`` tells apart two containers booted at once.
-    ``private_network``: the container gets a network namespace of its own with only its loopback
-    (reached with ``nsenter -n -t PID``), so its sshd is on no address of this machine. On exit the
+    ``network``: nspawn's network options, e.g. ``("--private-network",)`` (a namespace of its own
+    with only a loopback, reached with ``nsenter -n -t PID``: its sshd is on no address of this
+    machine) or ``("--network-namespace-path=/proc/PID/ns/net",)`` (another container's). On exit the
     container is powered off cleanly (nspawn forwards SIGTERM as a shutdown request); the prefix's
     PID (``prefix[2]``) is the container's init, gone once it powered itself off.
     """
@@ -84,7 +85,7 @@ def booted(
             timeout=timeout,
             console=console,
             name=name,
-            private_network=private_network,
+            network=network,
         )
 
 
@@ -96,11 +97,10 @@ def _booted(
     timeout: float,
     console: Path | None,
     name: str,
-    private_network: bool = False,
+    network: tuple[str, ...] = (),
 ) -> Iterator[list[str]]:
-    argv = ["systemd-nspawn", "-q", "-D", str(root), "--register=no", "--keep-unit"]
+    argv = ["systemd-nspawn", "-q", "-D", str(root), "--register=no", "--keep-unit", *network]
     argv += ["--volatile=overlay"] if volatile else []
-    argv += ["--private-network"] if private_network else []
     argv += ["-M", f"il-test-{os.getpid()}{name}", "--boot"]
     out = console.open("wb") if console is not None else None
     proc = subprocess.Popen(
