@@ -31,7 +31,9 @@ from imagelint.cli.helptext import SUCCESS, command
 from imagelint.cli.options import (
     ConcurrencyOpt,
     ConfigOpt,
+    HostsOpt,
     NoBuiltinOpt,
+    ParallelOpt,
     PartitionOpt,
     RegionOpt,
     RulesOpt,
@@ -96,6 +98,8 @@ def audit(
     region: RegionOpt = None,
     concurrency: ConcurrencyOpt = 16,
     sudo: SudoOpt = False,
+    hosts: HostsOpt = None,
+    parallel: ParallelOpt = 8,
     *,
     run: RunOptions,
 ) -> None:
@@ -118,13 +122,21 @@ def audit(
       imagelint audit ebs:snap-0123456789abcdef0 --region eu-west-1
 
       imagelint audit ssh://admin@build-host.lab --sudo
+
+      imagelint audit --hosts lab-hosts.txt --sudo --parallel 8 -f json:hosts.json
     """
     from imagelint.openers import OpenOptions
     from imagelint.session import JournalOptions, run_audit
 
-    ssh_only(root, sudo)
     options = run
     options.show_waived, options.baseline, options.fail_on_new = show_waived, baseline, fail_on_new
+    if hosts is not None:
+        if root != "/" or live:
+            raise UsageError("give --hosts FILE or a target, not both")
+        from imagelint.commands.hosts import run_hosts
+
+        raise typer.Exit(int(run_hosts(hosts, options, sudo=sudo, parallel=parallel).exit_code))
+    ssh_only(root, sudo)
     opening = OpenOptions(
         partition=partition,
         region=region,
@@ -221,6 +233,8 @@ def soak(
         ),
     ] = None,
     sudo: SudoOpt = False,
+    hosts: HostsOpt = None,
+    parallel: ParallelOpt = 8,
     *,
     run: RunOptions,
 ) -> None:
@@ -238,19 +252,29 @@ def soak(
       imagelint soak -d 5m -f text -f json:soak.json --fail-on high
 
       imagelint soak ssh://admin@node-7.lab --sudo -d 10m
+
+      imagelint soak --hosts lab-hosts.txt -d 10m -f json:soak.json
     """
     from imagelint.durations import parse_duration
     from imagelint.soak.command import run_soak_command
 
     options = run
-    ssh_only(host or "", sudo)
-    if host is not None and from_bundle is not None:
-        raise UsageError("give a host or --from-bundle, not both")
+    if sum(x is not None for x in (host, from_bundle, hosts)) > 1:
+        raise UsageError("give one of a host, --hosts FILE and --from-bundle")
+    if hosts is None:
+        ssh_only(host or "", sudo)
     if from_bundle is not None:
         from imagelint.session import prepare, publish, soak_bundle
 
         raise typer.Exit(int(publish(soak_bundle(prepare(options), str(from_bundle)), options).exit_code))
     seconds, every = parse_duration(duration, "--duration"), parse_duration(interval, "--interval")
+    if hosts is not None:
+        from imagelint.commands.hosts import run_hosts
+
+        verdict = run_hosts(
+            hosts, options, sudo=sudo, parallel=parallel, soak_seconds=seconds, soak_interval=every
+        )
+        raise typer.Exit(int(verdict.exit_code))
     if host is not None:
         from imagelint.collector.ssh.spec import parse
         from imagelint.openers import OpenOptions

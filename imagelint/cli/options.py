@@ -94,6 +94,21 @@ SudoOpt = Annotated[
 ]
 
 
+HostsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--hosts",
+        metavar="FILE",
+        dir_okay=False,
+        help="Many running hosts: FILE holds one ssh://[USER@]HOST[:PORT] a line (# comments); one "
+        "report with a row per host, the exit code the verdict over all of them.",
+    ),
+]
+ParallelOpt = Annotated[
+    int, typer.Option("--parallel", min=1, max=64, help="--hosts: hosts collecting at once.")
+]
+
+
 def ssh_only(spec: str, sudo: bool) -> None:
     """--sudo is for a host reached over ssh, nothing else."""
     from imagelint.collector.ssh.spec import is_ssh

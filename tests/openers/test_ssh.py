@@ -307,3 +307,38 @@ def test_a_soak_over_ssh_has_the_per_cpu_and_memcg_signals(hosts: dict[str, Host
     assert len(soak["samples"]) >= 4 and soak["layout"]  # memory cgroups, sampled on the host
     assert soak["cpu"] and soak["memory_stat_walk"]  # the per-CPU reads and the memory.stat walk
     assert not soak["cut_short"]
+
+
+def test_many_hosts_give_one_report_with_a_row_each(hosts: dict[str, Host], tmp_path: Path) -> None:
+    faulty, clean = hosts["faulty"], hosts["clean"]
+    unreachable = "ssh://root@127.0.0.1:2200"  # nothing listens there: connection refused
+    listing = tmp_path / "hosts.txt"
+    listing.write_text(f"# lab\n{faulty.spec()}\n\n{clean.spec()}\n{unreachable}\n")
+    both = tmp_path / "known_hosts"
+    both.write_text(faulty.known_hosts.read_text() + clean.known_hosts.read_text())
+    ignore = f"{BOOT_ARTIFACTS},{ACCESS}"
+    out = tmp_path / "hosts.json"
+    proc = faulty.cli(
+        "audit",
+        "--hosts",
+        str(listing),
+        "--parallel",
+        "2",
+        "--ignore",
+        ignore,
+        "-f",
+        f"json:{out}",
+        known_hosts=both,
+    )
+    assert proc.returncode == 1, proc.stderr[-3000:]  # a failing host is not hidden by an unreachable one
+    report = json.loads(out.read_text())
+    rows = {r["host"]: r for r in report["facts"]["hosts"]}
+    assert [r["host"] for r in report["facts"]["hosts"]] == [faulty.spec(), clean.spec(), unreachable]
+    assert (rows[faulty.spec()]["coverage"], rows[faulty.spec()]["verdict"]) == ("checked", "fail")
+    assert (rows[clean.spec()]["coverage"], rows[clean.spec()]["verdict"]) == ("checked", "pass")
+    assert rows[unreachable]["coverage"] == "no-report" and "refused" in rows[unreachable]["reason"]
+    assert f"{faulty.spec()}: ecs.service" in {f["subject"] for f in report["findings"]}
+    listing.write_text(f"{clean.spec()}\n{unreachable}\n")
+    proc = clean.cli("audit", "--hosts", str(listing), "--ignore", ignore, known_hosts=both)
+    assert proc.returncode == 3, proc.stdout[-2000:]  # no host fails, one was not seen
+    assert faulty.scratch_left() == [] and clean.scratch_left() == []
