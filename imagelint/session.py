@@ -22,6 +22,7 @@ from imagelint.rulepacks import Rule, RulePack, Scope, Severity, builtin_pack_pa
 from imagelint.targets.interface import Target
 
 if TYPE_CHECKING:
+    from imagelint.collector.plan import Plan
     from imagelint.facts.soak import SoakFacts
     from imagelint.openers import Opened, OpenOptions
     from imagelint.report.baseline import Baseline
@@ -170,9 +171,12 @@ def collecting(
 ) -> OpenOptions:
     """``opening`` with the collector's plan for ``run`` (what a host reached over ssh gathers): the
     plan of a throwaway instance or a fleet host, so a host is judged as its bundle would be."""
-    from imagelint.collector.plan import instance_plan
 
-    plan = instance_plan(*run.rules, soak_seconds=soak_seconds, soak_interval=soak_interval)
+    def plan() -> Plan:
+        from imagelint.collector.plan import instance_plan
+
+        return instance_plan(*run.rules, soak_seconds=soak_seconds, soak_interval=soak_interval)
+
     return replace(opening, plan=plan)
 
 

@@ -34,7 +34,7 @@ REPORT, DIFF, UNITS = "report", "diff", "units"
 class UnitsListing:
     """The ``units`` document: every unit of one image, as the index sees it."""
 
-    root: Path
+    root: str | Path  # what the command line named: a path, or a host (ssh://…)
     index: UnitIndex
 
 

@@ -46,7 +46,8 @@ class OpenOptions:
     interactive: bool = False
     side: str | None = None  # diff: "old" or "new"
     shared: dict[str, Any] | None = None  # diff: what an opener of OLD leaves for NEW's, by kind
-    plan: Plan | None = None  # what an opener that collects on a running host (ssh://) gathers there
+    # what an opener that collects on a running host (ssh://) gathers there, made when it is asked
+    plan: Callable[[], Plan] | None = None
     sudo: bool = False  # ssh://: run the collector with `sudo -n` (a login that is not root)
 
 

@@ -38,9 +38,10 @@ class SshOpener:
         host = parse(spec)
         if options.plan is None:
             raise UsageError(f"{spec}: this command cannot collect on a host over ssh")
-        timeout = options.plan.soak_seconds + MARGIN
+        plan = options.plan()
+        timeout = plan.soak_seconds + MARGIN
         with tempfile.TemporaryDirectory(prefix="imagelint-ssh-") as scratch:
-            bundle = collect(host, options.plan.text(), Path(scratch), sudo=options.sudo, timeout=timeout)
+            bundle = collect(host, plan.text(), Path(scratch), sudo=options.sudo, timeout=timeout)
             with opened(bundle, str(host)) as got:
                 yield Opened(
                     self.kind,

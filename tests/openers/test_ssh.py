@@ -292,6 +292,7 @@ def test_units_over_ssh_list_the_hosts_units(hosts: dict[str, Host], tmp_path: P
         return {u["name"]: u["state"] for u in json.loads(path.read_text())["units"]}
 
     live, image = states(over_ssh), states(offline)
+    assert json.loads(over_ssh.read_text())["root"] == host.spec()
     assert live["ecs.service"] == "enabled"
     # the running host's units are the image's, plus what its boot enabled at runtime (under /run)
     differ = {n for n in live.keys() | image.keys() if live.get(n) != image.get(n)}
