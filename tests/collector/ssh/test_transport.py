@@ -57,3 +57,11 @@ def test_a_bundle_cut_short_is_refused(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setenv("IMAGELINT_SSH_COMMAND", "sh -c 'printf \"imagelint-ssh 1 ok 1000\\nabc\"' remote")
     with pytest.raises(RemoteError, match="ended after 3 of 1,000 bytes"):
         collect(parse("ssh://h"), "", tmp_path, sudo=False, timeout=60)
+
+
+def test_a_host_that_never_answers_is_stopped_at_the_deadline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("IMAGELINT_SSH_COMMAND", "sh -c 'exec sleep 600' remote")
+    with pytest.raises(RemoteError, match="no bundle within 1 s; stopped"):
+        collect(parse("ssh://h"), "", tmp_path, sudo=False, timeout=1)
