@@ -246,10 +246,12 @@ def _collectors(host: Host) -> list[int]:
     return found
 
 
-def _soak(host: Host, tmp_path: Path) -> subprocess.Popen[str]:
+def _soak(host: Host, tmp_path: Path, *login: str) -> subprocess.Popen[str]:
+    """A 600 s soak of ``host`` over ssh as root, or as ``login`` (a user and ``--sudo``)."""
     exe = shutil.which("imagelint", path=str(Path(sys.executable).parent)) or "imagelint"
     env = {**os.environ, "IMAGELINT_SSH_COMMAND": host.command(), "NO_COLOR": "1"}
-    argv = [exe, "soak", host.spec(), "-d", "600s", "-i", "1s", "-f", f"json:{tmp_path / 's.json'}"]
+    spec = host.spec(*login[:1])
+    argv = [exe, "soak", spec, *login[1:], "-d", "600s", "-i", "1s", "-f", f"json:{tmp_path / 's.json'}"]
     return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -276,11 +278,12 @@ def test_a_collector_killed_midway_is_inconclusive(hosts: dict[str, Host], tmp_p
     assert _wait_for(lambda: host.scratch_left() == [], timeout=10)
 
 
+@pytest.mark.parametrize("login", [(), ("tester", "--sudo")], ids=["root", "sudo"])
 def test_interrupted_at_home_the_host_removes_its_scratch_directory(
-    hosts: dict[str, Host], tmp_path: Path
+    hosts: dict[str, Host], tmp_path: Path, login: tuple[str, ...]
 ) -> None:
     host = hosts["clean"]
-    run = _soak(host, tmp_path)
+    run = _soak(host, tmp_path, *login)
     _wait_for(lambda: _collectors(host))
     assert host.scratch_left()
     run.send_signal(signal.SIGINT)
