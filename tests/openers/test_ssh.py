@@ -354,3 +354,14 @@ def test_many_hosts_give_one_report_with_a_row_each(hosts: dict[str, Host], tmp_
     proc = clean.cli("audit", "--hosts", str(listing), known_hosts=both)
     assert proc.returncode == 3, proc.stdout[-2000:]  # no host fails, one was not seen
     assert faulty.scratch_left() == [] and clean.scratch_left() == []
+
+
+def test_a_soak_of_many_hosts_judges_each_ones_audit_and_soak(hosts: dict[str, Host], tmp_path: Path) -> None:
+    clean = hosts["clean"]
+    listing, out = tmp_path / "hosts.txt", tmp_path / "soak.json"
+    listing.write_text(f"{clean.spec()}\n")
+    proc = clean.cli("soak", "--hosts", str(listing), "-d", "4s", "-i", "1s", "-f", f"json:{out}")
+    report = json.loads(out.read_text())
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    assert [r["coverage"] for r in report["facts"]["hosts"]] == ["checked"]
+    assert {"image", "host", "soak"} <= set(report["scopes"]), report["scopes"]
