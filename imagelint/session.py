@@ -22,6 +22,7 @@ from imagelint.rulepacks import Rule, RulePack, Scope, Severity, builtin_pack_pa
 from imagelint.targets.interface import Target
 
 if TYPE_CHECKING:
+    from imagelint.collector.plan import Plan
     from imagelint.facts.soak import SoakFacts
     from imagelint.openers import Opened, OpenOptions
     from imagelint.report.baseline import Baseline
@@ -153,17 +154,30 @@ def judge_soak(run: PreparedRun, target: Target, facts: SoakFacts) -> Report:
     return report
 
 
-def soak_bundle(run: PreparedRun, path: Path) -> Report:
-    """``soak --from-bundle BUNDLE``: the soak the collector recorded, judged here."""
+def soak_bundle(run: PreparedRun, spec: str, opening: OpenOptions | None = None) -> Report:
+    """``soak --from-bundle BUNDLE``, and ``soak ssh://HOST`` (``opening`` has the plan with the
+    soak): the soak the collector recorded, judged here."""
     from imagelint.openers import open_spec
 
-    with open_spec(str(path)) as opened:
-        facts = opened.soak() if opened.kind == "bundle" else None
+    with open_spec(spec, opening) as opened:
+        facts = opened.soak() if opened.kind in ("bundle", "ssh") else None
         if facts is None or opened.target is None:
-            raise UsageError(
-                "not a bundle with soak samples (it was collected without a soak)", where=str(path)
-            )
+            raise UsageError("not a bundle with soak samples (it was collected without a soak)", where=spec)
         return judge_soak(run, opened.target, facts)
+
+
+def collecting(
+    run: PreparedRun, opening: OpenOptions, *, soak_seconds: float = 0, soak_interval: float = 5
+) -> OpenOptions:
+    """``opening`` with the collector's plan for ``run`` (what a host reached over ssh gathers): the
+    plan of a throwaway instance or a fleet host, so a host is judged as its bundle would be."""
+
+    def plan() -> Plan:
+        from imagelint.collector.plan import instance_plan
+
+        return instance_plan(*run.rules, soak_seconds=soak_seconds, soak_interval=soak_interval)
+
+    return replace(opening, plan=plan)
 
 
 def bundle_reports(run: PreparedRun, path: Path) -> list[tuple[str, Report]]:
@@ -190,11 +204,11 @@ def run_audit(
     spec: str, options: RunOptions, journal: JournalOptions | None = None, opening: OpenOptions | None = None
 ) -> Verdict:
     """``imagelint audit SPEC``: whatever the spec names (see :mod:`imagelint.openers`), audited."""
-    from imagelint.openers import open_spec
+    from imagelint.openers import OpenOptions, open_spec
 
     journal = journal or JournalOptions()
     run = prepare(options, require_journal=journal.require)
-    with open_spec(spec, opening) as opened:
+    with open_spec(spec, collecting(run, opening or OpenOptions())) as opened:
         report = audit_opened(run, opened, journal=journal.path)
     return publish(report, options)
 

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Build (once) a real Debian bookworm root filesystem for imagelint's tests and benchmarks.
 #
-# Usage: scripts/build-test-rootfs.sh [--flavour minimal|twin|cloud|vendor|instance] [DEST]
+# Usage: scripts/build-test-rootfs.sh [--flavour minimal|twin|cloud|vendor|instance|ssh] [DEST]
 #   minimal  debootstrap minbase with systemd, dbus, openssh-server and cron (the default)
 #   twin     a second, independent debootstrap of the same suite and package list (for the test
 #            that two builds of one recipe differ in no unit)
 #   instance the minimal tree plus curl (a stock cloud image has curl; the remote collector's
 #            upload needs it), to boot with systemd-nspawn as a stand-in instance
+#   ssh      the minimal tree plus sudo, to boot as a host reached over SSH by a login that is
+#            not root (`imagelint audit ssh://... --sudo`)
 #   cloud    the minimal tree plus what cloud and Kubernetes node images carry (cloud-init,
 #            docker.io, containerd, collectd, nfs-common, chrony, rsyslog, lvm2, ...), installed
 #            the way an image build does it: `apt-get install` inside the tree, services kept from
@@ -42,11 +44,15 @@ case "$flavour" in
         extra=(curl ca-certificates)
         name=bookworm-instance
         ;;
+    ssh)
+        extra=(sudo)
+        name=bookworm-ssh
+        ;;
     vendor)
         extra=(prometheus-node-exporter)
         name=bookworm-vendor
         ;;
-    *) echo "build-test-rootfs: unknown flavour $flavour (minimal, twin, cloud, vendor or instance)" >&2; exit 2 ;;
+    *) echo "build-test-rootfs: unknown flavour $flavour (minimal, twin, cloud, vendor, instance or ssh)" >&2; exit 2 ;;
 esac
 cache="${IMAGELINT_TEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/imagelint-tests}"
 dest="${1:-$cache/$name}"

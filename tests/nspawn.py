@@ -60,13 +60,17 @@ def booted(
     timeout: float = 60,
     console: Path | None = None,
     name: str = "",
+    network: tuple[str, ...] = (),
 ) -> Iterator[list[str]]:
     """Boot ``root``; yield the ``nsenter`` prefix that runs a command inside once ``ready(prefix)``.
 
     ``volatile=True`` keeps the tree read-only (changes go to a tmpfs overlay); otherwise the
     container writes into ``root`` (its journal lands in ``root/var/log/journal``). ``console``: a
     file that gets the container's console (systemd's boot status lines, the getty's prompt), as an
-    instance's serial console would. ``name`` tells apart two containers booted at once. On exit the
+    instance's serial console would. ``name`` tells apart two containers booted at once.
+    ``network``: nspawn's network options, e.g. ``("--private-network",)`` (a namespace of its own
+    with only a loopback, reached with ``nsenter -n -t PID``: its sshd is on no address of this
+    machine) or ``("--network-namespace-path=/proc/PID/ns/net",)`` (another container's). On exit the
     container is powered off cleanly (nspawn forwards SIGTERM as a shutdown request); the prefix's
     PID (``prefix[2]``) is the container's init, gone once it powered itself off.
     """
@@ -74,7 +78,15 @@ def booted(
     need(shutil.which("systemd-nspawn") is not None, "systemd-nspawn is not installed")
     need(shutil.which("nsenter") is not None, "nsenter is not installed")
     with _host_network():
-        yield from _booted(root, volatile=volatile, ready=ready, timeout=timeout, console=console, name=name)
+        yield from _booted(
+            root,
+            volatile=volatile,
+            ready=ready,
+            timeout=timeout,
+            console=console,
+            name=name,
+            network=network,
+        )
 
 
 def _booted(
@@ -85,8 +97,9 @@ def _booted(
     timeout: float,
     console: Path | None,
     name: str,
+    network: tuple[str, ...] = (),
 ) -> Iterator[list[str]]:
-    argv = ["systemd-nspawn", "-q", "-D", str(root), "--register=no", "--keep-unit"]
+    argv = ["systemd-nspawn", "-q", "-D", str(root), "--register=no", "--keep-unit", *network]
     argv += ["--volatile=overlay"] if volatile else []
     argv += ["-M", f"il-test-{os.getpid()}{name}", "--boot"]
     out = console.open("wb") if console is not None else None

@@ -51,11 +51,11 @@ from pathlib import Path
 from typing import Any
 
 from imagelint.aws.errors import AwsError, Backoff, call, missing_object
+from imagelint.collector import MAX_BUNDLE
 from imagelint.errors import ExitCode, ImageLintError, UsageError
 
 TERMINAL = {"Success", "Failed", "Cancelled", "TimedOut", "Undeliverable", "Terminated", "DeliveryTimedOut"}
 BUNDLE = "bundle.tar.gz"
-MAX_BUNDLE = 1536 * 1024 * 1024  # bytes downloaded at most
 _EOF = "IMAGELINT_COLLECTOR_EOF"
 SSM_DOCUMENT_QUOTA = 64 * 1024  # bytes: a document's content with its runtime parameters
 DOCUMENT_RESERVE = 4 * 1024  # bytes kept for AWS-RunShellScript's own content (about 1 KB)

@@ -78,9 +78,10 @@ class OpenedBundle:
 
 
 @contextlib.contextmanager
-def opened(path: Path) -> Iterator[OpenedBundle]:
+def opened(path: Path, description: str | None = None) -> Iterator[OpenedBundle]:
+    """The bundle at ``path``, described as ``description`` (where it came from) or its path."""
     extracted = extract(path)
     try:
-        yield OpenedBundle(extracted, BundleTarget(extracted, str(path)))
+        yield OpenedBundle(extracted, BundleTarget(extracted, description or str(path)))
     finally:
         extracted.cleanup()

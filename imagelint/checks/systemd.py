@@ -82,6 +82,19 @@ def unit_commands(ctx: CheckContext) -> UnitCommands:
     return ctx.fact("systemd.commands", lambda: UnitCommands(ctx.target))
 
 
+def unit_needs() -> list[PathNeed]:
+    """What the unit index reads: unit files, presets, the manager's configuration and drop-ins, the
+    package manager's enablement records, and what the unit files name."""
+    from imagelint.facts.systemd.execs import DEFAULT_EXEC_PATH
+    from imagelint.facts.systemd.manager import DROPIN_DIRS, MAIN
+    from imagelint.facts.systemd.paths import PRESET_DIRS, RAW_SEARCH_PATH
+
+    needs = [PathNeed(d, "tree-content") for d in (*RAW_SEARCH_PATH, *PRESET_DIRS, *DROPIN_DIRS, DSH_STATE)]
+    needs += [PathNeed(MAIN), PathNeed("", "unit-references")]
+    needs += [PathNeed(f"{d}/*", "metadata") for d in DEFAULT_EXEC_PATH]
+    return needs
+
+
 def inventory_needs() -> tuple[PathNeed, ...]:
     """What the inventory reads besides the units: a collector gathers it for a bundle's report."""
     from imagelint.facts import bootconfig, packages
@@ -158,16 +171,7 @@ class _UnitKind(CheckKind[U]):
     EnvironmentFile=, condition paths) or find in the executable search path."""
 
     def paths(self, params: U) -> list[PathNeed]:
-        from imagelint.facts.systemd.execs import DEFAULT_EXEC_PATH
-        from imagelint.facts.systemd.manager import DROPIN_DIRS, MAIN
-        from imagelint.facts.systemd.paths import PRESET_DIRS, RAW_SEARCH_PATH
-
-        needs = [
-            PathNeed(d, "tree-content") for d in (*RAW_SEARCH_PATH, *PRESET_DIRS, *DROPIN_DIRS, DSH_STATE)
-        ]
-        needs += [PathNeed(MAIN), PathNeed("", "unit-references")]
-        needs += [PathNeed(f"{d}/*", "metadata") for d in DEFAULT_EXEC_PATH]
-        return needs
+        return unit_needs()
 
 
 @dataclass(frozen=True, kw_only=True)

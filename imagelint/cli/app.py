@@ -32,10 +32,14 @@ from imagelint.cli.helptext import SUCCESS, command
 from imagelint.cli.options import (
     ConcurrencyOpt,
     ConfigOpt,
+    HostsOpt,
     NoBuiltinOpt,
+    ParallelOpt,
     PartitionOpt,
     RegionOpt,
     RulesOpt,
+    SudoOpt,
+    ssh_only,
     with_run_options,
 )
 from imagelint.errors import ExitCode, UsageError
@@ -50,13 +54,13 @@ if TYPE_CHECKING:
 @with_run_options
 def audit(
     root: Annotated[
-        Path,
+        str,
         typer.Argument(
-            help="Root directory of the mounted image, a disk image file, or a bundle file (.tar.gz) "
-            "from the remote collector.",
-            readable=False,  # the opener says what it cannot read: one line, exit 3
+            help="Root directory of the mounted image, a disk image file, a bundle file (.tar.gz) "
+            "from the remote collector, or a running host: ssh://[USER@]HOST[:PORT].",
+            show_default=True,
         ),
-    ] = Path("/"),
+    ] = "/",
     show_waived: Annotated[
         bool, typer.Option("--show-waived", help="List waived findings in text output.")
     ] = False,
@@ -94,6 +98,9 @@ def audit(
     partition: PartitionOpt = None,
     region: RegionOpt = None,
     concurrency: ConcurrencyOpt = 16,
+    sudo: SudoOpt = False,
+    hosts: HostsOpt = None,
+    parallel: ParallelOpt = 8,
     *,
     run: RunOptions,
 ) -> None:
@@ -115,20 +122,32 @@ def audit(
       imagelint audit /mnt/new --baseline last-release.json --fail-on-new
 
       imagelint audit ebs:snap-0123456789abcdef0 --region eu-west-1
+
+      imagelint audit ssh://admin@build-host.lab --sudo
+
+      imagelint audit --hosts lab-hosts.txt --sudo --parallel 8 -f json:hosts.json
     """
     from imagelint.openers import OpenOptions
     from imagelint.session import JournalOptions, run_audit
 
     options = run
     options.show_waived, options.baseline, options.fail_on_new = show_waived, baseline, fail_on_new
+    if hosts is not None:
+        if root != "/" or live:
+            raise UsageError("give --hosts FILE or a target, not both")
+        from imagelint.commands.hosts import run_hosts
+
+        raise typer.Exit(int(run_hosts(hosts, options, sudo=sudo, parallel=parallel).exit_code))
+    ssh_only(root, sudo)
     opening = OpenOptions(
         partition=partition,
         region=region,
         concurrency=concurrency,
         live=live,
         interactive=sys.stderr.isatty(),
+        sudo=sudo,
     )
-    verdict = run_audit(str(root), options, JournalOptions(journal, require_journal), opening)
+    verdict = run_audit(root, options, JournalOptions(journal, require_journal), opening)
     raise typer.Exit(int(verdict.exit_code))
 
 
@@ -144,9 +163,13 @@ def audit(
 @friendly
 def units(
     root: Annotated[
-        Path,
-        typer.Argument(help="Root directory of the mounted image, or a disk image file.", readable=False),
-    ] = Path("/"),
+        str,
+        typer.Argument(
+            help="Root directory of the mounted image, a disk image file, or a running host: "
+            "ssh://[USER@]HOST[:PORT].",
+            show_default=True,
+        ),
+    ] = "/",
     formats: Annotated[
         list[str] | None,
         typer.Option(
@@ -159,6 +182,7 @@ def units(
     partition: PartitionOpt = None,
     region: RegionOpt = None,
     concurrency: ConcurrencyOpt = 16,
+    sudo: SudoOpt = False,
 ) -> None:
     """List every systemd unit of an image: state, preset, unit file, drop-ins, and the boot chain.
 
@@ -172,12 +196,15 @@ def units(
       imagelint units disk.qcow2 -f text -f json:units.json
 
       imagelint units ebs:snap-0123456789abcdef0 --region eu-west-1
+
+      imagelint units ssh://root@10.0.0.7
     """
     from imagelint.commands.units import run_units
     from imagelint.openers import OpenOptions
 
-    opening = OpenOptions(partition=partition, region=region, concurrency=concurrency)
-    raise typer.Exit(run_units(str(root), formats or ["text"], opening))
+    ssh_only(root, sudo)
+    opening = OpenOptions(partition=partition, region=region, concurrency=concurrency, sudo=sudo)
+    raise typer.Exit(run_units(root, formats or ["text"], opening))
 
 
 @command(
@@ -188,6 +215,14 @@ def units(
 @friendly
 @with_run_options
 def soak(
+    host: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[ssh://[USER@]HOST[:PORT]]",
+            help="Soak this running host over SSH (its collector samples, the judgement runs here) "
+            "instead of the host imagelint runs on.",
+        ),
+    ] = None,
     duration: Annotated[
         str, typer.Option("--duration", "-d", help="How long to watch: 90s, 10m, 1h.")
     ] = "10m",
@@ -202,6 +237,9 @@ def soak(
             "watching this host; --duration and --interval are the bundle's.",
         ),
     ] = None,
+    sudo: SudoOpt = False,
+    hosts: HostsOpt = None,
+    parallel: ParallelOpt = 8,
     *,
     run: RunOptions,
 ) -> None:
@@ -217,16 +255,40 @@ def soak(
       imagelint soak --duration 10m --interval 5s
 
       imagelint soak -d 5m -f text -f json:soak.json --fail-on high
+
+      imagelint soak ssh://admin@node-7.lab --sudo -d 10m
+
+      imagelint soak --hosts lab-hosts.txt -d 10m -f json:soak.json
     """
     from imagelint.durations import parse_duration
     from imagelint.soak.command import run_soak_command
 
     options = run
+    if sum(x is not None for x in (host, from_bundle, hosts)) > 1:
+        raise UsageError("give one of a host, --hosts FILE and --from-bundle")
+    if hosts is None:
+        ssh_only(host or "", sudo)
     if from_bundle is not None:
         from imagelint.session import prepare, publish, soak_bundle
 
-        raise typer.Exit(int(publish(soak_bundle(prepare(options), from_bundle), options).exit_code))
+        raise typer.Exit(int(publish(soak_bundle(prepare(options), str(from_bundle)), options).exit_code))
     seconds, every = parse_duration(duration, "--duration"), parse_duration(interval, "--interval")
+    if hosts is not None:
+        from imagelint.commands.hosts import run_hosts
+
+        verdict = run_hosts(
+            hosts, options, sudo=sudo, parallel=parallel, soak_seconds=seconds, soak_interval=every
+        )
+        raise typer.Exit(int(verdict.exit_code))
+    if host is not None:
+        from imagelint.collector.ssh.spec import parse
+        from imagelint.openers import OpenOptions
+        from imagelint.session import collecting, prepare, publish, soak_bundle
+
+        parse(host)  # a bad spec is refused before the rules are loaded
+        prepared = prepare(options)
+        opening = collecting(prepared, OpenOptions(sudo=sudo), soak_seconds=seconds, soak_interval=every)
+        raise typer.Exit(int(publish(soak_bundle(prepared, host, opening), options).exit_code))
     verdict = run_soak_command(seconds, every, options, interactive=sys.stderr.isatty())
     raise typer.Exit(int(verdict.exit_code))
 

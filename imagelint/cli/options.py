@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from imagelint.cli.helptext import DEFAULT_FAIL_ON_TOKEN, FORMATS_TOKEN, SEVERITIES_TOKEN
+from imagelint.errors import UsageError
 
 if TYPE_CHECKING:
     from imagelint.session import RunOptions
@@ -83,6 +84,39 @@ PartitionOpt = Annotated[
         help="Disk image: read the root filesystem from partition N (default: the one with /etc/os-release).",
     ),
 ]
+SudoOpt = Annotated[
+    bool,
+    typer.Option(
+        "--sudo",
+        help="ssh://: run the collector with `sudo -n` (a login that is not root; sudo must not ask "
+        "for a password).",
+    ),
+]
+
+
+HostsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--hosts",
+        metavar="FILE",
+        dir_okay=False,
+        help="Many running hosts: FILE holds one ssh://[USER@]HOST[:PORT] a line (# comments); one "
+        "report with a row per host, the exit code the verdict over all of them.",
+    ),
+]
+ParallelOpt = Annotated[
+    int, typer.Option("--parallel", min=1, max=64, help="--hosts: hosts collecting at once.")
+]
+
+
+def ssh_only(spec: str, sudo: bool) -> None:
+    """--sudo is for a host reached over ssh, nothing else."""
+    from imagelint.collector.ssh.spec import is_ssh
+
+    if sudo and not is_ssh(spec):
+        raise UsageError("--sudo applies to a host reached over ssh (ssh://[USER@]HOST[:PORT])")
+
+
 GithubOpt = Annotated[
     bool | None,
     typer.Option(

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from importlib import resources
 
+MAX_BUNDLE = 1536 * 1024 * 1024  # bytes of bundle brought home at most, whatever the transport
+
 
 def script_text() -> str:
     """The collector script, as shipped inside the package."""

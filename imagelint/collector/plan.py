@@ -108,3 +108,10 @@ def instance_plan(
     what the boot made under /run: see :func:`needs_for`), ``systemctl show``, and the soak."""
     needs = needs_for(packs, config, (Scope.IMAGE, Scope.HOST, Scope.SOAK), runtime=False)
     return Plan(needs, show=True, soak_seconds=soak_seconds, soak_interval=soak_interval)
+
+
+def units_plan() -> Plan:
+    """The plan of ``units`` on a host: what the unit index and the inventory read; no live state."""
+    from imagelint.checks.systemd import inventory_needs, unit_needs
+
+    return Plan(tuple(dict.fromkeys((*unit_needs(), *inventory_needs()))), show=False)

@@ -13,7 +13,8 @@ such root, unknown format).
 
 from __future__ import annotations
 
-from pathlib import Path
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from imagelint.errors import UsageError
 from imagelint.facts.systemd import UnitIndex
@@ -22,13 +23,26 @@ from imagelint.formats.interface import UNITS, UnitsListing
 from imagelint.formats.outputs import OutputSpec, write_outputs
 from imagelint.openers import OpenOptions, open_spec
 
+if TYPE_CHECKING:
+    from imagelint.collector.plan import Plan
+
 
 def listing_of(spec: str, opening: OpenOptions | None = None) -> UnitsListing:
-    """The units of the image ``spec`` names (any kind :mod:`imagelint.openers` opens)."""
+    """The units of the image ``spec`` names (any kind :mod:`imagelint.openers` opens; a host over
+    ssh gathers what the unit index reads)."""
+    opening = opening or OpenOptions()
+    if opening.plan is None:
+        opening = replace(opening, plan=_units_plan)
     with open_spec(spec, opening) as opened:
         if opened.target is None:
             raise UsageError(f"a {opened.kind} has no units to list", where=spec)
-        return UnitsListing(Path(spec), UnitIndex.build(opened.target))
+        return UnitsListing(spec, UnitIndex.build(opened.target))
+
+
+def _units_plan() -> Plan:
+    from imagelint.collector.plan import units_plan  # the rule registry: only for a host over ssh
+
+    return units_plan()
 
 
 def run_units(spec: str, formats: list[str], opening: OpenOptions | None = None) -> int:

@@ -41,7 +41,7 @@ def colour(options: RenderOptions) -> bool:
 class UnitsListing:
     """The ``units`` document: every unit of one image, as the index sees it."""
 
-    root: Path
+    root: str | Path  # what the command line named: a path, or a host (ssh://…)
     index: UnitIndex
 
 

@@ -3,7 +3,8 @@
 Every command that takes an image (``audit``, ``units``, both sides of ``diff``, ``ami check`` in its
 modes) turns its argument into a target here and nowhere else, so every command accepts every kind:
 a directory (a mounted image), a disk image file, ``ebs:snap-…``, a collector bundle, the running
-host (``--live``) and, where a command asks for it (``diff``), a JSON report.
+host (``--live``), a running host over SSH (``ssh://[USER@]HOST[:PORT]``) and, where a command asks
+for it (``diff``), a JSON report.
 
 An opener module defines ``OPENER`` with ``kind``, ``order`` (lower is asked first: a prefix before a
 sniff of the content, a sniff before "any regular file"), ``claims(spec, options)`` and
@@ -27,6 +28,7 @@ from imagelint.errors import TargetError, UsageError
 from imagelint.rulepacks import Scope
 
 if TYPE_CHECKING:
+    from imagelint.collector.plan import Plan
     from imagelint.facts.soak import SoakFacts
     from imagelint.report import Report
     from imagelint.targets.interface import Target
@@ -44,6 +46,9 @@ class OpenOptions:
     interactive: bool = False
     side: str | None = None  # diff: "old" or "new"
     shared: dict[str, Any] | None = None  # diff: what an opener of OLD leaves for NEW's, by kind
+    # what an opener that collects on a running host (ssh://) gathers there, made when it is asked
+    plan: Callable[[], Plan] | None = None
+    sudo: bool = False  # ssh://: run the collector with `sudo -n` (a login that is not root)
 
 
 def _unchanged(report: Report) -> Report:

@@ -17,6 +17,7 @@ from tests.support import build_tree, run_cli
 def test_every_kind_is_found_and_asked_in_order() -> None:
     kinds = [o.kind for o in openers()]
     assert kinds == [
+        "ssh",
         "host",
         "ebs-snapshot",
         "bundle",
