@@ -45,6 +45,8 @@ from imagelint.cli.options import (
 from imagelint.errors import ExitCode, UsageError
 from imagelint.formats.outputs import clear_stale
 
+COMPLETION_SHELLS = ("bash", "zsh", "fish", "powershell")
+
 if TYPE_CHECKING:
     from imagelint.session import RunOptions
 
@@ -291,6 +293,27 @@ def soak(
         raise typer.Exit(int(publish(soak_bundle(prepared, host, opening), options).exit_code))
     verdict = run_soak_command(seconds, every, options, interactive=sys.stderr.isatty())
     raise typer.Exit(int(verdict.exit_code))
+
+
+@command(app, "completion", codes=USAGE_ONLY, meanings=SUCCESS, short="Print the shell completion script.")
+@friendly
+def completion(
+    shell: Annotated[str, typer.Argument(help="bash, zsh, fish or powershell.", metavar="SHELL")],
+) -> None:
+    """Print the completion script of SHELL, for a file the shell reads at start-up.
+
+    `imagelint --install-completion` installs it for the shell it runs in; this prints it for any
+    shell, e.g. for a system-wide file. Examples:
+
+      imagelint completion bash > /etc/bash_completion.d/imagelint
+
+      imagelint completion zsh > "${fpath[1]}/_imagelint"
+    """
+    from typer._completion_shared import get_completion_script
+
+    if shell not in COMPLETION_SHELLS:
+        raise UsageError(f"no completion for {shell!r}: use one of {', '.join(COMPLETION_SHELLS)}")
+    typer.echo(get_completion_script(prog_name="imagelint", complete_var="_IMAGELINT_COMPLETE", shell=shell))
 
 
 @command(

@@ -1,5 +1,6 @@
-"""Shell completion: the script ``--show-completion`` prints is the one ``--install-completion``
-installs, and the program answers it with commands, subcommands and options."""
+"""Shell completion: ``imagelint completion SHELL`` prints the script ``--install-completion``
+installs (for any shell, wherever it runs), and the program answers it with commands, subcommands
+and options."""
 
 from __future__ import annotations
 
@@ -27,8 +28,13 @@ def test_the_program_answers_completion(words: str, expected: list[str]) -> None
     assert _complete(words) == expected
 
 
-@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
-def test_show_completion_prints_a_script_that_calls_back(shell: str) -> None:
-    proc = run_cli("--show-completion", shell)
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish", "powershell"])
+def test_completion_prints_a_script_that_calls_back(shell: str) -> None:
+    proc = run_cli("completion", shell)
     assert proc.returncode == 0, proc.stderr
-    assert "_IMAGELINT_COMPLETE=complete_" in proc.stdout
+    assert "_IMAGELINT_COMPLETE" in proc.stdout and "complete_" in proc.stdout
+
+
+def test_completion_of_an_unknown_shell_is_one_line_exit_2() -> None:
+    proc = run_cli("completion", "tcsh")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "bash, zsh" in proc.stderr
