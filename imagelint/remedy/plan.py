@@ -59,12 +59,13 @@ def label(finding: Finding) -> str:
 
 
 def make_plan(report: Report, rules: Iterable[Rule], target: Target) -> Plan:
-    """The steps for every failing finding of ``report``, in the order of the findings."""
+    """The steps for every failing finding of ``report`` (and every finding folded into one: IL206's
+    endless loop is fixed by IL501's disable-unit), in the order of the findings."""
     by_id = {r.id: r for r in rules}
     plan = Plan()
     unfixed: list[tuple[Finding, str]] = []
     for finding in report.findings:
-        if not finding.failing:
+        if not (finding.failing or finding.part_of):  # a folded finding is what its carrier fails on
             continue
         rule = by_id.get(finding.rule_id)
         name = label(finding)

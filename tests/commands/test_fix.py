@@ -145,3 +145,15 @@ def test_the_same_plan_applied_twice_changes_nothing_the_second_time(faulty: Pat
     before = listing(faulty)
     assert apply_plan(plan, RootDir(faulty)) == []
     assert differences(before, listing(faulty)) == []
+
+
+def test_a_finding_folded_into_a_failing_one_is_fixed_with_it(faulty: Path) -> None:
+    """IL206 (an endless loop at boot) declares no fix; IL501 folded into it does: the plan disables
+    the unit and says that clears IL206 too, instead of leaving the loop to a person."""
+    unit = faulty / "usr/lib/systemd/system/ecs.service"
+    unit.write_text(unit.read_text().replace("Restart=on-failure\n", "Restart=on-failure\nRestartSec=10s\n"))
+    assert "part of IL206" in run_cli("audit", str(faulty), "--select", "IL206,IL501").stdout
+    out = _script(faulty, "--dry-run", "--select", "IL206,IL501")
+    assert "disable-unit unit=ecs.service\n    clears IL501 ecs.service" in out
+    assert "clears IL206 ecs.service (its unit is disabled)" in out
+    assert "not fixable" not in out
