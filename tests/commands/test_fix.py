@@ -112,6 +112,15 @@ def test_apply_refuses_a_disk_image(faulty: Path, tmp_path: Path) -> None:
     assert "fix" in run_cli("fix", str(disk)).stdout  # the script is still printed
 
 
+def test_apply_refuses_a_bundle(tmp_path: Path) -> None:
+    from tests.bundle.support import collect_soak_bundle
+
+    bundle = collect_soak_bundle(tmp_path)
+    proc = run_cli("fix", str(bundle), "--apply")
+    assert proc.returncode == 2 and "--apply changes a directory tree only" in proc.stderr, proc.stderr
+    assert proc.stderr.count("\n") == 1
+
+
 def test_a_pack_cannot_add_shell(tmp_path: Path) -> None:
     root = tmp_path / "root"
     (root / "etc").mkdir(parents=True)
