@@ -32,6 +32,7 @@ from __future__ import annotations
 from typing import Any
 
 from imagelint.aws.ec2 import RUN_TAG
+from imagelint.aws.partitions import Partition, for_partition, partition_of
 
 _EC2 = "arn:aws:ec2:*:*:{}/*"  # account-owned EC2 resources (instance, volume, subnet...)
 _IMAGES = ["arn:aws:ec2:*::image/*", "arn:aws:ec2:*::snapshot/*"]  # images and snapshots: no account
@@ -190,16 +191,26 @@ INSTANCE_TRUST = {
 SSM_MANAGED_POLICY = "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore"
 
 
-def documents() -> dict[str, Any]:
-    """Every IAM document a user pastes, by name, as ``imagelint ami policies`` prints them: the
-    runner's policy (replace INSTANCE-ROLE), the instance role's trust policy and the AWS managed
-    policy it needs (and nothing else: no S3 permission, the instance uploads through a presigned URL
-    of its own key), and snapshot mode's smaller runner policy."""
+def managed_policy_arn(partition: str) -> str:
+    """``AmazonSSMManagedInstanceCore`` in ``partition`` (an AWS managed policy has an ARN per partition)."""
+    return str(for_partition(SSM_MANAGED_POLICY, Partition(partition, "")))
+
+
+def documents(region: str | None = None) -> dict[str, Any]:
+    """Every IAM document a user pastes, by name, as ``imagelint ami policies`` prints them, for the
+    partition of ``region`` (ARNs, endpoint names): the runner's policy (replace INSTANCE-ROLE), the
+    instance role's trust policy and the AWS managed policy it needs (and nothing else: no S3
+    permission, the instance uploads through a presigned URL of its own key), and snapshot mode's
+    smaller runner policy."""
     from imagelint.aws.snapshot import IAM_POLICY
 
-    return {
-        "runner": runner_policy(),
-        "instance-trust": INSTANCE_TRUST,
-        "instance-role-managed-policy": SSM_MANAGED_POLICY,
-        "snapshot-mode": IAM_POLICY,
-    }
+    docs: dict[str, Any] = for_partition(
+        {
+            "runner": runner_policy(),
+            "instance-trust": INSTANCE_TRUST,
+            "instance-role-managed-policy": SSM_MANAGED_POLICY,
+            "snapshot-mode": IAM_POLICY,
+        },
+        partition_of(region),
+    )
+    return docs

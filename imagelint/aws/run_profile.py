@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from imagelint.aws.errors import AwsError, call, paginate
-from imagelint.aws.policy import INSTANCE_TRUST, SSM_MANAGED_POLICY
+from imagelint.aws.policy import INSTANCE_TRUST, managed_policy_arn
 
 PATH = "/imagelint/"
 INLINE = "imagelint-ssm-output"  # the inline policy of roles made by earlier versions (removed if there)
@@ -44,7 +44,7 @@ def create_run_profile(iam: Any, run_id: str) -> str:
         AssumeRolePolicyDocument=json.dumps(INSTANCE_TRUST),
         Description=f"imagelint run {run_id}: deleted at the end of the run",
     )
-    call(iam.attach_role_policy, RoleName=name, PolicyArn=SSM_MANAGED_POLICY)
+    call(iam.attach_role_policy, RoleName=name, PolicyArn=managed_policy_arn(iam.meta.partition))
     call(iam.create_instance_profile, InstanceProfileName=name, Path=PATH)
     call(iam.add_role_to_instance_profile, InstanceProfileName=name, RoleName=name)
     return name
@@ -84,7 +84,7 @@ def remove_run_profile(iam: Any, name: str) -> list[str]:
 
     step(iam.remove_role_from_instance_profile, InstanceProfileName=name, RoleName=name)
     step(iam.delete_instance_profile, f"instance profile {name}", InstanceProfileName=name)
-    step(iam.detach_role_policy, RoleName=name, PolicyArn=SSM_MANAGED_POLICY)
+    step(iam.detach_role_policy, RoleName=name, PolicyArn=managed_policy_arn(iam.meta.partition))
     step(iam.delete_role_policy, RoleName=name, PolicyName=INLINE)
     step(iam.delete_role, f"role {name}", RoleName=name)
     if errors:

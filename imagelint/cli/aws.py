@@ -250,6 +250,10 @@ def ami_policies(
             "snapshot-mode."
         ),
     ] = None,
+    region: Annotated[
+        str | None,
+        typer.Option("--region", help="Write them for this region's partition (aws-cn, aws-us-gov...)."),
+    ] = None,
 ) -> None:
     """Print the IAM policies `imagelint ami` needs, as JSON, generated from the code.
 
@@ -257,9 +261,12 @@ def ami_policies(
     the instance profile's role). instance-trust: the trust policy of the instance profile's role,
     which needs the AWS managed policy named by instance-role-managed-policy and nothing else (the
     instance uploads its report through a presigned URL of its own key). snapshot-mode: the identity
-    running --mode snapshot. Examples:
+    running --mode snapshot. ARNs and endpoint names are those of --region's partition (botocore's
+    endpoint data): arn:aws-cn: and amazonaws.com.cn for cn-north-1. Examples:
 
       imagelint ami policies runner > runner-policy.json
+
+      imagelint ami policies --region cn-north-1
 
       imagelint ami policies | jq '.["instance-trust"]'
     """
@@ -268,7 +275,7 @@ def ami_policies(
     from imagelint.aws.policy import documents
     from imagelint.errors import UsageError
 
-    docs = documents()
+    docs = documents(region)
     if name is not None and name not in docs:
         raise UsageError(f"no policy named {name!r}: use one of {', '.join(docs)}")
     typer.echo(json.dumps(docs if name is None else docs[name], indent=2))
