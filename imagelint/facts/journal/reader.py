@@ -19,6 +19,19 @@ a little at a time, in proportion to the work it saves), and until that list is 
 just the name in front of the ``=`` of an item it does not know yet. A DATA object that is neither
 wanted nor needed is then never read, so damage confined to it goes unnoticed by such a read.
 
+Every DATA object whose payload a read uses is checked as ``journalctl --verify`` checks it: its
+payload (decompressed) hashes to the hash stored with it (siphash24 keyed by the header's
+``file_id`` in KEYED_HASH files, Jenkins lookup3 otherwise, see ``hashing``), its links are aligned
+and its entry count agrees with its first entry; a DATA object met in a hash chain must belong to
+that chain's bucket. A mismatch is damage (``HashMismatch``): a flipped bit in ``UNIT=ecs.service``
+would otherwise make a lookup of that unit find nothing, and a flipped bit in a MESSAGE would be read
+as another message. Each object is checked once per file read (the offsets checked are remembered),
+and what one file read hashes is bounded (``HASH_BUDGET``).
+A DATA object probed for its field name only (see above) is not hashed: that costs the whole payload
+the selection saves; the FIELD data lists, whose objects are hashed as they are walked, are what
+tells a wanted object from an unwanted one in a file closed cleanly, and an object a walk found
+damaged is damage to every entry that probes it later (its name may be the damaged part).
+
 Everything a hostile file can claim is bounded: a DATA payload is read up to ``MAX_VALUE`` bytes
 (compressed ones are decoded under the same cap, see ``compression``), one entry's newly decoded
 values up to ``ENTRY_BUDGET``, its items up to ``MAX_ITEMS``; entry arrays are unpacked a chunk at a
@@ -47,7 +60,7 @@ import struct
 from collections.abc import Collection, Iterator, Mapping, Sequence
 
 from imagelint.facts.journal.compression import MAX_DECOMPRESSED, decompress, decompress_prefix
-from imagelint.facts.journal.errors import CorruptJournal
+from imagelint.facts.journal.errors import CorruptJournal, HashMismatch
 from imagelint.facts.journal.format import (
     DATA_OBJECT,
     DATA_PAYLOAD_OFFSET_COMPACT,
@@ -104,12 +117,15 @@ MAX_VALUE = MAX_DECOMPRESSED
 ENTRY_BUDGET = 2 * MAX_DECOMPRESSED
 """Bytes of values newly decoded for one entry; past it the entry is a problem (a hostile entry can
 list one large object thousands of times)."""
+HASH_BUDGET = ENTRY_BUDGET
+"""Bytes of DATA payloads one file read may hash to check them (pure Python hashes a few MB/s); past
+it every further object is a problem: out of budget, never read unchecked."""
 MAX_ITEMS = 65_536
 """Items (fields) one entry may have; journald writes at most 1024 user fields plus its own."""
 _PROBE_WHOLE = 4096  # compressed payloads up to this size are decoded whole when probed for their name
 _NAME_MAX = 256  # field names are at most 64 bytes in journald; longer "names" are not wanted by anyone
 _ARRAY_CHUNK = 65_536  # entry-array items unpacked at a time (a hostile array can claim the whole file)
-_IDS_KEPT = 65_536  # boot ids and field names remembered per file before the memo starts over
+_IDS_KEPT = 65_536  # boot ids, field names and verified DATA offsets remembered per file, then forgotten
 REALTIME_MAX = 1 << 55
 """An entry's realtime stamp must lie in (0, REALTIME_MAX) µs (about the year 3111), as systemd's
 VALID_REALTIME demands of every entry it writes; any other stamp is damage (and no date to show)."""
@@ -129,6 +145,7 @@ _DATA = int(ObjectType.DATA)
 _ENTRY = int(ObjectType.ENTRY)
 _U64_AT = struct.Struct("<Q")
 _U32_AT = struct.Struct("<I")
+_DATA_HASH = 16  # DataObject.hash
 _DATA_N_ENTRIES = 56  # DataObject.n_entries
 _DATA_NEXT_FIELD = 32  # DataObject.next_field_offset
 # struct layouts by item count, made when first needed (up to _STRUCTS_KEPT items they are kept)
@@ -269,6 +286,9 @@ class JournalFile:
         self._checked: str | None = None  # the outcome of ``check_structure``, once run
         self._boot_hex: dict[bytes, str] = {}
         self._names: dict[bytes, str] = {}
+        self._verified: set[int] = set()  # DATA objects whose payload matched its hash
+        self._damaged: dict[int, str] = {}  # ... and those whose did not: why
+        self._hashed = 0  # bytes of payloads hashed (see ``HASH_BUDGET``)
         self._selections: dict[frozenset[str], _Selection] = {}
         # a FIELD object's data list is trusted to be complete only in a file closed cleanly
         self._lists_complete = not self.truncated and h.state_name in ("offline", "archived")
@@ -299,6 +319,8 @@ class JournalFile:
     def close(self) -> None:
         self._cache.clear()
         self._selections.clear()
+        self._verified.clear()
+        self._damaged.clear()
         if not isinstance(self._buf, bytes):
             self._buf.close()
 
@@ -349,7 +371,41 @@ class JournalFile:
                 payload = decompress(flags, payload, MAX_VALUE)
             except CorruptJournal as exc:
                 raise CorruptJournal(exc.reason, offset=off) from None
+        if off not in self._verified:
+            self._verify_data(off, payload)
         return payload
+
+    def _verify_data(self, off: int, payload: bytes) -> None:
+        """Check the DATA object at ``off`` as journalctl --verify does, given its decoded ``payload``:
+        the stored hash is the payload's, its links are aligned, it has entries exactly when it
+        names a first one. Remembered once it passes."""
+        (_, _, _, stored, next_hash, next_field, entry_off, array_off, n_entries) = DATA_OBJECT.unpack(
+            self._buf[off : off + DATA_OBJECT.size]
+        )
+        if (next_hash | next_field | entry_off | array_off) & 7:
+            raise CorruptJournal("DATA object has a misaligned link", offset=off)
+        if (entry_off == 0) != (n_entries == 0):
+            raise CorruptJournal(
+                f"DATA object counts {n_entries} entries but its first entry is at {entry_off}", offset=off
+            )
+        self._hashed += len(payload)
+        if self._hashed > HASH_BUDGET:
+            raise CorruptJournal(
+                f"DATA payloads to check add up to more than the {HASH_BUDGET}-byte limit", offset=off
+            )
+        computed = self._hash(payload)
+        if computed != stored:
+            reason = (
+                f"DATA object's payload does not match its hash (stored {stored:#018x}, "
+                f"payload hashes to {computed:#018x})"
+            )
+            if len(self._damaged) < _IDS_KEPT:
+                self._damaged[off] = reason
+            raise HashMismatch(reason, offset=off)
+        verified = self._verified
+        if len(verified) >= _IDS_KEPT:
+            verified.clear()
+        verified.add(off)
 
     def _data_object(self, off: int) -> tuple[bytes, int, int, int, int, int]:
         """Read the DATA object at ``off``: (payload, hash, next_hash, entry, entry_array, n_entries)."""
@@ -490,7 +546,7 @@ class JournalFile:
                 sel.closed = True
             elif sel.walked >= _WALK_CAP or len(known) >= _CACHE_LIMIT or sel.size > _CACHE_BYTES:
                 sel.give_up_walking()
-        except CorruptJournal:
+        except CorruptJournal:  # a broken list or a damaged object on it: probe every item instead
             sel.give_up_walking()
         finally:
             self._spent = spent
@@ -509,6 +565,9 @@ class JournalFile:
                 return self._cache[off] if got is True else got
             if sel.closed:
                 return False
+        damaged = self._damaged.get(off)
+        if damaged is not None:  # met by a walk: its name is not to be trusted either
+            raise HashMismatch(damaged, offset=off)
         buf = self._buf
         flags, size = self._data_header(off)
         hit = self._cache.get(off)
@@ -665,13 +724,25 @@ class JournalFile:
         return out, off, index
 
     def _data_entry_offsets(self, data_off: int) -> list[int]:
+        """The entries of the DATA object at ``data_off``: its first entry, then its entry-array chain.
+
+        In a file closed cleanly the chain must hold exactly the object's count (a count cut short
+        would hide entries); in one still being written, the count bounds what is read.
+        """
         _h, _nh, entry_off, array_off, n_entries = self._data_links(data_off)
         if n_entries == 0 or entry_off == 0:
+            if n_entries or entry_off:
+                raise CorruptJournal("DATA object's entry count and first entry disagree", offset=data_off)
             return []
         out = [entry_off]
-        if n_entries > 1 and array_off:
-            for items in self._array_chain(array_off, n_entries - 1):
+        exact = self._lists_complete
+        if array_off and (n_entries > 1 or exact):
+            for items in self._array_chain(array_off, None if exact else n_entries - 1):
                 out.extend(items)
+        if exact and len(out) != n_entries:
+            raise CorruptJournal(
+                f"DATA object counts {n_entries} entries but links {len(out)}", offset=data_off
+            )
         # the chain is strictly ascending (``_array_chain`` checks it): only its head's link remains
         if len(out) > 1 and out[0] >= out[1]:
             raise CorruptJournal("DATA object's entries are not strictly ascending", offset=data_off)
@@ -687,11 +758,15 @@ class JournalFile:
         h = self.header
         h64 = self._hash(payload)
         n_buckets = h.data_hash_table_size // HASH_ITEM.size
-        bucket_off = h.data_hash_table_offset + (h64 % n_buckets) * HASH_ITEM.size
+        bucket = h64 % n_buckets
+        bucket_off = h.data_hash_table_offset + bucket * HASH_ITEM.size
         off: int = HASH_ITEM.unpack(self._buf[bucket_off : bucket_off + HASH_ITEM.size])[0]
         steps = 0
         while off:
             stored, nxt, _e, _a, _n = self._data_links(off)
+            if stored % n_buckets != bucket:  # a damaged hash could hide the very object sought
+                raise HashMismatch("DATA object's stored hash does not belong to its hash chain", offset=off)
+            # the payload is checked against its hash when read, so a damaged one is never skipped
             if stored == h64 and self._data_object(off)[0] == payload:
                 return off
             steps += 1
@@ -706,19 +781,20 @@ class JournalFile:
         payload = name.encode()
         h64 = self._hash(payload)
         n_buckets = h.field_hash_table_size // HASH_ITEM.size
-        off: int = HASH_ITEM.unpack(
-            self._buf[
-                h.field_hash_table_offset + (h64 % n_buckets) * 16 : h.field_hash_table_offset
-                + (h64 % n_buckets) * 16
-                + HASH_ITEM.size
-            ]
-        )[0]
+        bucket = h64 % n_buckets
+        bucket_off = h.field_hash_table_offset + bucket * HASH_ITEM.size
+        off: int = HASH_ITEM.unpack(self._buf[bucket_off : bucket_off + HASH_ITEM.size])[0]
         steps = 0
         while off:
             _flags, size = self._object(off, ObjectType.FIELD, FIELD_PAYLOAD_OFFSET)
             _, _, _, stored, nxt, _head = FIELD_OBJECT.unpack(self._buf[off : off + FIELD_OBJECT.size])
-            if stored == h64 and self._buf[off + FIELD_PAYLOAD_OFFSET : off + size] == payload:
+            if stored % n_buckets != bucket:
+                raise HashMismatch("FIELD object's stored hash does not belong to its hash chain", offset=off)
+            field = self._buf[off + FIELD_PAYLOAD_OFFSET : off + size]
+            if stored == h64 and field == payload:
                 return off
+            if field == payload:  # the name sought, under another hash: a damaged hash or name
+                raise HashMismatch("FIELD object's payload does not match its hash", offset=off)
             steps += 1
             if (nxt and nxt <= off) or steps > _MAX_CHAIN:
                 raise CorruptJournal("field hash chain loops", offset=off)
@@ -980,7 +1056,12 @@ class JournalFile:
         otype, _flags, size, seqnum, realtime, monotonic, boot_id, xor_hash = ENTRY_OBJECT.unpack(
             buf[off : off + ENTRY_OBJECT.size]
         )
-        if otype != _ENTRY or size < ENTRY_ITEMS_OFFSET or off + size > self._end:
+        if (
+            otype != _ENTRY
+            or size <= ENTRY_ITEMS_OFFSET  # an entry without items is not one (journalctl --verify)
+            or off + size > self._end
+            or (size - ENTRY_ITEMS_OFFSET) % self._item_size
+        ):
             raise CorruptJournal(f"expected an ENTRY object, found type {otype} size {size}", offset=off)
         if not 0 < realtime < REALTIME_MAX:
             raise CorruptJournal(f"entry has an impossible realtime stamp {realtime}", offset=off)
@@ -1036,7 +1117,12 @@ class JournalFile:
         otype, _flags, size, _s, realtime, _m, boot_id, _x = ENTRY_OBJECT.unpack(
             buf[off : off + ENTRY_OBJECT.size]
         )
-        if otype != _ENTRY or size < ENTRY_ITEMS_OFFSET or off + size > self._end:
+        if (
+            otype != _ENTRY
+            or size <= ENTRY_ITEMS_OFFSET  # an entry without items is not one (journalctl --verify)
+            or off + size > self._end
+            or (size - ENTRY_ITEMS_OFFSET) % self._item_size
+        ):
             raise CorruptJournal(f"expected an ENTRY object, found type {otype} size {size}", offset=off)
         if not 0 < realtime < REALTIME_MAX:
             raise CorruptJournal(f"entry has an impossible realtime stamp {realtime}", offset=off)

@@ -1,0 +1,161 @@
+"""Damaged journal objects are damage, never other data (issue 40): real journals, corrupted by hand.
+
+Each journal is written by systemd-journal-remote, then one object is changed as a flipped bit or an
+overwrite would change it: a DATA payload (plain and compressed), a DATA object's stored hash, its
+entry count, the name of a DATA object a selective read wants. ``journalctl --verify`` rejects every
+one of them; the reader must record each as a problem on the file naming the object's offset (the
+rules relying on the file are then inconclusive), and never read the changed bytes as a value: a
+flipped bit in ``UNIT=ecs.service`` used to move the crash loop to another unit, and one in the
+restart record's entry count to hide restarts, with the file read "in full".
+"""
+
+from __future__ import annotations
+
+import struct
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from imagelint.facts.journal import FileStatus, analyze_restarts, open_directory
+from imagelint.facts.journal.restarts import RESTART_SCHEDULED
+from tests.facts.journal.conftest import have_tools, journal_file
+from tests.facts.journal.craft import OBJECT_COMPRESSED_ZSTD, OBJECT_DATA, JournalBytes
+from tests.facts.journal.exportgen import scenario, write_journal
+
+LAYOUTS = ("keyed", "legacy")  # siphash24 keyed by the file id; Jenkins lookup3
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    """The bytes of one small real journal per layout (a crash-looping ecs.service among noise)."""
+    have_tools()
+    base = tmp_path_factory.mktemp("integrity")
+    data = scenario(seed=3, boots=1, loop_minutes=3)
+    return {
+        layout: journal_file(write_journal(data, base / layout, legacy=layout == "legacy")).read_bytes()
+        for layout in LAYOUTS
+    }
+
+
+def _copy(written: dict[str, bytes], layout: str, tmp_path: Path) -> tuple[Path, JournalBytes]:
+    d = tmp_path / layout
+    d.mkdir()
+    path = d / "system.journal"
+    path.write_bytes(written[layout])
+    return path, JournalBytes(written[layout])
+
+
+def _data(jb: JournalBytes, payload: bytes) -> int:
+    (off,) = [o for o in jb.find_data(payload) if jb.data_payload(o) == payload]
+    return off
+
+
+def _verify_fails(path: Path) -> None:
+    """The real tool's opinion: the file is damaged."""
+    done = subprocess.run(["journalctl", "--verify", "--file", str(path)], capture_output=True, text=True)
+    assert done.returncode != 0, done.stderr
+
+
+def _problem(path: Path) -> str:
+    """The restart analysis of the directory holding ``path``: the file must be read in part only,
+    with the reason; what could still be read must not include the damaged value."""
+    with open_directory(path.parent) as journal:
+        report = analyze_restarts(journal)
+    (f,) = report.scan.files
+    assert f.status is FileStatus.PARTIAL, (f.status, f.reason, [u.unit for u in report.units])
+    assert f.reason is not None
+    return f.reason
+
+
+def test_the_undamaged_journals_read_in_full(written: dict[str, bytes], tmp_path: Path) -> None:
+    for layout in LAYOUTS:
+        path, _jb = _copy(written, layout, tmp_path)
+        with open_directory(path.parent) as journal:
+            report = analyze_restarts(journal)
+        assert report.scan.complete, report.scan.summary()
+        assert report.for_unit("ecs.service")[0].restarts == 18
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_bit_flipped_in_a_data_payload_is_damage(
+    written: dict[str, bytes], tmp_path: Path, layout: str
+) -> None:
+    path, jb = _copy(written, layout, tmp_path)
+    off = _data(jb, b"UNIT=ecs.service")
+    jb.data[off + jb.data_payload_offset + len("UNIT=ec")] ^= 0x01  # ecs.service -> ecr.service
+    path.write_bytes(bytes(jb))
+    _verify_fails(path)
+    reason = _problem(path)
+    assert "does not match its hash" in reason and f"{off:#x}" in reason, reason
+
+
+def test_a_compressed_payload_is_checked_once_decompressed(written: dict[str, bytes], tmp_path: Path) -> None:
+    """The hash is of the decompressed payload: another text, validly compressed, is still damage."""
+    import zstandard
+
+    path, jb = _copy(written, "keyed", tmp_path)
+    (off,) = [
+        o.offset
+        for o in jb.objects()
+        if o.type == OBJECT_DATA
+        and o.flags == OBJECT_COMPRESSED_ZSTD
+        and zstandard.ZstdDecompressor().decompress(jb.data_payload(o.offset)).startswith(b"BIG_TEXT=")
+    ]
+    other = zstandard.ZstdCompressor().compress(b"BIG_TEXT=" + b"consectetur adipiscing elit " * 40)
+    new = jb.relocate_data(off, other, OBJECT_COMPRESSED_ZSTD)  # the old object's stored hash, kept
+    path.write_bytes(bytes(jb))
+    _verify_fails(path)
+    with open_directory(path.parent) as journal:
+        texts = [e.get("BIG_TEXT") for e in journal.entries(["BIG_TEXT"])]
+        (f,) = journal.scan.files
+    assert not any(isinstance(t, str) and "consectetur" in t for t in texts)
+    assert f.status is FileStatus.PARTIAL and f.reason is not None
+    assert "does not match its hash" in f.reason and f"{new:#x}" in f.reason, f.reason
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_bit_flipped_in_a_stored_hash_is_damage(
+    written: dict[str, bytes], tmp_path: Path, layout: str
+) -> None:
+    """The lookup of MESSAGE_ID=<restart scheduled> walks a chain in which its own object no longer
+    hashes as it should: without the check the lookup skipped it and found no restart at all."""
+    path, jb = _copy(written, layout, tmp_path)
+    off = _data(jb, b"MESSAGE_ID=" + RESTART_SCHEDULED.encode())
+    jb.data[off + 16] ^= 0x04
+    path.write_bytes(bytes(jb))
+    _verify_fails(path)
+    reason = _problem(path)
+    assert "hash" in reason and f"{off:#x}" in reason, reason
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_an_entry_count_cut_short_is_damage(written: dict[str, bytes], tmp_path: Path, layout: str) -> None:
+    """The restart records' DATA object counting half its entries hid the other half."""
+    path, jb = _copy(written, layout, tmp_path)
+    off = _data(jb, b"MESSAGE_ID=" + RESTART_SCHEDULED.encode())
+    (n,) = struct.unpack_from("<Q", jb.data, off + 56)
+    struct.pack_into("<Q", jb.data, off + 56, n // 2)
+    path.write_bytes(bytes(jb))
+    _verify_fails(path)
+    reason = _problem(path)
+    assert f"counts {n // 2} entries but links {n}" in reason and f"{off:#x}" in reason, reason
+
+
+def test_a_damaged_name_of_a_wanted_field_is_damage_not_an_unwanted_field(
+    written: dict[str, bytes], tmp_path: Path
+) -> None:
+    """A selective read learns which objects hold the wanted fields from the FIELD data lists; an
+    object on that list whose name changed (TAG=beta read as TAF=beta) was taken for another field
+    and silently left out of every entry."""
+    path, jb = _copy(written, "keyed", tmp_path)
+    off = _data(jb, b"TAG=beta")
+    jb.data[off + jb.data_payload_offset + 2] ^= 0x01  # TAG -> TAF
+    path.write_bytes(bytes(jb))
+    _verify_fails(path)
+    with open_directory(path.parent) as journal:
+        tags = [e.get("TAG") for e in journal.entries(["TAG"])]
+        (f,) = journal.scan.files
+    assert "alpha" not in tags, "the entry (TAG=alpha, TAG=beta) read without its damaged field"
+    assert f.status is FileStatus.PARTIAL and f.reason is not None
+    assert "does not match its hash" in f.reason and f"{off:#x}" in f.reason, f.reason
