@@ -26,7 +26,10 @@ and its entry count agrees with its first entry; a DATA object met in a hash cha
 that chain's bucket. A mismatch is damage (``HashMismatch``): a flipped bit in ``UNIT=ecs.service``
 would otherwise make a lookup of that unit find nothing, and a flipped bit in a MESSAGE would be read
 as another message. Each object is checked once per file read (the offsets checked are remembered),
-and what one file read hashes is bounded (``HASH_BUDGET``).
+and what one file read hashes is bounded (``HASH_BUDGET``). An ENTRY read must have sorted items, end
+where the next object begins and, in a file closed cleanly, a sequence number inside the header's
+range (``_check_items``): a compact item carries no hash, and a flipped bit in one can point it at
+another valid DATA object.
 A DATA object probed for its field name only (see above) is not hashed: that costs the whole payload
 the selection saves; the FIELD data lists, whose objects are hashed as they are walked, are what
 tells a wanted object from an unwanted one in a file closed cleanly, and an object a walk found
@@ -142,6 +145,7 @@ _OBJECT_MINIMUM = {  # the smallest valid size of each object type (the compact 
 _WALK_FIRST = 64  # FIELD data-list steps a field selection may take before any item is probed
 _WALK_CAP = 16_384  # ... and at most, per field selection and file: past it, probing goes on alone
 _DATA = int(ObjectType.DATA)
+_LAST_TYPE = max(ObjectType)
 _ENTRY = int(ObjectType.ENTRY)
 _U64_AT = struct.Struct("<Q")
 _U32_AT = struct.Struct("<I")
@@ -276,6 +280,8 @@ class JournalFile:
         self.truncated = file_size < declared_end
         self._end = min(file_size, declared_end)
         self._first = h.header_size
+        # the last object: one past it, nothing need follow an object (clipped to what the file holds)
+        self._tail = min(h.tail_object_offset, self._end - OBJECT_HEADER_SIZE)
         self.compact = h.compact
         self._item_size = ENTRY_ITEM_SIZE_COMPACT if self.compact else ENTRY_ITEM_SIZE_REGULAR
         self._data_payload = DATA_PAYLOAD_OFFSET_COMPACT if self.compact else DATA_PAYLOAD_OFFSET_REGULAR
@@ -292,6 +298,10 @@ class JournalFile:
         self._selections: dict[frozenset[str], _Selection] = {}
         # a FIELD object's data list is trusted to be complete only in a file closed cleanly
         self._lists_complete = not self.truncated and h.state_name in ("offline", "archived")
+        # ... and so are its head and tail sequence numbers (writers number entries in order)
+        closed = self._lists_complete and h.n_entries
+        self._seqnum_lo = h.head_entry_seqnum if closed else 1
+        self._seqnum_hi = h.tail_entry_seqnum if closed else 1 << 64
         self._chain_limit = min(_MAX_CHAIN, h.n_data if h.n_data is not None else h.n_objects)
 
     # -- opening -------------------------------------------------------------------------------
@@ -1072,8 +1082,25 @@ class JournalFile:
             items: Sequence[int] = _unpack_u32(buf, off + ENTRY_ITEMS_OFFSET, n)
         else:
             items = _regular_items(buf, off + ENTRY_ITEMS_OFFSET, n)
+        self._check_items(off, size, seqnum, items)
         self._spent = 0
         return (seqnum, realtime, monotonic, boot_id, xor_hash), items
+
+    def _check_items(self, off: int, size: int, seqnum: int, items: Sequence[int]) -> None:
+        """What an entry must be, cheaply checked before any item is read: its items sorted offsets
+        past the header (writers sort them); its size ending where the next object begins (objects
+        are packed, so a damaged size that drops items lands inside them); in a file closed cleanly,
+        its sequence number within the header's head and tail. A flipped bit in an item, which could
+        point at another valid DATA object, often breaks the order."""
+        if not self._seqnum_lo <= seqnum <= self._seqnum_hi:
+            raise CorruptJournal(f"entry sequence number {seqnum} is outside the file's range", offset=off)
+        if items[0] < self._first or any(map(operator.gt, items, items[1:])):
+            raise CorruptJournal("entry items are not sorted object offsets", offset=off)
+        nxt = off + ((size + 7) & ~7)
+        if nxt <= self._tail:
+            otype, _flags, next_size = OBJECT_HEADER.unpack(self._buf[nxt : nxt + OBJECT_HEADER_SIZE])
+            if not 0 < otype <= _LAST_TYPE or next_size < OBJECT_HEADER_SIZE or nxt + next_size > self._end:
+                raise CorruptJournal(f"entry size {size} does not end where an object begins", offset=off)
 
     def _boot(self, boot_id: bytes) -> str:
         memo = self._boot_hex
@@ -1114,7 +1141,7 @@ class JournalFile:
         buf = self._buf
         if off & 7 or off < self._first or off + ENTRY_ITEMS_OFFSET > self._end:
             raise CorruptJournal("entry has an invalid offset", offset=off)
-        otype, _flags, size, _s, realtime, _m, boot_id, _x = ENTRY_OBJECT.unpack(
+        otype, _flags, size, seqnum, realtime, _m, boot_id, _x = ENTRY_OBJECT.unpack(
             buf[off : off + ENTRY_OBJECT.size]
         )
         if (
@@ -1133,6 +1160,7 @@ class JournalFile:
             items: Sequence[int] = _unpack_u32(buf, off + ENTRY_ITEMS_OFFSET, n)
         else:
             items = _regular_items(buf, off + ENTRY_ITEMS_OFFSET, n)
+        self._check_items(off, size, seqnum, items)
         self._spent = 0
         pairs: list[Any]
         if sel.closed and not sel.has_large:

@@ -159,3 +159,52 @@ def test_a_damaged_name_of_a_wanted_field_is_damage_not_an_unwanted_field(
     assert "alpha" not in tags, "the entry (TAG=alpha, TAG=beta) read without its damaged field"
     assert f.status is FileStatus.PARTIAL and f.reason is not None
     assert "does not match its hash" in f.reason and f"{off:#x}" in f.reason, f.reason
+
+
+def _restart_entries(jb: JournalBytes) -> list[int]:
+    """The restart records' entries, in file order."""
+    restart = _data(jb, b"MESSAGE_ID=" + RESTART_SCHEDULED.encode())
+    return [e for e in jb.entry_offsets() if any(item == restart for _p, item in jb.entry_items(e))]
+
+
+def test_an_entry_item_pointing_at_another_data_object_is_damage(
+    written: dict[str, bytes], tmp_path: Path
+) -> None:
+    """A compact item has no hash of its own: a flipped bit can point it at another valid DATA
+    object. Here a restart record's _PID=1 item points at a service's _PID, which made PID 1's record
+    look like another process's (ignored: no restart); writers sort items by offset, and this one is
+    out of order."""
+    path, jb = _copy(written, "keyed", tmp_path)
+    pid1 = _data(jb, b"_PID=1")
+    entry = _restart_entries(jb)[2]
+    other = max(o for o in jb.find_data(b"_PID=") if o != pid1 and o < entry)
+    (pos,) = [p for p, item in jb.entry_items(entry) if item == pid1]
+    struct.pack_into("<I", jb.data, pos, other)
+    assert sorted(i for _p, i in jb.entry_items(entry)) != [i for _p, i in jb.entry_items(entry)]
+    path.write_bytes(bytes(jb))
+    _verify_fails(path)
+    reason = _problem(path)
+    assert "not sorted" in reason and f"{entry:#x}" in reason, reason
+
+
+def test_an_entry_size_that_drops_items_is_damage(written: dict[str, bytes], tmp_path: Path) -> None:
+    path, jb = _copy(written, "keyed", tmp_path)
+    entry = _restart_entries(jb)[0]
+    struct.pack_into("<Q", jb.data, entry + 8, jb.object_at(entry).size - 8)  # two compact items fewer
+    path.write_bytes(bytes(jb))
+    _verify_fails(path)
+    reason = _problem(path)
+    assert "does not end where an object begins" in reason and f"{entry:#x}" in reason, reason
+
+
+def test_an_entry_sequence_number_outside_the_file_is_damage(
+    written: dict[str, bytes], tmp_path: Path
+) -> None:
+    """A flipped high bit of a restart record's sequence number, in a file closed cleanly."""
+    path, jb = _copy(written, "keyed", tmp_path)
+    entry = _restart_entries(jb)[3]
+    jb.data[entry + 20] ^= 0x04
+    path.write_bytes(bytes(jb))
+    _verify_fails(path)
+    reason = _problem(path)
+    assert "outside the file's range" in reason and f"{entry:#x}" in reason, reason
