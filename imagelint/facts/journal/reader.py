@@ -146,6 +146,7 @@ _WALK_FIRST = 64  # FIELD data-list steps a field selection may take before any 
 _WALK_CAP = 16_384  # ... and at most, per field selection and file: past it, probing goes on alone
 _DATA = int(ObjectType.DATA)
 _LAST_TYPE = max(ObjectType)
+_HEX = frozenset("0123456789abcdef")
 _ENTRY = int(ObjectType.ENTRY)
 _U64_AT = struct.Struct("<Q")
 _U32_AT = struct.Struct("<I")
@@ -293,6 +294,7 @@ class JournalFile:
         self._boot_hex: dict[bytes, str] = {}
         self._names: dict[bytes, str] = {}
         self._verified: set[int] = set()  # DATA objects whose payload matched its hash
+        self._boot_data: dict[int, bytes] | None = None  # see ``_boot_objects``
         self._damaged: dict[int, str] = {}  # ... and those whose did not: why
         self._hashed = 0  # bytes of payloads hashed (see ``HASH_BUDGET``)
         self._selections: dict[frozenset[str], _Selection] = {}
@@ -1082,16 +1084,18 @@ class JournalFile:
             items: Sequence[int] = _unpack_u32(buf, off + ENTRY_ITEMS_OFFSET, n)
         else:
             items = _regular_items(buf, off + ENTRY_ITEMS_OFFSET, n)
-        self._check_items(off, size, seqnum, items)
+        self._check_items(off, size, seqnum, boot_id, items)
         self._spent = 0
         return (seqnum, realtime, monotonic, boot_id, xor_hash), items
 
-    def _check_items(self, off: int, size: int, seqnum: int, items: Sequence[int]) -> None:
+    def _check_items(self, off: int, size: int, seqnum: int, boot_id: bytes, items: Sequence[int]) -> None:
         """What an entry must be, cheaply checked before any item is read: its items sorted offsets
         past the header (writers sort them); its size ending where the next object begins (objects
         are packed, so a damaged size that drops items lands inside them); in a file closed cleanly,
-        its sequence number within the header's head and tail. A flipped bit in an item, which could
-        point at another valid DATA object, often breaks the order."""
+        its sequence number within the header's head and tail; its boot id the one its ``_BOOT_ID``
+        item names, when it has one (what the analyses group by: journalctl shows the header's).
+        A flipped bit in an item, which could point at another valid DATA object, often breaks the
+        order."""
         if not self._seqnum_lo <= seqnum <= self._seqnum_hi:
             raise CorruptJournal(f"entry sequence number {seqnum} is outside the file's range", offset=off)
         if items[0] < self._first or any(map(operator.gt, items, items[1:])):
@@ -1101,6 +1105,42 @@ class JournalFile:
             otype, _flags, next_size = OBJECT_HEADER.unpack(self._buf[nxt : nxt + OBJECT_HEADER_SIZE])
             if not 0 < otype <= _LAST_TYPE or next_size < OBJECT_HEADER_SIZE or nxt + next_size > self._end:
                 raise CorruptJournal(f"entry size {size} does not end where an object begins", offset=off)
+        boots = self._boot_data if self._boot_data is not None else self._boot_objects()
+        if boots:
+            named = [b for b in map(boots.get, items) if b is not None]
+            if named and boot_id not in named:
+                raise CorruptJournal("entry's boot id is not the one its _BOOT_ID field names", offset=off)
+
+    def _boot_objects(self) -> dict[int, bytes]:
+        """The DATA objects of field ``_BOOT_ID`` (offset → the boot id named), from the FIELD's data
+        list, read once per file (one object per boot; at most ``_IDS_KEPT``) in a file closed cleanly
+        (the list of one torn or cut starts where nothing may be left). Damage on the list is a
+        problem once, then entries go unchecked against it."""
+        found: dict[int, bytes] = {}
+        self._boot_data = found
+        try:
+            if self._lists_complete:
+                self._walk_boot_ids(found)
+        except CorruptJournal:
+            self._boot_data = {}
+            raise
+        return found
+
+    def _walk_boot_ids(self, found: dict[int, bytes]) -> None:
+        field_off = self.find_field("_BOOT_ID")
+        if field_off is None:
+            return
+        off = FIELD_OBJECT.unpack(self._buf[field_off : field_off + FIELD_OBJECT.size])[5]
+        while off and len(found) < _IDS_KEPT:
+            name, value = self._cache[off]
+            if name != "_BOOT_ID":
+                raise CorruptJournal("the data list of field _BOOT_ID holds another field", offset=off)
+            if isinstance(value, str) and len(value) == 32 and _HEX.issuperset(value):
+                found[off] = bytes.fromhex(value)
+            nxt = _U64_AT.unpack(self._buf[off + _DATA_NEXT_FIELD : off + _DATA_NEXT_FIELD + _U64_AT.size])[0]
+            if nxt >= off:  # the list runs towards the start of the file (see ``_walk``)
+                raise CorruptJournal("field's data chain loops", offset=off)
+            off = nxt
 
     def _boot(self, boot_id: bytes) -> str:
         memo = self._boot_hex
@@ -1160,7 +1200,7 @@ class JournalFile:
             items: Sequence[int] = _unpack_u32(buf, off + ENTRY_ITEMS_OFFSET, n)
         else:
             items = _regular_items(buf, off + ENTRY_ITEMS_OFFSET, n)
-        self._check_items(off, size, seqnum, items)
+        self._check_items(off, size, seqnum, boot_id, items)
         self._spent = 0
         pairs: list[Any]
         if sel.closed and not sel.has_large:

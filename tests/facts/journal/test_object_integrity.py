@@ -2,11 +2,12 @@
 
 Each journal is written by systemd-journal-remote, then one object is changed as a flipped bit or an
 overwrite would change it: a DATA payload (plain and compressed), a DATA object's stored hash, its
-entry count, the name of a DATA object a selective read wants. ``journalctl --verify`` rejects every
-one of them; the reader must record each as a problem on the file naming the object's offset (the
-rules relying on the file are then inconclusive), and never read the changed bytes as a value: a
-flipped bit in ``UNIT=ecs.service`` used to move the crash loop to another unit, and one in the
-restart record's entry count to hide restarts, with the file read "in full".
+entry count, the name of a DATA object a selective read wants, an ENTRY's items, size, sequence
+number and boot id. ``journalctl --verify`` rejects every one of them but the last; the reader must
+record each as a problem on the file naming the object's offset (the rules relying on the file are
+then inconclusive), and never read the changed bytes as a value: a flipped bit in
+``UNIT=ecs.service`` used to move the crash loop to another unit, and one in the restart record's
+entry count to hide restarts, with the file read "in full".
 """
 
 from __future__ import annotations
@@ -208,3 +209,16 @@ def test_an_entry_sequence_number_outside_the_file_is_damage(
     _verify_fails(path)
     reason = _problem(path)
     assert "outside the file's range" in reason and f"{entry:#x}" in reason, reason
+
+
+def test_an_entry_boot_id_other_than_its_boot_id_field_is_damage(
+    written: dict[str, bytes], tmp_path: Path
+) -> None:
+    """A flipped bit in a restart record's boot id moved the restart to a boot of its own. journalctl
+    --verify does not compare the two (the file passes it); the analyses group by the header's."""
+    path, jb = _copy(written, "keyed", tmp_path)
+    entry = _restart_entries(jb)[5]
+    jb.data[entry + 40] ^= 0x20
+    path.write_bytes(bytes(jb))
+    reason = _problem(path)
+    assert "boot id" in reason and f"{entry:#x}" in reason, reason
