@@ -31,9 +31,10 @@ where the next object begins and, in a file closed cleanly, a sequence number in
 range (``_check_items``): a compact item carries no hash, and a flipped bit in one can point it at
 another valid DATA object.
 A DATA object probed for its field name only (see above) is not hashed: that costs the whole payload
-the selection saves; the FIELD data lists, whose objects are hashed as they are walked, are what
-tells a wanted object from an unwanted one in a file closed cleanly, and an object a walk found
-damaged is damage to every entry that probes it later (its name may be the damaged part).
+the selection saves. The FIELD data lists are what tells a wanted object from an unwanted one in a
+file closed cleanly: a walk decodes their objects unchecked (most are never used) and each is
+checked when an entry first uses it; an object on the list of another field is checked at once, and
+if damaged it is damage to every entry that probes it later (its name may be the damaged part).
 
 Everything a hostile file can claim is bounded: a DATA payload is read up to ``MAX_VALUE`` bytes
 (compressed ones are decoded under the same cap, see ``compression``), one entry's newly decoded
@@ -241,6 +242,7 @@ class _Selection:
         "known",
         "probes",
         "size",
+        "unverified",
         "walk",
         "walked",
         "wanted",
@@ -251,6 +253,7 @@ class _Selection:
         self.wanted = wanted
         self.wanted_raw = frozenset(name.encode("utf-8", "surrogateescape") for name in wanted)
         self.known: dict[int, tuple[str, Value] | bool] = {}
+        self.unverified: set[int] = set()  # offsets in ``known`` a walk decoded without their hash check
         self.closed = False
         self.has_large = False
         self.walk = sorted(wanted, reverse=True) if walk else []
@@ -370,8 +373,9 @@ class JournalFile:
                 return flags, size
         return self._object(off, ObjectType.DATA, po)
 
-    def _payload(self, off: int, flags: int, size: int) -> bytes:
-        """The uncompressed payload of the DATA object at ``off`` (header already validated)."""
+    def _payload(self, off: int, flags: int, size: int, verify: bool = True) -> bytes:
+        """The uncompressed payload of the DATA object at ``off`` (header already validated), checked
+        against its hash unless ``verify`` is false (a FIELD walk: checked when used, see ``_walk``)."""
         start = off + self._data_payload
         if size - self._data_payload > MAX_VALUE:
             raise CorruptJournal(
@@ -383,7 +387,7 @@ class JournalFile:
                 payload = decompress(flags, payload, MAX_VALUE)
             except CorruptJournal as exc:
                 raise CorruptJournal(exc.reason, offset=off) from None
-        if off not in self._verified:
+        if verify and off not in self._verified:
             self._verify_data(off, payload)
         return payload
 
@@ -457,11 +461,12 @@ class JournalFile:
                 names[raw_name] = name
         return name
 
-    def _load_data(self, off: int) -> tuple[str, Value]:
-        """Decode the DATA object at ``off`` to (field, value), keeping it if entries share it."""
+    def _load_data(self, off: int, verify: bool = True) -> tuple[str, Value]:
+        """Decode the DATA object at ``off`` to (field, value), keeping it if entries share it (and it
+        was checked: ``verify``, see ``_payload``)."""
         buf = self._buf
         flags, size = self._data_header(off)
-        payload = self._payload(off, flags, size)
+        payload = self._payload(off, flags, size, verify)
         eq = payload.find(b"=")
         if eq <= 0:
             raise CorruptJournal("DATA object payload is not FIELD=value", offset=off)
@@ -485,7 +490,7 @@ class JournalFile:
             except UnicodeDecodeError:
                 value = raw
             kv = (name, value)
-            if _U64_AT.unpack(buf[off + _DATA_N_ENTRIES : off + _DATA_N_ENTRIES + _U64_AT.size])[0] > 1:
+            if verify and _U64_AT.unpack(buf[off + _DATA_N_ENTRIES : off + _DATA_N_ENTRIES + 8])[0] > 1:
                 cache = self._cache
                 self._cache_bytes += n
                 if len(cache) >= _CACHE_LIMIT or self._cache_bytes > _CACHE_BYTES:
@@ -531,8 +536,13 @@ class JournalFile:
                         else FIELD_OBJECT.unpack(buf[field_off : field_off + FIELD_OBJECT.size])[5]
                     )
                 while off and steps > 0:
-                    kv = self._cache[off]
+                    kv = self._cache.get(off)
+                    if kv is None:  # checked against its hash when an entry uses it, if one ever does
+                        kv = self._load_data(off, verify=False)
+                        if off not in self._verified:
+                            sel.unverified.add(off)
                     if kv[0] != name:
+                        self._check_data(off)  # a damaged name, or a damaged list
                         raise CorruptJournal(f"the data list of field {name} holds another field", offset=off)
                     if len(kv[1]) <= _CACHE_VALUE_LIMIT:
                         known[off] = kv
@@ -607,6 +617,7 @@ class JournalFile:
             known = sel.known
             if len(known) >= _CACHE_LIMIT or sel.size > _CACHE_BYTES:
                 known.clear()
+                sel.unverified.clear()
                 sel.size = 0
                 sel.give_up_walking()
             if kv is False:
@@ -622,6 +633,8 @@ class JournalFile:
         known = sel.known
         if sel.closed and not sel.has_large:  # no True in ``known``: False and None filtered out
             found: list[Any] = list(filter(None, map(known.get, items)))
+            if sel.unverified and not sel.unverified.isdisjoint(items):
+                self._check_used(sel, items)
             return found
         pairs: list[tuple[str, Value]] = []
         for item in items:
@@ -635,7 +648,21 @@ class JournalFile:
             elif kv is False:
                 continue
             pairs.append(self._cache[item] if kv is True else kv)
+        if sel.unverified and not sel.unverified.isdisjoint(items):
+            self._check_used(sel, items)
         return pairs
+
+    def _check_used(self, sel: _Selection, items: Sequence[int]) -> None:
+        """Check the objects a walk decoded unchecked that these items use (once each)."""
+        for item in items:
+            if item in sel.unverified:
+                self._check_data(item)
+                sel.unverified.discard(item)
+
+    def _check_data(self, off: int) -> None:
+        """Check the DATA object at ``off`` against its hash (once per file: see ``_payload``)."""
+        flags, size = self._data_header(off)
+        self._payload(off, flags, size)
 
     # -- entry arrays ----------------------------------------------------------------------------
 
@@ -1205,6 +1232,8 @@ class JournalFile:
         pairs: list[Any]
         if sel.closed and not sel.has_large:
             pairs = list(filter(None, map(sel.known.get, items)))
+            if sel.unverified and not sel.unverified.isdisjoint(items):
+                self._check_used(sel, items)
         else:
             pairs = self._select(items, fields)
         out: dict[str, Any] = dict(pairs)

@@ -222,3 +222,20 @@ def test_an_entry_boot_id_other_than_its_boot_id_field_is_damage(
     path.write_bytes(bytes(jb))
     reason = _problem(path)
     assert "boot id" in reason and f"{entry:#x}" in reason, reason
+
+
+def test_a_damaged_value_a_walk_read_unchecked_is_damage_when_used(
+    written: dict[str, bytes], tmp_path: Path
+) -> None:
+    """A FIELD walk decodes its objects without their hash check (most are never used); the one an
+    entry uses is checked then: TAG=beta read as TAG=betc is damage on that entry."""
+    path, jb = _copy(written, "keyed", tmp_path)
+    off = _data(jb, b"TAG=beta")
+    jb.data[off + jb.data_payload_offset + len("TAG=bet")] ^= 0x02  # beta -> betc
+    path.write_bytes(bytes(jb))
+    with open_directory(path.parent) as journal:
+        tags = [e.get("TAG") for e in journal.entries(["TAG"])]
+        (f,) = journal.scan.files
+    assert not any(isinstance(t, list) and "betc" in t for t in tags), tags
+    assert f.status is FileStatus.PARTIAL and f.reason is not None
+    assert "does not match its hash" in f.reason and f"{off:#x}" in f.reason, f.reason
