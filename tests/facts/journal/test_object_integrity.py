@@ -239,3 +239,30 @@ def test_a_damaged_value_a_walk_read_unchecked_is_damage_when_used(
     assert not any(isinstance(t, list) and "betc" in t for t in tags), tags
     assert f.status is FileStatus.PARTIAL and f.reason is not None
     assert "does not match its hash" in f.reason and f"{off:#x}" in f.reason, f.reason
+
+
+def test_an_image_whose_crash_loop_record_is_damaged_is_inconclusive(
+    written: dict[str, bytes], tmp_path: Path
+) -> None:
+    """Through the CLI, with the restart rules: they cannot run on the damaged file, the run exits 3
+    (never 0, never a finding on ecr.service) and the error names the file and the object's offset."""
+    import json
+
+    from tests.support import run_cli
+
+    root = tmp_path / "image"
+    journal_dir = root / "var/log/journal/5c1f1f3c2c9d4ad3b8f3e4a7d9a0b111"
+    journal_dir.mkdir(parents=True)
+    jb = JournalBytes(written["keyed"])
+    off = _data(jb, b"UNIT=ecs.service")
+    jb.data[off + jb.data_payload_offset + len("UNIT=ec")] ^= 0x01
+    (journal_dir / "system.journal").write_bytes(bytes(jb))
+    proc = run_cli("audit", str(root), "--select", "IL301", "--select", "IL303", "-f", "json")
+    assert proc.returncode == 3, proc.stderr
+    report = json.loads(proc.stdout)
+    assert not report["findings"]
+    assert any(
+        e["where"] == "/var/log/journal/5c1f1f3c2c9d4ad3b8f3e4a7d9a0b111/system.journal"
+        and f"{off:#x}" in e["message"]
+        for e in report["errors"]
+    ), report["errors"]
