@@ -121,9 +121,10 @@ MAX_VALUE = MAX_DECOMPRESSED
 ENTRY_BUDGET = 2 * MAX_DECOMPRESSED
 """Bytes of values newly decoded for one entry; past it the entry is a problem (a hostile entry can
 list one large object thousands of times)."""
-HASH_BUDGET = ENTRY_BUDGET
-"""Bytes of DATA payloads one file read may hash to check them (pure Python hashes a few MB/s); past
-it every further object is a problem: out of budget, never read unchecked."""
+HASH_BUDGET = 4 * MAX_DECOMPRESSED
+"""Bytes of DATA payloads one file read may hash to check them: pure Python hashes 4-5 MB/s, so at
+most about 15 s of CPU per file (a journald file is at most 128 MiB, its MESSAGEs a fraction of
+that); past it every further object is a problem: out of budget, never read unchecked."""
 MAX_ITEMS = 65_536
 """Items (fields) one entry may have; journald writes at most 1024 user fields plus its own."""
 _PROBE_WHOLE = 4096  # compressed payloads up to this size are decoded whole when probed for their name

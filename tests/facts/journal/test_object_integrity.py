@@ -266,3 +266,16 @@ def test_an_image_whose_crash_loop_record_is_damaged_is_inconclusive(
         and f"{off:#x}" in e["message"]
         for e in report["errors"]
     ), report["errors"]
+
+
+def test_hashing_past_the_budget_is_a_problem_not_an_unchecked_read(
+    written: dict[str, bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pure Python hashes a few MB/s: what one file read hashes is bounded, and past the bound the
+    objects are a problem on the file (inconclusive), never read without their check."""
+    from imagelint.facts.journal import reader
+
+    monkeypatch.setattr(reader, "HASH_BUDGET", 100)
+    path, _jb = _copy(written, "keyed", tmp_path)
+    reason = _problem(path)
+    assert "to check add up to more than the 100-byte limit" in reason, reason
