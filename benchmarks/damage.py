@@ -2,8 +2,9 @@
 hundred), each a real audit of the bundled failing sample with one structure damaged.
 
 Classes: inodes, extent headers and directory blocks of the ext4 filesystem (in a raw GPT disk and
-in its qcow2 conversion), the partition table (MBR, GPT header, GPT entry) and the bundle's tar
-headers; corruptions: zeroed, bits flipped, random bytes, a count field set to a lying value.
+in its qcow2 conversion), the partition table (MBR, GPT header, GPT entry), the bundle's tar headers,
+and the objects of the sample's real journal (DATA payloads, object headers, ENTRY items) in all
+three; corruptions: zeroed, bits flipped, random bytes, a count field set to a lying value.
 Case N of seed S is ``make_case(S, N, corpus)`` whatever the number of workers: a defect replays.
 
 Run: .venv/bin/python benchmarks/damage.py [--cases 10000] [--seed 0] [--workers 2] [--timeout 60]

@@ -1,15 +1,19 @@
 """Damage never passes: the bundled failing sample, damaged one structure at a time, audited for real.
 
 The corpus (built once per machine under the tests' cache, in a temporary directory renamed into
-place under a lock) is the sample of ``examples/sample-image.yaml`` made three ways by the real tools:
+place under a lock) is the sample of ``examples/sample-image.yaml``, with a real journal of ecs.service's
+crash loop in ``/var/log/journal`` (written by systemd-journal-remote, :func:`_write_journal`), made
+three ways by the real tools:
 an ext4 filesystem (``mke2fs -d``, default features, so ``metadata_csum``) in a GPT disk (``sfdisk``,
 :func:`tests.targets.disk.images._partitioned`) as a raw file, the same disk converted to qcow2
 (``qemu-img convert``), and the bundle the real collector makes of the tree.
 
 The structures an audit reads are found with the real on-disk layouts: each entry's inode and the
 extent header inside it (``debugfs imap``), each directory's data blocks (``debugfs blocks``), the
-MBR, the GPT header and its first entry, and every tar header of the bundle. In the qcow2 file each
-lies where ``qemu-img map`` puts its guest bytes. A case (:func:`make_case`, seeded: case N of seed S
+MBR, the GPT header and its first entry, every tar header of the bundle, and the journal's objects
+(DATA payloads, object headers, ENTRY items: walked by ``tests.facts.journal.craft``, placed where
+``debugfs blocks`` and the tar member put the file's bytes). In the qcow2 file each lies where
+``qemu-img map`` puts its guest bytes. A case (:func:`make_case`, seeded: case N of seed S
 is always the same) picks an image, one structure of it and one corruption: zeroed, bits flipped,
 random bytes, or a count field set to a lying value.
 
@@ -17,7 +21,9 @@ random bytes, or a count field set to a lying value.
 entry as the CLI (``open_spec`` then ``session.audit_opened``, the sample's config), undoes it and
 classifies the answer (:data:`OUTCOMES`). A case is a defect when it passes (exit 0), exits 2, ends
 in an exception that is not the project's, or fails with findings other than the undamaged run's
-while the report carries no error: damaged data read as a different, maybe milder, finding.
+while the report carries no error: damaged data read as a different, maybe milder, finding. Findings
+are compared by rule, subject and message, failing on their own (a restart loop folded into IL206's
+finding counts: its loss, or another restart count, is a changed finding).
 """
 
 from __future__ import annotations
@@ -47,10 +53,12 @@ MIB = 1024 * 1024
 FS_SIZE = 8 * MIB
 FS_OFFSET = MIB  # where _partitioned puts the first partition
 FS_UUID = "1d2a7c3e-5b6f-4a8d-9e0f-112233445566"
-VERSION = "4"
+VERSION = "5"
 IMAGES = ("raw", "qcow2", "bundle")
 MODES = ("zero", "bitflip", "random", "count")
-CLASSES = ("inode", "extent header", "directory block", "partition table", "tar header")
+CLASSES = ("inode", "extent header", "directory block", "partition table", "tar header", "journal objects")
+JOURNAL_DIR = "/var/log/journal/6f1c3a9e2b7d4e5f8a0b1c2d3e4f5a6b"  # the sample's machine id
+JOURNAL = f"{JOURNAL_DIR}/system.journal"
 # what a case can come to: the first three are answers, the rest defects
 # (exit 1 with the undamaged run's failing findings; exit 1 with others and an error in the report...)
 SAME, CHANGED_MARKED, INCONCLUSIVE = "fail same", "fail changed+error", "inconclusive"
@@ -141,15 +149,18 @@ def _build(d: Path) -> None:
 
     tree = d / "tree"
     _run(sys.executable, REPO / "scripts/make-sample-image.py", REPO / "examples/sample-image.yaml", tree)
+    journal = _write_journal(tree, d / "journal")
     fs = d / "fs.img"
     _run("mke2fs", "-q", "-F", "-t", "ext4", "-U", FS_UUID, "-d", tree, fs, f"{FS_SIZE // 1024}k")
     _partitioned(d / "disk.raw", "gpt", [("L", fs, FS_SIZE)])
     _run("qemu-img", "convert", "-O", "qcow2", d / "disk.raw", d / "disk.qcow2")
     bundle = collect(tree, d / "collect")
     (d / "bundle.tar").write_bytes(gzip.decompress(bundle.read_bytes()))
-    disk = [*_ext4_structures(fs, tree), *_partition_structures()]
+    objects = list(_journal_objects(journal))
+    disk = [*_ext4_structures(fs, tree), *_partition_structures(), *_in_fs(fs, JOURNAL, objects)]
     structures = [*(_on("raw", s) for s in disk), *_on_qcow2(d / "disk.qcow2", disk)]
     structures += _tar_structures(d / "bundle.tar")
+    structures += _in_tar(d / "bundle.tar", JOURNAL, objects)
     rows = [[s.cls, s.image, s.owner, s.offset, s.length, [list(c) for c in s.counts]] for s in structures]
     (d / "structures.json").write_text(json.dumps(rows))
     shutil.rmtree(d / "collect")
@@ -178,6 +189,74 @@ def _ext4_structures(fs: Path, tree: Path) -> Iterator[Structure]:
         for number in blocks:
             at = FS_OFFSET + int(number) * block
             yield Structure("directory block", "", entry, at, block, ((4, 2), (6, 1)))  # rec_len, name_len
+
+
+def _write_journal(tree: Path, work: Path) -> bytes:
+    """The build's journal the sample carries: ecs.service crash-looping (exit, failure, scheduled
+    restart, start: 30 turns in one boot) among kubelet noise and kernel lines, written by the real
+    systemd-journal-remote, its data hash table shrunk to 127 buckets (a small file whose chains are
+    walked); the file's bytes, also put at ``JOURNAL`` in the tree."""
+    from tests.facts.journal.craft import JournalBytes, shrink_data_hash_table
+    from tests.facts.journal.exportgen import Host, kubelet_line, write_journal
+
+    host = Host(40)
+    host.new_boot(1_764_000_000_000_000)
+    export = [host.kernel("Linux version 6.1.0-28-cloud-amd64", priority="5")]
+    for n in range(1, 31):
+        export += host.crash_cycle("ecs.service", "amazon-ecs-agent", n)
+        export += [kubelet_line(host, 3 * n + i) for i in range(3)]
+    (path,) = write_journal(b"".join(export), work).glob("*/system.journal")
+    data = bytes(shrink_data_hash_table(JournalBytes(path.read_bytes()), 127))
+    (tree / JOURNAL.lstrip("/")).parent.mkdir(parents=True)
+    (tree / JOURNAL.lstrip("/")).write_bytes(data)
+    shutil.rmtree(work)
+    return data
+
+
+def _journal_objects(data: bytes) -> Iterator[Structure]:
+    """The objects of the journal an audit reads, as offsets in the file: every DATA payload, every
+    object header (DATA, ENTRY and ENTRY_ARRAY headers with their links and counts) and every
+    ENTRY's items."""
+    from tests.facts.journal.craft import OBJECT_DATA, OBJECT_ENTRY, OBJECT_ENTRY_ARRAY, JournalBytes
+
+    jb = JournalBytes(data)
+    po = jb.data_payload_offset
+    headers = {OBJECT_DATA: po, OBJECT_ENTRY: 64, OBJECT_ENTRY_ARRAY: 24}
+    counts = {OBJECT_DATA: ((8, 8), (56, 8)), OBJECT_ENTRY: ((8, 8), (16, 8)), OBJECT_ENTRY_ARRAY: ((8, 8),)}
+    for obj in jb.objects():
+        if obj.type not in headers:
+            continue
+        at = f"{obj.offset:#x}"
+        header = headers[obj.type]
+        yield Structure("journal objects", "", f"object header at {at}", obj.offset, header, counts[obj.type])
+        if obj.type == OBJECT_DATA:
+            name = jb.data_payload(obj.offset).split(b"=", 1)[0][:32] if not obj.flags else b"(compressed)"
+            owner = f"DATA payload {name.decode(errors='replace')} at {at}"
+            yield Structure("journal objects", "", owner, obj.offset + po, obj.size - po)
+        elif obj.type == OBJECT_ENTRY:
+            yield Structure("journal objects", "", f"entry items at {at}", obj.offset + 64, obj.size - 64)
+
+
+def _in_fs(fs: Path, path: str, objects: list[Structure]) -> Iterator[Structure]:
+    """``objects`` (offsets in the file at ``path``) where the file's blocks lie in the disk; a part
+    past the end of a run of consecutive blocks is left out."""
+    block = int(_field(_run("dumpe2fs", "-h", fs), "Block size:"))
+    listed = subprocess.run(["debugfs", "-R", f'blocks "{path}"', str(fs)], capture_output=True, text=True)
+    blocks = [int(b) for b in listed.stdout.split()]
+    for s in objects:
+        first, last = s.offset // block, (s.offset + s.length - 1) // block
+        contiguous = all(blocks[first + i] == blocks[first] + i for i in range(last - first + 1))
+        length = s.length if contiguous else (first + 1) * block - s.offset
+        at = FS_OFFSET + blocks[first] * block + s.offset % block
+        yield Structure(s.cls, "", s.owner, at, length, s.counts)
+
+
+def _in_tar(tar: Path, path: str, objects: list[Structure]) -> Iterator[Structure]:
+    """``objects`` where the bundle's tar holds the bytes of the file at ``path``."""
+    with tarfile.open(tar) as t:
+        (member,) = [m for m in t.getmembers() if m.name.endswith(path)]
+    for s in objects:
+        yield Structure(s.cls, "bundle", s.owner, member.offset_data + s.offset, s.length, s.counts)
 
 
 def _field(text: str, name: str) -> str:
@@ -273,9 +352,10 @@ class Work:
         for image, failing in self.baseline.items():
             assert failing, f"the undamaged {image} does not fail: no baseline to compare with"
 
-    def audit(self, image: str) -> tuple[int, frozenset[tuple[str, str]], bool]:
+    def audit(self, image: str) -> tuple[int, frozenset[tuple[str, str, str]], bool]:
         """(exit code, failing findings, whether the report carries errors) of one image as it is."""
         from imagelint.errors import ImageLintError
+        from imagelint.report.verdict import fails_on_its_own
 
         path = self.bundle if image == "bundle" else self.copies[image]
         if image == "bundle":
@@ -284,7 +364,9 @@ class Work:
             report = audit(self.run, path)
         except ImageLintError as exc:
             return int(exc.exit_code), frozenset(), True
-        failing = frozenset((f.rule_id, f.path or f.subject or "") for f in report.findings if f.failing)
+        failing = frozenset(
+            (f.rule_id, f.path or f.subject or "", f.message) for f in report.findings if fails_on_its_own(f)
+        )
         errors = bool(report.errors) or any(r.outcome.value == "error" for r in report.rules)
         return int(report.verdict.exit_code), failing, errors
 

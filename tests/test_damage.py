@@ -19,9 +19,12 @@ CASES = 240  # ~20 ms each
 
 @pytest.fixture(scope="module")
 def corpus() -> Corpus:
+    from tests.facts.journal.conftest import have_tools
+
     for tool in ("mke2fs", "debugfs", "dumpe2fs", "sfdisk", "qemu-img"):
         if shutil.which(tool) is None:
             pytest.skip(f"{tool} is not installed")
+    have_tools()  # systemd-journal-remote writes the sample's journal
     return build_corpus()
 
 

@@ -2,7 +2,8 @@
 
 Two kinds of problem, and the caller must tell them apart: a file this reader refuses as a whole
 (``UnsupportedJournal``: unknown incompatible flag, unknown header layout) and a file whose
-structure is broken (``CorruptJournal``: bad offsets, wrong object types, truncation, loops).
+structure is broken (``CorruptJournal``: bad offsets, wrong object types, truncation, loops, a
+payload that does not match its stored hash: ``HashMismatch``).
 Both carry a one-line reason fit for a report.
 """
 
@@ -24,6 +25,11 @@ class UnsupportedJournal(JournalError):
 
 class CorruptJournal(JournalError):
     """The file's structure is inconsistent (truncated, overwritten, or still being written)."""
+
+
+class HashMismatch(CorruptJournal):
+    """An object's payload does not hash to the value stored with it: its bytes changed after they
+    were written (a flipped bit, an overwrite). Damage to data a read needs, never a value to use."""
 
 
 class FileShrank(CorruptJournal):

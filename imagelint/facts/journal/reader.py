@@ -19,6 +19,23 @@ a little at a time, in proportion to the work it saves), and until that list is 
 just the name in front of the ``=`` of an item it does not know yet. A DATA object that is neither
 wanted nor needed is then never read, so damage confined to it goes unnoticed by such a read.
 
+Every DATA object whose payload a read uses is checked as ``journalctl --verify`` checks it: its
+payload (decompressed) hashes to the hash stored with it (siphash24 keyed by the header's
+``file_id`` in KEYED_HASH files, Jenkins lookup3 otherwise, see ``hashing``), its links are aligned
+and its entry count agrees with its first entry; a DATA object met in a hash chain must belong to
+that chain's bucket. A mismatch is damage (``HashMismatch``): a flipped bit in ``UNIT=ecs.service``
+would otherwise make a lookup of that unit find nothing, and a flipped bit in a MESSAGE would be read
+as another message. Each object is checked once per file read (the offsets checked are remembered),
+and what one file read hashes is bounded (``HASH_BUDGET``). An ENTRY read must have sorted items, end
+where the next object begins and, in a file closed cleanly, a sequence number inside the header's
+range (``_check_items``): a compact item carries no hash, and a flipped bit in one can point it at
+another valid DATA object.
+A DATA object probed for its field name only (see above) is not hashed: that costs the whole payload
+the selection saves. The FIELD data lists are what tells a wanted object from an unwanted one in a
+file closed cleanly: a walk decodes their objects unchecked (most are never used) and each is
+checked when an entry first uses it; an object on the list of another field is checked at once, and
+if damaged it is damage to every entry that probes it later (its name may be the damaged part).
+
 Everything a hostile file can claim is bounded: a DATA payload is read up to ``MAX_VALUE`` bytes
 (compressed ones are decoded under the same cap, see ``compression``), one entry's newly decoded
 values up to ``ENTRY_BUDGET``, its items up to ``MAX_ITEMS``; entry arrays are unpacked a chunk at a
@@ -47,7 +64,7 @@ import struct
 from collections.abc import Collection, Iterator, Mapping, Sequence
 
 from imagelint.facts.journal.compression import MAX_DECOMPRESSED, decompress, decompress_prefix
-from imagelint.facts.journal.errors import CorruptJournal
+from imagelint.facts.journal.errors import CorruptJournal, HashMismatch
 from imagelint.facts.journal.format import (
     DATA_OBJECT,
     DATA_PAYLOAD_OFFSET_COMPACT,
@@ -104,12 +121,16 @@ MAX_VALUE = MAX_DECOMPRESSED
 ENTRY_BUDGET = 2 * MAX_DECOMPRESSED
 """Bytes of values newly decoded for one entry; past it the entry is a problem (a hostile entry can
 list one large object thousands of times)."""
+HASH_BUDGET = 4 * MAX_DECOMPRESSED
+"""Bytes of DATA payloads one file read may hash to check them: pure Python hashes 4-5 MB/s, so at
+most about 15 s of CPU per file (a journald file is at most 128 MiB, its MESSAGEs a fraction of
+that); past it every further object is a problem: out of budget, never read unchecked."""
 MAX_ITEMS = 65_536
 """Items (fields) one entry may have; journald writes at most 1024 user fields plus its own."""
 _PROBE_WHOLE = 4096  # compressed payloads up to this size are decoded whole when probed for their name
 _NAME_MAX = 256  # field names are at most 64 bytes in journald; longer "names" are not wanted by anyone
 _ARRAY_CHUNK = 65_536  # entry-array items unpacked at a time (a hostile array can claim the whole file)
-_IDS_KEPT = 65_536  # boot ids and field names remembered per file before the memo starts over
+_IDS_KEPT = 65_536  # boot ids, field names and verified DATA offsets remembered per file, then forgotten
 REALTIME_MAX = 1 << 55
 """An entry's realtime stamp must lie in (0, REALTIME_MAX) µs (about the year 3111), as systemd's
 VALID_REALTIME demands of every entry it writes; any other stamp is damage (and no date to show)."""
@@ -126,9 +147,12 @@ _OBJECT_MINIMUM = {  # the smallest valid size of each object type (the compact 
 _WALK_FIRST = 64  # FIELD data-list steps a field selection may take before any item is probed
 _WALK_CAP = 16_384  # ... and at most, per field selection and file: past it, probing goes on alone
 _DATA = int(ObjectType.DATA)
+_LAST_TYPE = max(ObjectType)
+_HEX = frozenset("0123456789abcdef")
 _ENTRY = int(ObjectType.ENTRY)
 _U64_AT = struct.Struct("<Q")
 _U32_AT = struct.Struct("<I")
+_DATA_HASH = 16  # DataObject.hash
 _DATA_N_ENTRIES = 56  # DataObject.n_entries
 _DATA_NEXT_FIELD = 32  # DataObject.next_field_offset
 # struct layouts by item count, made when first needed (up to _STRUCTS_KEPT items they are kept)
@@ -219,6 +243,7 @@ class _Selection:
         "known",
         "probes",
         "size",
+        "unverified",
         "walk",
         "walked",
         "wanted",
@@ -229,6 +254,7 @@ class _Selection:
         self.wanted = wanted
         self.wanted_raw = frozenset(name.encode("utf-8", "surrogateescape") for name in wanted)
         self.known: dict[int, tuple[str, Value] | bool] = {}
+        self.unverified: set[int] = set()  # offsets in ``known`` a walk decoded without their hash check
         self.closed = False
         self.has_large = False
         self.walk = sorted(wanted, reverse=True) if walk else []
@@ -259,6 +285,8 @@ class JournalFile:
         self.truncated = file_size < declared_end
         self._end = min(file_size, declared_end)
         self._first = h.header_size
+        # the last object: one past it, nothing need follow an object (clipped to what the file holds)
+        self._tail = min(h.tail_object_offset, self._end - OBJECT_HEADER_SIZE)
         self.compact = h.compact
         self._item_size = ENTRY_ITEM_SIZE_COMPACT if self.compact else ENTRY_ITEM_SIZE_REGULAR
         self._data_payload = DATA_PAYLOAD_OFFSET_COMPACT if self.compact else DATA_PAYLOAD_OFFSET_REGULAR
@@ -269,9 +297,17 @@ class JournalFile:
         self._checked: str | None = None  # the outcome of ``check_structure``, once run
         self._boot_hex: dict[bytes, str] = {}
         self._names: dict[bytes, str] = {}
+        self._verified: set[int] = set()  # DATA objects whose payload matched its hash
+        self._boot_data: dict[int, bytes] | None = None  # see ``_boot_objects``
+        self._damaged: dict[int, str] = {}  # ... and those whose did not: why
+        self._hashed = 0  # bytes of payloads hashed (see ``HASH_BUDGET``)
         self._selections: dict[frozenset[str], _Selection] = {}
         # a FIELD object's data list is trusted to be complete only in a file closed cleanly
         self._lists_complete = not self.truncated and h.state_name in ("offline", "archived")
+        # ... and so are its head and tail sequence numbers (writers number entries in order)
+        closed = self._lists_complete and h.n_entries
+        self._seqnum_lo = h.head_entry_seqnum if closed else 1
+        self._seqnum_hi = h.tail_entry_seqnum if closed else 1 << 64
         self._chain_limit = min(_MAX_CHAIN, h.n_data if h.n_data is not None else h.n_objects)
 
     # -- opening -------------------------------------------------------------------------------
@@ -299,6 +335,8 @@ class JournalFile:
     def close(self) -> None:
         self._cache.clear()
         self._selections.clear()
+        self._verified.clear()
+        self._damaged.clear()
         if not isinstance(self._buf, bytes):
             self._buf.close()
 
@@ -336,8 +374,9 @@ class JournalFile:
                 return flags, size
         return self._object(off, ObjectType.DATA, po)
 
-    def _payload(self, off: int, flags: int, size: int) -> bytes:
-        """The uncompressed payload of the DATA object at ``off`` (header already validated)."""
+    def _payload(self, off: int, flags: int, size: int, verify: bool = True) -> bytes:
+        """The uncompressed payload of the DATA object at ``off`` (header already validated), checked
+        against its hash unless ``verify`` is false (a FIELD walk: checked when used, see ``_walk``)."""
         start = off + self._data_payload
         if size - self._data_payload > MAX_VALUE:
             raise CorruptJournal(
@@ -349,7 +388,41 @@ class JournalFile:
                 payload = decompress(flags, payload, MAX_VALUE)
             except CorruptJournal as exc:
                 raise CorruptJournal(exc.reason, offset=off) from None
+        if verify and off not in self._verified:
+            self._verify_data(off, payload)
         return payload
+
+    def _verify_data(self, off: int, payload: bytes) -> None:
+        """Check the DATA object at ``off`` as journalctl --verify does, given its decoded ``payload``:
+        the stored hash is the payload's, its links are aligned, it has entries exactly when it
+        names a first one. Remembered once it passes."""
+        (_, _, _, stored, next_hash, next_field, entry_off, array_off, n_entries) = DATA_OBJECT.unpack(
+            self._buf[off : off + DATA_OBJECT.size]
+        )
+        if (next_hash | next_field | entry_off | array_off) & 7:
+            raise CorruptJournal("DATA object has a misaligned link", offset=off)
+        if (entry_off == 0) != (n_entries == 0):
+            raise CorruptJournal(
+                f"DATA object counts {n_entries} entries but its first entry is at {entry_off}", offset=off
+            )
+        self._hashed += len(payload)
+        if self._hashed > HASH_BUDGET:
+            raise CorruptJournal(
+                f"DATA payloads to check add up to more than the {HASH_BUDGET}-byte limit", offset=off
+            )
+        computed = self._hash(payload)
+        if computed != stored:
+            reason = (
+                f"DATA object's payload does not match its hash (stored {stored:#018x}, "
+                f"payload hashes to {computed:#018x})"
+            )
+            if len(self._damaged) < _IDS_KEPT:
+                self._damaged[off] = reason
+            raise HashMismatch(reason, offset=off)
+        verified = self._verified
+        if len(verified) >= _IDS_KEPT:
+            verified.clear()
+        verified.add(off)
 
     def _data_object(self, off: int) -> tuple[bytes, int, int, int, int, int]:
         """Read the DATA object at ``off``: (payload, hash, next_hash, entry, entry_array, n_entries)."""
@@ -389,11 +462,12 @@ class JournalFile:
                 names[raw_name] = name
         return name
 
-    def _load_data(self, off: int) -> tuple[str, Value]:
-        """Decode the DATA object at ``off`` to (field, value), keeping it if entries share it."""
+    def _load_data(self, off: int, verify: bool = True) -> tuple[str, Value]:
+        """Decode the DATA object at ``off`` to (field, value), keeping it if entries share it (and it
+        was checked: ``verify``, see ``_payload``)."""
         buf = self._buf
         flags, size = self._data_header(off)
-        payload = self._payload(off, flags, size)
+        payload = self._payload(off, flags, size, verify)
         eq = payload.find(b"=")
         if eq <= 0:
             raise CorruptJournal("DATA object payload is not FIELD=value", offset=off)
@@ -417,7 +491,7 @@ class JournalFile:
             except UnicodeDecodeError:
                 value = raw
             kv = (name, value)
-            if _U64_AT.unpack(buf[off + _DATA_N_ENTRIES : off + _DATA_N_ENTRIES + _U64_AT.size])[0] > 1:
+            if verify and _U64_AT.unpack(buf[off + _DATA_N_ENTRIES : off + _DATA_N_ENTRIES + 8])[0] > 1:
                 cache = self._cache
                 self._cache_bytes += n
                 if len(cache) >= _CACHE_LIMIT or self._cache_bytes > _CACHE_BYTES:
@@ -463,8 +537,13 @@ class JournalFile:
                         else FIELD_OBJECT.unpack(buf[field_off : field_off + FIELD_OBJECT.size])[5]
                     )
                 while off and steps > 0:
-                    kv = self._cache[off]
+                    kv = self._cache.get(off)
+                    if kv is None:  # checked against its hash when an entry uses it, if one ever does
+                        kv = self._load_data(off, verify=False)
+                        if off not in self._verified:
+                            sel.unverified.add(off)
                     if kv[0] != name:
+                        self._check_data(off)  # a damaged name, or a damaged list
                         raise CorruptJournal(f"the data list of field {name} holds another field", offset=off)
                     if len(kv[1]) <= _CACHE_VALUE_LIMIT:
                         known[off] = kv
@@ -490,7 +569,7 @@ class JournalFile:
                 sel.closed = True
             elif sel.walked >= _WALK_CAP or len(known) >= _CACHE_LIMIT or sel.size > _CACHE_BYTES:
                 sel.give_up_walking()
-        except CorruptJournal:
+        except CorruptJournal:  # a broken list or a damaged object on it: probe every item instead
             sel.give_up_walking()
         finally:
             self._spent = spent
@@ -509,6 +588,9 @@ class JournalFile:
                 return self._cache[off] if got is True else got
             if sel.closed:
                 return False
+        damaged = self._damaged.get(off)
+        if damaged is not None:  # met by a walk: its name is not to be trusted either
+            raise HashMismatch(damaged, offset=off)
         buf = self._buf
         flags, size = self._data_header(off)
         hit = self._cache.get(off)
@@ -536,6 +618,7 @@ class JournalFile:
             known = sel.known
             if len(known) >= _CACHE_LIMIT or sel.size > _CACHE_BYTES:
                 known.clear()
+                sel.unverified.clear()
                 sel.size = 0
                 sel.give_up_walking()
             if kv is False:
@@ -551,6 +634,8 @@ class JournalFile:
         known = sel.known
         if sel.closed and not sel.has_large:  # no True in ``known``: False and None filtered out
             found: list[Any] = list(filter(None, map(known.get, items)))
+            if sel.unverified and not sel.unverified.isdisjoint(items):
+                self._check_used(sel, items)
             return found
         pairs: list[tuple[str, Value]] = []
         for item in items:
@@ -564,7 +649,21 @@ class JournalFile:
             elif kv is False:
                 continue
             pairs.append(self._cache[item] if kv is True else kv)
+        if sel.unverified and not sel.unverified.isdisjoint(items):
+            self._check_used(sel, items)
         return pairs
+
+    def _check_used(self, sel: _Selection, items: Sequence[int]) -> None:
+        """Check the objects a walk decoded unchecked that these items use (once each)."""
+        for item in items:
+            if item in sel.unverified:
+                self._check_data(item)
+                sel.unverified.discard(item)
+
+    def _check_data(self, off: int) -> None:
+        """Check the DATA object at ``off`` against its hash (once per file: see ``_payload``)."""
+        flags, size = self._data_header(off)
+        self._payload(off, flags, size)
 
     # -- entry arrays ----------------------------------------------------------------------------
 
@@ -665,13 +764,25 @@ class JournalFile:
         return out, off, index
 
     def _data_entry_offsets(self, data_off: int) -> list[int]:
+        """The entries of the DATA object at ``data_off``: its first entry, then its entry-array chain.
+
+        In a file closed cleanly the chain must hold exactly the object's count (a count cut short
+        would hide entries); in one still being written, the count bounds what is read.
+        """
         _h, _nh, entry_off, array_off, n_entries = self._data_links(data_off)
         if n_entries == 0 or entry_off == 0:
+            if n_entries or entry_off:
+                raise CorruptJournal("DATA object's entry count and first entry disagree", offset=data_off)
             return []
         out = [entry_off]
-        if n_entries > 1 and array_off:
-            for items in self._array_chain(array_off, n_entries - 1):
+        exact = self._lists_complete
+        if array_off and (n_entries > 1 or exact):
+            for items in self._array_chain(array_off, None if exact else n_entries - 1):
                 out.extend(items)
+        if exact and len(out) != n_entries:
+            raise CorruptJournal(
+                f"DATA object counts {n_entries} entries but links {len(out)}", offset=data_off
+            )
         # the chain is strictly ascending (``_array_chain`` checks it): only its head's link remains
         if len(out) > 1 and out[0] >= out[1]:
             raise CorruptJournal("DATA object's entries are not strictly ascending", offset=data_off)
@@ -687,11 +798,15 @@ class JournalFile:
         h = self.header
         h64 = self._hash(payload)
         n_buckets = h.data_hash_table_size // HASH_ITEM.size
-        bucket_off = h.data_hash_table_offset + (h64 % n_buckets) * HASH_ITEM.size
+        bucket = h64 % n_buckets
+        bucket_off = h.data_hash_table_offset + bucket * HASH_ITEM.size
         off: int = HASH_ITEM.unpack(self._buf[bucket_off : bucket_off + HASH_ITEM.size])[0]
         steps = 0
         while off:
             stored, nxt, _e, _a, _n = self._data_links(off)
+            if stored % n_buckets != bucket:  # a damaged hash could hide the very object sought
+                raise HashMismatch("DATA object's stored hash does not belong to its hash chain", offset=off)
+            # the payload is checked against its hash when read, so a damaged one is never skipped
             if stored == h64 and self._data_object(off)[0] == payload:
                 return off
             steps += 1
@@ -706,19 +821,20 @@ class JournalFile:
         payload = name.encode()
         h64 = self._hash(payload)
         n_buckets = h.field_hash_table_size // HASH_ITEM.size
-        off: int = HASH_ITEM.unpack(
-            self._buf[
-                h.field_hash_table_offset + (h64 % n_buckets) * 16 : h.field_hash_table_offset
-                + (h64 % n_buckets) * 16
-                + HASH_ITEM.size
-            ]
-        )[0]
+        bucket = h64 % n_buckets
+        bucket_off = h.field_hash_table_offset + bucket * HASH_ITEM.size
+        off: int = HASH_ITEM.unpack(self._buf[bucket_off : bucket_off + HASH_ITEM.size])[0]
         steps = 0
         while off:
             _flags, size = self._object(off, ObjectType.FIELD, FIELD_PAYLOAD_OFFSET)
             _, _, _, stored, nxt, _head = FIELD_OBJECT.unpack(self._buf[off : off + FIELD_OBJECT.size])
-            if stored == h64 and self._buf[off + FIELD_PAYLOAD_OFFSET : off + size] == payload:
+            if stored % n_buckets != bucket:
+                raise HashMismatch("FIELD object's stored hash does not belong to its hash chain", offset=off)
+            field = self._buf[off + FIELD_PAYLOAD_OFFSET : off + size]
+            if stored == h64 and field == payload:
                 return off
+            if field == payload:  # the name sought, under another hash: a damaged hash or name
+                raise HashMismatch("FIELD object's payload does not match its hash", offset=off)
             steps += 1
             if (nxt and nxt <= off) or steps > _MAX_CHAIN:
                 raise CorruptJournal("field hash chain loops", offset=off)
@@ -980,7 +1096,12 @@ class JournalFile:
         otype, _flags, size, seqnum, realtime, monotonic, boot_id, xor_hash = ENTRY_OBJECT.unpack(
             buf[off : off + ENTRY_OBJECT.size]
         )
-        if otype != _ENTRY or size < ENTRY_ITEMS_OFFSET or off + size > self._end:
+        if (
+            otype != _ENTRY
+            or size <= ENTRY_ITEMS_OFFSET  # an entry without items is not one (journalctl --verify)
+            or off + size > self._end
+            or (size - ENTRY_ITEMS_OFFSET) % self._item_size
+        ):
             raise CorruptJournal(f"expected an ENTRY object, found type {otype} size {size}", offset=off)
         if not 0 < realtime < REALTIME_MAX:
             raise CorruptJournal(f"entry has an impossible realtime stamp {realtime}", offset=off)
@@ -991,8 +1112,63 @@ class JournalFile:
             items: Sequence[int] = _unpack_u32(buf, off + ENTRY_ITEMS_OFFSET, n)
         else:
             items = _regular_items(buf, off + ENTRY_ITEMS_OFFSET, n)
+        self._check_items(off, size, seqnum, boot_id, items)
         self._spent = 0
         return (seqnum, realtime, monotonic, boot_id, xor_hash), items
+
+    def _check_items(self, off: int, size: int, seqnum: int, boot_id: bytes, items: Sequence[int]) -> None:
+        """What an entry must be, cheaply checked before any item is read: its items sorted offsets
+        past the header (writers sort them); its size ending where the next object begins (objects
+        are packed, so a damaged size that drops items lands inside them); in a file closed cleanly,
+        its sequence number within the header's head and tail; its boot id the one its ``_BOOT_ID``
+        item names, when it has one (what the analyses group by: journalctl shows the header's).
+        A flipped bit in an item, which could point at another valid DATA object, often breaks the
+        order."""
+        if not self._seqnum_lo <= seqnum <= self._seqnum_hi:
+            raise CorruptJournal(f"entry sequence number {seqnum} is outside the file's range", offset=off)
+        if items[0] < self._first or any(map(operator.gt, items, items[1:])):
+            raise CorruptJournal("entry items are not sorted object offsets", offset=off)
+        nxt = off + ((size + 7) & ~7)
+        if nxt <= self._tail:
+            otype, _flags, next_size = OBJECT_HEADER.unpack(self._buf[nxt : nxt + OBJECT_HEADER_SIZE])
+            if not 0 < otype <= _LAST_TYPE or next_size < OBJECT_HEADER_SIZE or nxt + next_size > self._end:
+                raise CorruptJournal(f"entry size {size} does not end where an object begins", offset=off)
+        boots = self._boot_data if self._boot_data is not None else self._boot_objects()
+        if boots:
+            named = [b for b in map(boots.get, items) if b is not None]
+            if named and boot_id not in named:
+                raise CorruptJournal("entry's boot id is not the one its _BOOT_ID field names", offset=off)
+
+    def _boot_objects(self) -> dict[int, bytes]:
+        """The DATA objects of field ``_BOOT_ID`` (offset → the boot id named), from the FIELD's data
+        list, read once per file (one object per boot; at most ``_IDS_KEPT``) in a file closed cleanly
+        (the list of one torn or cut starts where nothing may be left). Damage on the list is a
+        problem once, then entries go unchecked against it."""
+        found: dict[int, bytes] = {}
+        self._boot_data = found
+        try:
+            if self._lists_complete:
+                self._walk_boot_ids(found)
+        except CorruptJournal:
+            self._boot_data = {}
+            raise
+        return found
+
+    def _walk_boot_ids(self, found: dict[int, bytes]) -> None:
+        field_off = self.find_field("_BOOT_ID")
+        if field_off is None:
+            return
+        off = FIELD_OBJECT.unpack(self._buf[field_off : field_off + FIELD_OBJECT.size])[5]
+        while off and len(found) < _IDS_KEPT:
+            name, value = self._cache[off]
+            if name != "_BOOT_ID":
+                raise CorruptJournal("the data list of field _BOOT_ID holds another field", offset=off)
+            if isinstance(value, str) and len(value) == 32 and _HEX.issuperset(value):
+                found[off] = bytes.fromhex(value)
+            nxt = _U64_AT.unpack(self._buf[off + _DATA_NEXT_FIELD : off + _DATA_NEXT_FIELD + _U64_AT.size])[0]
+            if nxt >= off:  # the list runs towards the start of the file (see ``_walk``)
+                raise CorruptJournal("field's data chain loops", offset=off)
+            off = nxt
 
     def _boot(self, boot_id: bytes) -> str:
         memo = self._boot_hex
@@ -1033,10 +1209,15 @@ class JournalFile:
         buf = self._buf
         if off & 7 or off < self._first or off + ENTRY_ITEMS_OFFSET > self._end:
             raise CorruptJournal("entry has an invalid offset", offset=off)
-        otype, _flags, size, _s, realtime, _m, boot_id, _x = ENTRY_OBJECT.unpack(
+        otype, _flags, size, seqnum, realtime, _m, boot_id, _x = ENTRY_OBJECT.unpack(
             buf[off : off + ENTRY_OBJECT.size]
         )
-        if otype != _ENTRY or size < ENTRY_ITEMS_OFFSET or off + size > self._end:
+        if (
+            otype != _ENTRY
+            or size <= ENTRY_ITEMS_OFFSET  # an entry without items is not one (journalctl --verify)
+            or off + size > self._end
+            or (size - ENTRY_ITEMS_OFFSET) % self._item_size
+        ):
             raise CorruptJournal(f"expected an ENTRY object, found type {otype} size {size}", offset=off)
         if not 0 < realtime < REALTIME_MAX:
             raise CorruptJournal(f"entry has an impossible realtime stamp {realtime}", offset=off)
@@ -1047,10 +1228,13 @@ class JournalFile:
             items: Sequence[int] = _unpack_u32(buf, off + ENTRY_ITEMS_OFFSET, n)
         else:
             items = _regular_items(buf, off + ENTRY_ITEMS_OFFSET, n)
+        self._check_items(off, size, seqnum, boot_id, items)
         self._spent = 0
         pairs: list[Any]
         if sel.closed and not sel.has_large:
             pairs = list(filter(None, map(sel.known.get, items)))
+            if sel.unverified and not sel.unverified.isdisjoint(items):
+                self._check_used(sel, items)
         else:
             pairs = self._select(items, fields)
         out: dict[str, Any] = dict(pairs)

@@ -176,24 +176,37 @@ class JournalBytes:
     def _set_u64(self, pos: int, value: int) -> None:
         struct.pack_into("<Q", self.data, pos, value)
 
-    def relocate_data(self, off: int, payload: bytes, flags: int) -> int:
+    def payload_hash(self, payload: bytes) -> int:
+        """The hash this file stores for an (uncompressed) payload: siphash24 keyed by the file id,
+        or Jenkins lookup3 in an unkeyed file (the functions checked by ``test_hashing``)."""
+        from imagelint.facts.journal.hashing import journal_hash
+
+        keyed = bool(self.get("incompatible_flags") & HEADER_KEYED_HASH)
+        return journal_hash(payload, keyed=keyed, file_id=bytes(self.data[24:40]))
+
+    def relocate_data(self, off: int, payload: bytes, flags: int, *, rehash: bool = False) -> int:
         """Give the DATA object at ``off`` a new stored ``payload`` and object ``flags``.
 
         A copy of its header (hash, entry links and counts) with the new payload is appended at the
         end of the arena and takes the old object's place as writers would have linked it: at the
         tail of its hash chain (chains ascend), at the head of its field's data list (lists
         descend), and in every entry's items (kept sorted by offset). The old object is left
-        unreferenced. Returns the copy's offset.
+        unreferenced. The copy keeps the old object's hash (a reader checking it finds the object
+        damaged) unless ``rehash`` (an uncompressed payload only): then it stores the payload's own
+        hash and sits in that hash's chain, as a hostile writer would make it. Returns its offset.
         """
         po = self.data_payload_offset
+        old_hash = self._u64(off + 16)
+        new_hash = self.payload_hash(payload) if rehash else old_hash
+        assert not (rehash and flags), "rehash hashes the payload as stored: uncompressed only"
         head = bytearray(self.data[off : off + po])
         head[1] = flags
-        struct.pack_into("<QQQ", head, 8, po + len(payload), self._u64(off + 16), 0)  # size, hash, next_hash
+        struct.pack_into("<QQQ", head, 8, po + len(payload), new_hash, 0)  # size, hash, next_hash
         struct.pack_into("<Q", head, 32, 0)  # next_field_offset, set below
         new = self.append_object(bytes(head) + payload)
-        # the hash chain: unlink the old object, append the new one at the tail
+        # the hash chain: unlink the old object, append the new one at the tail of its hash's chain
         table, size = self.get("data_hash_table_offset"), self.get("data_hash_table_size")
-        bucket = table + (self._u64(off + 16) % (size // 16)) * 16
+        bucket = table + (old_hash % (size // 16)) * 16
         prev, cur = 0, self._u64(bucket)
         steps = len(self.data) // 16  # no chain is longer, unless the file is damaged (a loop)
         while cur and cur != off and steps > 0:
@@ -204,6 +217,7 @@ class JournalBytes:
             self._set_u64(prev + 24 if prev else bucket, after)
             if self._u64(bucket + 8) == off:
                 self._set_u64(bucket + 8, prev)
+        bucket = table + (new_hash % (size // 16)) * 16
         tail = self._u64(bucket + 8)
         self._set_u64(tail + 24 if tail else bucket, new)
         self._set_u64(bucket + 8, new)

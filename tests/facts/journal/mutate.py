@@ -398,7 +398,7 @@ def _apply_one(base: Base, buf: bytearray, m: Mutation) -> bytearray:
             if start < size:
                 buf[start] ^= 1 << (b % 8)
         return buf
-    if op == "value":  # an uncompressed DATA object gets a tricky value (its hash no longer fits)
+    if op == "value":  # an uncompressed DATA object gets a tricky value, with its hash (a hostile writer's)
         if not base.plain_data:
             return buf
         group = base.plain_data[a % len(base.plain_data)]
@@ -409,19 +409,14 @@ def _apply_one(base: Base, buf: bytearray, m: Mutation) -> bytearray:
         if eq <= 0:
             return buf
         value = TRICKY_VALUES[b % len(TRICKY_VALUES)]
-        room = ((obj.size + 7) & ~7) - po - eq - 1  # up to the next object (objects are 8-aligned)
-        end = start + eq + 1 + len(value)
-        if len(value) <= room and end <= size:
-            buf[start + eq + 1 : end] = value
-            _put(buf, obj.offset + 8, 8, end - obj.offset)
-            return buf
-        # no room: a copy of the object with the new value, appended and linked in its place
+        # a copy of the object with the new value and its hash, appended and linked in its place (the
+        # new hash belongs in another chain, whose tail only an object at the end can follow)
         jb = JournalBytes(bytes(buf))
         try:
             tail = jb.get("tail_object_offset")
             if not obj.offset < tail < size - 16 or tail + jb.object_at(tail).size > size:
                 return buf
-            jb.relocate_data(obj.offset, bytes(buf[start : start + eq + 1]) + value, 0)
+            jb.relocate_data(obj.offset, bytes(buf[start : start + eq + 1]) + value, 0, rehash=True)
         except Exception:  # earlier damage can defeat the surgery in many ways: skip it
             return buf
         return jb.data
