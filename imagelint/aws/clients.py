@@ -20,6 +20,10 @@ from typing import Any
 from imagelint.errors import UsageError
 
 _MAKING = threading.RLock()  # boto3 sessions are not thread-safe: clients are made one at a time
+# botocore's adaptive mode: its standard retries (throttling, 5xx, dropped connections, with backoff)
+# and a client-side rate that slows down when AWS throttles; ten attempts ride out a burst that four
+# did not (a fleet's hundreds of SendCommand, an account's shared EC2 rate)
+RETRIES = {"max_attempts": 10, "mode": "adaptive"}
 
 
 @dataclass
@@ -30,7 +34,7 @@ class Clients:
 
     def get(self, service: str) -> Any:
         if service not in self._cache:
-            self._cache[service] = self._make(service, {"max_attempts": 4, "mode": "standard"})
+            self._cache[service] = self._make(service, dict(RETRIES))  # botocore rewrites the dict
         return self._cache[service]
 
     def _make(self, service: str, retries: dict[str, Any], pool: int = 10) -> Any:
