@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from imagelint.openers import Opened, OpenOptions, refuse_partition
 
@@ -24,14 +25,19 @@ class BundleOpener:
 
         refuse_partition(spec, options)
         with opened(Path(spec)) as bundle:
-            yield Opened(
-                self.kind,
-                bundle.target,
-                scopes=bundle.scopes,
-                sources=bundle.sources,
-                annotate=bundle.annotate,
-                soak=bundle.soak_facts,
-            )
+            yield as_opened(self.kind, bundle)
+
+
+def as_opened(kind: str, bundle: Any) -> Opened:
+    """What a read bundle gives the run (its target, scopes, sources, soak), whoever fetched it."""
+    return Opened(
+        kind,
+        bundle.target,
+        scopes=bundle.scopes,
+        sources=bundle.sources,
+        annotate=bundle.annotate,
+        soak=bundle.soak_facts,
+    )
 
 
 OPENER = BundleOpener()

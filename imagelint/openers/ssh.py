@@ -31,6 +31,7 @@ class SshOpener:
     def open(self, spec: str, options: OpenOptions) -> Iterator[Opened]:
         from imagelint.bundle.run import opened
         from imagelint.collector.ssh.transport import MARGIN, collect
+        from imagelint.openers.bundle import as_opened
 
         refuse_partition(spec, options)
         if options.live:
@@ -43,14 +44,7 @@ class SshOpener:
         with tempfile.TemporaryDirectory(prefix="imagelint-ssh-") as scratch:
             bundle = collect(host, plan.text(), Path(scratch), sudo=options.sudo, timeout=timeout)
             with opened(bundle, str(host)) as got:
-                yield Opened(
-                    self.kind,
-                    got.target,
-                    scopes=got.scopes,
-                    sources=got.sources,
-                    annotate=got.annotate,
-                    soak=got.soak_facts,
-                )
+                yield as_opened(self.kind, got)
 
 
 OPENER = SshOpener()
