@@ -135,7 +135,7 @@ def judge(
     s3 = f"com.amazonaws.{region}.s3"
     gateway_s3 = any(
         e.get("VpcEndpointType") == "Gateway"
-        and e.get("ServiceName") == s3
+        and _named(e, s3)
         and _available(e)
         and table_id in e.get("RouteTableIds", [])
         for e in endpoints
@@ -155,21 +155,29 @@ def _available(endpoint: dict[str, Any]) -> bool:
     return str(endpoint.get("State", "")).lower() == "available"
 
 
+def _named(endpoint: dict[str, Any], service: str) -> bool:
+    """The endpoint serves ``service`` (``com.amazonaws.REGION.NAME``), under its own name or the
+    ``cn.``-prefixed one several services have in the China regions."""
+    return endpoint.get("ServiceName") in (service, f"cn.{service}")
+
+
 def _interface(endpoints: list[dict[str, Any]], service: str) -> bool:
     return any(
         e.get("VpcEndpointType") == "Interface"
-        and e.get("ServiceName") == service
+        and _named(e, service)
         and _available(e)
         and e.get("PrivateDnsEnabled")
         for e in endpoints
     )
 
 
-def check_reachability(ec2: Any, where: Placement, region: str) -> list[str]:
+def check_reachability(ec2: Any, where: Placement, region: str, *, refuse: bool = True) -> list[str]:
     """Refuse (exit 2) a launch whose subnet cannot reach SSM and S3; return warnings to print.
 
     Without ``--subnet`` RunInstances picks one of the default VPC's default subnets: refused only
-    when none of them has a path, warned when some lack one."""
+    when none of them has a path, warned when some lack one. ``refuse=False`` (``--skip-network-check``,
+    for paths this check cannot see: endpoints in a shared VPC behind a transit gateway, resolved by a
+    private hosted zone) makes the refusal a warning."""
     endpoints: list[dict[str, Any]] | None = None
     verdicts: list[Verdict] = []
     for subnet in where.subnets:
@@ -188,11 +196,14 @@ def check_reachability(ec2: Any, where: Placement, region: str) -> list[str]:
         first = blocked[0]
         which = first.subnet if where.given else f"the default VPC's subnets ({len(blocked)})"
         why = first.note or "no default route to a NAT, transit or internet gateway"
-        raise UsageError(
+        refusal = (
             f"{which} cannot reach SSM and S3 ({why}) and the VPC has no endpoint "
             f"{', '.join(first.missing)}: add them (private DNS on), or give a --subnet with a path "
             "(`imagelint ami check --help`)"
         )
+        if refuse:
+            raise UsageError(refusal + "; --skip-network-check if a path exists that this cannot see")
+        return [*warnings, f"{refusal}; going on (--skip-network-check)"]
     warnings += [
         f"{v.subnet} cannot reach SSM and S3 (no endpoint {', '.join(v.missing)}); RunInstances may pick it: "
         "give --subnet"

@@ -156,6 +156,14 @@ def ami_check(
             "(those policies; path /imagelint/) and delete them after it.",
         ),
     ] = False,
+    skip_network_check: Annotated[
+        bool,
+        typer.Option(
+            "--skip-network-check",
+            help="A subnet that seems to have no path to SSM and S3 is a warning, not a refusal (for "
+            "paths the check cannot see: shared endpoints behind a transit gateway).",
+        ),
+    ] = False,
     soak: Annotated[
         str, typer.Option("--soak", help="Soak length on the instance (0 = no soak): 90s, 10m.")
     ] = "10m",
@@ -230,6 +238,7 @@ def ami_check(
         snapshot=SnapshotSettings(concurrency=concurrency),
         parallel=parallel,
         create_profile=create_instance_profile,
+        network_check=not skip_network_check,
     )
     raise typer.Exit(int(run_ami(options).exit_code))
 

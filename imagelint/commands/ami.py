@@ -111,6 +111,7 @@ class AmiOptions:
     snapshot: SnapshotSettings = field(default_factory=SnapshotSettings)
     parallel: int = DEFAULT_PARALLEL  # images checked at once (``--parallel``)
     create_profile: bool = False  # --create-profile: a role and profile for each run
+    network_check: bool = True  # --skip-network-check: a refused path is a warning
 
     def per_image_seconds(self) -> float:
         """How long one image's launch may take: start, SSM, the soak and the command's margin."""
@@ -354,7 +355,7 @@ def _launch(
     )
     instance_type = preflight(clients, image, options, plan)
     where = network.placement(clients.ec2, options.launch.subnet)
-    for warning in network.check_reachability(clients.ec2, where, image.region):
+    for warning in network.check_reachability(clients.ec2, where, image.region, refuse=options.network_check):
         progress.log(f"warning: {warning}")
     launch = dataclasses.replace(options.launch, instance_type=instance_type)
     group_id: str | None = None

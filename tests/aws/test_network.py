@@ -205,6 +205,40 @@ def test_cli_refuses_a_private_subnet_before_launch(moto_env: MotoEnv) -> None:
     assert moto_env.launched() == [] and moto_env.alive()["groups"] == []
 
 
+def test_cli_with_skip_network_check_launches_and_warns(moto_env: MotoEnv, sample_image: Path) -> None:
+    moto_env.agent.rootfs = sample_image
+    vpc = Vpc(moto_env)
+    proc = run_cli(
+        "ami", moto_env.image_id, "--report-bucket", moto_env.bucket, "--instance-profile", moto_env.profile,
+        "--subnet", vpc.subnet, "--poll", "0.2s", "--soak", "0", "--skip-network-check", env=moto_env.env,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr[-3000:]  # launched, audited: the sample fails
+    assert "going on (--skip-network-check)" in proc.stderr and len(moto_env.launched()) == 1
+
+
+def test_skip_network_check_makes_the_refusal_a_warning(moto_env: MotoEnv) -> None:
+    vpc = Vpc(moto_env)
+    assert "--skip-network-check" in _refusal(vpc)
+    warnings = network.check_reachability(
+        vpc.ec2, network.placement(vpc.ec2, vpc.subnet), REGION, refuse=False
+    )
+    assert len(warnings) == 1 and warnings[0].endswith("going on (--skip-network-check)"), warnings
+
+
+def test_chinas_cn_prefixed_endpoint_names_count() -> None:
+    subnet = {"SubnetId": "subnet-1"}
+    table = {"RouteTableId": "rtb-1", "Routes": []}
+    names = [f"cn.com.amazonaws.cn-north-1.{n}" for n in ("ssm", "ssmmessages", "ec2messages", "s3")]
+    endpoints = [
+        {"VpcEndpointType": "Interface", "ServiceName": n, "State": "available", "PrivateDnsEnabled": True}
+        for n in names
+    ]
+    assert network.judge(subnet, table, endpoints, "cn-north-1").missing == ()
+    assert network.judge(subnet, table, endpoints[1:], "cn-north-1").missing == (
+        "com.amazonaws.cn-north-1.ssm",
+    )
+
+
 def test_cli_runs_in_a_private_subnet_with_endpoints(moto_env: MotoEnv, sample_image: Path) -> None:
     """A setup that works is not refused: no route out, the four endpoints, the run's own group."""
     moto_env.agent.rootfs = sample_image
