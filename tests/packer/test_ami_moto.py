@@ -33,11 +33,14 @@ def aws():
 
 
 def _ebs_source_ami(aws) -> str:
-    """A moto built-in AMI with an EBS root device (`imagelint ami` checks EBS-backed AMIs only)."""
+    """A moto built-in Linux AMI with an EBS root device (`imagelint ami` checks EBS-backed Linux AMIs
+    only: moto's built-ins include Windows ones, which it refuses up front)."""
+    from imagelint.aws.ec2 import foreign_platform
+
     images = aws.client("ec2").describe_images(
         Owners=["amazon"], Filters=[{"Name": "root-device-type", "Values": ["ebs"]}]
     )["Images"]
-    return images[0]["ImageId"]
+    return next(i["ImageId"] for i in images if foreign_platform(i) is None)
 
 
 def _aws_cli() -> str:

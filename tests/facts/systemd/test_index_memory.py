@@ -80,7 +80,7 @@ def test_units_command_exits_inconclusive_on_a_too_large_directory(
     root = _tree(tmp_path, 12)
     monkeypatch.setattr(sources, "MAX_DIR_ENTRIES", 10)
     with pytest.raises(typer.Exit) as caught:
-        units(root, ["json"])
+        units(str(root), ["json"])
     assert caught.value.exit_code == ExitCode.INCONCLUSIVE
     err = capsys.readouterr().err.strip()
     assert err == f"imagelint: error: /{ETC}: more than 10 entries: too large to index; not judged"
