@@ -210,14 +210,20 @@ def describe_image(ec2: Any, image_id: str, region: str) -> ImageInfo:
     )
 
 
+BURSTABLE = frozenset({"t2", "t3", "t3a", "t4g"})  # instance families with CPU credits
+
+
 def launch_instance(
     ec2: Any, image: ImageInfo, settings: LaunchSettings, run_id: str, *, deadline: float = 0.0
 ) -> str:
     """One throwaway instance: IMDSv2 required, terminates itself on shutdown, tagged with the run,
-    every EBS volume deleted on termination, powered off by its user data after ``deadline`` s."""
+    every EBS volume deleted on termination, powered off by its user data after ``deadline`` s; a
+    burstable type in standard credit mode (T3 and T4g default to unlimited, which bills a crash loop
+    that burns CPU for as long as it runs)."""
+    instance_type = settings.instance_type or DEFAULT_TYPES.get(image.architecture, "t3.medium")
     params: dict[str, Any] = {
         "ImageId": image.image_id,
-        "InstanceType": settings.instance_type or DEFAULT_TYPES.get(image.architecture, "t3.medium"),
+        "InstanceType": instance_type,
         "MinCount": 1,
         "MaxCount": 1,
         "InstanceInitiatedShutdownBehavior": "terminate",
@@ -227,6 +233,8 @@ def launch_instance(
             {"ResourceType": "volume", "Tags": run_tags(run_id)},
         ],
     }
+    if instance_type.split(".")[0] in BURSTABLE:
+        params["CreditSpecification"] = {"CpuCredits": "standard"}
     if settings.subnet:
         params["SubnetId"] = settings.subnet
     if settings.security_groups:

@@ -76,6 +76,7 @@ def test_run_instances_request(ec2):
         "InstanceInitiatedShutdownBehavior": "terminate",
         "MetadataOptions": {"HttpTokens": "required", "HttpEndpoint": "enabled"},
         "TagSpecifications": ANY,
+        "CreditSpecification": {"CpuCredits": "standard"},  # not unlimited: a loop would be billed
         "SubnetId": "subnet-1",
         "IamInstanceProfile": {"Name": "p"},
         "BlockDeviceMappings": [
@@ -97,6 +98,24 @@ def test_run_instances_request(ec2):
     }
     ec2.stub.add_response("run_instances", {"Instances": [{"InstanceId": IID}]}, expected)
     assert ec2_ops.launch_instance(ec2, _image(), settings, "run-1", deadline=1900) == IID
+
+
+def test_a_type_without_cpu_credits_gets_no_credit_specification(ec2):
+    settings = ec2_ops.LaunchSettings(instance_type="m6i.large", subnet="subnet-1", instance_profile="p")
+    expected = {
+        "ImageId": AMI,
+        "InstanceType": "m6i.large",
+        "MinCount": 1,
+        "MaxCount": 1,
+        "InstanceInitiatedShutdownBehavior": "terminate",
+        "MetadataOptions": {"HttpTokens": "required", "HttpEndpoint": "enabled"},
+        "TagSpecifications": ANY,
+        "SubnetId": "subnet-1",
+        "IamInstanceProfile": {"Name": "p"},
+        "BlockDeviceMappings": ANY,
+    }  # no CreditSpecification: the stub refuses a request with a key it was not told of
+    ec2.stub.add_response("run_instances", {"Instances": [{"InstanceId": IID}]}, expected)
+    assert ec2_ops.launch_instance(ec2, _image(), settings, "run-1") == IID
 
 
 def test_deadman_user_data_powers_off_after_the_deadline(tmp_path):
