@@ -104,9 +104,14 @@ def _default_routes(table: dict[str, Any]) -> tuple[list[dict[str, Any]], list[d
 
 
 def judge(
-    subnet: dict[str, Any], table: dict[str, Any] | None, endpoints: list[dict[str, Any]], region: str
+    subnet: dict[str, Any],
+    table: dict[str, Any] | None,
+    endpoints: list[dict[str, Any]],
+    region: str,
+    bucket_region: str | None = None,
 ) -> Verdict:
-    """Whether an instance in ``subnet`` (routed by ``table``) reaches SSM and S3; pure, for tests."""
+    """Whether an instance in ``subnet`` (routed by ``table``) reaches SSM and S3, and the report
+    bucket in ``bucket_region`` (a VPC endpoint reaches only its own region's buckets); pure, for tests."""
     sid = subnet["SubnetId"]
     if table is None:
         return Verdict(sid, unsure=(f"{sid}: no route table found (not even the VPC's main one)",))
@@ -142,6 +147,11 @@ def judge(
     )
     if not gateway_s3 and not _interface(endpoints, s3):
         missing.append(f"{s3} (a gateway endpoint on {table_id}, or an interface endpoint)")
+    elif bucket_region and bucket_region != region:
+        missing.append(
+            f"a route to S3 in {bucket_region}, the report bucket's region: an S3 endpoint reaches only "
+            f"buckets in {region} (a NAT or internet route, or a bucket in {region})"
+        )
     if not missing:
         return Verdict(sid)
     if unsure:
@@ -171,7 +181,9 @@ def _interface(endpoints: list[dict[str, Any]], service: str) -> bool:
     )
 
 
-def check_reachability(ec2: Any, where: Placement, region: str, *, refuse: bool = True) -> list[str]:
+def check_reachability(
+    ec2: Any, where: Placement, region: str, *, refuse: bool = True, bucket_region: str | None = None
+) -> list[str]:
     """Refuse (exit 2) a launch whose subnet cannot reach SSM and S3; return warnings to print.
 
     Without ``--subnet`` RunInstances picks one of the default VPC's default subnets: refused only
@@ -189,7 +201,7 @@ def check_reachability(ec2: Any, where: Placement, region: str, *, refuse: bool 
                 "VpcEndpoints",
                 Filters=[{"Name": "vpc-id", "Values": [where.vpc_id]}],
             )
-        verdicts.append(judge(subnet, table, endpoints, region))
+        verdicts.append(judge(subnet, table, endpoints, region, bucket_region))
     warnings = [line for v in verdicts for line in v.unsure]
     blocked = [v for v in verdicts if v.missing]
     if blocked and len(blocked) == len(verdicts):

@@ -355,7 +355,10 @@ def _launch(
     )
     instance_type = preflight(clients, image, options, plan)
     where = network.placement(clients.ec2, options.launch.subnet)
-    for warning in network.check_reachability(clients.ec2, where, image.region, refuse=options.network_check):
+    bucket_region = clients.presigner(options.report_bucket).region  # launch mode has a bucket
+    for warning in network.check_reachability(
+        clients.ec2, where, image.region, refuse=options.network_check, bucket_region=bucket_region
+    ):
         progress.log(f"warning: {warning}")
     launch = dataclasses.replace(options.launch, instance_type=instance_type)
     group_id: str | None = None

@@ -225,6 +225,20 @@ def test_skip_network_check_makes_the_refusal_a_warning(moto_env: MotoEnv) -> No
     assert len(warnings) == 1 and warnings[0].endswith("going on (--skip-network-check)"), warnings
 
 
+def test_a_bucket_in_another_region_needs_a_route_not_an_endpoint(moto_env: MotoEnv) -> None:
+    vpc = Vpc(moto_env)
+    vpc.endpoints(*SSM)
+    vpc.s3_gateway()
+    where = network.placement(vpc.ec2, vpc.subnet)
+    assert network.check_reachability(vpc.ec2, where, REGION, bucket_region=REGION) == []
+    with pytest.raises(UsageError) as caught:
+        network.check_reachability(vpc.ec2, where, REGION, bucket_region="eu-central-1")
+    assert "a route to S3 in eu-central-1, the report bucket's region" in str(caught.value)
+    nat = vpc.ec2.create_nat_gateway(SubnetId=vpc.subnet)["NatGateway"]["NatGatewayId"]
+    vpc.default_route(NatGatewayId=nat)  # a route out reaches any region's bucket
+    assert network.check_reachability(vpc.ec2, where, REGION, bucket_region="eu-central-1") == []
+
+
 def test_chinas_cn_prefixed_endpoint_names_count() -> None:
     subnet = {"SubnetId": "subnet-1"}
     table = {"RouteTableId": "rtb-1", "Routes": []}
