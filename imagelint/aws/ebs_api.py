@@ -20,10 +20,12 @@
 Throttling (``ThrottlingException``, ``RequestThrottledException``), 5xx replies, dropped connections
 and a checksum that does not match are retried with capped exponential backoff and full jitter, as
 the API reference asks; botocore's own retries are off for this client so that every attempt is
-counted here. Anything else ends the read with one line naming the API, the code and what to check:
-an ``AccessDeniedException`` says which permissions (and that a snapshot of another account, shared
-or public, must be copied into this one first), a ``ResourceNotFoundException`` says the snapshot is
-not in that region or is another account's. Both are :class:`imagelint.aws.errors.AwsError`: exit 3,
+counted here. A throttled answer also halves the number of calls in flight (the API's
+:class:`~imagelint.aws.call_window.CallWindow`; answers grow it back). Anything else ends the read
+with one line naming the API, the code and what to check: an ``AccessDeniedException`` says which
+permissions (and that a snapshot of another account, shared or public, must be copied into this one
+first), a ``ResourceNotFoundException`` says the snapshot is not in that region or is another
+account's. Both are :class:`imagelint.aws.errors.AwsError`: exit 3,
 the image was not read.
 """
 
@@ -39,8 +41,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from imagelint.aws.call_window import CallWindow
 from imagelint.aws.errors import AwsError, no_credentials
 
+DEFAULT_WINDOW = 16  # calls in flight at most, unless the reader gives its own window
 BLOCK_SIZE = 524288  # the EBS direct APIs' block and index unit (512 KiB), fixed by the API
 GIB = 1024**3
 LIST_PAGE = 10000  # the largest MaxResults the API accepts
@@ -125,6 +129,8 @@ class EbsApi:
     sleep: Callable[[float], None] = time.sleep
     now: Callable[[], datetime] = lambda: datetime.now(UTC)
     counters: ApiCounters = field(default_factory=ApiCounters)
+    # calls in flight, lowered while AWS throttles (shared by the readers of one account's quota)
+    window: CallWindow = field(default_factory=lambda: CallWindow(DEFAULT_WINDOW))
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _map: BlockMap | None = None
     _generation: int = 0
@@ -288,13 +294,17 @@ class EbsApi:
                     self.counters.retries += 1
                 self.sleep(self.retry.delay(attempt))
             try:
-                return func(**params)
+                with self.window.slot() as started:
+                    answer = func(**params)
+                self.window.answered()
+                return answer
             except NoCredentialsError:
                 raise no_credentials("ebs", api) from None
             except ClientError as exc:
                 code = _code(exc)
                 status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
                 if code in THROTTLING or status == 429:
+                    self.window.throttled(started)
                     with self._lock:
                         self.counters.throttled += 1
                 elif status < 500:

@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
 
+from imagelint.aws.call_window import CallWindow
 from imagelint.aws.ebs_api import BLOCK_SIZE, ApiCounters, BlockMap
 from imagelint.errors import ImageLintError
 
@@ -58,6 +59,11 @@ class BlockSource(Protocol):
 
     @property
     def counters(self) -> ApiCounters: ...
+
+    @property
+    def window(self) -> CallWindow:
+        """The calls the source may have in flight (lowered while AWS throttles)."""
+        ...
 
     def blocks(self) -> BlockMap:
         """The snapshot's listing: its size and its allocated blocks."""
@@ -379,5 +385,6 @@ class SnapshotStream(io.RawIOBase):
             "checksum_retries": counters.checksum_retries,
             "relists": counters.relists,
             "concurrency": self.concurrency,
+            "concurrency_lowest": self.api.window.lowest,
             "cache_bytes": self.cache_blocks * BLOCK_SIZE,
         }

@@ -48,6 +48,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from imagelint.aws.block_store import BlockStore, StoredBlocks
+from imagelint.aws.call_window import CallWindow
 from imagelint.aws.ebs_api import ApiCounters, BlockMap, EbsApi
 from imagelint.aws.errors import AwsError
 
@@ -92,6 +93,10 @@ class _OnApi:
     @property
     def counters(self) -> ApiCounters:
         return self.api.counters
+
+    @property
+    def window(self) -> CallWindow:
+        return self.api.window
 
     def blocks(self) -> BlockMap:
         return self.api.blocks()
@@ -324,7 +329,7 @@ class SharedBlocks:
                 f"OLD {old_id} is in {old_region}, NEW in {region}: ListChangedBlocks compares "
                 "snapshots of one region"
             )
-        return KeptBlocks(EbsApi(api.client, old_id), stored=self._stored(region, old_id))
+        return KeptBlocks(EbsApi(api.client, old_id, window=api.window), stored=self._stored(region, old_id))
 
     def reader(self, side: str, region: str) -> Callable[[EbsApi], KeptBlocks | ChangedOverBase]:
         """How the snapshot of ``side`` (:data:`OLD` or :data:`NEW`) in ``region`` is read, given its

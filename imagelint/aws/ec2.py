@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from imagelint.aws.errors import AwsError, call, paginate, waiter_error
+from imagelint.aws.polling import Pace
 from imagelint.errors import UsageError
 
 RUN_TAG = "imagelint:run"
@@ -267,12 +268,13 @@ def describe_instance(ec2: Any, instance_id: str, *, delay: float = 1.0) -> dict
 
 def wait_running(ec2: Any, instance_id: str, *, poll: float, timeout: float) -> None:
     deadline = time.monotonic() + timeout
+    pace = Pace(poll)
     while True:
-        instance = describe_instance(ec2, instance_id, delay=min(1.0, poll))
-        state = instance["State"]["Name"]
+        instance = pace.look(lambda: describe_instance(ec2, instance_id, delay=min(1.0, poll)))
+        state = "pending" if instance is None else instance["State"]["Name"]
         if state == "running":
             return
-        if state in NOT_RUNNING:
+        if instance is not None and state in NOT_RUNNING:
             reason = instance.get("StateReason", {})
             why = f" ({reason.get('Message') or reason.get('Code')})" if reason else ""
             raise AwsError(
@@ -287,10 +289,10 @@ def wait_running(ec2: Any, instance_id: str, *, poll: float, timeout: float) -> 
                 "ec2",
                 "DescribeInstances",
                 "Timeout",
-                f"{instance_id} still {state} after {timeout:.0f}s",
+                f"{instance_id} still {state} after {timeout:.0f}s{pace.note}",
                 "the instance's state reason and system log",
             )
-        time.sleep(poll)
+        pace.pause()
 
 
 def terminate_instances(ec2: Any, instance_ids: list[str], *, wait: bool = True, poll: float = 5.0) -> None:
@@ -306,9 +308,11 @@ def wait_terminated(ec2: Any, instance_ids: list[str], *, poll: float = 5.0) -> 
     """Wait until every instance is terminated (at most 120 polls, 120 s at least)."""
     deadline = time.monotonic() + 120 * max(1.0, poll)
     left = set(instance_ids)
+    pace = Pace(poll)
     while left:
-        pages = paginate(ec2, "describe_instances", "Reservations", InstanceIds=sorted(left))
-        left = {i["InstanceId"] for i in instances_of(pages) if i["State"]["Name"] != "terminated"}
+        pages = pace.look(paginate, ec2, "describe_instances", "Reservations", InstanceIds=sorted(left))
+        if pages is not None:
+            left = {i["InstanceId"] for i in instances_of(pages) if i["State"]["Name"] != "terminated"}
         if not left:
             return
         if time.monotonic() > deadline:
@@ -316,10 +320,10 @@ def wait_terminated(ec2: Any, instance_ids: list[str], *, poll: float = 5.0) -> 
                 "ec2",
                 "DescribeInstances",
                 "Timeout",
-                f"{', '.join(sorted(left))} not terminated yet",
+                f"{', '.join(sorted(left))} not terminated yet{pace.note}",
                 "the instances in the EC2 console; `imagelint ami cleanup` removes them later",
             )
-        time.sleep(poll)
+        pace.pause()
 
 
 def console_text(ec2: Any, instance_id: str) -> str:
@@ -374,11 +378,13 @@ def _wait(ec2: Any, name: str, api: str, poll: float, **kwargs: Any) -> None:
 def wait_volume(ec2: Any, volume_id: str, want: str, *, poll: float, attempts: int = 120) -> None:
     """Poll until the volume is ``want``; its ``error`` state (and ``deleted``) fail at once, a fresh
     id's NotFound is retried (botocore's ``volume_available`` waiter has neither)."""
+    pace = Pace(poll)
     for _ in range(attempts):
-        volumes = retry_not_found(ec2.describe_volumes, VolumeIds=[volume_id], delay=min(1.0, poll))[
-            "Volumes"
-        ]
-        state = volumes[0]["State"] if volumes else "deleted"
+        reply = pace.look(
+            lambda: retry_not_found(ec2.describe_volumes, VolumeIds=[volume_id], delay=min(1.0, poll))
+        )
+        volumes = None if reply is None else reply["Volumes"]
+        state = "unknown" if volumes is None else volumes[0]["State"] if volumes else "deleted"
         if state == want:
             return
         if state in ("error", "deleted") or (state == "deleting" and want != "deleted"):
@@ -389,12 +395,12 @@ def wait_volume(ec2: Any, volume_id: str, want: str, *, poll: float, attempts: i
                 f"{volume_id} is {state}, not {want}",
                 "the snapshot (a KMS key this runner may not use) and the volume in the EC2 console",
             )
-        time.sleep(poll)
+        pace.pause()
     raise AwsError(
         "ec2",
         "DescribeVolumes",
         "Timeout",
-        f"{volume_id} not {want} in time",
+        f"{volume_id} not {want} in time{pace.note}",
         "the volume in the EC2 console",
     )
 

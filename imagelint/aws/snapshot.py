@@ -79,12 +79,13 @@ def open_stream(
 ) -> Iterator[SnapshotStream]:
     """The snapshot as a raw disk stream; progress (blocks fetched, MiB) while it is read. ``through``:
     where its blocks come from, given its API (default: the API itself)."""
+    from imagelint.aws.call_window import CallWindow
     from imagelint.aws.ebs_api import BLOCK_SIZE, EbsApi
     from imagelint.aws.ebs_blocks import SnapshotStream
 
     if settings.concurrency < 1:
         raise UsageError(f"--concurrency {settings.concurrency}: give 1 or more")
-    api = EbsApi(clients.ebs(settings.concurrency), snapshot_id)
+    api = EbsApi(clients.ebs(settings.concurrency), snapshot_id, window=CallWindow(settings.concurrency))
     lock = threading.Lock()
 
     def show(counts: dict[str, int]) -> None:

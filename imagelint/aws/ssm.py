@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from imagelint.aws.errors import AwsError, Backoff, call, missing_object
+from imagelint.aws.polling import Pace
 from imagelint.collector import MAX_BUNDLE
 from imagelint.errors import ExitCode, ImageLintError, UsageError
 
@@ -146,11 +147,15 @@ def wait_online(
     """Poll ``DescribeInstanceInformation`` until the instance's agent is Online; end early when
     ``doomed`` gives a reason it never will be (:class:`imagelint.aws.boot.BootWatch`)."""
     deadline = time.monotonic() + timeout
+    pace = Pace(poll)
     while True:
-        reply = call(
-            ssm.describe_instance_information, Filters=[{"Key": "InstanceIds", "Values": [instance_id]}]
+        reply = pace.look(
+            lambda: call(
+                ssm.describe_instance_information,
+                Filters=[{"Key": "InstanceIds", "Values": [instance_id]}],
+            )
         )
-        infos = reply.get("InstanceInformationList", [])
+        infos = [] if reply is None else reply.get("InstanceInformationList", [])
         if infos and infos[0].get("PingStatus") == "Online":
             return
         reason = doomed()
@@ -158,11 +163,11 @@ def wait_online(
             raise NoReportError(f"{instance_id} will not register with SSM: {reason}")
         if time.monotonic() > deadline:
             raise NoReportError(
-                f"{instance_id} never registered with SSM within {timeout:.0f}s (check: the image has "
-                "the SSM agent enabled, --instance-profile has AmazonSSMManagedInstanceCore, "
+                f"{instance_id} never registered with SSM within {timeout:.0f}s{pace.note} (check: the "
+                "image has the SSM agent enabled, --instance-profile has AmazonSSMManagedInstanceCore, "
                 "the subnet reaches the SSM endpoints)"
             )
-        time.sleep(poll)
+        pace.pause()
 
 
 def parameters(plan: RemotePlan) -> dict[str, list[str]]:
@@ -210,23 +215,29 @@ def wait_invocation(
 ) -> dict[str, Any]:
     """Poll ``GetCommandInvocation`` until a final status (or the deadline: then cancel it)."""
     deadline = time.monotonic() + timeout
+    pace = Pace(poll)
     while True:
-        try:
-            reply: dict[str, Any] = call(
-                ssm.get_command_invocation, CommandId=command_id, InstanceId=instance_id
-            )
-        except AwsError as exc:
-            if exc.code != "InvocationDoesNotExist":
-                raise
-            reply = {"Status": "Pending"}
+        reply = pace.look(lambda: _invocation(ssm, command_id, instance_id)) or {"Status": "Pending"}
         status = str(reply.get("Status", "Pending"))
         on_poll(status)
         if status in TERMINAL:
             return reply
         if time.monotonic() > deadline:
             cancel(ssm, command_id, [instance_id])
-            return {**reply, "Status": "TimedOut", "StatusDetails": f"no result within {timeout:.0f}s"}
-        time.sleep(poll)
+            details = f"no result within {timeout:.0f}s{pace.note}"
+            return {**reply, "Status": "TimedOut", "StatusDetails": details}
+        pace.pause()
+
+
+def _invocation(ssm: Any, command_id: str, instance_id: str) -> dict[str, Any]:
+    """GetCommandInvocation's answer; Pending while SSM does not know the invocation yet."""
+    try:
+        reply: dict[str, Any] = call(ssm.get_command_invocation, CommandId=command_id, InstanceId=instance_id)
+    except AwsError as exc:
+        if exc.code != "InvocationDoesNotExist":
+            raise
+        return {"Status": "Pending"}
+    return reply
 
 
 def cancel(ssm: Any, command_id: str, instance_ids: list[str] | None = None) -> None:

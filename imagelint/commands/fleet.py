@@ -51,6 +51,7 @@ from imagelint.aws import ssm as ssm_ops
 from imagelint.aws.clients import Clients, default_region
 from imagelint.aws.errors import THROTTLED, AwsError, Backoff, call, paginate
 from imagelint.aws.merge import empty_report, merge
+from imagelint.aws.polling import Pace
 from imagelint.aws.progress import Progress
 from imagelint.aws.signals import SignalGuard
 from imagelint.collector.plan import instance_plan
@@ -239,6 +240,7 @@ class Rollout:
 
         self.clients, self.plans, self.window, self.errors_allowed = clients, plans, window, errors_allowed
         self.per_command, self.poll, self.backoff = per_command, poll, backoff
+        self.pace = Pace(poll)
         self.delivery_timeout = min(SSM_MAX_DELIVERY_TIMEOUT, max(30, math.ceil(per_command)))
         self.queue = sorted(plans)
         self.commands: dict[str, str] = {}  # instance id → command id
@@ -258,7 +260,7 @@ class Rollout:
                 self._fill()
                 if not self.running:
                     break
-                time.sleep(self.poll)
+                self.pace.pause()
                 guard.checkpoint()
                 self._reap()
                 progress.update(
@@ -293,9 +295,8 @@ class Rollout:
 
     def _reap(self) -> None:
         """End the invocations that are no longer executing (or are past their deadline)."""
-        executing = {
-            c["CommandId"]
-            for c in paginate(
+        listed = self.pace.look(
+            lambda: paginate(
                 self.clients.ssm,
                 "list_commands",
                 "Commands",
@@ -304,7 +305,10 @@ class Rollout:
                     {"key": "ExecutionStage", "value": "Executing"},
                 ],
             )
-        }
+        )
+        if listed is None:
+            return  # throttled past the retries: asked again at the next poll
+        executing = {c["CommandId"] for c in listed}
         now = time.monotonic()
         lost = self._lost(now)
         for iid, deadline in list(self.running.items()):

@@ -53,6 +53,10 @@ _REGION = re.compile(r"Credential=[^/]+/\d+/([a-z0-9-]+)/ebs/")
 class EbsFaults:
     latency: float = 0.0  # seconds added to every GetSnapshotBlock
     throttle: int = 0  # the next N GetSnapshotBlock calls: RequestThrottledException
+    # the account's quota, as calls in flight: a GetSnapshotBlock arriving while this many are
+    # being served is throttled at once (0: no quota)
+    quota: int = 0
+    over_quota: int = 0  # GetSnapshotBlock calls throttled by the quota
     unavailable: int = 0  # the next N GetSnapshotBlock calls: 503
     corrupt: int = 0  # the next N GetSnapshotBlock replies: one data byte flipped
     expire: int = 0  # the next N GetSnapshotBlock calls: ValidationException INVALID_BLOCK_TOKEN
@@ -201,7 +205,11 @@ class EbsFaults:
             if self.meet and reading >= self.meet:
                 self.met.set()
             generation = self.generation
+            over = bool(self.quota) and self.in_flight > self.quota
+            self.over_quota += over
         try:
+            if over:
+                return _error(front, 400, "RequestThrottledException", "over quota", "ACCOUNT_THROTTLED")
             if self.meet:
                 self.met.wait(timeout=30)
             return self._answer_get(front, body, snapshot_id)

@@ -413,6 +413,8 @@ class _Front(BaseHTTPRequestHandler):
         if fault is not None:
             return self._send(400, {"Content-Type": "text/xml"}, fault)
         target = self.headers.get("X-Amz-Target", "")
+        if target and self.env.take_throttle(target.rpartition(".")[2]):  # JSON protocol: SSM
+            return self._json({"__type": "ThrottlingException", "message": "Rate exceeded"}, 400)
         agent = self.env.agent
         if self.path.startswith("/snapshots") and self.env.ebs.handle(self, body):
             return None
@@ -627,7 +629,7 @@ class MotoEnv:
         self.not_found: dict[str, int] = {}
         self.refuse: dict[str, tuple[str, str]] = {}
         self.image_fields: dict[str, dict[str, str]] = {}  # AMI id → DescribeImages fields to answer
-        self.throttle_calls: dict[str, int] = {}  # query-protocol Action → throttled answers still to give
+        self.throttle_calls: dict[str, int] = {}  # API (EC2 Action, SSM target) → throttled answers to give
         self.answered_throttled: list[str] = []
         self.group_held = 0  # DependencyViolation answers to DeleteSecurityGroup after termination
         self.profile_lag = 0  # RunInstances answered "Invalid IAM Instance Profile" (a new profile)
@@ -675,14 +677,12 @@ class MotoEnv:
                 f"Value ({profile}) for parameter iamInstanceProfile.name is invalid. "
                 "Invalid IAM Instance Profile name",
             )
+        if self.take_throttle(action):
+            scope = re.search(r"Credential=[^/]+/[^/]+/[^/]+/([^/]+)/", authorization)
+            ec2 = scope is None or scope.group(1) == "ec2"
+            code = "RequestLimitExceeded" if ec2 else "Throttling"
+            return _ec2_error(code, "Request limit exceeded." if ec2 else "Rate exceeded")
         with self._fault_lock:
-            if self.throttle_calls.get(action, 0) > 0:
-                self.throttle_calls[action] -= 1
-                self.answered_throttled.append(action)
-                scope = re.search(r"Credential=[^/]+/[^/]+/[^/]+/([^/]+)/", authorization)
-                ec2 = scope is None or scope.group(1) == "ec2"
-                code = "RequestLimitExceeded" if ec2 else "Throttling"
-                return _ec2_error(code, "Request limit exceeded." if ec2 else "Rate exceeded")
             if action in self.refuse:
                 return _ec2_error(*self.refuse[action])
             if ids and self.not_found.get(action, 0) > 0:
@@ -691,6 +691,15 @@ class MotoEnv:
                 kind = "InvalidVolume.NotFound" if ids[0].startswith("vol-") else "InvalidInstanceID.NotFound"
                 return _ec2_error(kind, f"The ID '{ids[0]}' does not exist")
         return None
+
+    def take_throttle(self, action: str) -> bool:
+        """Whether to answer this call of ``action`` throttled (:attr:`throttle_calls` counts down)."""
+        with self._fault_lock:
+            if self.throttle_calls.get(action, 0) <= 0:
+                return False
+            self.throttle_calls[action] -= 1
+            self.answered_throttled.append(action)
+            return True
 
     def _group_held(self, group_id: str) -> bool:
         """AWS refuses to delete a group a network interface still holds: while an instance that is

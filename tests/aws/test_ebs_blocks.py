@@ -107,6 +107,19 @@ def test_a_read_across_blocks_fetches_them_in_parallel(env: MotoEnv, aws: tuple[
     assert env.ebs.max_in_flight >= 4  # served at once, not one after another
 
 
+def test_throttling_lowers_the_calls_in_flight(env: MotoEnv, aws: tuple[MotoEnv, str], image: Path) -> None:
+    """An account quota of 3 calls in flight against a reader of 16 (the front throttles the rest):
+    the window comes down to the quota or below and every block still reads back exactly."""
+    env.ebs.latency, env.ebs.quota = 0.05, 3
+    data = image.read_bytes()
+    api = EbsApi(Clients(REGION).ebs(16), aws[1], retry=RetryPolicy(attempts=12, base=0.01, cap=0.1))
+    with SnapshotStream(api, concurrency=16, readahead=0) as s:
+        assert s.read(13 * BLOCK_SIZE) == data[: 13 * BLOCK_SIZE]  # 11 allocated blocks at once
+        stats = s.stats()
+    assert env.ebs.over_quota > 0 and stats["throttled"] == env.ebs.over_quota
+    assert stats["concurrency"] == 16 and stats["concurrency_lowest"] <= 3 and api.window.cuts >= 2
+
+
 def test_serial_when_concurrency_is_one(env: MotoEnv, aws: tuple[MotoEnv, str]) -> None:
     env.ebs.latency = 0.05
     with stream(aws, concurrency=1) as s:
