@@ -141,6 +141,11 @@ class Backoff:
     throttled: int = 0
     sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
 
+    @property
+    def longest(self) -> float:
+        """Seconds one call can spend waiting between throttled attempts, at most."""
+        return float(sum(min(self.cap, self.first * 2**attempt) for attempt in range(self.attempts - 1)))
+
     def call(self, func: Callable[..., T], /, **kwargs: Any) -> T:
         for attempt in range(self.attempts):
             try:

@@ -186,6 +186,9 @@ def check_parameters(params: dict[str, list[str]], instance_id: str) -> int:
     return size
 
 
+MIN_DELIVERY_TIMEOUT = 30  # SendCommand's TimeoutSeconds lower bound
+
+
 def send(ssm: Any, plan: RemotePlan, *, delivery_timeout: int = 600, backoff: Backoff | None = None) -> str:
     """Send ``plan`` to its one instance; the command id. ``delivery_timeout`` (``TimeoutSeconds``):
     how long the invocation may wait to start. A throttled call is retried by ``backoff``."""

@@ -43,6 +43,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import math
 import tempfile
 import uuid
 from collections.abc import Callable
@@ -81,6 +82,9 @@ class Timing:
     running_timeout: float = 600.0
     ssm_timeout: float = 600.0
     command_margin: float = 900.0  # on top of the soak: collection and upload
+    # SendCommand's TimeoutSeconds: how long SSM may hold the command before it starts (30 at least);
+    # the wait for its result covers this window and then the command's own run
+    delivery: float = 300.0
     boot_grace: float = 180.0  # after the console shows a finished boot, wait this long for the agent
     boot_check_every: float = 30.0  # how often the SSM wait looks at the instance's state and console
     group_wait: float = 300.0  # DependencyViolation retries when deleting the run's security group
@@ -116,7 +120,7 @@ class AmiOptions:
     def per_image_seconds(self) -> float:
         """How long one image's launch may take: start, SSM, the soak and the command's margin."""
         t = self.timing
-        return t.running_timeout + t.ssm_timeout + self.soak_seconds + t.command_margin
+        return t.running_timeout + t.ssm_timeout + t.delivery + self.soak_seconds + t.command_margin
 
     def run_seconds(self, images: int) -> float:
         """How long the whole run may take: the images in waves of ``parallel``, then the cleanup."""
@@ -399,7 +403,8 @@ def _launch(
             ) from None
         plan = bound_plan(clients, plan, instance_id, expires)
         progress.phase("auditing" if not plan.soak_seconds else "auditing and soaking", instance_id)
-        command_id = ssm_ops.send(clients.unretried("ssm"), plan)
+        delivery = max(ssm_ops.MIN_DELIVERY_TIMEOUT, math.ceil(timing.delivery))
+        command_id = ssm_ops.send(clients.unretried("ssm"), plan, delivery_timeout=delivery)
         started = datetime.now(UTC)
 
         def show(status: str) -> None:
@@ -414,7 +419,7 @@ def _launch(
             clients.ssm,
             command_id,
             instance_id,
-            timeout=plan.soak_seconds + timing.command_margin,
+            timeout=delivery + plan.soak_seconds + timing.command_margin,
             poll=timing.poll,
             on_poll=show,
         )

@@ -41,6 +41,7 @@ import math
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -158,7 +159,9 @@ def run_fleet(options: FleetOptions) -> Verdict:
     tagged = _tagged_instances(clients, target)
     managed, unmanaged = _managed(clients, tagged)  # unmanaged: instance id → (coverage, reason)
     sizes = sized(len(managed), options)
-    expires = run_expiry(targets=sizes.waves, per_wave=sizes.wave_seconds)
+    backoff = Backoff(first=options.send_backoff)
+    # the last wave's URLs, signed as its commands are sent, live until this long after the start
+    expires = run_expiry(targets=sizes.waves, per_wave=sizes.wave_seconds, margin=backoff.longest)
     if options.role_arn:
         clients = Clients(region, credentials.run_session(options.role_arn, expires + 600, region))
     preflight.check_execution_timeout(int(options.soak_seconds) + 900)
@@ -193,8 +196,9 @@ def run_fleet(options: FleetOptions) -> Verdict:
         errors_allowed=errors_allowed(options.max_errors, max(1, len(managed))),
         per_command=sizes.wave_seconds,
         poll=options.poll,
-        backoff=Backoff(first=options.send_backoff),
+        backoff=backoff,
         offline_grace=options.offline_grace,
+        sign=lambda iid: bound_plan(clients, base, iid, math.ceil(sizes.wave_seconds + backoff.longest)),
     )
     guard = SignalGuard()
     with guard.installed(), Progress(interactive=options.interactive) as progress:
@@ -235,13 +239,18 @@ class Rollout:
         poll: float,
         backoff: Backoff,
         offline_grace: float = 300.0,
+        sign: Callable[[str], ssm_ops.RemotePlan] | None = None,
     ) -> None:
         from imagelint.aws.preflight import SSM_MAX_DELIVERY_TIMEOUT
 
         self.clients, self.plans, self.window, self.errors_allowed = clients, plans, window, errors_allowed
         self.per_command, self.poll, self.backoff = per_command, poll, backoff
         self.pace = Pace(poll)
-        self.delivery_timeout = min(SSM_MAX_DELIVERY_TIMEOUT, max(30, math.ceil(per_command)))
+        # signs an instance's plan again right before its command is sent: its upload URL then lives
+        # from the send on, however long earlier waves and throttled sends took
+        self.sign = sign
+        delivery = max(ssm_ops.MIN_DELIVERY_TIMEOUT, math.ceil(per_command))
+        self.delivery_timeout = min(SSM_MAX_DELIVERY_TIMEOUT, delivery)
         self.queue = sorted(plans)
         self.commands: dict[str, str] = {}  # instance id → command id
         self.running: dict[str, float] = {}  # instance id → deadline (monotonic)
@@ -278,6 +287,8 @@ class Rollout:
         while self.queue and len(self.running) < self.window and self.failed <= self.errors_allowed:
             iid = self.queue.pop(0)
             throttled = self.backoff.throttled
+            if self.sign is not None:
+                self.plans[iid] = self.sign(iid)
             try:
                 self.commands[iid] = ssm_ops.send(
                     sender, self.plans[iid], delivery_timeout=self.delivery_timeout, backoff=self.backoff

@@ -5,11 +5,14 @@ what an instance SSM does not manage does to the verdict."""
 from __future__ import annotations
 
 import json
+import math
+import re
 from pathlib import Path
 
 import jsonschema
 import pytest
 
+from imagelint.aws.errors import Backoff
 from imagelint.aws.ssm import MAX_PARAMETERS, SSM_DOCUMENT_QUOTA
 from imagelint.report.schema import report_schema
 from tests.aws.fleet_scale import launch, run_large_fleet
@@ -130,6 +133,10 @@ def test_fifty_hosts_one_refused_one_unsupported_one_throttled_one_lost_none_sto
     asked = {i for ids in moto_env.asked for i in ids}
     assert hosts["windows"] not in asked and hosts["macos"] not in asked
     assert moto_env.throttled == 8  # the throttled host's attempts; nobody else's
+    # each upload URL is signed as its command is sent, to live that command's time and its send's
+    # throttled retries (900 s and 7 waits of at most 0.05 s * 2^n), not the five waves of the run
+    lives = {int(re.findall(r"X-Amz-Expires=(\d+)", c.urls[0])[0]) for c in moto_env.sent}
+    assert lives == {math.ceil(900 + Backoff(first=0.05).longest)} == {907}
 
     # the rest are judged: every other managed Linux host was checked and passes
     troubled = set(hosts.values()) | fleet.unmanaged

@@ -87,3 +87,6 @@ def test_a_launch_rides_out_polls_throttled_past_the_retries(
     assert json.loads(out.read_text(encoding="utf-8"))["verdict"] == "fail"
     assert sorted(moto_env.answered_throttled) == sorted(api for api, n in polled.items() for _ in range(n))
     assert moto_env.alive()["instances"] == []
+    # SSM may hold the command up to its delivery window before it starts: the wait covers it
+    assert [c["TimeoutSeconds"] for c in moto_env.agent.commands.values()] == [300]
+    assert options.per_image_seconds() == 600 + 600 + 300 + 0 + 900
