@@ -32,7 +32,9 @@ def check_execution_timeout(seconds: int) -> None:
 
 
 def check_bucket(s3: Any, bucket: str, key: str, body: dict[str, Any]) -> None:
-    """The bucket answers HeadBucket and takes a PutObject (the run's ``run.json``)."""
+    """The bucket answers HeadBucket, takes a PutObject (the run's ``run.json``) and gives it back:
+    the bundles the hosts upload are read the same way at the end of the run, so a bucket whose KMS
+    key the runner may encrypt with but not decrypt with is refused now, not after the boot and soak."""
     from imagelint.aws.s3urls import bucket_region
 
     bucket_region(s3, bucket)
@@ -48,6 +50,14 @@ def check_bucket(s3: Any, bucket: str, key: str, body: dict[str, Any]) -> None:
         raise UsageError(
             f"--report-bucket {bucket}: cannot write {key} ({exc.code}): the runner needs s3:PutObject "
             "on the bucket (and kms:GenerateDataKey when it is encrypted with a KMS key)"
+        ) from None
+    try:
+        call(s3.get_object, Bucket=bucket, Key=key)["Body"].close()
+    except AwsError as exc:
+        raise UsageError(
+            f"--report-bucket {bucket}: wrote {key} but cannot read it back ({exc.code}: {exc.detail}): "
+            "the runner needs s3:GetObject on the bucket (and kms:Decrypt on its KMS key) to read the "
+            "hosts' bundles"
         ) from None
 
 

@@ -295,6 +295,30 @@ def test_bucket_not_writable_is_caught_before_launch(session):
             preflight.check_bucket(s3, "b", "p/run/run.json", {"run_id": "run"})
 
 
+def test_a_bucket_whose_kms_key_the_runner_cannot_decrypt_with_is_refused_before_launch(session):
+    """SSE-KMS by default with a key policy that grants kms:GenerateDataKey but not kms:Decrypt: the
+    PutObject succeeds and the GetObject of the same key is AccessDenied (S3 says so for a KMS
+    refusal). The bundles would be unreadable after the boot and soak: refused up front, exit 2."""
+    s3 = session.client("s3")
+    with Stubber(s3) as stub:
+        meta = {"HTTPHeaders": {"x-amz-bucket-region": "eu-west-1"}}
+        stub.add_response("head_bucket", {"ResponseMetadata": meta}, {"Bucket": "b"})
+        stub.add_response("put_object", {"ServerSideEncryption": "aws:kms"}, {
+            "Bucket": "b", "Key": "p/run/run.json", "Body": ANY, "ContentType": "application/json",
+        })  # fmt: skip
+        message = "User is not authorized to perform: kms:Decrypt on the resource"
+        stub.add_client_error(
+            "get_object",
+            "AccessDenied",
+            message,
+            http_status_code=403,
+            expected_params={"Bucket": "b", "Key": "p/run/run.json"},
+        )
+        with pytest.raises(UsageError, match=r"cannot read it back \(AccessDenied: .*kms:Decrypt") as refused:
+            preflight.check_bucket(s3, "b", "p/run/run.json", {"run_id": "run"})
+    assert refused.value.exit_code == 2 and "\n" not in str(refused.value)
+
+
 def test_missing_report_without_list_bucket_is_403_and_means_not_uploaded(session):
     s3 = session.client("s3")
     with Stubber(s3) as stub:
