@@ -113,14 +113,25 @@ def check_image(
     snapshot_ids: list[str],
     needed: tuple[str, ...],
     log: Callable[[str], None] = stderr.line,
+    *,
+    mappings: tuple[dict[str, Any], ...] = (),
 ) -> list[str]:
     """Check the KMS key of each encrypted snapshot (see the module); returns the keys checked.
-    A snapshot this account cannot see is left to the AMI's owner (its key was shared or not)."""
+    A snapshot this account cannot see (a shared AMI's) is judged by what the AMI's block device
+    ``mappings`` say of it (``Encrypted``, ``KmsKeyId``); when they say nothing, a line says that
+    its key could not be checked."""
     account: str | None = None
     keys: list[str] = []
     for snapshot_id in snapshot_ids:
-        snapshot = describe_snapshot(clients.ec2, snapshot_id)
-        if snapshot is None or not snapshot.get("Encrypted") or not snapshot.get("KmsKeyId"):
+        snapshot = describe_snapshot(clients.ec2, snapshot_id) or _as_mapped(mappings, snapshot_id)
+        if snapshot is None:
+            log(
+                f"imagelint: {image_id}: snapshot {snapshot_id} is not visible to this account and the "
+                "AMI does not say how it is encrypted: its KMS key could not be checked (a key not "
+                "shared with this account makes the launch fail)"
+            )
+            continue
+        if not snapshot.get("Encrypted") or not snapshot.get("KmsKeyId"):
             continue
         key = str(snapshot["KmsKeyId"])
         where = f"{image_id}: snapshot {snapshot_id} is encrypted with KMS key {key}"
@@ -148,6 +159,16 @@ def check_image(
                 "IAM policy and in the key's policy (which this run cannot read)"
             )
     return keys
+
+
+def _as_mapped(mappings: tuple[dict[str, Any], ...], snapshot_id: str) -> dict[str, Any] | None:
+    """What the AMI's block device mapping of ``snapshot_id`` says of its encryption (DescribeImages
+    answers it for a shared AMI whose snapshots the caller cannot describe); None: nothing."""
+    for mapping in mappings:
+        ebs = mapping.get("Ebs") or {}
+        if ebs.get("SnapshotId") == snapshot_id and "Encrypted" in ebs:
+            return {"Encrypted": ebs["Encrypted"], "KmsKeyId": ebs.get("KmsKeyId")}
+    return None
 
 
 def _describe_key(kms: Any, key: str, where: str, needed: tuple[str, ...]) -> dict[str, Any]:

@@ -527,7 +527,7 @@ def _volume(
     from imagelint.openers import open_spec
 
     root_snapshot = _root_snapshot(image)
-    kms.check_image(clients, image.image_id, [root_snapshot], kms.LAUNCH)
+    kms.check_image(clients, image.image_id, [root_snapshot], kms.LAUNCH, mappings=image.mappings)
     instance_id, zone = host.identity()
     ec2_ops.check_zone(clients.ec2, zone, image)
     volume_id: str | None = None
@@ -563,7 +563,7 @@ def _snapshot(
     from imagelint.openers.snapshot import open_ami_disks
 
     kms.check_owned(clients, image.image_id, _root_snapshot(image), image.region)
-    kms.check_image(clients, image.image_id, list(image.snapshots), kms.READ)
+    kms.check_image(clients, image.image_id, list(image.snapshots), kms.READ, mappings=image.mappings)
     with open_ami_disks(clients, image.mappings, image.root_device, options.snapshot, progress) as opened:
         return audit_opened(prepared, opened)
 
@@ -651,7 +651,7 @@ def preflight(
     if options.launch.instance_profile:
         checks.check_instance_profile(clients.get("iam"), options.launch.instance_profile)
     checks.check_subnet(clients.ec2, options.launch.subnet)
-    kms.check_image(clients, image.image_id, image.snapshots, kms.LAUNCH)
+    kms.check_image(clients, image.image_id, image.snapshots, kms.LAUNCH, mappings=image.mappings)
     return ec2_ops.instance_type_for(clients.ec2, image, options.launch)
 
 

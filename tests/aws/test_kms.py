@@ -166,3 +166,24 @@ def test_a_denied_describe_snapshots_is_one_line_naming_the_permission(aws_env: 
     aws_env.refuse["DescribeSnapshots"] = ("UnauthorizedOperation", "You are not authorized")
     with pytest.raises(UsageError, match="ec2:DescribeSnapshots"):
         kms.check_image(_clients(aws_env), "ami-12345678", ["snap-12345678"], kms.LAUNCH)
+
+
+def test_a_shared_amis_invisible_snapshot_is_judged_by_the_amis_mapping(aws_env: MotoEnv) -> None:
+    """A shared AMI: DescribeSnapshots answers InvalidSnapshot.NotFound for its snapshot, as AWS does
+    for a snapshot not shared with the caller. What DescribeImages says of the mapping (Encrypted,
+    KmsKeyId) is checked instead: a disabled key is refused; a mapping that says nothing is one note."""
+    image, snapshot, key = encrypted_image(aws_env)
+    aws_env.client("kms").disable_key(KeyId=key.rsplit("/", 1)[1])
+    aws_env.refuse["DescribeSnapshots"] = ("InvalidSnapshot.NotFound", "The snapshot does not exist.")
+    mapped = {"DeviceName": "/dev/xvda", "Ebs": {"SnapshotId": snapshot, "Encrypted": True, "KmsKeyId": key}}
+    with pytest.raises(
+        UsageError, match=f"snapshot {snapshot} is encrypted with KMS key {key}, which is Disabled"
+    ):
+        kms.check_image(_clients(aws_env), image, [snapshot], kms.LAUNCH, mappings=(mapped,))
+    notes: list[str] = []
+    silent = {"DeviceName": "/dev/xvda", "Ebs": {"SnapshotId": snapshot}}
+    assert (
+        kms.check_image(_clients(aws_env), image, [snapshot], kms.LAUNCH, notes.append, mappings=(silent,))
+        == []
+    )
+    assert len(notes) == 1 and f"snapshot {snapshot} is not visible to this account" in notes[0]
