@@ -43,6 +43,7 @@ from typing import Any
 
 from imagelint.aws.call_window import CallWindow
 from imagelint.aws.errors import AwsError, no_credentials
+from imagelint.aws.signals import sdk_call
 
 DEFAULT_WINDOW = 16  # calls in flight at most, unless the reader gives its own window
 BLOCK_SIZE = 524288  # the EBS direct APIs' block and index unit (512 KiB), fixed by the API
@@ -294,7 +295,7 @@ class EbsApi:
                     self.counters.retries += 1
                 self.sleep(self.retry.delay(attempt))
             try:
-                with self.window.slot() as started:
+                with self.window.slot() as started, sdk_call():
                     answer = func(**params)
                 self.window.answered()
                 return answer

@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 
 from imagelint.aws.errors import AwsError, call, paginate, waiter_error
 from imagelint.aws.polling import Pace
+from imagelint.aws.signals import sdk_call
 from imagelint.errors import UsageError
 
 RUN_TAG = "imagelint:run"
@@ -370,7 +371,10 @@ def create_volume(ec2: Any, snapshot_id: str, zone: str, run_id: str) -> str:
 
 def _wait(ec2: Any, name: str, api: str, poll: float, **kwargs: Any) -> None:
     try:
-        ec2.get_waiter(name).wait(**kwargs, WaiterConfig={"Delay": max(1, round(poll)), "MaxAttempts": 120})
+        with sdk_call():
+            ec2.get_waiter(name).wait(
+                **kwargs, WaiterConfig={"Delay": max(1, round(poll)), "MaxAttempts": 120}
+            )
     except Exception as exc:
         raise waiter_error("ec2", api, exc, "the volume in the EC2 console") from None
 

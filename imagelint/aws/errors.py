@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from imagelint.aws.signals import sdk_call
 from imagelint.errors import ExitCode, ImageLintError
 
 T = TypeVar("T")
@@ -106,7 +107,8 @@ def converted(service: str, api: str) -> Iterator[None]:
     from botocore.parsers import ResponseParserError
 
     try:
-        yield
+        with sdk_call():
+            yield
     except NoCredentialsError:
         raise no_credentials(service, api) from None
     except ClientError as exc:

@@ -10,6 +10,11 @@ registered worker that is armed (not in a cleanup block), through CPython's
 ``PyThreadState_SetAsyncExc``: each stops where it is, at its next bytecode (after the sleep or call
 in flight), and runs its own ``finally`` cleanup, exactly as the main thread does. Armed or not is
 kept per thread, under one lock the handler takes too, so a worker's cleanup is never cut short.
+
+No thread is interrupted *inside* the AWS SDK: every call into it runs in :func:`sdk_call`, and a
+signal that arrives meanwhile is held for that thread and raised as the call returns. An exception
+raised at an arbitrary bytecode of botocore or urllib3 could leave a connection pool's lock held or
+a credential refresh half done, and the cleanup that follows uses the same clients.
 """
 
 from __future__ import annotations
@@ -43,9 +48,12 @@ class SignalGuard:
 
     def __init__(self) -> None:
         self.received: int | None = None
-        self._lock = threading.Lock()
+        # reentrant: the handler runs in the main thread, perhaps while that thread holds the lock
+        self._lock = threading.RLock()
         self._armed: dict[int, bool] = {}  # by thread: armed unless in a cleanup block
         self._workers: set[int] = set()
+        self._in_sdk: dict[int, int] = {}  # by thread: how deep in sdk_call blocks
+        self._held: set[int] = set()  # threads a signal is held for until their SDK call returns
 
     @property
     def armed(self) -> bool:
@@ -61,12 +69,36 @@ class SignalGuard:
     def _handler(self, signum: int, frame: object) -> None:
         if self.received is None:
             self.received = signum
+        main = threading.get_ident()
         with self._lock:
             for ident in self._workers:
                 if self._armed.get(ident, True):
-                    _raise_in(ident, signum)
+                    if self._in_sdk.get(ident):
+                        self._held.add(ident)
+                    else:
+                        _raise_in(ident, signum)
+            if self._in_sdk.get(main):
+                self._held.add(main)
+                return
         if self.armed:
             raise _Signalled(signum)
+
+    def _enter_sdk(self) -> None:
+        ident = threading.get_ident()
+        with self._lock:
+            self._in_sdk[ident] = self._in_sdk.get(ident, 0) + 1
+
+    def _leave_sdk(self) -> None:
+        ident = threading.get_ident()
+        with self._lock:
+            depth = self._in_sdk.pop(ident, 1) - 1
+            if depth:
+                self._in_sdk[ident] = depth
+                return
+            held = ident in self._held
+            self._held.discard(ident)
+        if held:
+            self.checkpoint()  # raises unless this thread is in a cleanup block by now
 
     def checkpoint(self) -> None:
         if self.armed and self.received is not None:
@@ -91,15 +123,18 @@ class SignalGuard:
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[SignalGuard]:
+        global _ACTIVE
         old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
         for s in old:
             signal.signal(s, self._handler)
+        outer, _ACTIVE = _ACTIVE, self
         try:
             yield self
         except _Signalled as signalled:
             name = signal.Signals(signalled.signum).name
             raise Interrupted(f"interrupted by {name}; cleaned up what this run created") from None
         finally:
+            _ACTIVE = outer
             for s, h in old.items():
                 signal.signal(s, h)
 
@@ -117,6 +152,23 @@ class SignalGuard:
         finally:
             self.armed = was
         self.checkpoint()  # reached only when the block ended normally: a signal noted in it stops the run
+
+
+_ACTIVE: SignalGuard | None = None  # the guard installed now (one run at a time in a process)
+
+
+@contextlib.contextmanager
+def sdk_call() -> Iterator[None]:
+    """The calling thread is inside the AWS SDK: a signal is held until the block ends, then raised."""
+    guard = _ACTIVE
+    if guard is None:
+        yield
+        return
+    guard._enter_sdk()
+    try:
+        yield
+    finally:
+        guard._leave_sdk()
 
 
 def _raise_in(ident: int, signum: int | None) -> None:

@@ -110,3 +110,65 @@ def test_a_signal_stops_every_worker_where_it_is_and_lets_each_clean_up() -> Non
                 pool.shutdown(wait=True)
     assert sorted(cleaned) == ["a", "b"]
     assert all(isinstance(f.exception(), _Signalled) for f in futures)  # each stopped by the signal
+
+
+def test_a_worker_inside_the_sdk_gets_the_signal_as_its_call_returns() -> None:
+    """Issue 37 item 10: under --parallel a Ctrl-C must not raise inside botocore (a pool lock held,
+    a credential refresh half done). A worker inside sdk_call() finishes the call; the signal is
+    raised the moment it returns, and its cleanup then runs."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from imagelint.aws.signals import sdk_call
+
+    guard = SignalGuard()
+    inside = threading.Event()
+    steps: list[str] = []
+
+    def work() -> None:
+        with guard.worker():
+            try:
+                with sdk_call():
+                    inside.set()
+                    time.sleep(1.0)  # the signal comes in here: the "call" goes on to its end
+                    steps.append("call completed")
+                steps.append("went on after the call")
+            finally:
+                with guard.cleanup():
+                    steps.append("cleaned")
+
+    pool = ThreadPoolExecutor(max_workers=1)
+    with pytest.raises(Interrupted, match="SIGINT"), guard.installed():
+        future = pool.submit(work)
+        assert inside.wait(5)
+        try:
+            _signal_self(signal.SIGINT)
+        finally:
+            with guard.cleanup():
+                pool.shutdown(wait=True)
+    assert steps == ["call completed", "cleaned"]
+    assert isinstance(future.exception(), _Signalled)
+
+
+def test_the_main_thread_inside_the_sdk_gets_the_signal_as_its_call_returns() -> None:
+    from imagelint.aws.signals import sdk_call
+
+    guard = SignalGuard()
+    steps: list[str] = []
+    with pytest.raises(Interrupted, match="SIGTERM"), guard.installed():
+        with sdk_call():
+            _signal_self(signal.SIGTERM)
+            steps.append("call completed")
+        steps.append("went on after the call")
+    assert steps == ["call completed"]
+
+
+def test_every_aws_call_runs_inside_sdk_call() -> None:
+    """The one door to botocore (errors.converted, which call() and paginate() use) and the EBS
+    reader's own retry loop hold signals: checked by where sdk_call is entered."""
+    import inspect
+
+    from imagelint.aws import ebs_api, errors
+
+    assert "with sdk_call():" in inspect.getsource(errors.converted)
+    assert "sdk_call()" in inspect.getsource(ebs_api.EbsApi._call)
