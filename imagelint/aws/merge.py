@@ -129,3 +129,16 @@ def empty_report(target: dict[str, Any], reason: str) -> Report:
         findings=[],
         errors=[ReportError(reason, where=str(target.get("path")))],
     )
+
+
+def with_rows(report: Report, rows: list[dict[str, Any]], *, facts_key: str, name_key: str) -> Report:
+    """``report`` (the merge of every host's) judged again on all it holds, with a row per host as
+    its facts and a note line per host before its own notes."""
+    report.verdict = decide(report)
+    report.facts = {facts_key: rows}
+    report.notes = [
+        f"{r[name_key]}: {r['coverage']}, {r['verdict'] or 'not checked'} ({r['failing']} failing, "
+        f"{r['findings']} finding(s), {r['errors']} error(s))"
+        for r in rows
+    ] + report.notes
+    return report

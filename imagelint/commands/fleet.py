@@ -51,14 +51,13 @@ from imagelint import __version__
 from imagelint.aws import ssm as ssm_ops
 from imagelint.aws.clients import Clients, default_region
 from imagelint.aws.errors import THROTTLED, AwsError, Backoff, call, paginate
-from imagelint.aws.merge import empty_report, merge
+from imagelint.aws.merge import empty_report, merge, with_rows
 from imagelint.aws.polling import Pace
 from imagelint.aws.progress import Progress
 from imagelint.aws.signals import SignalGuard
 from imagelint.collector.plan import instance_plan
 from imagelint.errors import UsageError
 from imagelint.report import Report, ReportError, Verdict
-from imagelint.report.verdict import decide
 from imagelint.session import PreparedRun, RunOptions, bundle_reports, prepare, publish
 
 INSTANCE_IDS_PER_CALL = 50  # DescribeInstanceInformation: ids per InstanceIds filter (and MaxResults)
@@ -522,11 +521,4 @@ def _combine(
         report.warnings += uncovered
     else:
         report.errors += uncovered
-    report.verdict = decide(report)
-    report.facts = {"instances": rows}
-    report.notes = [
-        f"{r['instance_id']}: {r['coverage']}, {r['verdict'] or 'not checked'} ({r['failing']} failing, "
-        f"{r['findings']} finding(s), {r['errors']} error(s))"
-        for r in rows
-    ] + report.notes
-    return report
+    return with_rows(report, rows, facts_key="instances", name_key="instance_id")

@@ -17,13 +17,12 @@ import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
-from imagelint.aws.merge import empty_report, merge
+from imagelint.aws.merge import empty_report, merge, with_rows
 from imagelint.collector.plan import instance_plan
 from imagelint.collector.ssh.spec import HostSpec, parse
 from imagelint.collector.ssh.transport import MARGIN, collect
 from imagelint.errors import ImageLintError, UsageError
 from imagelint.report import Report, Verdict
-from imagelint.report.verdict import decide
 from imagelint.session import PreparedRun, RunOptions, bundle_reports, prepare, publish
 
 MAX_HOSTS = 10_000
@@ -103,12 +102,4 @@ def _judge(run: PreparedRun, host: HostSpec, bundle: Future[Path]) -> tuple[Repo
 
 def _combine(path: Path, parts: list[tuple[str, Report]], rows: list[dict[str, object]]) -> Report:
     target = {"kind": "hosts", "path": str(path)}
-    report = merge(parts, target)
-    report.verdict = decide(report)
-    report.facts = {"hosts": rows}
-    report.notes = [
-        f"{r['host']}: {r['coverage']}, {r['verdict']} ({r['failing']} failing, {r['findings']} finding(s), "
-        f"{r['errors']} error(s))"
-        for r in rows
-    ] + report.notes
-    return report
+    return with_rows(merge(parts, target), rows, facts_key="hosts", name_key="host")
