@@ -48,6 +48,7 @@ RUNNER_STATEMENTS: dict[str, tuple[tuple[str, ...], str | list[str], dict[str, A
             "ec2:DescribeImages",
             "ec2:DescribeSnapshots",
             "ec2:DescribeInstanceTypes",
+            "ec2:DescribeInstanceTypeOfferings",
             "ec2:DescribeVpcs",
             "ec2:DescribeSubnets",
             "ec2:DescribeAvailabilityZones",

@@ -54,7 +54,7 @@ from pathlib import Path
 
 from imagelint import __version__
 from imagelint.aws import ec2 as ec2_ops
-from imagelint.aws import network, run_group, run_profile
+from imagelint.aws import network, offerings, run_group, run_profile
 from imagelint.aws import ssm as ssm_ops
 from imagelint.aws.boot import BootWatch
 from imagelint.aws.clients import Clients, default_region
@@ -360,6 +360,7 @@ def _launch(
     instance_type = preflight(clients, image, options, plan)
     where = network.placement(clients.ec2, options.launch.subnet)
     bucket_region = clients.presigner(options.report_bucket).region  # launch mode has a bucket
+    offerings.check_offered(clients.ec2, instance_type, where)
     for warning in network.check_reachability(
         clients.ec2, where, image.region, refuse=options.network_check, bucket_region=bucket_region
     ):
