@@ -55,6 +55,7 @@ class ImageInfo:
     architecture: str
     mappings: tuple[dict[str, Any], ...] = ()  # the AMI's BlockDeviceMappings
     tag_keys: frozenset[str] = frozenset()  # the AMI's tags now (for the 50-tag limit)
+    owner: str = ""  # the account that owns the AMI (another one's, shared: not ours to deregister)
 
 
 def retry_not_found(
@@ -209,6 +210,7 @@ def describe_image(ec2: Any, image_id: str, region: str) -> ImageInfo:
         architecture=image.get("Architecture", "x86_64"),
         mappings=tuple(image.get("BlockDeviceMappings", [])),
         tag_keys=frozenset(t["Key"] for t in image.get("Tags", [])),
+        owner=str(image.get("OwnerId") or ""),
     )
 
 

@@ -46,7 +46,7 @@ import hashlib
 import math
 import tempfile
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -188,6 +188,8 @@ def run_ami(
     for region, _ami in pairs:
         clients.setdefault(region, Clients(region, session))
     described = _describe_all(clients, pairs)  # a Windows or macOS AMI is refused before anything runs
+    if options.on_fail != "none":
+        _check_owned(clients, described.values(), options.on_fail)
     guard = SignalGuard()
     failures: list[str] = []  # cleanup steps that failed, every image's (reported apart from the verdict)
     with guard.installed(), Progress(interactive=options.interactive) as progress:
@@ -293,6 +295,21 @@ def _describe_all(
         except AwsError:
             continue
     return described
+
+
+def _check_owned(clients: dict[str, Clients], images: Iterable[ec2_ops.ImageInfo], on_fail: str) -> None:
+    """--on-fail deregisters or deprecates the AMI, which only its owner may do: a shared AMI of
+    another account is refused before anything runs, not after its check."""
+    from imagelint.aws.kms import caller_account
+
+    account = ""
+    for image in images:
+        account = account or caller_account(clients[image.region])
+        if image.owner and image.owner != account:
+            raise UsageError(
+                f"--on-fail {on_fail}: {image.image_id} is owned by account {image.owner}, not this one "
+                f"({account}); only its owner can {on_fail} it: drop --on-fail or run in that account"
+            )
 
 
 def _check_one(

@@ -84,3 +84,19 @@ def test_deprecate_unsupported_by_the_endpoint_is_one_line_exit_3(
     assert {t["Key"]: t["Value"] for t in tags}["imagelint:verdict"] == "fail"
     assert _image_exists(moto_env, ami)
     assert moto_env.alive() == {"instances": [], "volumes": [], "groups": []}
+
+
+def test_on_fail_on_another_accounts_ami_is_refused_before_anything_runs(moto_env: MotoEnv) -> None:
+    """moto's stock AMIs are owned by another account (a shared or public AMI, as AWS has them): only
+    the owner can deregister or deprecate one, so --on-fail is refused up front, not after the check."""
+    ec2 = moto_env.client("ec2")
+    owner = ec2.describe_images(ImageIds=[moto_env.image_id])["Images"][0]["OwnerId"]
+    assert owner != moto_env.client("sts").get_caller_identity()["Account"]
+    proc = run_cli(
+        "ami", moto_env.image_id, "--report-bucket", moto_env.bucket, "--on-fail", "deprecate", *FAST,
+        env=moto_env.env,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"is owned by account {owner}, not this one" in lines[0], proc.stderr
+    assert moto_env.launched() == [] and moto_env.alive()["groups"] == []

@@ -19,6 +19,7 @@ from imagelint.aws.kms import IMPLICIT_KMS
 from tests.aws.ebs_upload import encrypted_image
 from tests.aws.moto_env import MotoEnv
 from tests.aws.test_ami_inputs import PACK
+from tests.aws.test_ami_on_fail import _own_image
 from tests.support import REPO, run_cli
 
 
@@ -155,8 +156,9 @@ def test_every_call_of_every_flow_is_in_the_runner_policy(
     pack.write_text(PACK.format(id="X950", name="policy-marker", path="/etc/hostname"), encoding="utf-8")
     run = RunOptions(outputs=[OutputSpec("json", tmp_path / "r.json")], extra_rules=[pack])
     timing = Timing(poll=0.2, ssm_timeout=30)
+    own, _ = _own_image(moto_env)  # --on-fail deregisters only an AMI of this account
     launch = AmiOptions(
-        images=[moto_env.image_id],
+        images=[own],
         report_bucket=moto_env.bucket,
         launch=LaunchSettings(instance_type="t3.micro", instance_profile=moto_env.profile),
         tag=True,
