@@ -15,7 +15,8 @@ than one entry are decoded once and cached; unique ones (a MESSAGE) are not, so 
 
 Asked for some fields only (``entry(off, fields)``), the reader decodes no more than those: it learns
 which DATA objects hold the wanted fields from each FIELD object's list of its DATA objects (walked
-a little at a time, in proportion to the work it saves), and until that list is complete it reads
+a little at a time, in proportion to the work it saves, and given up past ``_WALK_READS`` page reads:
+a list scattered over a large file costs a read per step), and until that list is complete it reads
 just the name in front of the ``=`` of an item it does not know yet. A DATA object that is neither
 wanted nor needed is then never read, so damage confined to it goes unnoticed by such a read.
 
@@ -146,6 +147,12 @@ _OBJECT_MINIMUM = {  # the smallest valid size of each object type (the compact 
 }
 _WALK_FIRST = 64  # FIELD data-list steps a field selection may take before any item is probed
 _WALK_CAP = 16_384  # ... and at most, per field selection and file: past it, probing goes on alone
+_WALK_READS = 256
+"""Positioned reads a field selection's walk may cause per file, then probing goes on alone. The
+objects on a list lie wherever their first entry was written: a list of one object per process
+(``_PID``) costs about a page read per step, which thrashes the page cache across a large file and
+learns mostly objects no entry read ever uses, while probing an entry's own items reads next to the
+entry (a new value is written just before the first entry using it)."""
 _DATA = int(ObjectType.DATA)
 _LAST_TYPE = max(ObjectType)
 _HEX = frozenset("0123456789abcdef")
@@ -242,6 +249,7 @@ class _Selection:
         "has_large",
         "known",
         "probes",
+        "reads",
         "size",
         "unverified",
         "walk",
@@ -260,6 +268,7 @@ class _Selection:
         self.walk = sorted(wanted, reverse=True) if walk else []
         self.cursor: int | None = None
         self.probes = 0
+        self.reads = 0  # positioned reads the walk caused
         self.walked = 0
         self.size = 0  # bytes of the values in ``known``
 
@@ -525,6 +534,7 @@ class JournalFile:
         buf = self._buf
         known = sel.known
         spent = self._spent  # what the walk decodes is not kept for an entry: not the entry's budget
+        reads = buf.reads if isinstance(buf, PagedBuffer) else 0
         try:
             while sel.walk and steps > 0:
                 name = sel.walk[-1]
@@ -565,9 +575,16 @@ class JournalFile:
                 else:
                     sel.walk.pop()
                     sel.cursor = None
+            if isinstance(buf, PagedBuffer):
+                sel.reads += buf.reads - reads
             if not sel.walk:
                 sel.closed = True
-            elif sel.walked >= _WALK_CAP or len(known) >= _CACHE_LIMIT or sel.size > _CACHE_BYTES:
+            elif (
+                sel.walked >= _WALK_CAP
+                or sel.reads >= _WALK_READS
+                or len(known) >= _CACHE_LIMIT
+                or sel.size > _CACHE_BYTES
+            ):
                 sel.give_up_walking()
         except CorruptJournal:  # a broken list or a damaged object on it: probe every item instead
             sel.give_up_walking()
