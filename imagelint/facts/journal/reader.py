@@ -86,7 +86,7 @@ from imagelint.facts.journal.format import (
     State,
     parse_header,
 )
-from imagelint.facts.journal.hashing import journal_hash
+from imagelint.facts.journal.hashing import jenkins_hash64, siphash24
 from imagelint.facts.journal.paged import PagedBuffer
 
 TYPE_CHECKING = False
@@ -300,6 +300,8 @@ class JournalFile:
         self._item_size = ENTRY_ITEM_SIZE_COMPACT if self.compact else ENTRY_ITEM_SIZE_REGULAR
         self._data_payload = DATA_PAYLOAD_OFFSET_COMPACT if self.compact else DATA_PAYLOAD_OFFSET_REGULAR
         self._seqnum_id_hex = h.seqnum_id.hex()
+        self._keyed = h.keyed_hash
+        self._file_id = h.file_id
         self._cache = _DataCache(self._load_data)
         self._cache_bytes = 0  # bytes of values in ``_cache``
         self._spent = 0  # bytes of values decoded for the entry being read (see ``ENTRY_BUDGET``)
@@ -808,7 +810,9 @@ class JournalFile:
     # -- hash table lookups ----------------------------------------------------------------------
 
     def _hash(self, payload: bytes) -> int:
-        return journal_hash(payload, keyed=self.header.keyed_hash, file_id=self.header.file_id)
+        """``hashing.journal_hash`` for this file, its header's flag read once (every DATA object a
+        read uses is hashed)."""
+        return siphash24(payload, self._file_id) if self._keyed else jenkins_hash64(payload)
 
     def find_data(self, payload: bytes) -> int | None:
         """Offset of the DATA object holding exactly ``payload`` (``FIELD=value``), or None."""
@@ -1152,7 +1156,11 @@ class JournalFile:
                 raise CorruptJournal(f"entry size {size} does not end where an object begins", offset=off)
         boots = self._boot_data if self._boot_data is not None else self._boot_objects()
         if boots:
-            named = [b for b in map(boots.get, items) if b is not None]
+            # one _BOOT_ID object per boot: look each up among the items rather than every item up
+            if len(boots) <= 8:
+                named = [b for o, b in boots.items() if o in items]
+            else:
+                named = [b for b in map(boots.get, items) if b is not None]
             if named and boot_id not in named:
                 raise CorruptJournal("entry's boot id is not the one its _BOOT_ID field names", offset=off)
 
