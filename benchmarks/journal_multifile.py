@@ -20,7 +20,9 @@ fresh process; CPU is the child's user + system):
 
 Then the peak RSS of the audit's whole process tree (``tests/treerss.py``), once. Printed: the
 medians, audit / journalctl (goal <= 1.0, wall and CPU), audit / audit without the journal, and the
-peak RSS (goal <= 150 MiB); a missed goal is printed as missed.
+peak RSS (goal <= 150 MiB); a missed goal is printed as missed. ``--baseline DIR`` adds the same
+audit run from another checkout (e.g. ``git archive main`` unpacked in DIR), interleaved with the
+rest, as ``journal_audit.py`` does.
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ def main() -> None:
     ap.add_argument("--boots", type=int, default=5)
     ap.add_argument("--cycles", type=int, help="crash-loop turns (default: one per 330 entries)")
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--baseline", type=Path, help="another checkout whose audit to time alongside")
     args = ap.parse_args()
     cycles = args.cycles if args.cycles is not None else max(10, args.entries // 330)
     journal = ensure_multifile_journal(args.entries, args.files, args.boots, cycles)
@@ -99,13 +102,22 @@ def main() -> None:
             (0, 1),
         ),
     }
-    med = interleaved(commands, dict.fromkeys(commands, env), args.runs)
-    (aw, ac), (jw, jc), (rw, rc) = med.values()
+    envs = dict.fromkeys(commands, env)
+    if args.baseline is not None:
+        compileall.compile_dir(str(args.baseline / "imagelint"), quiet=1)
+        commands["baseline audit IMAGE"] = (audit, (0, 1))
+        envs["baseline audit IMAGE"] = {**env, "PYTHONPATH": str(args.baseline.resolve())}
+    med = interleaved(commands, envs, args.runs)
+    (aw, ac), (jw, jc), (rw, rc) = list(med.values())[:3]
     for what, ours, base in (("wall", aw, jw), ("CPU", ac, jc)):
         ratio = ours / base
         verdict = "MET" if ratio <= GOAL else "MISSED"
         print(f"  audit / journalctl ({what}): {ratio:.2f}  goal <= {GOAL}  {verdict}")
     print(f"  audit / audit without journal: wall {aw / rw:.2f}, CPU {ac / rc:.2f}")
+    if args.baseline is not None:
+        bw, bc = med["baseline audit IMAGE"]
+        print(f"  baseline audit / journalctl: wall {bw / jw:.2f}, CPU {bc / jc:.2f}")
+        print(f"  audit / baseline audit ({args.baseline}): wall {aw / bw:.2f}, CPU {ac / bc:.2f}")
     tree = run_tree(audit, timeout=600, env=env, cwd=str(REPO))
     if tree.returncode not in (0, 1):
         raise SystemExit(f"the measured audit exited {tree.returncode}: {tree.stderr[-1000:]}")
