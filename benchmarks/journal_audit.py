@@ -60,10 +60,11 @@ def cloud_rootfs() -> Path:
     return Path(out.stdout.strip().splitlines()[-1])
 
 
-def ensure_image(rootfs: Path, journal: Path, entries: int) -> Path:
-    """The rootfs with the journal in /var/log/journal, as hard links, made once."""
-    image = cache_root() / f"journal-audit-{entries}"
-    marker = cache_root() / f"journal-audit-{entries}.complete"
+def ensure_image(rootfs: Path, journal: Path, name: str) -> Path:
+    """The rootfs with the journal in /var/log/journal, as hard links, made once (as ``name`` in the
+    cache)."""
+    image = cache_root() / name
+    marker = cache_root() / f"{name}.complete"
     if marker.exists() and image.is_dir():
         return image
     if image.exists():
@@ -91,6 +92,30 @@ def run(cmd: list[str], env: dict[str, str], ok: tuple[int, ...]) -> tuple[float
     return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
+Commands = dict[str, tuple[list[str], tuple[int, ...]]]
+
+
+def interleaved(
+    commands: Commands, envs: dict[str, dict[str, str]], runs: int
+) -> dict[str, tuple[float, float]]:
+    """(wall, CPU) medians of each named command over ``runs`` rounds, run after one another within
+    a round after a warm-up round (page cache, bytecode); printed with the load average."""
+    figures: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
+    for i in range(runs + 1):
+        for name, (cmd, ok) in commands.items():
+            figure = run(cmd, envs[name], ok)
+            if i:  # the first round warms the page cache and the bytecode
+                figures[name].append(figure)
+    med = {
+        name: (statistics.median(w for w, _ in got), statistics.median(c for _, c in got))
+        for name, got in figures.items()
+    }
+    print(f"medians of {runs} interleaved runs; load average {os.getloadavg()[0]:.2f}")
+    for name, (wall, cpu) in med.items():
+        print(f"  {name:42s} wall {wall:6.3f} s   CPU {cpu:6.3f} s")
+    return med
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--entries", type=int, default=1_000_000)
@@ -99,7 +124,7 @@ def main() -> None:
     args = ap.parse_args()
     journal = ensure_journal(args.entries)
     rootfs = cloud_rootfs()
-    image = ensure_image(rootfs, journal, args.entries)
+    image = ensure_image(rootfs, journal, f"journal-audit-{args.entries}")
     compileall.compile_dir(str(REPO / "imagelint"), quiet=1)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPATH"] = str(REPO)
@@ -130,19 +155,7 @@ def main() -> None:
         name = "baseline audit IMAGE -f json:/dev/null"
         commands[name] = commands["imagelint audit IMAGE -f json:/dev/null"]
         envs[name] = base_env
-    figures: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
-    for i in range(args.runs + 1):
-        for name, (cmd, ok) in commands.items():
-            figure = run(cmd, envs[name], ok)
-            if i:  # the first round warms the page cache and the bytecode
-                figures[name].append(figure)
-    med = {
-        name: (statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs))
-        for name, runs in figures.items()
-    }
-    print(f"medians of {args.runs} interleaved runs; load average {os.getloadavg()[0]:.2f}")
-    for name, (wall, cpu) in med.items():
-        print(f"  {name:42s} wall {wall:6.3f} s   CPU {cpu:6.3f} s")
+    med = interleaved(commands, envs, args.runs)
     (aw, ac), (jw, jc), (rw, rc) = list(med.values())[:3]
     for what, ours, base in (("wall", aw, jw), ("CPU", ac, jc)):
         ratio = ours / base

@@ -15,7 +15,8 @@ than one entry are decoded once and cached; unique ones (a MESSAGE) are not, so 
 
 Asked for some fields only (``entry(off, fields)``), the reader decodes no more than those: it learns
 which DATA objects hold the wanted fields from each FIELD object's list of its DATA objects (walked
-a little at a time, in proportion to the work it saves), and until that list is complete it reads
+a little at a time, in proportion to the work it saves, and given up past ``_WALK_READS`` page reads:
+a list scattered over a large file costs a read per step), and until that list is complete it reads
 just the name in front of the ``=`` of an item it does not know yet. A DATA object that is neither
 wanted nor needed is then never read, so damage confined to it goes unnoticed by such a read.
 
@@ -85,7 +86,7 @@ from imagelint.facts.journal.format import (
     State,
     parse_header,
 )
-from imagelint.facts.journal.hashing import journal_hash
+from imagelint.facts.journal.hashing import jenkins_hash64, siphash24
 from imagelint.facts.journal.paged import PagedBuffer
 
 TYPE_CHECKING = False
@@ -146,6 +147,12 @@ _OBJECT_MINIMUM = {  # the smallest valid size of each object type (the compact 
 }
 _WALK_FIRST = 64  # FIELD data-list steps a field selection may take before any item is probed
 _WALK_CAP = 16_384  # ... and at most, per field selection and file: past it, probing goes on alone
+_WALK_READS = 256
+"""Positioned reads a field selection's walk may cause per file, then probing goes on alone. The
+objects on a list lie wherever their first entry was written: a list of one object per process
+(``_PID``) costs about a page read per step, which thrashes the page cache across a large file and
+learns mostly objects no entry read ever uses, while probing an entry's own items reads next to the
+entry (a new value is written just before the first entry using it)."""
 _DATA = int(ObjectType.DATA)
 _LAST_TYPE = max(ObjectType)
 _HEX = frozenset("0123456789abcdef")
@@ -242,6 +249,7 @@ class _Selection:
         "has_large",
         "known",
         "probes",
+        "reads",
         "size",
         "unverified",
         "walk",
@@ -260,6 +268,7 @@ class _Selection:
         self.walk = sorted(wanted, reverse=True) if walk else []
         self.cursor: int | None = None
         self.probes = 0
+        self.reads = 0  # positioned reads the walk caused
         self.walked = 0
         self.size = 0  # bytes of the values in ``known``
 
@@ -291,6 +300,8 @@ class JournalFile:
         self._item_size = ENTRY_ITEM_SIZE_COMPACT if self.compact else ENTRY_ITEM_SIZE_REGULAR
         self._data_payload = DATA_PAYLOAD_OFFSET_COMPACT if self.compact else DATA_PAYLOAD_OFFSET_REGULAR
         self._seqnum_id_hex = h.seqnum_id.hex()
+        self._keyed = h.keyed_hash
+        self._file_id = h.file_id
         self._cache = _DataCache(self._load_data)
         self._cache_bytes = 0  # bytes of values in ``_cache``
         self._spent = 0  # bytes of values decoded for the entry being read (see ``ENTRY_BUDGET``)
@@ -525,6 +536,7 @@ class JournalFile:
         buf = self._buf
         known = sel.known
         spent = self._spent  # what the walk decodes is not kept for an entry: not the entry's budget
+        reads = buf.reads if isinstance(buf, PagedBuffer) else 0
         try:
             while sel.walk and steps > 0:
                 name = sel.walk[-1]
@@ -565,9 +577,16 @@ class JournalFile:
                 else:
                     sel.walk.pop()
                     sel.cursor = None
+            if isinstance(buf, PagedBuffer):
+                sel.reads += buf.reads - reads
             if not sel.walk:
                 sel.closed = True
-            elif sel.walked >= _WALK_CAP or len(known) >= _CACHE_LIMIT or sel.size > _CACHE_BYTES:
+            elif (
+                sel.walked >= _WALK_CAP
+                or sel.reads >= _WALK_READS
+                or len(known) >= _CACHE_LIMIT
+                or sel.size > _CACHE_BYTES
+            ):
                 sel.give_up_walking()
         except CorruptJournal:  # a broken list or a damaged object on it: probe every item instead
             sel.give_up_walking()
@@ -791,7 +810,9 @@ class JournalFile:
     # -- hash table lookups ----------------------------------------------------------------------
 
     def _hash(self, payload: bytes) -> int:
-        return journal_hash(payload, keyed=self.header.keyed_hash, file_id=self.header.file_id)
+        """``hashing.journal_hash`` for this file, its header's flag read once (every DATA object a
+        read uses is hashed)."""
+        return siphash24(payload, self._file_id) if self._keyed else jenkins_hash64(payload)
 
     def find_data(self, payload: bytes) -> int | None:
         """Offset of the DATA object holding exactly ``payload`` (``FIELD=value``), or None."""
@@ -1135,7 +1156,11 @@ class JournalFile:
                 raise CorruptJournal(f"entry size {size} does not end where an object begins", offset=off)
         boots = self._boot_data if self._boot_data is not None else self._boot_objects()
         if boots:
-            named = [b for b in map(boots.get, items) if b is not None]
+            # one _BOOT_ID object per boot: look each up among the items rather than every item up
+            if len(boots) <= 8:
+                named = [b for o, b in boots.items() if o in items]
+            else:
+                named = [b for b in map(boots.get, items) if b is not None]
             if named and boot_id not in named:
                 raise CorruptJournal("entry's boot id is not the one its _BOOT_ID field names", offset=off)
 

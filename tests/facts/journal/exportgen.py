@@ -121,11 +121,18 @@ def write_journal(
     legacy: bool = False,
     compress: bool = True,
     name: str = "system.journal",
+    max_file_size: int | None = None,
 ) -> Path:
     """Feed export format to systemd-journal-remote; return the directory holding the file(s).
 
     ``legacy`` asks for the pre-246 layout (Jenkins hash, 64-bit offsets) via the environment
     variables systemd 252 honours. Files land in ``out_dir/MACHINE_ID/``.
+
+    ``max_file_size`` (bytes, about) makes the writer rotate to a new file at that size, as journald
+    does. systemd 252's journal-remote takes no size setting: it derives the largest file from the
+    size of the file system it writes to (a tenth of it, in eight files), so it writes to a tmpfs of
+    80 times that size, mounted in a private mount namespace (needs root), and the files are copied
+    out when it is done.
     """
     target = out_dir / MACHINE_ID
     target.mkdir(parents=True, exist_ok=True)
@@ -140,6 +147,15 @@ def write_journal(
         f"--compress={'yes' if compress else 'no'}",
         "-",
     ]
+    if max_file_size is not None:
+        staging = out_dir / ".staging"
+        staging.mkdir(exist_ok=True)
+        cmd[1] = f"--output={staging / name}"
+        script = (
+            f"mount -t tmpfs -o size={max_file_size * 80} imagelint-journal {staging} && "
+            f'"$@" && cp --sparse=always {staging}/*.journal {target}/'
+        )
+        cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", *cmd]
     proc = subprocess.Popen(
         cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
     )
@@ -151,6 +167,8 @@ def write_journal(
     err = proc.stderr.read() if proc.stderr else b""
     if proc.wait() != 0:
         raise RuntimeError(f"systemd-journal-remote failed: {err.decode(errors='replace')[-2000:]}")
+    if max_file_size is not None:
+        (out_dir / ".staging").rmdir()
     return out_dir
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import shutil
 
 import pytest
@@ -9,7 +10,8 @@ import pytest
 from imagelint.facts.journal import JournalFile, analyze_restarts, open_directory
 from imagelint.facts.journal import reader as reader_mod
 from imagelint.facts.journal.restarts import _FIELDS
-from tests.facts.journal.conftest import journal_file
+from tests.facts.journal.conftest import have_tools, journal_file
+from tests.facts.journal.exportgen import Host, write_journal
 
 FIELD_SETS = [
     frozenset({"MESSAGE"}),
@@ -72,3 +74,32 @@ def test_restart_analysis_decodes_only_what_it_needs(journals, monkeypatch):
     assert set(decoded) <= _FIELDS | {"MESSAGE", "_BOOT_ID"}  # _BOOT_ID: one per boot, to check entries
     # a full decode would read every item of every examined entry (20+ each)
     assert len(decoded) < 4 * examined
+
+
+def test_a_walk_over_scattered_objects_stops_at_its_read_budget(tmp_path):
+    """One ``_PID`` object per process, each written far from the last (a 9 KiB message between):
+    walking that FIELD list costs a page read per step, so the walk gives up at ``_WALK_READS`` reads
+    and probing goes on alone, with the same values as a full decode."""
+    have_tools()
+    host = Host(5)
+    host.new_boot(1_733_000_000_000_000)
+    rng = random.Random(5)
+    export = []
+    for i in range(3 * reader_mod._WALK_READS):
+        host.at(host.mono + 1000)
+        export.append(host.service("app.service", "app", rng.randbytes(4500).hex(), 1000 + i))
+    write_journal(b"".join(export), tmp_path, compress=False)
+    f = journal_file(tmp_path)
+    full = JournalFile.open(f)
+    jf = JournalFile.open(f)
+    fields = frozenset({"_PID", "MESSAGE_ID"})
+    for off in full.entry_offsets():
+        entry = full.entry(off)
+        assert jf.fields_at(off, fields)[2] == {"_PID": entry["_PID"]}
+    sel = jf._selections[fields]
+    assert not sel.closed and not sel.walk  # given up: every item probed from then on
+    # one walk call (32 steps) may end past the budget, not more
+    assert reader_mod._WALK_READS <= sel.reads < reader_mod._WALK_READS + 40
+    assert sel.walked < 2 * reader_mod._WALK_READS
+    full.close()
+    jf.close()
