@@ -10,8 +10,14 @@ Two identities:
   (:data:`RUNNER_STATEMENTS`): the run's instance, volume and security group can only be created
   carrying the run's tag (``aws:RequestTag``), tagged only by their creating call
   (``ec2:CreateAction``), and terminated, detached or deleted only while they carry it
-  (``aws:ResourceTag``); the gated AMI and its snapshots (``--tag``, ``--on-fail``) are not the run's,
-  so those actions cannot be scoped by its tag. ``ImagelintNetworkRead`` reads the launch subnet's
+  (``aws:ResourceTag``). ``ssm:SendCommand`` only with the document imagelint sends and only to
+  instances carrying the run tag or the fleet's tag (``ssm:resourceTag``); S3 only on the report
+  bucket and the objects under the report prefix; ``sts:AssumeRole`` only on the ``--role-arn`` role.
+  The gated AMI and its snapshots (``--tag``, ``--on-fail``) are not the run's: those actions are
+  allowed only on this account's images and snapshots (``ec2:Owner``) carrying the pipeline's
+  candidate tag, and ``CreateTags`` only with the verdict's tag keys (``aws:TagKeys``); the
+  placeholders (:data:`REPORT_BUCKET`, :data:`ACCOUNT`...) are filled in by
+  :mod:`imagelint.aws.policy_fill`. ``ImagelintNetworkRead`` reads the launch subnet's
   route table and the VPC's endpoints (:mod:`imagelint.aws.network`); ``ImagelintGroup*`` make and
   remove the run's security group (:mod:`imagelint.aws.run_group`). ``ImagelintRunProfile`` is
   needed only with ``--create-profile`` (:mod:`imagelint.aws.run_profile`): it lets the runner create
@@ -170,8 +176,9 @@ RUNNER_STATEMENTS: dict[str, Entry] = {
         "*",
         None,
     ),
-    # SendCommand is authorised on the document and on each instance: the one document imagelint sends ...
-    "ImagelintSendDocument": (("ssm:SendCommand",), f"arn:aws:ssm:*::document/{DOCUMENT}", None),
+    # SendCommand is authorised on the document and on each instance: the one document imagelint sends
+    # (AWS-owned: its ARN has no account, which * matches too; no account may name a document AWS-...) ...
+    "ImagelintSendDocument": (("ssm:SendCommand",), f"arn:aws:ssm:*:*:document/{DOCUMENT}", None),
     # ... to launch mode's instances (they carry the run tag) ...
     "ImagelintSendRunInstance": (
         ("ssm:SendCommand",),

@@ -30,7 +30,7 @@ VERDICT = {**CANDIDATE, "aws:TagKeys": list(VERDICT_TAG_KEYS)}
 # Sid → (a request it allows, requests just outside its scope that no statement allows)
 CASES = {
     "ImagelintSendDocument": (
-        Request("ssm:SendCommand", f"arn:aws:ssm:{REGION}::document/AWS-RunShellScript"),
+        Request("ssm:SendCommand", f"arn:aws:ssm:{REGION}::document/AWS-RunShellScript"),  # AWS-owned
         [
             Request("ssm:SendCommand", f"arn:aws:ssm:{REGION}::document/AWS-RunPowerShellScript"),
             Request("ssm:SendCommand", f"arn:aws:ssm:{REGION}:{ACCOUNT}:document/MyShell"),
