@@ -170,14 +170,29 @@ def iam_policies() -> str:
             "What reading snapshots through the EBS direct APIs needs: `ami --mode snapshot`, `audit` "
             "and `units` of `ebs:snap-…`, `diff` of two snapshots or AMIs, the Packer offline gate. The "
             "KMS actions only for encrypted snapshots (narrow their `Resource` to the keys, which the run "
-            "names); `ec2:CreateTags` for `--tag`.",
+            "names); `ec2:CreateTags` for `--tag`, only the verdict's tag keys and only on this account's "
+            "(`ACCOUNT-ID`) AMI and snapshots carrying the candidate tag (`CANDIDATE-TAG-KEY`/`-VALUE`).",
             IAM_POLICY,
         ),
         (
             "runner",
             "The runner (launch and volume modes, `fleet`, `ami cleanup`)",
-            f"The identity running imagelint. Replace `{policy.INSTANCE_ROLE}` with the instance "
-            "profile's role. Why each statement is scoped as it is: [AMIs on AWS](../aws.md#iam-policies).",
+            "The identity running imagelint. The placeholders "
+            + ", ".join(
+                f"`{p}`"
+                for p in (
+                    policy.INSTANCE_ROLE,
+                    policy.REPORT_BUCKET,
+                    policy.ACCOUNT,
+                    *policy.CANDIDATE_TAG,
+                    *policy.FLEET_TAG,
+                    policy.RUN_ROLE_ARN,
+                )
+            )
+            + " are filled in by `imagelint ami policies` options (`--instance-role`, `--report-bucket`, "
+            "`--account`, `--candidate-tag`, `--fleet-tag`, `--role-arn`; `--report-prefix` for a prefix "
+            "other than `imagelint/`). Why each statement is scoped as it is: "
+            "[AMIs on AWS](../aws.md#iam-policies).",
             policy.runner_policy(),
         ),
         (

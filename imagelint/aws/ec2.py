@@ -156,6 +156,15 @@ def foreign_platform(image: dict[str, Any]) -> str | None:
     return None
 
 
+def mapped_snapshots(image: dict[str, Any]) -> list[str]:
+    """The snapshots of a ``DescribeImages`` image's own BlockDeviceMappings."""
+    return [
+        m["Ebs"]["SnapshotId"]
+        for m in image.get("BlockDeviceMappings", [])
+        if m.get("Ebs", {}).get("SnapshotId")
+    ]
+
+
 def describe_image(ec2: Any, image_id: str, region: str) -> ImageInfo:
     """The AMI, checked: it exists, is available, and boots from an EBS root device with a snapshot."""
     if not AMI_ID.match(image_id):
@@ -187,11 +196,7 @@ def describe_image(ec2: Any, image_id: str, region: str) -> ImageInfo:
         root_is_ebs or image.get("RootDeviceType") == "ebs"
     ):
         raise UsageError(f"{image_id} has an instance-store root device; only EBS-backed AMIs are supported")
-    snapshots = [
-        m["Ebs"]["SnapshotId"]
-        for m in image.get("BlockDeviceMappings", [])
-        if m.get("Ebs", {}).get("SnapshotId")
-    ]
+    snapshots = mapped_snapshots(image)
     root_snap = next(
         (
             m["Ebs"].get("SnapshotId")
@@ -478,14 +483,26 @@ def knows(client: Any, operation: str, parameter: str) -> bool:
 def act_on_failure(ec2: Any, image: ImageInfo, action: str) -> str:
     """--on-fail: deregister (and delete its snapshots) or deprecate now; returns what was done.
 
+    Only an AMI this account owns (``DescribeImages`` with ``Owners=["self"]``), and of its snapshots
+    only those in its own ``BlockDeviceMappings`` (as described now) that this account owns: anything
+    else is refused and named in the line, never deleted (a shared AMI, a snapshot of another account).
     deregister: ``DeregisterImage`` with ``DeleteAssociatedSnapshots`` (when the installed botocore
-    knows it: >= 1.38.30), then each snapshot of the image is deleted explicitly too (an older
+    knows it: >= 1.38.30), then each of those snapshots is deleted explicitly too (an older
     botocore, or an endpoint that ignores the flag; one already gone is fine);
     a snapshot another AMI still uses (``InvalidSnapshot.InUse``) is kept and named in the line.
     deprecate: ``EnableImageDeprecation`` two minutes from now. A failing call is an
     :class:`AwsError` (one line with the API and the error code, exit 3).
     """
+    if action not in ("deregister", "deprecate"):
+        return ""
+    owned = call(ec2.describe_images, ImageIds=[image.image_id], Owners=["self"]).get("Images", [])
+    if not owned:
+        return (
+            f"--on-fail {action} refused: {image.image_id} is not owned by this account "
+            "(a shared or public AMI); nothing was changed"
+        )
     if action == "deregister":
+        snapshots, foreign = _own_snapshots(ec2, owned[0])
         # DeleteAssociatedSnapshots exists in botocore >= 1.38.30 only; an older botocore refuses the
         # parameter client-side. Rather than raise the boto3 floor (distributions ship older ones),
         # send it when the installed model has it; the explicit deletion below covers both cases.
@@ -495,14 +512,26 @@ def act_on_failure(ec2: Any, image: ImageInfo, action: str) -> str:
             else {}
         )
         call(ec2.deregister_image, ImageId=image.image_id, **flag)
-        return f"deregistered {image.image_id}; {_delete_snapshots(ec2, image.snapshots)}"
-    if action == "deprecate":
-        from datetime import UTC, datetime, timedelta
+        done = f"deregistered {image.image_id}; {_delete_snapshots(ec2, snapshots)}"
+        return done + (
+            f"; refused to delete {', '.join(foreign)} (not owned by this account)" if foreign else ""
+        )
+    from datetime import UTC, datetime, timedelta
 
-        at = (datetime.now(UTC) + timedelta(minutes=2)).replace(second=0, microsecond=0)
-        call(ec2.enable_image_deprecation, ImageId=image.image_id, DeprecateAt=at)
-        return f"{image.image_id} deprecated from {at:%Y-%m-%dT%H:%MZ}"
-    return ""
+    at = (datetime.now(UTC) + timedelta(minutes=2)).replace(second=0, microsecond=0)
+    call(ec2.enable_image_deprecation, ImageId=image.image_id, DeprecateAt=at)
+    return f"{image.image_id} deprecated from {at:%Y-%m-%dT%H:%MZ}"
+
+
+def _own_snapshots(ec2: Any, image: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The snapshots of ``image``'s own BlockDeviceMappings, split into those its owner (this
+    account) owns and the others."""
+    ids = mapped_snapshots(image)
+    from imagelint.aws.kms import describe_snapshot
+
+    owners = {i: (describe_snapshot(ec2, i) or {}).get("OwnerId") for i in ids}  # None: not visible
+    mine = [i for i in ids if owners[i] == image.get("OwnerId")]
+    return mine, [i for i in ids if i not in mine]
 
 
 def _delete_snapshots(ec2: Any, snapshots: list[str]) -> str:

@@ -10,8 +10,14 @@ Two identities:
   (:data:`RUNNER_STATEMENTS`): the run's instance, volume and security group can only be created
   carrying the run's tag (``aws:RequestTag``), tagged only by their creating call
   (``ec2:CreateAction``), and terminated, detached or deleted only while they carry it
-  (``aws:ResourceTag``); the gated AMI and its snapshots (``--tag``, ``--on-fail``) are not the run's,
-  so those actions cannot be scoped by its tag. ``ImagelintNetworkRead`` reads the launch subnet's
+  (``aws:ResourceTag``). ``ssm:SendCommand`` only with the document imagelint sends and only to
+  instances carrying the run tag or the fleet's tag (``ssm:resourceTag``); S3 only on the report
+  bucket and the objects under the report prefix; ``sts:AssumeRole`` only on the ``--role-arn`` role.
+  The gated AMI and its snapshots (``--tag``, ``--on-fail``) are not the run's: those actions are
+  allowed only on this account's images and snapshots (``ec2:Owner``) carrying the pipeline's
+  candidate tag, and ``CreateTags`` only with the verdict's tag keys (``aws:TagKeys``); the
+  placeholders (:data:`REPORT_BUCKET`, :data:`ACCOUNT`...) are filled in by
+  :mod:`imagelint.aws.policy_fill`. ``ImagelintNetworkRead`` reads the launch subnet's
   route table and the VPC's endpoints (:mod:`imagelint.aws.network`); ``ImagelintGroup*`` make and
   remove the run's security group (:mod:`imagelint.aws.run_group`). ``ImagelintRunProfile`` is
   needed only with ``--create-profile`` (:mod:`imagelint.aws.run_profile`): it lets the runner create
@@ -29,19 +35,63 @@ caller's behalf for an encrypted snapshot (:data:`imagelint.aws.kms.IMPLICIT_KMS
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from imagelint.aws.ec2 import RUN_TAG
 from imagelint.aws.partitions import Partition, for_partition, partition_of
+from imagelint.aws.ssm import DOCUMENT
+
+if TYPE_CHECKING:
+    from imagelint.aws.policy_fill import Fill
 
 _EC2 = "arn:aws:ec2:*:*:{}/*"  # account-owned EC2 resources (instance, volume, subnet...)
 _IMAGES = ["arn:aws:ec2:*::image/*", "arn:aws:ec2:*::snapshot/*"]  # images and snapshots: no account
 _RUN_RESOURCES = [_EC2.format("instance"), _EC2.format("volume")]
-INSTANCE_ROLE = "INSTANCE-ROLE"  # the instance profile's role: replace in the printed policy
 RUN_PROFILE_PATH = "/imagelint/"  # the IAM path of --create-profile's roles and profiles
+DEFAULT_REPORT_PREFIX = "imagelint/"  # --report-prefix's default
+
+# Placeholders of the printed policies (`imagelint ami policies` fills them from its options)
+INSTANCE_ROLE = "INSTANCE-ROLE"  # the instance profile's role
+REPORT_BUCKET = "REPORT-BUCKET"  # --report-bucket
+ACCOUNT = "ACCOUNT-ID"  # the account that owns the gated AMIs (ec2:Owner)
+CANDIDATE_TAG = ("CANDIDATE-TAG-KEY", "CANDIDATE-TAG-VALUE")  # the tag the pipeline puts on its candidates
+FLEET_TAG = ("FLEET-TAG-KEY", "FLEET-TAG-VALUE")  # `fleet --target tag:KEY=VALUE`
+RUN_ROLE_ARN = "RUN-ROLE-ARN"  # --role-arn
+
+# The tags --tag writes (imagelint.commands.ami.verdict_tags): CreateTags may write these keys only
+VERDICT_TAG_KEYS = (
+    "imagelint:verdict",
+    "imagelint:report-sha256",
+    "imagelint:version",
+    "imagelint:checked-at",
+)
+# The gated AMI and its snapshots: this account's (ec2:Owner) and carrying the pipeline's candidate tag
+CANDIDATE = {"ec2:Owner": ACCOUNT, f"aws:ResourceTag/{CANDIDATE_TAG[0]}": CANDIDATE_TAG[1]}
+
+
+Entry = tuple[tuple[str, ...], str | list[str], dict[str, Any] | None]  # (actions, Resource, Condition)
+
+# --tag: the verdict's tag keys only, on this account's AMI and snapshots carrying the candidate tag
+# (the runner's policy and snapshot mode's)
+VERDICT_TAGS: Entry = (
+    ("ec2:CreateTags",),
+    _IMAGES,
+    {"StringEquals": CANDIDATE, "ForAllValues:StringEquals": {"aws:TagKeys": list(VERDICT_TAG_KEYS)}},
+)
+
+
+def statement(entry: Entry, sid: str | None = None) -> dict[str, Any]:
+    """One IAM statement of ``entry`` (with its ``Sid`` when given)."""
+    actions, resource, condition = entry
+    out: dict[str, Any] = {} if sid is None else {"Sid": sid}
+    out |= {"Effect": "Allow", "Action": list(actions), "Resource": resource}
+    if condition:
+        out["Condition"] = condition
+    return out
+
 
 # Sid → (actions, Resource, Condition). Why each statement is scoped as it is:
-RUNNER_STATEMENTS: dict[str, tuple[tuple[str, ...], str | list[str], dict[str, Any] | None]] = {
+RUNNER_STATEMENTS: dict[str, Entry] = {
     # Describe/List and console reads: EC2 supports no resource-level permission on most of them
     "ImagelintEc2Read": (
         (
@@ -86,12 +136,15 @@ RUNNER_STATEMENTS: dict[str, tuple[tuple[str, ...], str | list[str], dict[str, A
     ),
     # volume mode: the runner's own instance, which the run did not create and did not tag
     "ImagelintRunnerInstance": (("ec2:AttachVolume", "ec2:DetachVolume"), _EC2.format("instance"), None),
-    # --tag and --on-fail act on the gated AMI and its snapshots: the run did not create them, so they
-    # cannot be scoped by the run's tag (scope them by your own image tags if your pipeline sets any)
-    "ImagelintVerdict": (
-        ("ec2:CreateTags", "ec2:DeregisterImage", "ec2:EnableImageDeprecation", "ec2:DeleteSnapshot"),
+    "ImagelintVerdictTags": VERDICT_TAGS,
+    # --on-fail only: deregister, deprecate and delete snapshots of this account's AMIs and snapshots
+    # that carry the candidate tag (the run did not create them, so its own tag cannot scope them;
+    # tag your candidates, e.g. Packer's tags and snapshot_tags, and no backup or released image is
+    # reachable)
+    "ImagelintOnFail": (
+        ("ec2:DeregisterImage", "ec2:EnableImageDeprecation", "ec2:DeleteSnapshot"),
         _IMAGES,
-        None,
+        {"StringEquals": CANDIDATE},
     ),
     # launch mode: the subnet's path to SSM and S3 (route tables, VPC endpoints), the groups
     "ImagelintNetworkRead": (
@@ -112,10 +165,11 @@ RUNNER_STATEMENTS: dict[str, tuple[tuple[str, ...], str | list[str], dict[str, A
         _EC2.format("security-group"),
         {"StringLike": {f"aws:ResourceTag/{RUN_TAG}": "*"}},
     ),
-    "ImagelintSsm": (
+    # reads of commands and managed nodes (and the best-effort cancel of a timed-out command): IAM
+    # offers them no resource scope
+    "ImagelintSsmRead": (
         (
             "ssm:DescribeInstanceInformation",
-            "ssm:SendCommand",
             "ssm:ListCommands",
             "ssm:GetCommandInvocation",
             "ssm:CancelCommand",
@@ -123,7 +177,28 @@ RUNNER_STATEMENTS: dict[str, tuple[tuple[str, ...], str | list[str], dict[str, A
         "*",
         None,
     ),
-    "ImagelintReports": (("s3:ListBucket", "s3:PutObject", "s3:GetObject"), "*", None),
+    # SendCommand is authorised on the document and on each instance: the one document imagelint sends
+    # (AWS-owned: its ARN has no account, which * matches too; no account may name a document AWS-...) ...
+    "ImagelintSendDocument": (("ssm:SendCommand",), f"arn:aws:ssm:*:*:document/{DOCUMENT}", None),
+    # ... to launch mode's instances (they carry the run tag) ...
+    "ImagelintSendRunInstance": (
+        ("ssm:SendCommand",),
+        _EC2.format("instance"),
+        {"StringLike": {f"ssm:resourceTag/{RUN_TAG}": "*"}},
+    ),
+    # ... and to fleet mode's (the tag of `fleet --target tag:KEY=VALUE`); no other managed node
+    "ImagelintSendFleetInstance": (
+        ("ssm:SendCommand",),
+        _EC2.format("instance"),
+        {"StringEquals": {f"ssm:resourceTag/{FLEET_TAG[0]}": FLEET_TAG[1]}},
+    ),
+    # the report bucket (HeadBucket; a missing key answers 404) and objects under the report prefix
+    "ImagelintReportBucket": (("s3:ListBucket",), f"arn:aws:s3:::{REPORT_BUCKET}", None),
+    "ImagelintReports": (
+        ("s3:PutObject", "s3:GetObject"),
+        f"arn:aws:s3:::{REPORT_BUCKET}/{DEFAULT_REPORT_PREFIX}*",
+        None,
+    ),
     "ImagelintInstanceProfile": (("iam:GetInstanceProfile",), "arn:aws:iam::*:instance-profile/*", None),
     # RunInstances gives the instance its profile's role: that role only (or a --create-profile
     # run's own role, under /imagelint/), and only to EC2
@@ -132,7 +207,7 @@ RUNNER_STATEMENTS: dict[str, tuple[tuple[str, ...], str | list[str], dict[str, A
         [f"arn:aws:iam::*:role/{INSTANCE_ROLE}", f"arn:aws:iam::*:role{RUN_PROFILE_PATH}*"],
         {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
     ),
-    "ImagelintRole": (("sts:AssumeRole",), "*", None),  # only with --role-arn
+    "ImagelintRole": (("sts:AssumeRole",), RUN_ROLE_ARN, None),  # only with --role-arn: that role
     # only with --create-profile (and for `ami cleanup` of what those runs left): roles and
     # instance profiles under the run's IAM path only
     "ImagelintRunProfile": (
@@ -169,17 +244,7 @@ def runner_policy() -> dict[str, Any]:
     :mod:`imagelint.aws.kms` for AMIs whose snapshots are encrypted with a KMS key."""
     from imagelint.aws.kms import runner_statements
 
-    statements: list[dict[str, Any]] = []
-    for sid, (actions, resource, condition) in RUNNER_STATEMENTS.items():
-        statement: dict[str, Any] = {
-            "Sid": sid,
-            "Effect": "Allow",
-            "Action": list(actions),
-            "Resource": resource,
-        }
-        if condition:
-            statement["Condition"] = condition
-        statements.append(statement)
+    statements = [statement(entry, sid) for sid, entry in RUNNER_STATEMENTS.items()]
     return {"Version": "2012-10-17", "Statement": [*statements, *runner_statements()]}
 
 
@@ -197,21 +262,24 @@ def managed_policy_arn(partition: str) -> str:
     return str(for_partition(SSM_MANAGED_POLICY, Partition(partition, "")))
 
 
-def documents(region: str | None = None) -> dict[str, Any]:
+def documents(region: str | None = None, values: Fill | None = None) -> dict[str, Any]:
     """Every IAM document a user pastes, by name, as ``imagelint ami policies`` prints them, for the
-    partition of ``region`` (ARNs, endpoint names): the runner's policy (replace INSTANCE-ROLE), the
-    instance role's trust policy and the AWS managed policy it needs (and nothing else: no S3
-    permission, the instance uploads through a presigned URL of its own key), and snapshot mode's
-    smaller runner policy."""
+    partition of ``region`` (ARNs, endpoint names), with the placeholders ``values`` gives filled in
+    (:mod:`imagelint.aws.policy_fill`): the runner's policy, the instance role's trust policy and
+    the AWS managed policy it needs (and nothing else: no S3 permission, the instance uploads through
+    a presigned URL of its own key), and snapshot mode's smaller runner policy."""
+    from imagelint.aws.policy_fill import Fill, fill
     from imagelint.aws.snapshot import IAM_POLICY
 
-    docs: dict[str, Any] = for_partition(
+    partition = partition_of(region)
+    docs = for_partition(
         {
             "runner": runner_policy(),
             "instance-trust": INSTANCE_TRUST,
             "instance-role-managed-policy": SSM_MANAGED_POLICY,
             "snapshot-mode": IAM_POLICY,
         },
-        partition_of(region),
+        partition,
     )
-    return docs
+    filled: dict[str, Any] = fill(docs, (values or Fill()).replacements(partition))
+    return filled

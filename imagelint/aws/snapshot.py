@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from imagelint.aws.policy import VERDICT_TAGS, statement
 from imagelint.errors import UsageError
 
 if TYPE_CHECKING:
@@ -36,7 +37,8 @@ MIB = 1024 * 1024
 # find an AMI's root snapshot and DescribeSnapshots its owner and key (imagelint.aws.kms), and
 # kms:Decrypt (the direct APIs decrypt the blocks) with kms:DescribeKey (the pre-flight's check of the
 # key) for encrypted snapshots: narrow that Resource to the keys; CreateTags for --tag (the Packer
-# offline gate tags the verdict on the AMI and its snapshots).
+# offline gate tags the verdict on the AMI and its snapshots): the verdict's keys only, on this account's
+# AMI and snapshots carrying the candidate tag (imagelint.aws.policy.VERDICT_TAGS).
 IAM_POLICY: dict[str, Any] = {
     "Version": "2012-10-17",
     "Statement": [
@@ -51,11 +53,7 @@ IAM_POLICY: dict[str, Any] = {
             "Action": ["kms:Decrypt", "kms:DescribeKey"],
             "Resource": "arn:aws:kms:*:*:key/*",
         },
-        {
-            "Effect": "Allow",
-            "Action": ["ec2:CreateTags"],
-            "Resource": ["arn:aws:ec2:*::image/*", "arn:aws:ec2:*::snapshot/*"],
-        },
+        statement(VERDICT_TAGS),
     ],
 }
 

@@ -61,6 +61,7 @@ _EOF = "IMAGELINT_COLLECTOR_EOF"
 SSM_DOCUMENT_QUOTA = 64 * 1024  # bytes: a document's content with its runtime parameters
 DOCUMENT_RESERVE = 4 * 1024  # bytes kept for AWS-RunShellScript's own content (about 1 KB)
 MAX_PARAMETERS = SSM_DOCUMENT_QUOTA - DOCUMENT_RESERVE
+DOCUMENT = "AWS-RunShellScript"  # the one SSM document imagelint sends (the runner's policy names it)
 BINDING_META = "imagelint-binding"  # the object's x-amz-meta-imagelint-binding: the host's token
 
 
@@ -196,7 +197,7 @@ def send(ssm: Any, plan: RemotePlan, *, delivery_timeout: int = 600, backoff: Ba
     check_parameters(params, plan.instance_id)
     request: dict[str, Any] = {
         "InstanceIds": [plan.instance_id],
-        "DocumentName": "AWS-RunShellScript",
+        "DocumentName": DOCUMENT,
         "Parameters": params,
         "TimeoutSeconds": delivery_timeout,
         "Comment": f"imagelint run {plan.run_id}"[:100],

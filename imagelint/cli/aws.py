@@ -263,11 +263,44 @@ def ami_policies(
         str | None,
         typer.Option("--region", help="Write them for this region's partition (aws-cn, aws-us-gov...)."),
     ] = None,
+    report_bucket: Annotated[
+        str | None, typer.Option("--report-bucket", help="Fill in REPORT-BUCKET: the run's --report-bucket.")
+    ] = None,
+    report_prefix: Annotated[
+        str | None, typer.Option("--report-prefix", help="The run's --report-prefix (default imagelint/).")
+    ] = None,
+    account: Annotated[
+        str | None, typer.Option("--account", help="Fill in ACCOUNT-ID: the account owning the gated AMIs.")
+    ] = None,
+    candidate_tag: Annotated[
+        str | None,
+        typer.Option(
+            "--candidate-tag",
+            help="Fill in CANDIDATE-TAG-KEY=VALUE: the tag your pipeline puts on candidate AMIs and their "
+            "snapshots (--tag and --on-fail act only on those).",
+        ),
+    ] = None,
+    fleet_tag: Annotated[
+        str | None,
+        typer.Option(
+            "--fleet-tag",
+            help="Fill in FLEET-TAG-KEY=VALUE[,VALUE]: the tag of `fleet --target tag:KEY=VALUE`.",
+        ),
+    ] = None,
+    role_arn: Annotated[
+        str | None, typer.Option("--role-arn", help="Fill in RUN-ROLE-ARN: the role --role-arn assumes.")
+    ] = None,
+    instance_role: Annotated[
+        str | None,
+        typer.Option("--instance-role", help="Fill in INSTANCE-ROLE: the instance profile's role name."),
+    ] = None,
 ) -> None:
     """Print the IAM policies `imagelint ami` needs, as JSON, generated from the code.
 
-    runner: the identity running `imagelint ami check` in launch mode (replace INSTANCE-ROLE with
-    the instance profile's role). instance-trust: the trust policy of the instance profile's role,
+    runner: the identity running `imagelint ami check` in launch mode. The placeholders (INSTANCE-ROLE,
+    REPORT-BUCKET, ACCOUNT-ID, CANDIDATE-TAG-KEY/VALUE, FLEET-TAG-KEY/VALUE, RUN-ROLE-ARN) are filled in
+    by the options of the same names; one not given stays a placeholder. instance-trust: the trust
+    policy of the instance profile's role,
     which needs the AWS managed policy named by instance-role-managed-policy and nothing else (the
     instance uploads its report through a presigned URL of its own key). snapshot-mode: the identity
     running --mode snapshot. ARNs and endpoint names are those of --region's partition (botocore's
@@ -278,13 +311,18 @@ def ami_policies(
       imagelint ami policies --region cn-north-1
 
       imagelint ami policies | jq '.["instance-trust"]'
+
+      imagelint ami policies runner --report-bucket my-reports --account 123456789012 \
+        --candidate-tag stage=candidate --fleet-tag Role=web --instance-role imagelint-instance
     """
     import json
 
     from imagelint.aws.policy import documents
+    from imagelint.aws.policy_fill import Fill
     from imagelint.errors import UsageError
 
-    docs = documents(region)
+    values = Fill(report_bucket, report_prefix, account, candidate_tag, fleet_tag, role_arn, instance_role)
+    docs = documents(region, values)
     if name is not None and name not in docs:
         raise UsageError(f"no policy named {name!r}: use one of {', '.join(docs)}")
     typer.echo(json.dumps(docs if name is None else docs[name], indent=2))

@@ -355,9 +355,29 @@ def test_tags_over_the_limit_are_refused_before_the_call(ec2):
         ec2_ops.validate_tags({"k" * 129: "v"})
 
 
+OWNER = "111122223333"
+
+
+def _owned(ec2, *, snapshot_owners=(OWNER, OWNER)) -> None:
+    """The replies --on-fail's ownership check gets: the AMI is this account's (Owners=self), its
+    mapped snapshots owned by the accounts given."""
+    mappings = [
+        {"DeviceName": f"/dev/xvd{c}", "Ebs": {"SnapshotId": f"snap-{i + 1}"}} for i, c in enumerate("ab")
+    ]
+    image = {"ImageId": AMI, "OwnerId": OWNER, "BlockDeviceMappings": mappings}
+    ec2.stub.add_response("describe_images", {"Images": [image]}, {"ImageIds": [AMI], "Owners": ["self"]})
+    for i, owner in enumerate(snapshot_owners):
+        snap = {"SnapshotId": f"snap-{i + 1}", "OwnerId": owner}
+        ec2.stub.add_response("describe_snapshots", {"Snapshots": [snap]}, {"SnapshotIds": [f"snap-{i + 1}"]})
+
+
 def test_deprecate_and_deregister_requests(ec2):
+    ec2.stub.add_response(
+        "describe_images", {"Images": [{"ImageId": AMI}]}, {"ImageIds": [AMI], "Owners": ["self"]}
+    )
     ec2.stub.add_response("enable_image_deprecation", {"Return": True}, {"ImageId": AMI, "DeprecateAt": ANY})
     assert "deprecated from" in ec2_ops.act_on_failure(ec2, _image(), "deprecate")
+    _owned(ec2)
     ec2.stub.add_response(
         "deregister_image", {"Return": True}, {"ImageId": AMI, "DeleteAssociatedSnapshots": True}
     )
@@ -367,6 +387,24 @@ def test_deprecate_and_deregister_requests(ec2):
     )
     line = ec2_ops.act_on_failure(ec2, _image(), "deregister")
     assert "deleted snapshot(s) snap-1" in line and "kept snap-2" in line
+
+
+def test_on_fail_acts_only_on_this_accounts_ami_and_snapshots(ec2):
+    """An AMI this account does not own is refused, nothing called after the check; a mapped snapshot
+    of another account is named and never deleted (the stubber fails on any call not queued)."""
+    ec2.stub.add_response("describe_images", {"Images": []}, {"ImageIds": [AMI], "Owners": ["self"]})
+    line = ec2_ops.act_on_failure(ec2, _image(), "deregister")
+    assert line.startswith("--on-fail deregister refused:") and "not owned by this account" in line
+    ec2.stub.add_response("describe_images", {"Images": []}, {"ImageIds": [AMI], "Owners": ["self"]})
+    assert "refused" in ec2_ops.act_on_failure(ec2, _image(), "deprecate")
+    _owned(ec2, snapshot_owners=(OWNER, "444455556666"))
+    ec2.stub.add_response(
+        "deregister_image", {"Return": True}, {"ImageId": AMI, "DeleteAssociatedSnapshots": True}
+    )
+    ec2.stub.add_response("delete_snapshot", {}, {"SnapshotId": "snap-1"})
+    line = ec2_ops.act_on_failure(ec2, _image(), "deregister")
+    assert "deleted snapshot(s) snap-1;" in line and "refused to delete snap-2" in line
+    ec2.stub.assert_no_pending_responses()
 
 
 def test_device_slot_skips_mapped_names(ec2, tmp_path):
@@ -396,6 +434,7 @@ def test_deregister_without_the_flag_on_an_older_botocore(ec2, monkeypatch):
     assert ec2_ops.knows(ec2, "DeregisterImage", "DeleteAssociatedSnapshots")  # this botocore has it
     assert not ec2_ops.knows(ec2, "DeregisterImage", "NoSuchParameter")
     monkeypatch.setattr(ec2_ops, "knows", lambda client, op, param: False)
+    _owned(ec2)
     ec2.stub.add_response("deregister_image", {"Return": True}, {"ImageId": AMI})
     ec2.stub.add_response("delete_snapshot", {}, {"SnapshotId": "snap-1"})
     ec2.stub.add_response("delete_snapshot", {}, {"SnapshotId": "snap-2"})

@@ -14,12 +14,15 @@ from pathlib import Path
 import boto3
 import pytest
 
+from imagelint.aws import ec2 as ec2_ops
 from imagelint.aws import kms, policy
 from imagelint.aws.kms import IMPLICIT_KMS
+from imagelint.aws.policy import documents
+from imagelint.aws.policy_fill import Fill
+from tests.aws import iam_eval
 from tests.aws.ebs_upload import encrypted_image
 from tests.aws.moto_env import MotoEnv
 from tests.aws.test_ami_inputs import PACK
-from tests.aws.test_ami_on_fail import _own_image
 from tests.support import REPO, run_cli
 
 
@@ -99,6 +102,8 @@ class Recorder:
     def __init__(self) -> None:
         self.calls: set[str] = set()
         self.requests: list[tuple[str, dict]] = []  # (service:Operation, its parameters)
+        self.lookup = lambda ids: {}  # resource id → owner and tags, as moto has them at the call
+        self.scoped: list[iam_eval.Request] = []  # what IAM evaluates for the calls the policies scope
 
     def __call__(self, model, **kwargs) -> None:
         prefix = model.service_model.signing_name
@@ -106,7 +111,11 @@ class Recorder:
         self.calls.add(policy.ACTION_OF.get(api, api))
 
     def parameters(self, params, model, **kwargs) -> None:
-        self.requests.append((f"{model.service_model.signing_name}:{model.name}", dict(params)))
+        api = f"{model.service_model.signing_name}:{model.name}"
+        self.requests.append((api, dict(params)))
+        ids = params.get(iam_eval.LOOKED_UP.get(api, ""), [])
+        facts = self.lookup([ids] if isinstance(ids, str) else list(ids))
+        self.scoped += iam_eval.requests_of(api, dict(params), facts)
 
     def made(self, api: str) -> list[dict]:
         return [params for name, params in self.requests if name == api]
@@ -121,6 +130,7 @@ def recorded(monkeypatch: pytest.MonkeyPatch, moto_env: MotoEnv) -> Iterator[Rec
     for key, value in moto_env.env.items():
         monkeypatch.setenv(key, value)
     recorder = Recorder()
+    recorder.lookup = lambda ids: iam_eval.resource_facts(moto_env.client("ec2", direct=True), ids)
     real = boto3.session.Session
 
     class Recording(real):  # type: ignore[misc,valid-type]
@@ -133,7 +143,9 @@ def recorded(monkeypatch: pytest.MonkeyPatch, moto_env: MotoEnv) -> Iterator[Rec
     sign = s3urls.Presigner._sign
 
     def signing(self, method, key, expires, metadata=None):
-        recorder.calls.add({"get_object": "s3:GetObject", "put_object": "s3:PutObject"}[method])
+        action = {"get_object": "s3:GetObject", "put_object": "s3:PutObject"}[method]
+        recorder.calls.add(action)
+        recorder.scoped += iam_eval.requests_of(action, {"Bucket": self.bucket, "Key": key}, {})
         return sign(self, method, key, expires, metadata)
 
     monkeypatch.setattr(s3urls.Presigner, "_sign", signing)
@@ -156,9 +168,9 @@ def test_every_call_of_every_flow_is_in_the_runner_policy(
     pack.write_text(PACK.format(id="X950", name="policy-marker", path="/etc/hostname"), encoding="utf-8")
     run = RunOptions(outputs=[OutputSpec("json", tmp_path / "r.json")], extra_rules=[pack])
     timing = Timing(poll=0.2, ssm_timeout=30)
-    own, _ = _own_image(moto_env)  # --on-fail deregisters only an AMI of this account
+    candidate = _candidate_image(moto_env)  # this account's, carrying the candidate tag (--on-fail's)
     launch = AmiOptions(
-        images=[own],
+        images=[candidate],
         report_bucket=moto_env.bucket,
         launch=LaunchSettings(instance_type="t3.micro", instance_profile=moto_env.profile),
         tag=True,
@@ -222,6 +234,7 @@ def test_every_call_of_every_flow_is_in_the_runner_policy(
     assert not missing, f"called but not in the runner policy: {sorted(missing)}"
     # ... and what EC2 does with the runner's permissions for an encrypted snapshot
     _check_tag_conditions(recorded, moto_env)
+    _check_scoped_requests(recorded)
     implicit = {k for call in recorded.calls for k in IMPLICIT_KMS.get(call, ())}
     assert {"kms:CreateGrant", "kms:Decrypt"} <= implicit
     assert not {k for k in implicit if not _allowed(k, allowed)}, implicit
@@ -257,6 +270,63 @@ def test_a_snapshot_mode_refusal_calls_only_what_its_policy_allows(recorded: Rec
     assert {"ec2:DescribeImages", "ec2:DescribeSnapshots"} <= recorded.calls
     allowed = _actions(IAM_POLICY, direct=True)
     assert not {c for c in recorded.calls - policy.NO_PERMISSION if not _allowed(c, allowed)}
+
+
+CANDIDATE_TAG = ("stage", "candidate")
+FILLED = Fill(
+    report_bucket="imagelint-test-reports",
+    account=iam_eval.ACCOUNT,
+    candidate_tag="=".join(CANDIDATE_TAG),
+    fleet_tag="Role=web",
+    role_arn="arn:aws:iam::123456789012:role/imagelint",
+)
+# the statements that scope a call by its resource (the evaluator's requests): each allows one recorded
+SCOPED = {
+    "ImagelintSendDocument",
+    "ImagelintSendRunInstance",
+    "ImagelintSendFleetInstance",
+    "ImagelintReportBucket",
+    "ImagelintReports",
+    "ImagelintVerdictTags",
+    "ImagelintOnFail",
+}
+
+
+def _candidate_image(env: MotoEnv) -> str:
+    """An AMI of this account (CreateImage), it and its snapshots tagged as the pipeline's candidate."""
+    ec2 = env.client("ec2", direct=True)
+    iid = ec2.run_instances(ImageId=env.image_id, MinCount=1, MaxCount=1)["Instances"][0]["InstanceId"]
+    ami = ec2.create_image(InstanceId=iid, Name="candidate")["ImageId"]
+    ec2.terminate_instances(InstanceIds=[iid])
+    snapshots = ec2_ops.mapped_snapshots(ec2.describe_images(ImageIds=[ami])["Images"][0])
+    ec2.create_tags(Resources=[ami, *snapshots], Tags=[{"Key": CANDIDATE_TAG[0], "Value": CANDIDATE_TAG[1]}])
+    return str(ami)
+
+
+def _runner_policy(bucket: str) -> dict:
+    return documents(values=dataclasses.replace(FILLED, report_bucket=bucket))["runner"]
+
+
+def _check_scoped_requests(recorded: Recorder) -> None:
+    """(a) every request of the calls the policy scopes by resource is allowed by a statement (the
+    resource's owner and tags as they were at the call), and (b) each scoping statement allows one."""
+    bucket = next(r.resource for r in recorded.scoped if r.action == "s3:ListBucket").split(":::")[1]
+    runner = _runner_policy(bucket)
+    used: set[str] = set()
+    for request in recorded.scoped:
+        sids = iam_eval.allowed_by(runner, request)
+        assert sids, f"refused by the runner policy: {request}"
+        used |= set(sids)
+    assert {r.action for r in recorded.scoped} >= {
+        "ssm:SendCommand",
+        "s3:PutObject",
+        "s3:GetObject",
+        "s3:ListBucket",
+        "ec2:CreateTags",
+        "ec2:DeregisterImage",
+        "ec2:DeleteSnapshot",
+    }
+    assert used >= SCOPED, SCOPED - used
 
 
 def _check_tag_conditions(recorded: Recorder, moto_env: MotoEnv) -> None:
@@ -308,7 +378,16 @@ def test_snapshot_mode_with_tag_calls_only_what_its_policy_allows(
 
 _ACTION = re.compile(r"^[a-z0-9-]+:[A-Za-z0-9*?]+$")
 _CONDITION_KEY = re.compile(r"^(aws|ec2|iam|kms|s3|ssm):[A-Za-z]+(/[\w:.+=@/-]+)?$")
-_OPERATORS = {"StringEquals", "StringLike", "StringNotEquals", "Bool", "ArnLike", "ArnEquals"}
+_OPERATORS = {
+    "StringEquals",
+    "StringLike",
+    "StringNotEquals",
+    "Bool",
+    "ArnLike",
+    "ArnEquals",
+    "ForAllValues:StringEquals",
+}
+_PLACEHOLDER = re.compile(r"[A-Z]+(-[A-Z]+)+")  # RUN-ROLE-ARN: a whole Resource the user fills in
 _SERVICES = {"ec2": "ec2", "ebs": "ebs", "kms": "kms", "ssm": "ssm", "s3": "s3", "iam": "iam", "sts": "sts"}
 
 
@@ -334,9 +413,11 @@ def test_the_policies_are_well_formed_and_name_real_actions(index: int) -> None:
         assert statement["Effect"] == "Allow"
         resources = statement["Resource"]
         for resource in [resources] if isinstance(resources, str) else resources:
-            assert resource == "*" or re.fullmatch(r"arn:aws:[a-z0-9-]+:[a-z0-9*-]*:[0-9*]*:\S+", resource), (
-                resource
-            )
+            assert (
+                resource == "*"
+                or _PLACEHOLDER.fullmatch(resource)
+                or re.fullmatch(r"arn:aws:[a-z0-9-]+:[a-z0-9*-]*:[0-9*]*:\S+", resource)
+            ), resource
         for action in statement["Action"]:
             assert _ACTION.match(action), action
             prefix, name = action.split(":")

@@ -28,3 +28,4 @@ def test_the_snapshot_gate_example_names_every_action_of_the_policy() -> None:
     actions = {a for s in IAM_POLICY["Statement"] for a in s["Action"]}
     assert actions and {a for a in actions if a not in comment} == set()
     assert "root snapshot" not in comment  # every EBS volume of the AMI is read
+    assert "--candidate-tag" in comment and "--account" in comment  # CreateTags' scope, filled in
