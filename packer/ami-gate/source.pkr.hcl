@@ -22,5 +22,8 @@ source "amazon-ebs" "image" {
   instance_type = var.instance_type
   ssh_username  = var.ssh_username
   ami_name      = "${var.ami_name_prefix}-${local.build_stamp}"
-  tags          = local.ami_tags
+  # the candidate tag scopes the gate's --tag and --on-fail permissions to this build's AMI and
+  # snapshots (imagelint ami policies --candidate-tag KEY=VALUE: docs/reference/iam-policies.md)
+  tags          = merge(local.ami_tags, var.candidate_tags)
+  snapshot_tags = var.candidate_tags
 }

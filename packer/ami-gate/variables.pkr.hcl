@@ -97,3 +97,9 @@ variable "copy_regions" {
   default     = []
   description = "Regions to copy the AMI to (with its tags), after the gate passed (never ami_regions in the source)."
 }
+
+variable "candidate_tags" {
+  type        = map(string)
+  default     = { "imagelint:candidate" = "true" }
+  description = "Tags on the AMI and its snapshots that the gate's IAM policy scopes --tag and --on-fail to (imagelint ami policies --candidate-tag imagelint:candidate=true)."
+}

@@ -126,6 +126,11 @@ def test_gate_and_tag_faulty_ami_is_kept_tagged_fail_and_the_build_fails(aws, tm
         [line for line in run.output.splitlines() if "shell-local" in line][-40:],
     )
     assert "imagelint:build-id" not in _tags(image)  # gate-and-tag's source adds no tag of its own
+    # ... but the candidate tag, on the AMI and its snapshots, that the narrowed policy scopes --tag to
+    assert _tags(image).get("imagelint:candidate") == "true"
+    snapshot_ids = [m["Ebs"]["SnapshotId"] for m in image["BlockDeviceMappings"] if "Ebs" in m]
+    snapshots = aws.client("ec2").describe_snapshots(SnapshotIds=snapshot_ids)["Snapshots"]
+    assert snapshots and all({"Key": "imagelint:candidate", "Value": "true"} in s["Tags"] for s in snapshots)
     manifest = json.loads((work / "packer-manifest.json").read_text())
     assert manifest["builds"][-1]["artifact_id"] == f"us-east-1:{image['ImageId']}"
     report = json.loads((tmp_path / "report.json").read_text())

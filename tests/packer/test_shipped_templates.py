@@ -132,7 +132,8 @@ def test_ami_gate_delete_has_imagelint_first_and_no_manifest():
     assert "IMAGELINT_SHARE_ACCOUNTS" in env_names(steps[1][1])
     assert all('post-processor "manifest"' not in p.read_text() for p in template_files(AMI_GATE_DELETE))
     source = doc["source"][0]["amazon-ebs"]["image"]
-    assert source["tags"] == "${local.ami_tags}"
+    assert source["tags"] == "${merge(local.ami_tags, var.candidate_tags)}"
+    assert source["snapshot_tags"] == "${var.candidate_tags}"
     assert locals_of(doc)["ami_tags"] == {"imagelint:build-id": "${local.build_id}"}
 
 
