@@ -15,7 +15,11 @@ Two identities:
   route table and the VPC's endpoints (:mod:`imagelint.aws.network`); ``ImagelintGroup*`` make and
   remove the run's security group (:mod:`imagelint.aws.run_group`). ``ImagelintRunProfile`` is
   needed only with ``--create-profile`` (:mod:`imagelint.aws.run_profile`): it lets the runner create
-  roles, but only under the IAM path ``/imagelint/``.
+  roles, but only under the IAM path ``/imagelint/``. ``ImagelintHardened*`` serve hardened accounts:
+  the EBS encryption-by-default pre-flight, the ``--resource-tag`` tags on the launch's network
+  interface and on ``--create-profile``'s role and profile, and a role created only with the
+  ``--permissions-boundary`` policy (replace PERMISSIONS-BOUNDARY; drop ``iam:CreateRole`` from
+  ``ImagelintRunProfile`` to make the boundary compulsory).
 - **the instance profile's role** (launch mode): ``AmazonSSMManagedInstanceCore`` (attach the AWS
   managed policy) and nothing else: no S3 permission at all. The instance uploads its bundle through
   the presigned URL of its own key (signed by the runner, bound to that host:
@@ -39,6 +43,9 @@ _IMAGES = ["arn:aws:ec2:*::image/*", "arn:aws:ec2:*::snapshot/*"]  # images and 
 _RUN_RESOURCES = [_EC2.format("instance"), _EC2.format("volume")]
 INSTANCE_ROLE = "INSTANCE-ROLE"  # the instance profile's role: replace in the printed policy
 RUN_PROFILE_PATH = "/imagelint/"  # the IAM path of --create-profile's roles and profiles
+PERMISSIONS_BOUNDARY = (
+    "PERMISSIONS-BOUNDARY"  # --permissions-boundary's policy: replace in the printed policy
+)
 
 # Sid → (actions, Resource, Condition). Why each statement is scoped as it is:
 RUNNER_STATEMENTS: dict[str, tuple[tuple[str, ...], str | list[str], dict[str, Any] | None]] = {
@@ -150,6 +157,31 @@ RUNNER_STATEMENTS: dict[str, tuple[tuple[str, ...], str | list[str], dict[str, A
         None,
     ),
     "ImagelintRunProfileList": (("iam:ListRoles",), "*", None),  # ListRoles has no resource scope
+    # hardened accounts. The EBS encryption-by-default pre-flight (neither call has a resource scope)
+    "ImagelintHardenedEbsDefault": (
+        ("ec2:GetEbsEncryptionByDefault", "ec2:GetEbsDefaultKmsKeyId"),
+        "*",
+        None,
+    ),
+    # --resource-tag: the launch's network interface is tagged too, by RunInstances only
+    "ImagelintHardenedInterfaceTags": (
+        ("ec2:CreateTags",),
+        _EC2.format("network-interface"),
+        {"StringEquals": {"ec2:CreateAction": "RunInstances"}},
+    ),
+    # --resource-tag with --create-profile: tags in CreateRole / CreateInstanceProfile need these too
+    "ImagelintHardenedProfileTags": (
+        ("iam:TagRole", "iam:TagInstanceProfile"),
+        [f"arn:aws:iam::*:role{RUN_PROFILE_PATH}*", f"arn:aws:iam::*:instance-profile{RUN_PROFILE_PATH}*"],
+        None,
+    ),
+    # --permissions-boundary: the run's role created only with that boundary (replace
+    # PERMISSIONS-BOUNDARY; as AWS documents it, with the condition key iam:PermissionsBoundary)
+    "ImagelintHardenedBoundary": (
+        ("iam:CreateRole",),
+        f"arn:aws:iam::*:role{RUN_PROFILE_PATH}*",
+        {"StringLike": {"iam:PermissionsBoundary": f"arn:aws:iam::*:policy/{PERMISSIONS_BOUNDARY}"}},
+    ),
 }
 
 # API operations authorised by another action than their own name

@@ -22,6 +22,14 @@ def moto_env() -> Iterator[MotoEnv]:
         yield env
 
 
+@pytest.fixture
+def aws_env(moto_env: MotoEnv, monkeypatch: pytest.MonkeyPatch) -> MotoEnv:
+    """``moto_env`` with its endpoint and credentials in this process's environment (in-process runs)."""
+    for key, value in moto_env.env.items():
+        monkeypatch.setenv(key, value)
+    return moto_env
+
+
 @pytest.fixture(scope="session")
 def sample_image(tmp_path_factory: pytest.TempPathFactory) -> Path:
     spec = yaml.safe_load((REPO / "examples" / "sample-image.yaml").read_text(encoding="utf-8"))
