@@ -1,6 +1,7 @@
 """Fixtures of the AWS tests: a fresh local AWS (moto + SSM front + stand-in agent) per test, the
 faulty sample image as the instances' root filesystem, and the directory audit of the faulty Debian
-tree that reads of its disks and snapshots are held to."""
+tree that reads of its disks and snapshots are held to; and `recorded`, every API call and request
+parameters of the boto3 sessions the code makes (the policy and hardened-account tests)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from imagelint.aws.policy import ACTION_OF
 from tests.aws.moto_env import MotoEnv
 from tests.support import REPO, build_tree, run_cli
 
@@ -48,3 +50,50 @@ def faulty_tree_report(faulty_tree: Path, tmp_path_factory: pytest.TempPathFacto
     proc = run_cli("audit", str(faulty_tree), "-f", f"json:{out}", timeout=300)
     assert proc.returncode == 1, proc.stderr  # the planted faults fail it
     return dict(json.loads(out.read_text()))
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.calls: set[str] = set()
+        self.requests: list[tuple[str, dict]] = []  # (service:Operation, its parameters)
+
+    def __call__(self, model, **kwargs) -> None:
+        prefix = model.service_model.signing_name
+        api = f"{prefix}:{model.name}"
+        self.calls.add(ACTION_OF.get(api, api))
+
+    def parameters(self, params, model, **kwargs) -> None:
+        self.requests.append((f"{model.service_model.signing_name}:{model.name}", dict(params)))
+
+    def made(self, api: str) -> list[dict]:
+        return [params for name, params in self.requests if name == api]
+
+
+@pytest.fixture
+def recorded(monkeypatch: pytest.MonkeyPatch, moto_env: MotoEnv) -> Iterator[Recorder]:
+    """Every boto3 session the code makes records its API calls; every URL it signs counts as the
+    S3 action the URL performs (the instance acts with the signer's permission)."""
+    import boto3
+
+    from imagelint.aws import s3urls
+
+    for key, value in moto_env.env.items():
+        monkeypatch.setenv(key, value)
+    recorder = Recorder()
+    real = boto3.session.Session
+
+    class Recording(real):  # type: ignore[misc,valid-type]
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            self.events.register("before-call", recorder)
+            self.events.register("before-parameter-build", recorder.parameters)
+
+    monkeypatch.setattr(boto3.session, "Session", Recording)
+    sign = s3urls.Presigner._sign
+
+    def signing(self, method, key, expires, metadata=None):
+        recorder.calls.add({"get_object": "s3:GetObject", "put_object": "s3:PutObject"}[method])
+        return sign(self, method, key, expires, metadata)
+
+    monkeypatch.setattr(s3urls.Presigner, "_sign", signing)
+    yield recorder

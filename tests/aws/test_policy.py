@@ -11,11 +11,11 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-import boto3
 import pytest
 
 from imagelint.aws import kms, policy
 from imagelint.aws.kms import IMPLICIT_KMS
+from tests.aws.conftest import Recorder
 from tests.aws.ebs_upload import encrypted_image
 from tests.aws.moto_env import MotoEnv
 from tests.aws.test_ami_inputs import PACK
@@ -92,51 +92,6 @@ def moto_env() -> Iterator[MotoEnv]:
     """With AWS's managed policies: --create-profile attaches AmazonSSMManagedInstanceCore."""
     with MotoEnv(managed_policies=True) as env:
         yield env
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.calls: set[str] = set()
-        self.requests: list[tuple[str, dict]] = []  # (service:Operation, its parameters)
-
-    def __call__(self, model, **kwargs) -> None:
-        prefix = model.service_model.signing_name
-        api = f"{prefix}:{model.name}"
-        self.calls.add(policy.ACTION_OF.get(api, api))
-
-    def parameters(self, params, model, **kwargs) -> None:
-        self.requests.append((f"{model.service_model.signing_name}:{model.name}", dict(params)))
-
-    def made(self, api: str) -> list[dict]:
-        return [params for name, params in self.requests if name == api]
-
-
-@pytest.fixture
-def recorded(monkeypatch: pytest.MonkeyPatch, moto_env: MotoEnv) -> Iterator[Recorder]:
-    """Every boto3 session the code makes records its API calls; every URL it signs counts as the
-    S3 action the URL performs (the instance acts with the signer's permission)."""
-    from imagelint.aws import s3urls
-
-    for key, value in moto_env.env.items():
-        monkeypatch.setenv(key, value)
-    recorder = Recorder()
-    real = boto3.session.Session
-
-    class Recording(real):  # type: ignore[misc,valid-type]
-        def __init__(self, *args, **kwargs) -> None:
-            super().__init__(*args, **kwargs)
-            self.events.register("before-call", recorder)
-            self.events.register("before-parameter-build", recorder.parameters)
-
-    monkeypatch.setattr(boto3.session, "Session", Recording)
-    sign = s3urls.Presigner._sign
-
-    def signing(self, method, key, expires, metadata=None):
-        recorder.calls.add({"get_object": "s3:GetObject", "put_object": "s3:PutObject"}[method])
-        return sign(self, method, key, expires, metadata)
-
-    monkeypatch.setattr(s3urls.Presigner, "_sign", signing)
-    yield recorder
 
 
 def test_every_call_of_every_flow_is_in_the_runner_policy(
