@@ -10,6 +10,7 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -124,6 +125,9 @@ def test_every_call_of_every_flow_is_in_the_runner_policy(
         launch, launch=LaunchSettings(instance_type="t3.micro"), create_profile=True, on_fail="none"
     )
     assert run_ami(made).value == "fail"
+    # a hardened account: EBS encryption by default with a customer managed key, tags an SCP requires
+    # (on the role and profile too), a permissions boundary, the volumes under a chosen key
+    _hardened_flow(moto_env, made)
     assert run_ami(launch).value == "fail"
     # volume mode on a fresh image (moto has no EnableImageDeprecation: test_contract covers it)
     # ... on an AMI whose snapshot is encrypted with a customer managed key (the KMS pre-flight)
@@ -178,6 +182,62 @@ def test_every_call_of_every_flow_is_in_the_runner_policy(
     implicit = {k for call in recorded.calls for k in IMPLICIT_KMS.get(call, ())}
     assert {"kms:CreateGrant", "kms:Decrypt"} <= implicit
     assert not {k for k in implicit if not _allowed(k, allowed)}, implicit
+    _check_hardened_permissions(recorded)
+
+
+def _hardened_flow(env: MotoEnv, made: Any) -> None:
+    from imagelint.aws.ec2 import LaunchSettings
+    from imagelint.commands.ami import run_ami
+
+    kms, ec2 = env.client("kms"), env.client("ec2", direct=True)
+    env.ebs_default_key = kms.create_key(Description="account default")["KeyMetadata"]["Arn"]
+    volumes = kms.create_key(Description="volumes")["KeyMetadata"]["Arn"]
+    boundary = env.client("iam").create_policy(
+        PolicyName="boundary",
+        PolicyDocument=json.dumps(
+            {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
+        ),
+    )["Policy"]["Arn"]
+    tags = (("CostCenter", "cc-42"),)
+    ec2.enable_ebs_encryption_by_default()
+    try:
+        settings = LaunchSettings(instance_type="t3.micro", tags=tags)
+        hardened = dataclasses.replace(made, launch=settings, permissions_boundary=boundary)
+        assert run_ami(hardened).value == "fail"
+        keyed = dataclasses.replace(settings, kms_key=volumes)
+        assert run_ami(dataclasses.replace(made, launch=keyed)).value == "fail"
+    finally:
+        ec2.disable_ebs_encryption_by_default()
+
+
+def _granting(action: str) -> list[dict[str, Any]]:
+    return [s for s in policy.runner_policy()["Statement"] if _allowed(action, set(s["Action"]))]
+
+
+def _check_hardened_permissions(recorded: Recorder) -> None:
+    """What AWS checks besides the called action when a request carries tags or a boundary: IAM's
+    iam:TagRole / iam:TagInstanceProfile for Tags in CreateRole / CreateInstanceProfile, EC2's
+    ec2:CreateTags (ec2:CreateAction RunInstances) on the network interface it tags, and
+    CreateRole's iam:PermissionsBoundary condition (AWS's documented way to require a boundary)."""
+    assert {"ec2:GetEbsEncryptionByDefault", "ec2:GetEbsDefaultKmsKeyId"} <= recorded.calls
+    roles = [p for p in recorded.made("iam:CreateRole") if "Tags" in p]
+    profiles = [p for p in recorded.made("iam:CreateInstanceProfile") if "Tags" in p]
+    assert roles and profiles and _granting("iam:TagRole") and _granting("iam:TagInstanceProfile")
+    bounded = [p for p in recorded.made("iam:CreateRole") if "PermissionsBoundary" in p]
+    assert bounded and any(
+        "iam:PermissionsBoundary" in s.get("Condition", {}).get("StringLike", {})
+        for s in _granting("iam:CreateRole")
+    )
+    interfaces = [
+        p
+        for p in recorded.made("ec2:RunInstances")
+        if any(t["ResourceType"] == "network-interface" for t in p.get("TagSpecifications", []))
+    ]
+    assert interfaces and any(
+        "network-interface" in str(s["Resource"])
+        and s.get("Condition") == {"StringEquals": {"ec2:CreateAction": "RunInstances"}}
+        for s in _granting("ec2:CreateTags")
+    )
 
 
 def test_the_implicit_kms_actions_are_in_the_printed_policies() -> None:
