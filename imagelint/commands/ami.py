@@ -4,8 +4,13 @@ Before anything launches or is created, every AMI is described: one that is not 
 EBS-backed, or not a Linux image (a Windows or macOS AMI: ``DescribeImages``' ``Platform``,
 ``PlatformDetails``, ``Architecture``) ends the run with exit 2 and one line. Then the credentials
 must last the run (``--role-arn`` gives refreshing
-ones, :mod:`imagelint.aws.credentials`), the pre-flight checks (:func:`preflight`) pass, and the
-launch subnet can reach SSM and S3 (:mod:`imagelint.aws.network`).
+ones, :mod:`imagelint.aws.credentials`), the pre-flight checks (:func:`preflight`) pass, the keys
+of the volumes the run creates are usable (``--volume-kms-key``, or the region's EBS
+encryption-by-default key: :mod:`imagelint.aws.volume_keys`), the launch subnet can reach SSM and S3
+(:mod:`imagelint.aws.network`), and a ``DryRun`` of the launch request is allowed by the policies,
+SCPs and tag policies (:func:`imagelint.aws.ec2.dry_run_launch`), all before anything is created.
+``--resource-tag`` tags go on everything the run creates, ``--permissions-boundary`` on
+``--create-profile``'s role.
 Launch mode (default), per AMI: describe and check the image → launch one throwaway instance
 (IMDSv2 required, terminates on shutdown, tagged ``imagelint:run=<run id>`` with its volumes, in the
 run's own HTTPS-egress-only security group unless ``--security-group`` is given:
