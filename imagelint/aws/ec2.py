@@ -2,7 +2,10 @@
 
 Everything imagelint creates carries the tag ``imagelint:run=<run id>`` from the moment it exists
 (``TagSpecifications`` on the create call, never a later ``create_tags``), so an interrupted run
-leaves nothing that ``imagelint ami cleanup`` cannot find.
+leaves nothing that ``imagelint ami cleanup`` cannot find; and the ``--resource-tag`` ones, which an
+SCP may require on the creating call (the launch's network interface gets them too). Before anything
+exists, a ``DryRun`` of the very RunInstances request asks AWS whether the policies allow it
+(:func:`dry_run_launch`). ``--volume-kms-key`` encrypts every volume the run creates with that key.
 
 What AWS does and moto does not model:
 
@@ -113,11 +116,18 @@ def deadman_user_data(deadline_seconds: float) -> str:
     )
 
 
-def launch_mappings(image: ImageInfo) -> list[dict[str, Any]]:
+def encrypted(kms_key: str | None) -> dict[str, Any]:
+    """The EBS parameters of a volume encrypted with ``kms_key`` (none: the snapshot's or the
+    account's default encryption decides)."""
+    return {"Encrypted": True, "KmsKeyId": kms_key} if kms_key else {}
+
+
+def launch_mappings(image: ImageInfo, kms_key: str | None = None) -> list[dict[str, Any]]:
     """Every EBS mapping of the AMI with ``DeleteOnTermination=true`` (an AMI's own false would leak).
 
     The AMI's own snapshot, size and type are repeated (same values, so nothing changes on AWS; moto
-    refuses an override without them); the encryption settings are left to the AMI's."""
+    refuses an override without them); the encryption settings are left to the AMI's, unless
+    ``kms_key`` (``--volume-kms-key``) is given: then every volume is encrypted with it."""
     out: list[dict[str, Any]] = []
     for mapping in image.mappings:
         ebs = mapping.get("Ebs")
@@ -126,7 +136,12 @@ def launch_mappings(image: ImageInfo) -> list[dict[str, Any]]:
         kept = {
             k: ebs[k] for k in ("SnapshotId", "VolumeSize", "VolumeType", "Iops", "Throughput") if k in ebs
         }
-        out.append({"DeviceName": mapping["DeviceName"], "Ebs": {**kept, "DeleteOnTermination": True}})
+        out.append(
+            {
+                "DeviceName": mapping["DeviceName"],
+                "Ebs": {**kept, "DeleteOnTermination": True, **encrypted(kms_key)},
+            }
+        )
     return out
 
 
@@ -137,11 +152,40 @@ class LaunchSettings:
     security_groups: tuple[str, ...] = ()
     instance_profile: str | None = None
     key_name: str | None = None
+    tags: tuple[tuple[str, str], ...] = ()  # --resource-tag: on every resource the run creates
+    kms_key: str | None = None  # --volume-kms-key (its ARN once checked): every volume encrypted with it
 
 
-def run_tags(run_id: str, extra: dict[str, str] | None = None) -> list[dict[str, str]]:
-    tags = {RUN_TAG: run_id, "Name": f"imagelint-{run_id[:8]}", **(extra or {})}
+OWN_TAGS = 3  # the most tags a run puts on one resource itself (run, Name and one more)
+
+
+def run_tags(
+    run_id: str, extra: dict[str, str] | None = None, resource: tuple[tuple[str, str], ...] = ()
+) -> list[dict[str, str]]:
+    """The tags of a resource the run creates: ``resource`` (``--resource-tag``; its ``Name`` wins),
+    then the run's own, which no ``--resource-tag`` can replace (they start ``imagelint:``)."""
+    tags = {"Name": f"imagelint-{run_id[:8]}", **dict(resource), RUN_TAG: run_id, **(extra or {})}
     return [{"Key": k, "Value": v} for k, v in tags.items()]
+
+
+def parse_resource_tags(given: list[str]) -> tuple[tuple[str, str], ...]:
+    """``--resource-tag KEY=VALUE`` (repeatable), checked against EC2's (and IAM's: the same) limits
+    with room for the run's own tags; a bad one is one line (exit 2)."""
+    tags: dict[str, str] = {}
+    for text in given:
+        key, sep, value = text.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--resource-tag {text!r}: give KEY=VALUE")
+        if key in tags:
+            raise UsageError(f"--resource-tag {key}: given twice")
+        if key.lower().startswith("imagelint:"):
+            raise UsageError(f"--resource-tag {key}: the imagelint: prefix is the run's own")
+        tags[key] = value
+    try:
+        validate_tags(tags, existing=OWN_TAGS)
+    except UsageError as exc:
+        raise UsageError(f"--resource-tag: {exc}") from None
+    return tuple(tags.items())
 
 
 def foreign_platform(image: dict[str, Any]) -> str | None:
@@ -222,14 +266,20 @@ def describe_image(ec2: Any, image_id: str, region: str) -> ImageInfo:
 BURSTABLE = frozenset({"t2", "t3", "t3a", "t4g"})  # instance families with CPU credits
 
 
-def launch_instance(
-    ec2: Any, image: ImageInfo, settings: LaunchSettings, run_id: str, *, deadline: float = 0.0
-) -> str:
-    """One throwaway instance: IMDSv2 required, terminates itself on shutdown, tagged with the run,
-    every EBS volume deleted on termination, powered off by its user data after ``deadline`` s; a
-    burstable type in standard credit mode (T3 and T4g default to unlimited, which bills a crash loop
-    that burns CPU for as long as it runs)."""
+def launch_params(
+    image: ImageInfo, settings: LaunchSettings, run_id: str, *, deadline: float = 0.0
+) -> dict[str, Any]:
+    """The RunInstances request of :func:`launch_instance` (its DryRun pre-flight sends the same)."""
     instance_type = settings.instance_type or DEFAULT_TYPES.get(image.architecture, "t3.medium")
+    specs = [
+        {
+            "ResourceType": "instance",
+            "Tags": run_tags(run_id, {"imagelint:image": image.image_id}, settings.tags),
+        },
+        {"ResourceType": "volume", "Tags": run_tags(run_id, resource=settings.tags)},
+    ]
+    if settings.tags:  # only then: tagging the interface needs ec2:CreateTags on network-interface
+        specs.append({"ResourceType": "network-interface", "Tags": run_tags(run_id, resource=settings.tags)})
     params: dict[str, Any] = {
         "ImageId": image.image_id,
         "InstanceType": instance_type,
@@ -237,10 +287,7 @@ def launch_instance(
         "MaxCount": 1,
         "InstanceInitiatedShutdownBehavior": "terminate",
         "MetadataOptions": {"HttpTokens": "required", "HttpEndpoint": "enabled"},
-        "TagSpecifications": [
-            {"ResourceType": "instance", "Tags": run_tags(run_id, {"imagelint:image": image.image_id})},
-            {"ResourceType": "volume", "Tags": run_tags(run_id)},
-        ],
+        "TagSpecifications": specs,
     }
     if instance_type.split(".")[0] in BURSTABLE:
         params["CreditSpecification"] = {"CpuCredits": "standard"}
@@ -253,13 +300,54 @@ def launch_instance(
         params["IamInstanceProfile"] = {key: settings.instance_profile}
     if settings.key_name:
         params["KeyName"] = settings.key_name
-    mappings = launch_mappings(image)
+    mappings = launch_mappings(image, settings.kms_key)
     if mappings:
         params["BlockDeviceMappings"] = mappings
     if deadline > 0:
         params["UserData"] = deadman_user_data(deadline)  # boto3 base64-encodes it
-    reply = call(ec2.run_instances, **params)
+    return params
+
+
+def launch_instance(
+    ec2: Any, image: ImageInfo, settings: LaunchSettings, run_id: str, *, deadline: float = 0.0
+) -> str:
+    """One throwaway instance: IMDSv2 required, terminates itself on shutdown, tagged with the run,
+    every EBS volume deleted on termination, powered off by its user data after ``deadline`` s; a
+    burstable type in standard credit mode (T3 and T4g default to unlimited, which bills a crash loop
+    that burns CPU for as long as it runs)."""
+    reply = call(ec2.run_instances, **launch_params(image, settings, run_id, deadline=deadline))
     return str(reply["Instances"][0]["InstanceId"])
+
+
+DRY_RUN_REFUSED = (
+    "the runner's IAM policy, the organization's SCPs and tag policies (--resource-tag KEY=VALUE "
+    "adds tags they require); nothing was created"
+)
+
+
+def dry_run_launch(
+    ec2: Any, image: ImageInfo, settings: LaunchSettings, run_id: str, *, deadline: float = 0.0
+) -> None:
+    """RunInstances with ``DryRun=True`` and the request of the real launch: AWS evaluates the
+    runner's policy, SCPs and tag policies and answers ``DryRunOperation`` when the launch would be
+    allowed. A refusal (``UnauthorizedOperation``) is one line with AWS's message (exit 3). An
+    endpoint that ignored the flag and launched is not trusted either: the caller's cleanup finds
+    that instance by the run tag."""
+    try:
+        call(ec2.run_instances, **launch_params(image, settings, run_id, deadline=deadline), DryRun=True)
+    except AwsError as exc:
+        if exc.code == "DryRunOperation":
+            return
+        if exc.code == "UnauthorizedOperation":
+            raise AwsError("ec2", "RunInstances (DryRun)", exc.code, exc.detail, DRY_RUN_REFUSED) from None
+        raise
+    raise AwsError(
+        "ec2",
+        "RunInstances (DryRun)",
+        "DryRunIgnored",
+        "the endpoint launched instead of answering DryRunOperation",
+        "the endpoint (AWS_ENDPOINT_URL); the run's cleanup terminates what it launched",
+    )
 
 
 NOT_RUNNING = ("shutting-down", "terminated", "stopping", "stopped")  # states it does not come back from
@@ -364,14 +452,19 @@ def check_zone(ec2: Any, zone: str, image: ImageInfo) -> None:
         )
 
 
-def create_volume(ec2: Any, snapshot_id: str, zone: str, run_id: str) -> str:
-    """A gp3 volume from the snapshot in ``zone`` (the runner's), tagged with the run."""
+def create_volume(
+    ec2: Any, snapshot_id: str, zone: str, run_id: str, settings: LaunchSettings | None = None
+) -> str:
+    """A gp3 volume from the snapshot in ``zone`` (the runner's), tagged with the run (and
+    ``--resource-tag``), encrypted with ``--volume-kms-key`` when given."""
+    settings = settings or LaunchSettings()
     reply = call(
         ec2.create_volume,
         SnapshotId=snapshot_id,
         AvailabilityZone=zone,
         VolumeType="gp3",
-        TagSpecifications=[{"ResourceType": "volume", "Tags": run_tags(run_id)}],
+        TagSpecifications=[{"ResourceType": "volume", "Tags": run_tags(run_id, resource=settings.tags)}],
+        **encrypted(settings.kms_key),
     )
     return str(reply["VolumeId"])
 

@@ -135,13 +135,8 @@ def check_image(
             continue
         key = str(snapshot["KmsKeyId"])
         where = f"{image_id}: snapshot {snapshot_id} is encrypted with KMS key {key}"
-        metadata = _describe_key(clients.get("kms"), key, where, needed)
-        state = metadata.get("KeyState", "?")
-        if state != USABLE:
-            raise UsageError(
-                f"{where}, which is {state}: EC2 cannot use it"
-                + (" (cancel the key's deletion and enable it)" if state == "PendingDeletion" else "")
-            )
+        metadata = describe_key(clients.get("kms"), key, where, needed)
+        state = require_usable(metadata, where)
         owner = str(metadata.get("AWSAccountId") or "")
         if metadata.get("KeyManager") == "AWS":
             account = account or caller_account(clients)
@@ -171,7 +166,21 @@ def _as_mapped(mappings: tuple[dict[str, Any], ...], snapshot_id: str) -> dict[s
     return None
 
 
-def _describe_key(kms: Any, key: str, where: str, needed: tuple[str, ...]) -> dict[str, Any]:
+def require_usable(metadata: dict[str, Any], where: str) -> str:
+    """The key's state, which must be ``Enabled`` (disabled, pending deletion or import: EC2 cannot
+    use it); ``where`` starts the one line of the refusal."""
+    state = str(metadata.get("KeyState", "?"))
+    if state != USABLE:
+        raise UsageError(
+            f"{where}, which is {state}: EC2 cannot use it"
+            + (" (cancel the key's deletion and enable it)" if state == "PendingDeletion" else "")
+        )
+    return state
+
+
+def describe_key(kms: Any, key: str, where: str, needed: tuple[str, ...]) -> dict[str, Any]:
+    """``kms:DescribeKey``; a missing key, a denied call or an unusable key is one line (exit 2)
+    starting with ``where``."""
     try:
         return dict(call(kms.describe_key, KeyId=key)["KeyMetadata"])
     except AwsError as exc:

@@ -21,7 +21,11 @@ Two identities:
   route table and the VPC's endpoints (:mod:`imagelint.aws.network`); ``ImagelintGroup*`` make and
   remove the run's security group (:mod:`imagelint.aws.run_group`). ``ImagelintRunProfile`` is
   needed only with ``--create-profile`` (:mod:`imagelint.aws.run_profile`): it lets the runner create
-  roles, but only under the IAM path ``/imagelint/``.
+  roles, but only under the IAM path ``/imagelint/``. ``ImagelintHardened*`` serve hardened accounts:
+  the EBS encryption-by-default pre-flight, the ``--resource-tag`` tags on the launch's network
+  interface and on ``--create-profile``'s role and profile, and a role created only with the
+  ``--permissions-boundary`` policy (replace PERMISSIONS-BOUNDARY; drop ``iam:CreateRole`` from
+  ``ImagelintRunProfile`` to make the boundary compulsory).
 - **the instance profile's role** (launch mode): ``AmazonSSMManagedInstanceCore`` (attach the AWS
   managed policy) and nothing else: no S3 permission at all. The instance uploads its bundle through
   the presigned URL of its own key (signed by the runner, bound to that host:
@@ -57,6 +61,7 @@ ACCOUNT = "ACCOUNT-ID"  # the account that owns the gated AMIs (ec2:Owner)
 CANDIDATE_TAG = ("CANDIDATE-TAG-KEY", "CANDIDATE-TAG-VALUE")  # the tag the pipeline puts on its candidates
 FLEET_TAG = ("FLEET-TAG-KEY", "FLEET-TAG-VALUE")  # `fleet --target tag:KEY=VALUE`
 RUN_ROLE_ARN = "RUN-ROLE-ARN"  # --role-arn
+PERMISSIONS_BOUNDARY = "PERMISSIONS-BOUNDARY"  # --permissions-boundary's policy
 
 # The tags --tag writes (imagelint.commands.ami.verdict_tags): CreateTags may write these keys only
 VERDICT_TAG_KEYS = (
@@ -226,6 +231,31 @@ RUNNER_STATEMENTS: dict[str, Entry] = {
         None,
     ),
     "ImagelintRunProfileList": (("iam:ListRoles",), "*", None),  # ListRoles has no resource scope
+    # hardened accounts. The EBS encryption-by-default pre-flight (neither call has a resource scope)
+    "ImagelintHardenedEbsDefault": (
+        ("ec2:GetEbsEncryptionByDefault", "ec2:GetEbsDefaultKmsKeyId"),
+        "*",
+        None,
+    ),
+    # --resource-tag: the launch's network interface is tagged too, by RunInstances only
+    "ImagelintHardenedInterfaceTags": (
+        ("ec2:CreateTags",),
+        _EC2.format("network-interface"),
+        {"StringEquals": {"ec2:CreateAction": "RunInstances"}},
+    ),
+    # --resource-tag with --create-profile: tags in CreateRole / CreateInstanceProfile need these too
+    "ImagelintHardenedProfileTags": (
+        ("iam:TagRole", "iam:TagInstanceProfile"),
+        [f"arn:aws:iam::*:role{RUN_PROFILE_PATH}*", f"arn:aws:iam::*:instance-profile{RUN_PROFILE_PATH}*"],
+        None,
+    ),
+    # --permissions-boundary: the run's role created only with that boundary (replace
+    # PERMISSIONS-BOUNDARY; as AWS documents it, with the condition key iam:PermissionsBoundary)
+    "ImagelintHardenedBoundary": (
+        ("iam:CreateRole",),
+        f"arn:aws:iam::*:role{RUN_PROFILE_PATH}*",
+        {"StringLike": {"iam:PermissionsBoundary": f"arn:aws:iam::*:policy/{PERMISSIONS_BOUNDARY}"}},
+    ),
 }
 
 # API operations authorised by another action than their own name

@@ -43,11 +43,11 @@ def group_name(run_id: str) -> str:
     return f"imagelint-{run_id}"
 
 
-def create_run_group(ec2: Any, vpc_id: str, run_id: str) -> str:
+def create_run_group(ec2: Any, vpc_id: str, run_id: str, tags: tuple[tuple[str, str], ...] = ()) -> str:
     """Create the run's group in ``vpc_id``: HTTPS egress only, no ingress; returns its id.
 
-    The group carries the run tag from its create call, so a failure in the rule calls that follow
-    leaves a group the run's final sweep finds and deletes."""
+    The group carries the run tag (and ``tags``, ``--resource-tag``) from its create call, so a
+    failure in the rule calls that follow leaves a group the run's final sweep finds and deletes."""
     created = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     reply = call(
         ec2.create_security_group,
@@ -55,7 +55,7 @@ def create_run_group(ec2: Any, vpc_id: str, run_id: str) -> str:
         Description=f"imagelint run {run_id}: HTTPS egress only, no ingress",
         VpcId=vpc_id,
         TagSpecifications=[
-            {"ResourceType": "security-group", "Tags": run_tags(run_id, {CREATED_TAG: created})}
+            {"ResourceType": "security-group", "Tags": run_tags(run_id, {CREATED_TAG: created}, tags)}
         ],
     )
     group_id = str(reply["GroupId"])

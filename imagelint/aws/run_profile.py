@@ -3,7 +3,10 @@
 For accounts where nobody made an SSM instance profile beforehand: the run creates the role
 ``imagelint-<run id>`` (path ``/imagelint/``, trusted by ``ec2.amazonaws.com``) with the AWS managed
 policy ``AmazonSSMManagedInstanceCore`` only (no S3 permission: the instance uploads through its
-presigned URL), and an instance profile of the same name and path holding it. (Roles of earlier versions
+presigned URL), and an instance profile of the same name and path holding it; with ``--resource-tag``
+both carry those tags and the run tag from their create calls, and ``--permissions-boundary`` sets
+the role's permissions boundary (it must allow what AmazonSSMManagedInstanceCore grants, or the SSM
+agent never registers). (Roles of earlier versions
 also had an inline policy, ``imagelint-ssm-output``: their removal still deletes it.) Both go once the
 instance is terminated, on every path; the names are the run's, so the removal needs no reply from the
 create calls, and ``imagelint ami cleanup`` finds the roles a killed run left under the path
@@ -21,6 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from imagelint.aws.ec2 import run_tags
 from imagelint.aws.errors import AwsError, call, paginate
 from imagelint.aws.policy import INSTANCE_TRUST, managed_policy_arn
 
@@ -34,18 +38,27 @@ def profile_name(run_id: str) -> str:
     return f"imagelint-{run_id}"
 
 
-def create_run_profile(iam: Any, run_id: str) -> str:
-    """The run's role and instance profile; returns the profile's name."""
+def create_run_profile(
+    iam: Any, run_id: str, *, tags: tuple[tuple[str, str], ...] = (), boundary: str | None = None
+) -> str:
+    """The run's role and instance profile; returns the profile's name. ``tags`` (``--resource-tag``)
+    go on both with the run tag, in the create calls (IAM then also checks iam:TagRole and
+    iam:TagInstanceProfile); ``boundary`` (``--permissions-boundary``) is the role's permissions
+    boundary."""
     name = profile_name(run_id)
+    tagged = {"Tags": run_tags(run_id, resource=tags)} if tags else {}
+    bounded = {"PermissionsBoundary": boundary} if boundary else {}
     call(
         iam.create_role,
         RoleName=name,
         Path=PATH,
         AssumeRolePolicyDocument=json.dumps(INSTANCE_TRUST),
         Description=f"imagelint run {run_id}: deleted at the end of the run",
+        **tagged,
+        **bounded,
     )
     call(iam.attach_role_policy, RoleName=name, PolicyArn=managed_policy_arn(iam.meta.partition))
-    call(iam.create_instance_profile, InstanceProfileName=name, Path=PATH)
+    call(iam.create_instance_profile, InstanceProfileName=name, Path=PATH, **tagged)
     call(iam.add_role_to_instance_profile, InstanceProfileName=name, RoleName=name)
     return name
 

@@ -156,6 +156,32 @@ def ami_check(
             "(those policies; path /imagelint/) and delete them after it.",
         ),
     ] = False,
+    resource_tags: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--resource-tag",
+            metavar="KEY=VALUE",
+            help="Repeatable. A tag on every resource the run creates (instance, volumes, network "
+            "interface, security group, --create-profile's role and profile), in the creating call, "
+            "as an SCP may require; the imagelint:run tag stays.",
+        ),
+    ] = None,
+    volume_kms_key: Annotated[
+        str | None,
+        typer.Option(
+            "--volume-kms-key",
+            help="KMS key (id, ARN, alias/NAME or alias ARN) every volume the run creates is encrypted "
+            "with; checked (enabled, symmetric) before anything is created.",
+        ),
+    ] = None,
+    permissions_boundary: Annotated[
+        str | None,
+        typer.Option(
+            "--permissions-boundary",
+            help="With --create-profile: the ARN of the managed policy set as the role's permissions "
+            "boundary.",
+        ),
+    ] = None,
     skip_network_check: Annotated[
         bool,
         typer.Option(
@@ -211,8 +237,14 @@ def ami_check(
 
     Every instance, volume and security group is tagged imagelint:run=<uuid> and removed in every
     outcome (`imagelint ami cleanup` removes what a killed run left).
+
+    Hardened accounts: --resource-tag KEY=VALUE puts the tags an SCP requires on every resource the
+    run creates; --volume-kms-key encrypts its volumes with a chosen key; --permissions-boundary
+    bounds --create-profile's role. Before anything is created, a DryRun of the very RunInstances
+    request asks AWS whether the policies, SCPs and tag policies allow it, and the region's EBS
+    encryption-by-default key is checked (a disabled or deleted one would fail every launch).
     """
-    from imagelint.aws.ec2 import LaunchSettings
+    from imagelint.aws.ec2 import LaunchSettings, parse_resource_tags
     from imagelint.aws.snapshot import SnapshotSettings
     from imagelint.commands.ami import AmiOptions, Timing, run_ami
     from imagelint.durations import parse_duration
@@ -224,7 +256,14 @@ def ami_check(
         mode=mode,
         report_bucket=report_bucket,
         report_prefix=report_prefix,
-        launch=LaunchSettings(instance_type, subnet, tuple(security_groups or ()), instance_profile),
+        launch=LaunchSettings(
+            instance_type,
+            subnet,
+            tuple(security_groups or ()),
+            instance_profile,
+            tags=parse_resource_tags(resource_tags or []),
+            kms_key=volume_kms_key,
+        ),
         soak_seconds=parse_duration(soak, "--soak", allow_zero=True),
         soak_interval=parse_duration(soak_interval, "--soak-interval"),
         tag=tag,
@@ -239,6 +278,7 @@ def ami_check(
         parallel=parallel,
         create_profile=create_instance_profile,
         network_check=not skip_network_check,
+        permissions_boundary=permissions_boundary,
     )
     raise typer.Exit(int(run_ami(options).exit_code))
 

@@ -4,8 +4,13 @@ Before anything launches or is created, every AMI is described: one that is not 
 EBS-backed, or not a Linux image (a Windows or macOS AMI: ``DescribeImages``' ``Platform``,
 ``PlatformDetails``, ``Architecture``) ends the run with exit 2 and one line. Then the credentials
 must last the run (``--role-arn`` gives refreshing
-ones, :mod:`imagelint.aws.credentials`), the pre-flight checks (:func:`preflight`) pass, and the
-launch subnet can reach SSM and S3 (:mod:`imagelint.aws.network`).
+ones, :mod:`imagelint.aws.credentials`), the pre-flight checks (:func:`preflight`) pass, the keys
+of the volumes the run creates are usable (``--volume-kms-key``, or the region's EBS
+encryption-by-default key: :mod:`imagelint.aws.volume_keys`), the launch subnet can reach SSM and S3
+(:mod:`imagelint.aws.network`), and a ``DryRun`` of the launch request is allowed by the policies,
+SCPs and tag policies (:func:`imagelint.aws.ec2.dry_run_launch`), all before anything is created.
+``--resource-tag`` tags go on everything the run creates, ``--permissions-boundary`` on
+``--create-profile``'s role.
 Launch mode (default), per AMI: describe and check the image → launch one throwaway instance
 (IMDSv2 required, terminates on shutdown, tagged ``imagelint:run=<run id>`` with its volumes, in the
 run's own HTTPS-egress-only security group unless ``--security-group`` is given:
@@ -44,6 +49,7 @@ import dataclasses
 import functools
 import hashlib
 import math
+import re
 import tempfile
 import uuid
 from collections.abc import Callable, Iterable
@@ -116,6 +122,7 @@ class AmiOptions:
     parallel: int = DEFAULT_PARALLEL  # images checked at once (``--parallel``)
     create_profile: bool = False  # --create-profile: a role and profile for each run
     network_check: bool = True  # --skip-network-check: a refused path is a warning
+    permissions_boundary: str | None = None  # --permissions-boundary: of --create-profile's role
 
     def per_image_seconds(self) -> float:
         """How long one image's launch may take: start, SSM, the soak and the command's margin."""
@@ -179,6 +186,7 @@ def run_ami(
         )
     if options.launch.instance_profile and options.create_profile:
         raise UsageError("give --instance-profile or --create-profile, not both")
+    check_hardening(options)
     prepared = prepare(options.run)  # once, and bad -f/--fail-on/--select refused before any launch
     pairs = resolve_images(options)
     clients = clients if clients is not None else {}
@@ -252,6 +260,29 @@ def run_ami(
         if failures:
             progress.log(f"error: {leftovers_line(failures)}")
     return with_leftovers(published, bool(failures))
+
+
+BOUNDARY_ARN = re.compile(r"^arn:aws[a-z-]*:iam::(\d{12}|aws):policy/[\w+=,.@/-]{1,512}$")
+
+
+def check_hardening(options: AmiOptions) -> None:
+    """The options of hardened accounts, refused (exit 2) where they would do nothing."""
+    boundary = options.permissions_boundary
+    if boundary is not None:
+        if not options.create_profile or options.mode != "launch":
+            raise UsageError(
+                "--permissions-boundary is the boundary of the role --create-profile makes: give "
+                "--create-profile (launch mode) with it"
+            )
+        if not BOUNDARY_ARN.match(boundary):
+            raise UsageError(
+                f"--permissions-boundary {boundary!r}: give a managed policy's ARN "
+                "(arn:aws:iam::ACCOUNT:policy/NAME)"
+            )
+    if options.launch.kms_key is not None and options.mode == "snapshot":
+        raise UsageError(
+            "--volume-kms-key: snapshot mode creates no volume; use it with launch or volume mode"
+        )
 
 
 def each_image(
@@ -375,6 +406,7 @@ def _launch(
         soak_interval=options.soak_interval,
     )
     instance_type = preflight(clients, image, options, plan)
+    kms_key = volume_key(clients, image, options, progress)
     where = network.placement(clients.ec2, options.launch.subnet)
     bucket_region = clients.presigner(options.report_bucket).region  # launch mode has a bucket
     offerings.check_offered(clients.ec2, instance_type, where)
@@ -382,19 +414,24 @@ def _launch(
         clients.ec2, where, image.region, refuse=options.network_check, bucket_region=bucket_region
     ):
         progress.log(f"warning: {warning}")
-    launch = dataclasses.replace(options.launch, instance_type=instance_type)
+    launch = dataclasses.replace(options.launch, instance_type=instance_type, kms_key=kms_key)
     group_id: str | None = None
     instance_id: str | None = None
     command_id: str | None = None
     finished = False
     try:
+        # inside the try: an endpoint that launched anyway is cleaned up by the run tag
+        progress.phase("dry run", f"RunInstances of {image.image_id} (policies, SCPs, tag policies)")
+        ec2_ops.dry_run_launch(clients.ec2, image, launch, run_id, deadline=options.per_image_seconds())
         if options.create_profile:
             progress.phase("creating instance profile", run_profile.profile_name(run_id))
-            profile = run_profile.create_run_profile(clients.get("iam"), run_id)
+            profile = run_profile.create_run_profile(
+                clients.get("iam"), run_id, tags=launch.tags, boundary=options.permissions_boundary
+            )
             launch = dataclasses.replace(launch, instance_profile=profile)
         if not launch.security_groups:
             progress.phase("creating security group", f"in {where.vpc_id}: HTTPS egress only")
-            group_id = run_group.create_run_group(clients.ec2, where.vpc_id, run_id)
+            group_id = run_group.create_run_group(clients.ec2, where.vpc_id, run_id, launch.tags)
             launch = dataclasses.replace(launch, security_groups=(group_id,))
         progress.phase("launching", f"{image.image_id} as {instance_type}, run {run_id}")
         instance_id = run_profile.launch_retrying(
@@ -546,12 +583,13 @@ def _volume(
 
     root_snapshot = _root_snapshot(image)
     kms.check_image(clients, image.image_id, [root_snapshot], kms.LAUNCH, mappings=image.mappings)
+    settings = dataclasses.replace(options.launch, kms_key=volume_key(clients, image, options, progress))
     instance_id, zone = host.identity()
     ec2_ops.check_zone(clients.ec2, zone, image)
     volume_id: str | None = None
     try:
         progress.phase("creating volume", f"from {root_snapshot} in {zone}")
-        volume_id = ec2_ops.create_volume(clients.ec2, root_snapshot, zone, run_id)
+        volume_id = ec2_ops.create_volume(clients.ec2, root_snapshot, zone, run_id, settings)
         progress.phase("attaching", f"{volume_id} to {instance_id}")
         with device_slot(clients.ec2, instance_id) as name:
             ec2_ops.attach_volume(clients.ec2, volume_id, instance_id, name, poll=options.timing.poll)
@@ -671,6 +709,20 @@ def preflight(
     checks.check_subnet(clients.ec2, options.launch.subnet)
     kms.check_image(clients, image.image_id, image.snapshots, kms.LAUNCH, mappings=image.mappings)
     return ec2_ops.instance_type_for(clients.ec2, image, options.launch)
+
+
+def volume_key(
+    clients: Clients, image: ec2_ops.ImageInfo, options: AmiOptions, progress: Progress
+) -> str | None:
+    """The key the run's volumes are encrypted with (:mod:`imagelint.aws.volume_keys`): the ARN of
+    ``--volume-kms-key``, checked; without it the region's encryption-by-default key is checked (when
+    the setting is on) and the volumes are left to it (None)."""
+    from imagelint.aws import volume_keys
+
+    if options.launch.kms_key:
+        return volume_keys.check_volume_key(clients, options.launch.kms_key, progress.log)
+    volume_keys.check_default_key(clients, image.region, progress.log)
+    return None
 
 
 def verdict_tags(verdict: Verdict, digest: str) -> dict[str, str]:

@@ -53,7 +53,9 @@ forwards everything to moto except SSM Run Command, which it answers itself with
 
 AWS behaviour moto does not model, injected by the front (:meth:`MotoEnv.fault_for`): ``env.console`` (a
 function giving the text, e.g. a booted container's real console) answers ``GetConsoleOutput`` instead
-of moto's fixed sample; ``env.not_found[action] = n`` answers the next ``n`` EC2 ``action`` requests
+of moto's fixed sample; ``env.ebs_default_key`` answers ``GetEbsDefaultKmsKeyId`` (moto does not
+implement it; AWS's ``alias/aws/ebs`` until a test sets a key); ``env.not_found[action] = n``
+answers the next ``n`` EC2 ``action`` requests
 that name an id with ``Invalid….NotFound`` (eventual consistency right after a create);
 ``env.refuse[action] = (code, message)`` answers every such EC2 request with that error (e.g.
 ``CreateTags``; IAM's too, whose query protocol botocore parses alike); ``env.image_fields[ami] =
@@ -418,6 +420,8 @@ class _Front(BaseHTTPRequestHandler):
         agent = self.env.agent
         if self.path.startswith("/snapshots") and self.env.ebs.handle(self, body):
             return None
+        if body.startswith(b"Action=GetEbsDefaultKmsKeyId"):
+            return self._send(200, {"Content-Type": "text/xml"}, _default_key_reply(self.env.ebs_default_key))
         if body.startswith(b"Action=GetConsoleOutput") and self.env.console is not None:
             return self._send(200, {"Content-Type": "text/xml"}, _console_reply(body, self.env.console()))
         if target == "AmazonSSM.DescribeInstanceInformation":
@@ -564,6 +568,19 @@ def _patched_images(xml: bytes, fields: dict[str, dict[str, str]]) -> bytes:
     return text.encode()
 
 
+def dry_run(form: dict[str, list[str]]) -> bool:
+    """Whether an EC2 request (its form, as ``env.on_call`` gets it) is a ``DryRun``."""
+    return form.get("DryRun") == ["true"]
+
+
+def _default_key_reply(key: str) -> bytes:
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n<GetEbsDefaultKmsKeyIdResponse '
+        'xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"><requestId>front</requestId>'
+        f"<kmsKeyId>{key}</kmsKeyId></GetEbsDefaultKmsKeyIdResponse>"
+    ).encode()
+
+
 def _ec2_error(code: str, message: str) -> bytes:
     return (
         f'<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error><Code>{code}</Code>'
@@ -637,6 +654,8 @@ class MotoEnv:
         self.expired_keys: set[str] = set()
         self.seen_keys: list[str] = []
         self.console: Callable[[], str] | None = None  # GetConsoleOutput's text (None: moto's sample)
+        # GetEbsDefaultKmsKeyId's answer (moto does not implement it): AWS's own default until changed
+        self.ebs_default_key = f"arn:aws:kms:{REGION}:123456789012:alias/aws/ebs"
         self.seen_calls: list[tuple[str, str]] = []  # (access key, Action of a query-protocol call or "")
         self.answered_not_found: list[str] = []
         self.sent: list[SentCommand] = []  # every SendCommand the front let through

@@ -617,3 +617,62 @@ def test_credential_lifetime_rules():
     assert credentials.seconds_left(Session(refreshable), expires_at=soon) < 1900
     with pytest.raises(UsageError, match="with its zone"):
         credentials.parse_expiry("2026-12-03T21:40:00")
+
+
+def _dry_run_params(settings: ec2_ops.LaunchSettings) -> dict:
+    return {**ec2_ops.launch_params(_image(), settings, "run-1"), "DryRun": True}
+
+
+def test_the_dry_run_sends_the_launch_request_and_goes_on_at_dry_run_operation(ec2):
+    settings = ec2_ops.LaunchSettings(
+        instance_type="m6i.large", tags=(("CostCenter", "cc"),), kms_key="arn:k"
+    )
+    ec2.stub.add_client_error(
+        "run_instances",
+        service_error_code="DryRunOperation",
+        service_message="Request would have succeeded, but DryRun flag is set.",
+        expected_params=_dry_run_params(settings),
+    )
+    assert ec2_ops.dry_run_launch(ec2, _image(), settings, "run-1") is None
+
+
+def test_a_refused_dry_run_carries_aws_message_and_where_to_look(ec2):
+    settings = ec2_ops.LaunchSettings(instance_type="m6i.large")
+    ec2.stub.add_client_error(
+        "run_instances",
+        service_error_code="UnauthorizedOperation",
+        service_message="You are not authorized to perform this operation. Encoded authorization "
+        "failure message: zz",
+        expected_params=_dry_run_params(settings),
+    )
+    with pytest.raises(AwsError) as refused:
+        ec2_ops.dry_run_launch(ec2, _image(), settings, "run-1")
+    assert refused.value.exit_code == 3 and "\n" not in str(refused.value)
+    assert "RunInstances (DryRun) failed: UnauthorizedOperation: You are not authorized" in str(refused.value)
+    assert "failure message: zz" in str(refused.value) and "SCPs and tag policies" in str(refused.value)
+
+
+def test_a_dry_run_an_endpoint_ignored_is_no_go(ec2):
+    """An endpoint that launched instead of answering DryRunOperation: the run stops (its cleanup
+    finds the instance by the run tag)."""
+    settings = ec2_ops.LaunchSettings(instance_type="m6i.large")
+    ec2.stub.add_response("run_instances", {"Instances": [{"InstanceId": IID}]}, _dry_run_params(settings))
+    with pytest.raises(AwsError, match="DryRunIgnored"):
+        ec2_ops.dry_run_launch(ec2, _image(), settings, "run-1")
+
+
+def test_the_volume_key_encrypts_every_ebs_mapping_and_the_tags_go_on_every_kind(ec2):
+    settings = ec2_ops.LaunchSettings(
+        instance_type="m6i.large", tags=(("CostCenter", "cc"),), kms_key="arn:k"
+    )
+    params = ec2_ops.launch_params(_image(), settings, "run-1")
+    assert [m["Ebs"]["KmsKeyId"] for m in params["BlockDeviceMappings"]] == ["arn:k", "arn:k"]
+    assert all(m["Ebs"]["Encrypted"] is True for m in params["BlockDeviceMappings"])
+    kinds = {
+        s["ResourceType"]: {t["Key"]: t["Value"] for t in s["Tags"]} for s in params["TagSpecifications"]
+    }
+    assert set(kinds) == {"instance", "volume", "network-interface"}
+    assert all(tags["CostCenter"] == "cc" and tags["imagelint:run"] == "run-1" for tags in kinds.values())
+    plain = ec2_ops.launch_params(_image(), ec2_ops.LaunchSettings(instance_type="m6i.large"), "run-1")
+    assert {s["ResourceType"] for s in plain["TagSpecifications"]} == {"instance", "volume"}
+    assert not any("KmsKeyId" in m["Ebs"] for m in plain["BlockDeviceMappings"])

@@ -32,13 +32,6 @@ def _credentials(env: MotoEnv) -> dict[str, str]:
     return {"aws_access_key_id": "testing", "aws_secret_access_key": "testing", "region_name": REGION}
 
 
-@pytest.fixture
-def aws_env(moto_env: MotoEnv, monkeypatch: pytest.MonkeyPatch) -> MotoEnv:
-    for key, value in moto_env.env.items():
-        monkeypatch.setenv(key, value)
-    return moto_env
-
-
 def _one_error_line(stderr: str) -> str:
     lines = [line for line in stderr.splitlines() if line.startswith("imagelint: error:")]
     assert len(lines) == 1, stderr

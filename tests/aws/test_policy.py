@@ -10,8 +10,8 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-import boto3
 import pytest
 
 from imagelint.aws import ec2 as ec2_ops
@@ -20,6 +20,7 @@ from imagelint.aws.kms import IMPLICIT_KMS
 from imagelint.aws.policy import documents
 from imagelint.aws.policy_fill import Fill
 from tests.aws import iam_eval
+from tests.aws.conftest import Recorder
 from tests.aws.ebs_upload import encrypted_image
 from tests.aws.moto_env import MotoEnv
 from tests.aws.test_ami_inputs import PACK
@@ -98,60 +99,6 @@ def moto_env() -> Iterator[MotoEnv]:
         yield env
 
 
-class Recorder:
-    def __init__(self) -> None:
-        self.calls: set[str] = set()
-        self.requests: list[tuple[str, dict]] = []  # (service:Operation, its parameters)
-        self.lookup = lambda ids: {}  # resource id → owner and tags, as moto has them at the call
-        self.scoped: list[iam_eval.Request] = []  # what IAM evaluates for the calls the policies scope
-
-    def __call__(self, model, **kwargs) -> None:
-        prefix = model.service_model.signing_name
-        api = f"{prefix}:{model.name}"
-        self.calls.add(policy.ACTION_OF.get(api, api))
-
-    def parameters(self, params, model, **kwargs) -> None:
-        api = f"{model.service_model.signing_name}:{model.name}"
-        self.requests.append((api, dict(params)))
-        ids = params.get(iam_eval.LOOKED_UP.get(api, ""), [])
-        facts = self.lookup([ids] if isinstance(ids, str) else list(ids))
-        self.scoped += iam_eval.requests_of(api, dict(params), facts)
-
-    def made(self, api: str) -> list[dict]:
-        return [params for name, params in self.requests if name == api]
-
-
-@pytest.fixture
-def recorded(monkeypatch: pytest.MonkeyPatch, moto_env: MotoEnv) -> Iterator[Recorder]:
-    """Every boto3 session the code makes records its API calls; every URL it signs counts as the
-    S3 action the URL performs (the instance acts with the signer's permission)."""
-    from imagelint.aws import s3urls
-
-    for key, value in moto_env.env.items():
-        monkeypatch.setenv(key, value)
-    recorder = Recorder()
-    recorder.lookup = lambda ids: iam_eval.resource_facts(moto_env.client("ec2", direct=True), ids)
-    real = boto3.session.Session
-
-    class Recording(real):  # type: ignore[misc,valid-type]
-        def __init__(self, *args, **kwargs) -> None:
-            super().__init__(*args, **kwargs)
-            self.events.register("before-call", recorder)
-            self.events.register("before-parameter-build", recorder.parameters)
-
-    monkeypatch.setattr(boto3.session, "Session", Recording)
-    sign = s3urls.Presigner._sign
-
-    def signing(self, method, key, expires, metadata=None):
-        action = {"get_object": "s3:GetObject", "put_object": "s3:PutObject"}[method]
-        recorder.calls.add(action)
-        recorder.scoped += iam_eval.requests_of(action, {"Bucket": self.bucket, "Key": key}, {})
-        return sign(self, method, key, expires, metadata)
-
-    monkeypatch.setattr(s3urls.Presigner, "_sign", signing)
-    yield recorder
-
-
 def test_every_call_of_every_flow_is_in_the_runner_policy(
     recorded: Recorder, moto_env: MotoEnv, sample_image: Path, tmp_path: Path
 ):
@@ -183,6 +130,9 @@ def test_every_call_of_every_flow_is_in_the_runner_policy(
         launch, launch=LaunchSettings(instance_type="t3.micro"), create_profile=True, on_fail="none"
     )
     assert run_ami(made).value == "fail"
+    # a hardened account: EBS encryption by default with a customer managed key, tags an SCP requires
+    # (on the role and profile too), a permissions boundary, the volumes under a chosen key
+    _hardened_flow(moto_env, made)
     assert run_ami(launch).value == "fail"
     # volume mode on a fresh image (moto has no EnableImageDeprecation: test_contract covers it)
     # ... on an AMI whose snapshot is encrypted with a customer managed key (the KMS pre-flight)
@@ -238,6 +188,62 @@ def test_every_call_of_every_flow_is_in_the_runner_policy(
     implicit = {k for call in recorded.calls for k in IMPLICIT_KMS.get(call, ())}
     assert {"kms:CreateGrant", "kms:Decrypt"} <= implicit
     assert not {k for k in implicit if not _allowed(k, allowed)}, implicit
+    _check_hardened_permissions(recorded)
+
+
+def _hardened_flow(env: MotoEnv, made: Any) -> None:
+    from imagelint.aws.ec2 import LaunchSettings
+    from imagelint.commands.ami import run_ami
+
+    kms, ec2 = env.client("kms"), env.client("ec2", direct=True)
+    env.ebs_default_key = kms.create_key(Description="account default")["KeyMetadata"]["Arn"]
+    volumes = kms.create_key(Description="volumes")["KeyMetadata"]["Arn"]
+    boundary = env.client("iam").create_policy(
+        PolicyName="boundary",
+        PolicyDocument=json.dumps(
+            {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
+        ),
+    )["Policy"]["Arn"]
+    tags = (("CostCenter", "cc-42"),)
+    ec2.enable_ebs_encryption_by_default()
+    try:
+        settings = LaunchSettings(instance_type="t3.micro", tags=tags)
+        hardened = dataclasses.replace(made, launch=settings, permissions_boundary=boundary)
+        assert run_ami(hardened).value == "fail"
+        keyed = dataclasses.replace(settings, kms_key=volumes)
+        assert run_ami(dataclasses.replace(made, launch=keyed)).value == "fail"
+    finally:
+        ec2.disable_ebs_encryption_by_default()
+
+
+def _granting(action: str) -> list[dict[str, Any]]:
+    return [s for s in policy.runner_policy()["Statement"] if _allowed(action, set(s["Action"]))]
+
+
+def _check_hardened_permissions(recorded: Recorder) -> None:
+    """What AWS checks besides the called action when a request carries tags or a boundary: IAM's
+    iam:TagRole / iam:TagInstanceProfile for Tags in CreateRole / CreateInstanceProfile, EC2's
+    ec2:CreateTags (ec2:CreateAction RunInstances) on the network interface it tags, and
+    CreateRole's iam:PermissionsBoundary condition (AWS's documented way to require a boundary)."""
+    assert {"ec2:GetEbsEncryptionByDefault", "ec2:GetEbsDefaultKmsKeyId"} <= recorded.calls
+    roles = [p for p in recorded.made("iam:CreateRole") if "Tags" in p]
+    profiles = [p for p in recorded.made("iam:CreateInstanceProfile") if "Tags" in p]
+    assert roles and profiles and _granting("iam:TagRole") and _granting("iam:TagInstanceProfile")
+    bounded = [p for p in recorded.made("iam:CreateRole") if "PermissionsBoundary" in p]
+    assert bounded and any(
+        "iam:PermissionsBoundary" in s.get("Condition", {}).get("StringLike", {})
+        for s in _granting("iam:CreateRole")
+    )
+    interfaces = [
+        p
+        for p in recorded.made("ec2:RunInstances")
+        if any(t["ResourceType"] == "network-interface" for t in p.get("TagSpecifications", []))
+    ]
+    assert interfaces and any(
+        "network-interface" in str(s["Resource"])
+        and s.get("Condition") == {"StringEquals": {"ec2:CreateAction": "RunInstances"}}
+        for s in _granting("ec2:CreateTags")
+    )
 
 
 def test_the_implicit_kms_actions_are_in_the_printed_policies() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.aws.moto_env import MotoEnv
+from tests.aws.moto_env import MotoEnv, dry_run
 from tests.support import run_cli
 
 FAST = ("--poll", "0.2s", "--soak", "0")
@@ -34,6 +34,8 @@ def _at_launch(env: MotoEnv) -> list[dict[str, Any]]:
     seen: list[dict[str, Any]] = []
 
     def record(form: dict[str, list[str]]) -> None:
+        if dry_run(form):  # the pre-flight, before the group exists
+            return
         ids = [v[0] for k, v in sorted(form.items()) if k.startswith("SecurityGroupId.")]
         groups = env.client("ec2", direct=True).describe_security_groups(GroupIds=ids)["SecurityGroups"]
         seen.append({"ids": ids, "groups": groups})

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from imagelint.aws import policy
-from tests.aws.moto_env import MotoEnv
+from tests.aws.moto_env import MotoEnv, dry_run
 from tests.support import run_cli
 
 FAST = ("--poll", "0.2s", "--soak", "0")
@@ -49,6 +49,8 @@ def _at_launch(env: MotoEnv) -> list[dict[str, Any]]:
     seen: list[dict[str, Any]] = []
 
     def record(form: dict[str, list[str]]) -> None:
+        if dry_run(form):  # the pre-flight, before the profile exists
+            return
         name = form["IamInstanceProfile.Name"][0]
         iam = env.client("iam", direct=True)
         (role,) = iam.get_instance_profile(InstanceProfileName=name)["InstanceProfile"]["Roles"]
