@@ -116,6 +116,36 @@ def interleaved(
     return med
 
 
+def audit_commands(image: Path, jdir: Path, rootfs: Path) -> Commands:
+    """The three timed commands: the whole audit of the image holding the journal ``jdir``,
+    journalctl's query for the restart message on it, and the audit of the image without its journal."""
+    return {
+        "imagelint audit IMAGE -f json:/dev/null": (
+            [sys.executable, "-m", "imagelint", "audit", str(image), "-f", "json:/dev/null"],
+            (0, 1),
+        ),
+        "journalctl MESSAGE_ID=<restart> -o json": (
+            ["sh", "-c", f"exec journalctl --directory='{jdir}' MESSAGE_ID={RESTART_ID} -o json >/dev/null"],
+            (0,),
+        ),
+        "imagelint audit ROOTFS (no journal)": (
+            [sys.executable, "-m", "imagelint", "audit", str(rootfs), "-f", "json:/dev/null"],
+            (0, 1),
+        ),
+    }
+
+
+def against_journalctl(med: dict[str, tuple[float, float]], goal: float = GOAL) -> tuple[float, ...]:
+    """Print the audit's wall and CPU time against journalctl's (the first two of ``med``, from
+    :func:`audit_commands`) with the goal; the (wall, CPU) pairs of the three commands, flat."""
+    (aw, ac), (jw, jc), (rw, rc) = list(med.values())[:3]
+    for what, ours, base in (("wall", aw, jw), ("CPU", ac, jc)):
+        ratio = ours / base
+        verdict = "MET" if ratio <= goal else "MISSED"
+        print(f"  audit / journalctl ({what}): {ratio:.2f}  goal <= {goal}  {verdict}")
+    return aw, ac, jw, jc, rw, rc
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--entries", type=int, default=1_000_000)
@@ -136,31 +166,14 @@ def main() -> None:
     size = sum(p.stat().st_size for p in files)
     print(f"image: {image} (hard links of {rootfs}); journal: {len(files)} files, {size / 2**20:.0f} MiB")
     jdir = journal / MACHINE_ID
-    commands = {
-        "imagelint audit IMAGE -f json:/dev/null": (
-            [sys.executable, "-m", "imagelint", "audit", str(image), "-f", "json:/dev/null"],
-            (0, 1),
-        ),
-        "journalctl MESSAGE_ID=<restart> -o json": (
-            ["sh", "-c", f"exec journalctl --directory='{jdir}' MESSAGE_ID={RESTART_ID} -o json >/dev/null"],
-            (0,),
-        ),
-        "imagelint audit ROOTFS (no journal)": (
-            [sys.executable, "-m", "imagelint", "audit", str(rootfs), "-f", "json:/dev/null"],
-            (0, 1),
-        ),
-    }
+    commands = audit_commands(image, jdir, rootfs)
     envs = dict.fromkeys(commands, env)
     if args.baseline is not None:
         name = "baseline audit IMAGE -f json:/dev/null"
         commands[name] = commands["imagelint audit IMAGE -f json:/dev/null"]
         envs[name] = base_env
     med = interleaved(commands, envs, args.runs)
-    (aw, ac), (jw, jc), (rw, rc) = list(med.values())[:3]
-    for what, ours, base in (("wall", aw, jw), ("CPU", ac, jc)):
-        ratio = ours / base
-        verdict = "MET" if ratio <= GOAL else "MISSED"
-        print(f"  audit / journalctl ({what}): {ratio:.2f}  goal <= {GOAL}  {verdict}")
+    aw, ac, jw, jc, rw, rc = against_journalctl(med)
     share = f"wall {(aw - rw) / jw:.2f}, CPU {(ac - rc) / jc:.2f}"
     print(f"  (audit - audit without journal) / journalctl: {share}")
     if args.baseline is not None:

@@ -30,17 +30,21 @@ from __future__ import annotations
 import argparse
 import compileall
 import os
-import shutil
 import sys
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.journal_audit import cloud_rootfs, ensure_image, interleaved  # noqa: E402
-from benchmarks.journal_vs_journalctl import cache_root  # noqa: E402
-from tests.facts.journal.exportgen import MACHINE_ID, RESTART_ID, large_history, write_journal  # noqa: E402
+from benchmarks.journal_audit import (  # noqa: E402
+    against_journalctl,
+    audit_commands,
+    cloud_rootfs,
+    ensure_image,
+    interleaved,
+)
+from benchmarks.journal_vs_journalctl import cached_journal  # noqa: E402
+from tests.facts.journal.exportgen import MACHINE_ID, large_history, write_journal  # noqa: E402
 from tests.treerss import MAX_RSS_MIB, run_tree  # noqa: E402
 
 GOAL = 1.0
@@ -52,22 +56,15 @@ buckets and rotates at 75 % fill: about one new DATA object per entry here (each
 def ensure_multifile_journal(entries: int, files: int, boots: int, cycles: int) -> Path:
     """The journal directory, written once: ``entries`` entries over ``boots`` boots, ``cycles`` of
     them crash-loop turns (7 entries each), in about ``files`` files of one writer."""
-    d = cache_root() / f"journal-multifile-{entries}-{files}-{boots}-{cycles}"
-    marker = d / ".complete"
-    if marker.exists():
-        return d
-    if d.exists():
-        shutil.rmtree(d)
-    d.mkdir(parents=True)
     per_file = entries / (files - 0.5)
     max_size = -(-int(per_file * DATA_PER_MAX_BYTE) // 2**20) * 2**20  # whole MiB, rounded up
-    print(f"generating a {entries}-entry journal in ~{files} files in {d} (once) ...", flush=True)
-    t = time.perf_counter()
-    history = large_history(entries, boots=boots, restart_cycles=cycles)
-    write_journal(history, d, max_file_size=max_size)
-    marker.write_text("ok\n")
-    print(f"  done in {time.perf_counter() - t:.0f} s", flush=True)
-    return d
+    return cached_journal(
+        f"journal-multifile-{entries}-{files}-{boots}-{cycles}",
+        f"a {entries}-entry journal in ~{files} files",
+        lambda d: write_journal(
+            large_history(entries, boots=boots, restart_cycles=cycles), d, max_file_size=max_size
+        ),
+    )
 
 
 def main() -> None:
@@ -90,29 +87,15 @@ def main() -> None:
     files = sorted(jdir.glob("*.journal*"))
     size = sum(p.stat().st_size for p in files)
     print(f"image: {image}; journal: {len(files)} files, {size / 1e6:.0f} MB ({size / 2**20:.0f} MiB)")
-    audit = [sys.executable, "-m", "imagelint", "audit", str(image), "-f", "json:/dev/null"]
-    commands = {
-        "imagelint audit IMAGE -f json:/dev/null": (audit, (0, 1)),
-        "journalctl MESSAGE_ID=<restart> -o json": (
-            ["sh", "-c", f"exec journalctl --directory='{jdir}' MESSAGE_ID={RESTART_ID} -o json >/dev/null"],
-            (0,),
-        ),
-        "imagelint audit ROOTFS (no journal)": (
-            [sys.executable, "-m", "imagelint", "audit", str(rootfs), "-f", "json:/dev/null"],
-            (0, 1),
-        ),
-    }
+    commands = audit_commands(image, jdir, rootfs)
+    audit = commands["imagelint audit IMAGE -f json:/dev/null"][0]
     envs = dict.fromkeys(commands, env)
     if args.baseline is not None:
         compileall.compile_dir(str(args.baseline / "imagelint"), quiet=1)
         commands["baseline audit IMAGE"] = (audit, (0, 1))
         envs["baseline audit IMAGE"] = {**env, "PYTHONPATH": str(args.baseline.resolve())}
     med = interleaved(commands, envs, args.runs)
-    (aw, ac), (jw, jc), (rw, rc) = list(med.values())[:3]
-    for what, ours, base in (("wall", aw, jw), ("CPU", ac, jc)):
-        ratio = ours / base
-        verdict = "MET" if ratio <= GOAL else "MISSED"
-        print(f"  audit / journalctl ({what}): {ratio:.2f}  goal <= {GOAL}  {verdict}")
+    aw, ac, jw, jc, rw, rc = against_journalctl(med, GOAL)
     print(f"  audit / audit without journal: wall {aw / rw:.2f}, CPU {ac / rc:.2f}")
     if args.baseline is not None:
         bw, bc = med["baseline audit IMAGE"]

@@ -31,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -66,20 +67,31 @@ def cache_root() -> Path:
     return Path(os.environ.get("IMAGELINT_TEST_CACHE", xdg / "imagelint-tests"))
 
 
-def ensure_journal(entries: int) -> Path:
-    d = cache_root() / f"journal-bench-{entries}"
+def cached_journal(name: str, what: str, write: Callable[[Path], None]) -> Path:
+    """The cache directory ``name``, written by ``write(dir)`` the first time (a directory left
+    half-written by an interrupted run is written again)."""
+    d = cache_root() / name
     marker = d / ".complete"
     if marker.exists():
         return d
     if d.exists():
         shutil.rmtree(d)
     d.mkdir(parents=True)
-    print(f"generating a {entries}-entry journal in {d} with systemd-journal-remote (once) ...", flush=True)
+    print(f"generating {what} in {d} with systemd-journal-remote (once) ...", flush=True)
     t = time.perf_counter()
-    write_journal(large_history(entries, restart_cycles=max(10, entries // 330)), d)
+    write(d)
     marker.write_text("ok\n")
     print(f"  done in {time.perf_counter() - t:.0f} s", flush=True)
     return d
+
+
+def ensure_journal(entries: int) -> Path:
+    cycles = max(10, entries // 330)
+    return cached_journal(
+        f"journal-bench-{entries}",
+        f"a {entries}-entry journal",
+        lambda d: write_journal(large_history(entries, restart_cycles=cycles), d),
+    )
 
 
 def _children_cpu() -> float:
