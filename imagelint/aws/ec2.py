@@ -154,6 +154,7 @@ class LaunchSettings:
     key_name: str | None = None
     tags: tuple[tuple[str, str], ...] = ()  # --resource-tag: on every resource the run creates
     kms_key: str | None = None  # --volume-kms-key (its ARN once checked): every volume encrypted with it
+    public_ip: bool | None = None  # False: no public IPv4 even if the subnet maps one (None: its default)
 
 
 OWN_TAGS = 3  # the most tags a run puts on one resource itself (run, Name and one more)
@@ -291,10 +292,21 @@ def launch_params(
     }
     if instance_type.split(".")[0] in BURSTABLE:
         params["CreditSpecification"] = {"CpuCredits": "standard"}
-    if settings.subnet:
-        params["SubnetId"] = settings.subnet
-    if settings.security_groups:
-        params["SecurityGroupIds"] = list(settings.security_groups)
+    if settings.subnet and settings.public_ip is False:
+        # only an interface spec can refuse the address a subnet maps; subnet and groups go in it
+        interface: dict[str, Any] = {
+            "DeviceIndex": 0,
+            "SubnetId": settings.subnet,
+            "AssociatePublicIpAddress": False,
+        }
+        if settings.security_groups:
+            interface["Groups"] = list(settings.security_groups)
+        params["NetworkInterfaces"] = [interface]
+    else:
+        if settings.subnet:
+            params["SubnetId"] = settings.subnet
+        if settings.security_groups:
+            params["SecurityGroupIds"] = list(settings.security_groups)
     if settings.instance_profile:
         key = "Arn" if settings.instance_profile.startswith("arn:") else "Name"
         params["IamInstanceProfile"] = {key: settings.instance_profile}

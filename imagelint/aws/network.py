@@ -222,3 +222,22 @@ def check_reachability(
         for v in blocked
     ]
     return warnings
+
+
+def public_ip_needed(
+    ec2: Any, where: Placement, region: str, *, bucket_region: str | None = None
+) -> bool | None:
+    """Whether the instance needs the public IPv4 address its ``--subnet`` gives by default
+    (``MapPublicIpOnLaunch``): only when its path to SSM and S3 is an internet gateway. A subnet
+    that gets there without one (a NAT or transit gateway, VPC endpoints) launches with none
+    (Security Hub EC2.9). None: not ours to decide (no ``--subnet``, or the subnet gives none)."""
+    if not where.given or not where.subnets[0].get("MapPublicIpOnLaunch"):
+        return None
+    subnet = where.subnets[0]
+    endpoints = paginate(
+        ec2, "describe_vpc_endpoints", "VpcEndpoints", Filters=[{"Name": "vpc-id", "Values": [where.vpc_id]}]
+    )
+    private = judge(
+        {**subnet, "MapPublicIpOnLaunch": False}, route_table(ec2, subnet), endpoints, region, bucket_region
+    )
+    return bool(private.missing or private.unsure)

@@ -414,7 +414,10 @@ def _launch(
         clients.ec2, where, image.region, refuse=options.network_check, bucket_region=bucket_region
     ):
         progress.log(f"warning: {warning}")
-    launch = dataclasses.replace(options.launch, instance_type=instance_type, kms_key=kms_key)
+    public_ip = network.public_ip_needed(clients.ec2, where, image.region, bucket_region=bucket_region)
+    launch = dataclasses.replace(
+        options.launch, instance_type=instance_type, kms_key=kms_key, public_ip=public_ip
+    )
     group_id: str | None = None
     instance_id: str | None = None
     command_id: str | None = None

@@ -271,3 +271,47 @@ def test_cli_runs_in_a_private_subnet_with_endpoints(moto_env: MotoEnv, sample_i
     ][0]
     assert described["SubnetId"] == vpc.subnet
     assert moto_env.alive() == {"instances": [], "volumes": [], "groups": []}
+
+
+def test_a_public_address_only_where_the_path_needs_one(moto_env: MotoEnv) -> None:
+    """Security Hub EC2.9: a --subnet that maps public IPv4 addresses gives the instance none when its
+    path to SSM and S3 is a NAT gateway or VPC endpoints; only an internet-gateway path needs one."""
+    vpc = Vpc(moto_env, public_ips=True)
+    where = network.placement(vpc.ec2, vpc.subnet)
+    vpc.default_route(GatewayId=vpc.igw())
+    assert network.public_ip_needed(vpc.ec2, where, REGION) is True
+    vpc.endpoints(*SSM)
+    vpc.s3_gateway()
+    assert network.public_ip_needed(vpc.ec2, where, REGION) is False  # the endpoints are enough
+    assert network.public_ip_needed(vpc.ec2, where, REGION, bucket_region="eu-central-1") is True
+    private = Vpc(moto_env)  # maps no address: nothing to decide
+    assert (
+        network.public_ip_needed(private.ec2, network.placement(private.ec2, private.subnet), REGION) is None
+    )
+    assert network.public_ip_needed(vpc.ec2, network.placement(vpc.ec2, None), REGION) is None
+
+
+def test_cli_launches_without_a_public_address_where_endpoints_reach_everything(
+    moto_env: MotoEnv, sample_image: Path
+) -> None:
+    moto_env.agent.rootfs = sample_image
+    vpc = Vpc(moto_env, public_ips=True)
+    vpc.endpoints(*SSM)
+    vpc.s3_gateway()
+    launches: list[dict[str, list[str]]] = []
+    moto_env.on_call["RunInstances"] = launches.append
+    proc = run_cli(
+        "ami", moto_env.image_id, "--report-bucket", moto_env.bucket, "--instance-profile", moto_env.profile,
+        "--subnet", vpc.subnet, "--poll", "0.2s", "--soak", "0", env=moto_env.env, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr  # the sample image's findings
+    assert len(launches) == 2  # the DryRun and the launch, the same request
+    for form in launches:
+        assert form["NetworkInterface.1.AssociatePublicIpAddress"] == ["false"]
+        assert form["NetworkInterface.1.SubnetId"] == [vpc.subnet] and "SubnetId" not in form
+    (instance,) = moto_env.launched()
+    described = moto_env.client("ec2").describe_instances(InstanceIds=[instance])["Reservations"][0][
+        "Instances"
+    ][0]
+    assert described["SubnetId"] == vpc.subnet and "PublicIpAddress" not in described
+    assert moto_env.alive() == {"instances": [], "volumes": [], "groups": []}
