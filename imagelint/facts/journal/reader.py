@@ -1225,36 +1225,13 @@ class JournalFile:
     def fields_at(self, off: int, fields: Collection[str]) -> tuple[str, int, dict[str, FieldValue]]:
         """(boot id as hex, realtime, the named fields) of the entry at ``off``: no cursor, no more.
 
-        What an analysis needs when ``entry(off, fields)`` would be more than it asks for; the hot
-        path of indexed analyses, hence written out rather than shared with ``entry``.
+        What an analysis needs when ``entry(off, fields)`` would be more than it asks for: the hot
+        path of indexed analyses.
         """
         sel = self._selections.get(fields) if type(fields) is frozenset else None
         if sel is None:
             sel = self._selection(fields)
-        buf = self._buf
-        if off & 7 or off < self._first or off + ENTRY_ITEMS_OFFSET > self._end:
-            raise CorruptJournal("entry has an invalid offset", offset=off)
-        otype, _flags, size, seqnum, realtime, _m, boot_id, _x = ENTRY_OBJECT.unpack(
-            buf[off : off + ENTRY_OBJECT.size]
-        )
-        if (
-            otype != _ENTRY
-            or size <= ENTRY_ITEMS_OFFSET  # an entry without items is not one (journalctl --verify)
-            or off + size > self._end
-            or (size - ENTRY_ITEMS_OFFSET) % self._item_size
-        ):
-            raise CorruptJournal(f"expected an ENTRY object, found type {otype} size {size}", offset=off)
-        if not 0 < realtime < REALTIME_MAX:
-            raise CorruptJournal(f"entry has an impossible realtime stamp {realtime}", offset=off)
-        n = (size - ENTRY_ITEMS_OFFSET) // self._item_size
-        if n > MAX_ITEMS:
-            raise CorruptJournal(f"entry has {n} items, more than the limit of {MAX_ITEMS}", offset=off)
-        if self.compact:
-            items: Sequence[int] = _unpack_u32(buf, off + ENTRY_ITEMS_OFFSET, n)
-        else:
-            items = _regular_items(buf, off + ENTRY_ITEMS_OFFSET, n)
-        self._check_items(off, size, seqnum, boot_id, items)
-        self._spent = 0
+        (_seq, realtime, _m, boot_id, _x), items = self._entry_items(off)
         pairs: list[Any]
         if sel.closed and not sel.has_large:
             pairs = list(filter(None, map(sel.known.get, items)))
