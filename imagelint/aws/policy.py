@@ -39,14 +39,11 @@ caller's behalf for an encrypted snapshot (:data:`imagelint.aws.kms.IMPLICIT_KMS
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from imagelint.aws.ec2 import RUN_TAG
-from imagelint.aws.partitions import Partition, for_partition, partition_of
+from imagelint.aws.partitions import Partition, for_partition
 from imagelint.aws.ssm import DOCUMENT
-
-if TYPE_CHECKING:
-    from imagelint.aws.policy_fill import Fill
 
 _EC2 = "arn:aws:ec2:*:*:{}/*"  # account-owned EC2 resources (instance, volume, subnet...)
 _IMAGES = ["arn:aws:ec2:*::image/*", "arn:aws:ec2:*::snapshot/*"]  # images and snapshots: no account
@@ -290,26 +287,3 @@ SSM_MANAGED_POLICY = "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore"
 def managed_policy_arn(partition: str) -> str:
     """``AmazonSSMManagedInstanceCore`` in ``partition`` (an AWS managed policy has an ARN per partition)."""
     return str(for_partition(SSM_MANAGED_POLICY, Partition(partition, "")))
-
-
-def documents(region: str | None = None, values: Fill | None = None) -> dict[str, Any]:
-    """Every IAM document a user pastes, by name, as ``imagelint ami policies`` prints them, for the
-    partition of ``region`` (ARNs, endpoint names), with the placeholders ``values`` gives filled in
-    (:mod:`imagelint.aws.policy_fill`): the runner's policy, the instance role's trust policy and
-    the AWS managed policy it needs (and nothing else: no S3 permission, the instance uploads through
-    a presigned URL of its own key), and snapshot mode's smaller runner policy."""
-    from imagelint.aws.policy_fill import Fill, fill
-    from imagelint.aws.snapshot import IAM_POLICY
-
-    partition = partition_of(region)
-    docs = for_partition(
-        {
-            "runner": runner_policy(),
-            "instance-trust": INSTANCE_TRUST,
-            "instance-role-managed-policy": SSM_MANAGED_POLICY,
-            "snapshot-mode": IAM_POLICY,
-        },
-        partition,
-    )
-    filled: dict[str, Any] = fill(docs, (values or Fill()).replacements(partition))
-    return filled

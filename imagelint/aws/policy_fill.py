@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from imagelint.aws import policy
-from imagelint.aws.partitions import Partition
+from imagelint.aws.partitions import Partition, for_partition, partition_of
 from imagelint.errors import UsageError
 
 _BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")  # S3's bucket naming rules (the characters, length)
@@ -109,3 +109,25 @@ def _text(text: str, replacements: list[tuple[str, str | list[str]]]) -> str:
         if isinstance(value, str):
             text = text.replace(token, value)
     return text
+
+
+def documents(region: str | None = None, values: Fill | None = None) -> dict[str, Any]:
+    """Every IAM document a user pastes, by name, as ``imagelint ami policies`` prints them, for the
+    partition of ``region`` (ARNs, endpoint names), with the placeholders ``values`` gives filled in
+    (:func:`fill`): the runner's policy, the instance role's trust policy and
+    the AWS managed policy it needs (and nothing else: no S3 permission, the instance uploads through
+    a presigned URL of its own key), and snapshot mode's smaller runner policy."""
+    from imagelint.aws.snapshot import IAM_POLICY
+
+    partition = partition_of(region)
+    docs = for_partition(
+        {
+            "runner": policy.runner_policy(),
+            "instance-trust": policy.INSTANCE_TRUST,
+            "instance-role-managed-policy": policy.SSM_MANAGED_POLICY,
+            "snapshot-mode": IAM_POLICY,
+        },
+        partition,
+    )
+    filled: dict[str, Any] = fill(docs, (values or Fill()).replacements(partition))
+    return filled

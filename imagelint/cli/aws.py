@@ -340,9 +340,9 @@ def ami_policies(
     runner: the identity running `imagelint ami check` in launch mode. The placeholders (INSTANCE-ROLE,
     REPORT-BUCKET, ACCOUNT-ID, CANDIDATE-TAG-KEY/VALUE, FLEET-TAG-KEY/VALUE, RUN-ROLE-ARN) are filled in
     by the options of the same names; one not given stays a placeholder. instance-trust: the trust
-    policy of the instance profile's role,
-    which needs the AWS managed policy named by instance-role-managed-policy and nothing else (the
-    instance uploads its report through a presigned URL of its own key). snapshot-mode: the identity
+    policy of the instance profile's role, which needs the AWS managed policy named by
+    instance-role-managed-policy and nothing else (the instance uploads its report through a
+    presigned URL of its own key). snapshot-mode: the identity
     running --mode snapshot. ARNs and endpoint names are those of --region's partition (botocore's
     endpoint data): arn:aws-cn: and amazonaws.com.cn for cn-north-1. Examples:
 
@@ -352,13 +352,13 @@ def ami_policies(
 
       imagelint ami policies | jq '.["instance-trust"]'
 
-      imagelint ami policies runner --report-bucket my-reports --account 123456789012 \
-        --candidate-tag stage=candidate --fleet-tag Role=web --instance-role imagelint-instance
+      imagelint ami policies runner --report-bucket reports --account 123456789012
+
+      imagelint ami policies runner --candidate-tag stage=rc --fleet-tag Role=web
     """
     import json
 
-    from imagelint.aws.policy import documents
-    from imagelint.aws.policy_fill import Fill
+    from imagelint.aws.policy_fill import Fill, documents
     from imagelint.errors import UsageError
 
     values = Fill(report_bucket, report_prefix, account, candidate_tag, fleet_tag, role_arn, instance_role)

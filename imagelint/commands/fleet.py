@@ -185,7 +185,10 @@ def run_fleet(options: FleetOptions) -> Verdict:
         soak_seconds=options.soak_seconds,
         soak_interval=options.soak_interval,
     )
-    plans = {iid: bound_plan(clients, base, iid, expires) for iid in managed}
+    # each command's URL lives its own run and its send's throttled retries from the moment it is
+    # signed, again just before its send (Rollout.sign): these first ones size the parameters
+    command_life = math.ceil(sizes.wave_seconds + backoff.longest)
+    plans = {iid: bound_plan(clients, base, iid, command_life) for iid in managed}
     # every command's parameters fit SSM's quota, or nothing is sent
     largest = max((ssm_ops.check_parameters(ssm_ops.parameters(p), i) for i, p in plans.items()), default=0)
     rollout = Rollout(
@@ -197,7 +200,7 @@ def run_fleet(options: FleetOptions) -> Verdict:
         poll=options.poll,
         backoff=backoff,
         offline_grace=options.offline_grace,
-        sign=lambda iid: bound_plan(clients, base, iid, math.ceil(sizes.wave_seconds + backoff.longest)),
+        sign=lambda iid: bound_plan(clients, base, iid, command_life),
     )
     guard = SignalGuard()
     with guard.installed(), Progress(interactive=options.interactive) as progress:

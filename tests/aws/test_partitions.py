@@ -9,7 +9,8 @@ import json
 import pytest
 
 from imagelint.aws.partitions import partition_of
-from imagelint.aws.policy import documents, managed_policy_arn
+from imagelint.aws.policy import managed_policy_arn
+from imagelint.aws.policy_fill import documents
 from tests.support import run_cli
 
 

@@ -17,8 +17,7 @@ import pytest
 from imagelint.aws import ec2 as ec2_ops
 from imagelint.aws import kms, policy
 from imagelint.aws.kms import IMPLICIT_KMS
-from imagelint.aws.policy import documents
-from imagelint.aws.policy_fill import Fill
+from imagelint.aws.policy_fill import Fill, documents
 from tests.aws import iam_eval
 from tests.aws.conftest import Recorder
 from tests.aws.ebs_upload import encrypted_image

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from imagelint.aws.policy import CANDIDATE_TAG, VERDICT_TAG_KEYS, documents
-from imagelint.aws.policy_fill import Fill
+from imagelint.aws.policy import CANDIDATE_TAG, VERDICT_TAG_KEYS
+from imagelint.aws.policy_fill import Fill, documents
 from tests.aws.iam_eval import ACCOUNT, REGION, Request, allowed_by
 from tests.support import run_cli
 
