@@ -179,6 +179,12 @@ class Filesystem:
         return ((child.filename, child) for child in node.iterdir())
 
     def _node(self, parts: Parts) -> Any | None:
+        # A walk asks for a child of the directory it listed last: its listing is cached, so the
+        # node is one lookup, not a descent from the root (a directory cycle 2,048 levels deep made
+        # that descent, and its prefixes, the whole cost of the walk).
+        parent = self._dirs.get(parts[:-1]) if parts else None
+        if parent is not None:
+            return parent.get(parts[-1])
         node = self.fs.root
         for i, name in enumerate(parts):
             if self._stat_fields(node)[0] & 0o170000 != stat.S_IFDIR:
