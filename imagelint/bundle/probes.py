@@ -18,18 +18,7 @@ from pathlib import Path
 
 from imagelint.bundle.numbers import count, seconds
 from imagelint.errors import ImageReadError
-from imagelint.facts.cgroups import (
-    CgroupLayout,
-    CgroupStat,
-    ProbeResult,
-    Sample,
-    SubtreeCount,
-    decide_layout,
-    parse_cgroup_stat,
-    parse_proc_cgroups,
-    sample_from_counts,
-    v2_subtree,
-)
+from imagelint.facts import cgroups as cg
 from imagelint.facts.soak import SoakResult
 from imagelint.facts.systemd.live import LiveState, parse_live
 from imagelint.facts.systemd.show import RestartSnapshot, parse_show_blocks, parse_systemctl_show
@@ -120,9 +109,10 @@ def _sections(text: str) -> tuple[dict[str, tuple[str, int]], list[tuple[str, st
     return head, [(name, "\n".join(lines), number) for name, lines, number in sections]
 
 
-def layout(meta: Path) -> CgroupLayout:
-    """The host's cgroup layout, decided by :func:`decide_layout` (as on a live host) from what the
-    collector found under ``/sys/fs/cgroup`` and the first sample's ``/proc/cgroups``."""
+def layout(meta: Path) -> cg.CgroupLayout:
+    """The host's cgroup layout, decided by :func:`imagelint.facts.cgroups.decide_layout` (as on a
+    live host) from what the collector found under ``/sys/fs/cgroup`` and the first sample's
+    ``/proc/cgroups``."""
     facts: dict[str, list[str]] = {}
     for line in _read(meta / "soak" / "layout").splitlines():
         key, _, value = line.partition(" ")
@@ -134,7 +124,7 @@ def layout(meta: Path) -> CgroupLayout:
     proc = {name: body for name, body, _ in sections}.get("/proc/cgroups")
     if proc is None:
         raise ImageReadError(f"imagelint/soak/{samples[0].name}", "no /proc/cgroups section")
-    rows = parse_proc_cgroups(proc, where=f"imagelint/soak/{samples[0].name}: /proc/cgroups")
+    rows = cg.parse_proc_cgroups(proc, where=f"imagelint/soak/{samples[0].name}: /proc/cgroups")
     mounted = facts.get("mounted", [])
     if len(mounted) > MAX_MOUNTED:
         raise ImageReadError("imagelint/soak/layout", f"more than {MAX_MOUNTED} hierarchies mounted")
@@ -155,16 +145,16 @@ def layout(meta: Path) -> CgroupLayout:
         *(["memory"] if v1 != "-" else []),
         *(["unified"] if v2_path == root / "unified" else []),
     }
-    return decide_layout(rows, root, v2_path, controllers, v1_memory_path, dirs.__contains__)
+    return cg.decide_layout(rows, root, v2_path, controllers, v1_memory_path, dirs.__contains__)
 
 
-def samples(meta: Path, found: CgroupLayout) -> list[Sample]:
-    out: list[Sample] = []
+def samples(meta: Path, found: cg.CgroupLayout) -> list[cg.Sample]:
+    out: list[cg.Sample] = []
     for path in sorted((meta / "soak").glob("sample.*")):
         where = f"imagelint/soak/{path.name}"
         head, sections = _sections(_read(path))
-        v2_root: CgroupStat | None = None
-        subtrees: list[SubtreeCount] = []
+        v2_root: cg.CgroupStat | None = None
+        subtrees: list[cg.SubtreeCount] = []
         proc: tuple[str, str] | None = None
         dirs: int | None = None
         for name, body, number in sections:
@@ -173,12 +163,14 @@ def samples(meta: Path, found: CgroupLayout) -> list[Sample]:
             elif name.startswith("memdirs "):
                 dirs = count(name[8:], f"{where}:{number}", "memdirs")
             elif name == "cgroup.stat":
-                v2_root = parse_cgroup_stat(body, where=f"{where}: cgroup.stat")
+                v2_root = cg.parse_cgroup_stat(body, where=f"{where}: cgroup.stat")
             elif name.startswith("subtree "):
-                subtrees.append(v2_subtree(name[8:], parse_cgroup_stat(body, where=f"{where}: {name}")))
+                subtrees.append(cg.v2_subtree(name[8:], cg.parse_cgroup_stat(body, where=f"{where}: {name}")))
         mono, wall = (_head_seconds(head, key, where) for key in ("uptime", "wall"))
         out.append(
-            sample_from_counts(mono, wall, found, v2_root, tuple(subtrees), proc_cgroups=proc, v1_dirs=dirs)
+            cg.sample_from_counts(
+                mono, wall, found, v2_root, tuple(subtrees), proc_cgroups=proc, v1_dirs=dirs
+            )
         )
     return out
 
@@ -201,7 +193,7 @@ def _children_cpu(text: str, where: str) -> float:
     return sum(shell_times(text, where)[2:4])
 
 
-def probe(meta: Path, name: str, found: CgroupLayout) -> ProbeResult | None:
+def probe(meta: Path, name: str, found: cg.CgroupLayout) -> cg.ProbeResult | None:
     path = meta / "soak" / f"probe.{name}"
     if not path.is_file():
         return None
@@ -211,7 +203,7 @@ def probe(meta: Path, name: str, found: CgroupLayout) -> ProbeResult | None:
         values.get("times-before", ""), where
     )
     cgroups, errors = (count(values.get(key), where, key) for key in ("cgroups", "errors"))
-    return ProbeResult(
+    return cg.ProbeResult(
         found.memory,
         max(0, cgroups - errors),
         count(values.get("ns"), where, "ns") / 1e9,
@@ -221,7 +213,7 @@ def probe(meta: Path, name: str, found: CgroupLayout) -> ProbeResult | None:
     )
 
 
-def soak_result(meta: Path, found: CgroupLayout, duration: float, interval: float) -> SoakResult:
+def soak_result(meta: Path, found: cg.CgroupLayout, duration: float, interval: float) -> SoakResult:
     taken = samples(meta, found)
     expected = int(duration // interval) + (1 if duration % interval == 0 else 2)
     start, end = restart_snapshot(meta, "start"), restart_snapshot(meta, "end")

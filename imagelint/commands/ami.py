@@ -367,28 +367,35 @@ def _check_one(
         "mode": options.mode,
         "run_id": run_id,
     }
+    check = _ImageCheck(clients, image, options, prepared, run_id, guard, progress, teardown)
     if options.mode == "volume":
-        host = volume_host or Ec2VolumeHost()
-        report = _volume(clients, image, options, prepared, run_id, guard, progress, host, teardown)
+        report = _volume(check, volume_host or Ec2VolumeHost())
     elif options.mode == "snapshot":
         report = _snapshot(clients, image, options, prepared, progress)
     else:
-        report = _launch(clients, image, options, prepared, run_id, guard, progress, teardown)
+        report = _launch(check)
     report.target = {**target, **{k: v for k, v in report.target.items() if k == "instance_id"}}
     progress.log(f"{region}:{ami}: {report.verdict.value}")
     return Checked(region, ami, image, report, run_id)
 
 
-def _launch(
-    clients: Clients,
-    image: ec2_ops.ImageInfo,
-    options: AmiOptions,
-    prepared: PreparedRun,
-    run_id: str,
-    guard: SignalGuard,
-    progress: Progress,
-    teardown: Teardown,
-) -> Report:
+@dataclass(frozen=True)
+class _ImageCheck:
+    """What checking one image by a boot (:func:`_launch`) or a volume (:func:`_volume`) works with."""
+
+    clients: Clients
+    image: ec2_ops.ImageInfo
+    options: AmiOptions
+    prepared: PreparedRun
+    run_id: str
+    guard: SignalGuard
+    progress: Progress
+    teardown: Teardown
+
+
+def _launch(check: _ImageCheck) -> Report:
+    clients, image, options, prepared = check.clients, check.image, check.options, check.prepared
+    run_id, guard, progress, teardown = check.run_id, check.guard, check.progress, check.teardown
     timing = options.timing
     assert options.report_bucket
     expires = run_expiry(per_wave=options.per_image_seconds())
@@ -570,20 +577,12 @@ def _remove_profile(clients: Clients, name: str, progress: Progress) -> None:
         progress.log(f"deleted {removed}")
 
 
-def _volume(
-    clients: Clients,
-    image: ec2_ops.ImageInfo,
-    options: AmiOptions,
-    prepared: PreparedRun,
-    run_id: str,
-    guard: SignalGuard,
-    progress: Progress,
-    host: VolumeHost,
-    teardown: Teardown,
-) -> Report:
+def _volume(check: _ImageCheck, host: VolumeHost) -> Report:
     from imagelint.aws import kms
     from imagelint.openers import open_spec
 
+    clients, image, options, prepared = check.clients, check.image, check.options, check.prepared
+    run_id, guard, progress, teardown = check.run_id, check.guard, check.progress, check.teardown
     root_snapshot = _root_snapshot(image)
     kms.check_image(clients, image.image_id, [root_snapshot], kms.LAUNCH, mappings=image.mappings)
     settings = dataclasses.replace(options.launch, kms_key=volume_key(clients, image, options, progress))

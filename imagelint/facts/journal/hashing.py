@@ -37,14 +37,22 @@ def siphash24(data: bytes, key: bytes) -> int:
     length = len(data)
     whole = length >> 3  # the 8-byte blocks before the last (partial, maybe empty) one
     m64 = _M64
+    two: tuple[int, ...] = (0, 1)
+    four: tuple[int, ...] = (0, 1, 2, 3)
     for first in range(0, whole + 1, _CHUNK):
         k = min(_CHUNK, whole - first)
-        words: list[int] = list(struct.unpack_from(f"<{k}Q", data, first << 3)) if k > 0 else []
+        words: list[int | None] = list(struct.unpack_from(f"<{k}Q", data, first << 3)) if k > 0 else []
         if first + _CHUNK > whole:  # the last block: the bytes left and the length's low byte
             words.append(((length & 0xFF) << 56) | int.from_bytes(data[whole << 3 :], "little"))
-        for m in words:
+            words.append(None)  # then the finish: the same round, four times, after v2 ^= 0xFF
+        for word in words:
+            if word is None:
+                m, rounds = 0, four
+                v2 ^= 0xFF
+            else:
+                m, rounds = word, two
             v3 ^= m
-            for _ in (0, 1):  # SipRound, twice per block
+            for _ in rounds:  # SipRound
                 v0 = (v0 + v1) & m64
                 v1 = (((v1 << 13) | (v1 >> 51)) & m64) ^ v0
                 v0 = ((v0 << 32) | (v0 >> 32)) & m64
@@ -56,18 +64,6 @@ def siphash24(data: bytes, key: bytes) -> int:
                 v1 = (((v1 << 17) | (v1 >> 47)) & m64) ^ v2
                 v2 = ((v2 << 32) | (v2 >> 32)) & m64
             v0 ^= m
-    v2 ^= 0xFF
-    for _ in (0, 1, 2, 3):  # SipRound, four times to finish (the same round as above)
-        v0 = (v0 + v1) & m64
-        v1 = (((v1 << 13) | (v1 >> 51)) & m64) ^ v0
-        v0 = ((v0 << 32) | (v0 >> 32)) & m64
-        v2 = (v2 + v3) & m64
-        v3 = (((v3 << 16) | (v3 >> 48)) & m64) ^ v2
-        v0 = (v0 + v3) & m64
-        v3 = (((v3 << 21) | (v3 >> 43)) & m64) ^ v0
-        v2 = (v2 + v1) & m64
-        v1 = (((v1 << 17) | (v1 >> 47)) & m64) ^ v2
-        v2 = ((v2 << 32) | (v2 >> 32)) & m64
     return v0 ^ v1 ^ v2 ^ v3
 
 

@@ -814,14 +814,22 @@ class JournalFile:
         read uses is hashed)."""
         return siphash24(payload, self._file_id) if self._keyed else jenkins_hash64(payload)
 
+    def _chain_head(self, payload: bytes, table_offset: int, table_size: int) -> tuple[int, int, int, int]:
+        """``payload``'s hash, the table's bucket count, its bucket and the first object of the
+        bucket's chain (0: none), in the hash table at ``table_offset``."""
+        h64 = self._hash(payload)
+        n_buckets = table_size // HASH_ITEM.size
+        bucket = h64 % n_buckets
+        bucket_off = table_offset + bucket * HASH_ITEM.size
+        head: int = HASH_ITEM.unpack(self._buf[bucket_off : bucket_off + HASH_ITEM.size])[0]
+        return h64, n_buckets, bucket, head
+
     def find_data(self, payload: bytes) -> int | None:
         """Offset of the DATA object holding exactly ``payload`` (``FIELD=value``), or None."""
         h = self.header
-        h64 = self._hash(payload)
-        n_buckets = h.data_hash_table_size // HASH_ITEM.size
-        bucket = h64 % n_buckets
-        bucket_off = h.data_hash_table_offset + bucket * HASH_ITEM.size
-        off: int = HASH_ITEM.unpack(self._buf[bucket_off : bucket_off + HASH_ITEM.size])[0]
+        h64, n_buckets, bucket, off = self._chain_head(
+            payload, h.data_hash_table_offset, h.data_hash_table_size
+        )
         steps = 0
         while off:
             stored, nxt, _e, _a, _n = self._data_links(off)
@@ -840,11 +848,9 @@ class JournalFile:
         """Offset of the FIELD object for ``name``, or None when no entry in the file has it."""
         h = self.header
         payload = name.encode()
-        h64 = self._hash(payload)
-        n_buckets = h.field_hash_table_size // HASH_ITEM.size
-        bucket = h64 % n_buckets
-        bucket_off = h.field_hash_table_offset + bucket * HASH_ITEM.size
-        off: int = HASH_ITEM.unpack(self._buf[bucket_off : bucket_off + HASH_ITEM.size])[0]
+        h64, n_buckets, bucket, off = self._chain_head(
+            payload, h.field_hash_table_offset, h.field_hash_table_size
+        )
         steps = 0
         while off:
             _flags, size = self._object(off, ObjectType.FIELD, FIELD_PAYLOAD_OFFSET)
