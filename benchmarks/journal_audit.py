@@ -20,8 +20,8 @@ measurement a fresh process, its CPU time the child's user + system, descendants
 * the same audit of the rootfs without the journal, to show what the rest of the audit costs.
 
 Printed: wall and CPU medians of each, and the ratios audit / journalctl (goal <= 0.6, wall and CPU
-both given; a missed goal is printed as missed) and (audit - audit without journal) / journalctl,
-the journal's own share.
+both given; a missed goal is printed as missed), (audit - audit without journal) / journalctl, the
+journal's own share, and audit / audit without journal (issue 41's restated goal: <= 2.0).
 
 ``--baseline DIR`` adds the same audit run from another checkout (e.g. ``git archive main`` unpacked
 in DIR), interleaved with the rest, and prints this checkout's audit against it.
@@ -47,6 +47,8 @@ from benchmarks.journal_vs_journalctl import cache_root, ensure_journal  # noqa:
 from tests.facts.journal.exportgen import MACHINE_ID, RESTART_ID  # noqa: E402
 
 GOAL = 0.6
+WHOLE_GOAL = 2.0
+"""The whole audit against the same audit of the image without its journal (issue 41)."""
 
 
 def cloud_rootfs() -> Path:
@@ -176,6 +178,10 @@ def main() -> None:
     aw, ac, jw, jc, rw, rc = against_journalctl(med)
     share = f"wall {(aw - rw) / jw:.2f}, CPU {(ac - rc) / jc:.2f}"
     print(f"  (audit - audit without journal) / journalctl: {share}")
+    for what, ours, base in (("wall", aw, rw), ("CPU", ac, rc)):
+        ratio = ours / base
+        verdict = "MET" if ratio <= WHOLE_GOAL else "MISSED"
+        print(f"  audit / audit without journal ({what}): {ratio:.2f}  goal <= {WHOLE_GOAL}  {verdict}")
     if args.baseline is not None:
         bw, bc = med["baseline audit IMAGE -f json:/dev/null"]
         print(f"  audit / baseline audit ({args.baseline}): wall {aw / bw:.2f}, CPU {ac / bc:.2f}")

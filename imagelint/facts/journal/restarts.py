@@ -174,6 +174,11 @@ def _first(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _holds(value: FieldValue | None, wanted: str) -> bool:
+    """Whether a field's value, or one of its values when repeated, is ``wanted``."""
+    return value == wanted or (isinstance(value, list) and wanted in value)
+
+
 def _sent_by(e: dict[str, FieldValue]) -> tuple[str, str] | None:
     """(unit, "system" or "user") when a service manager sent the record ``e``, by journald's trusted
     fields (see the module docstring); None when anyone else did. A repeated trusted field is not
@@ -218,11 +223,14 @@ def analyze_restarts(journal: Journal, *, samples: int = 3) -> RestartReport:
         _decode,
     )
     for boot, t, e in stream:
-        boots.setdefault(boot)
         sender = _sent_by(e)
         if sender is None:
+            if "MESSAGE_ID" not in e and not _holds(e.get("_UID"), "0"):
+                continue  # a text candidate by _PID=1 alone (see ``TextPattern.index``): not one at all
+            boots.setdefault(boot)
             untrusted += 1
             continue
+        boots.setdefault(boot)
         unit, manager = sender
         mid = _first(e.get("MESSAGE_ID"))
         rec = per.get((unit, boot))

@@ -84,3 +84,35 @@ def test_a_forged_restart_loop_does_not_fail_the_audit(forged_only: Path) -> Non
     proc = run_cli("audit", str(forged_only), "--select", "pack:journal", "-f", "json")
     assert proc.returncode == 0, proc.stderr
     assert not json.loads(proc.stdout)["findings"]
+
+
+@pytest.fixture(scope="module")
+def pid1_of_another_uid(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """An image whose journal holds PID 1's crash loop of real.service in one boot, and in a second
+    boot only the start-limit text line (no MESSAGE_ID) of a PID 1 that is not root (a namespace's)."""
+    have_tools()
+    host = Host(23)
+    genuine = host.new_boot(1_736_000_000_000_000)
+    export = _cycles(host, "real.service", 3)
+    host.new_boot(1_736_100_000_000_000)
+    host.sender = forger(1, 1000)
+    export += host.pid1(
+        "limit-text.service", "Start request repeated too quickly.", code_func="unit_test_start_limit"
+    )
+    root = tmp_path_factory.mktemp("pid1-uid") / "image"
+    write_journal(export, root / "var/log/journal")
+    return root, genuine
+
+
+def test_a_text_record_of_pid1_under_another_uid_is_no_candidate(
+    pid1_of_another_uid: tuple[Path, str],
+) -> None:
+    """The text patterns are looked up by ``_PID=1`` alone and ``_UID=0`` is checked on each entry:
+    an entry failing it is not a candidate, so it is neither counted nor untrusted, and its boot is
+    not one the analysis saw (as when ``_UID=0`` was an index term)."""
+    root, genuine = pid1_of_another_uid
+    with open_directory(root / "var/log/journal") as journal:
+        report = analyze_restarts(journal)
+    assert [(u.unit, u.start_limit_hits) for u in report.units] == [("real.service", 0)]
+    assert report.untrusted == 0
+    assert report.boots == [genuine]
