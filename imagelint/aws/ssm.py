@@ -6,7 +6,8 @@ The instance only answers (the InSpec "train" model): the ``commands`` of ``AWS-
 into a fresh work directory (``mktemp -d`` under ``$TMPDIR``, else ``/var/tmp``), run it as
 ``sh collect.sh DIR`` (never executing a file there, so a ``noexec`` mount is fine), and upload
 the bundle with ``curl -T`` to a presigned PUT URL (SigV4, the bucket's region:
-:mod:`imagelint.aws.s3urls`) at ``s3://BUCKET/PREFIX<run id>/<instance id>/bundle.tar.gz``. On the
+:mod:`imagelint.aws.s3urls`) at ``s3://BUCKET/PREFIX<run id>/<instance id>/bundle.tar.gz``. The work
+directory is removed on every way out, a cancel by SIGTERM, SIGHUP or SIGINT included. On the
 instance: a POSIX shell, coreutils, tar (gzip when present), systemctl and curl; no Python, no
 package, no internet but S3.
 
@@ -109,13 +110,19 @@ def remote_script(plan: RemotePlan) -> list[str]:
     lines = [
         f"# imagelint {plan.version} run {plan.run_id}: collect, upload; the analysis runs at home",
         "set -u",
-        'W=$(mktemp -d "${TMPDIR:-/var/tmp}/imagelint.XXXXXX") || exit 93',
         'IID="${AWS_SSM_INSTANCE_ID:-$(TOKEN=$(curl -fsS -X PUT '
         '-H "X-aws-ec2-metadata-token-ttl-seconds: 60" '
         'http://169.254.169.254/latest/api/token) && curl -fsS -H "X-aws-ec2-metadata-token: $TOKEN" '
         'http://169.254.169.254/latest/meta-data/instance-id)}"',
         f'[ "$IID" = {q(plan.instance_id)} ] || {{ echo "imagelint: run {plan.run_id} has no upload URL '
         'for $IID" >&2; exit 95; }',
+        'W=$(mktemp -d "${TMPDIR:-/var/tmp}/imagelint.XXXXXX") || exit 93',
+        # the work directory goes on every way out: done, failed, or stopped by a signal a shell can
+        # catch (the trap runs once the command in the foreground returns); SIGKILL leaves it behind
+        "trap 'rm -rf \"$W\"' EXIT",
+        "trap 'exit 129' HUP",
+        "trap 'exit 130' INT",
+        "trap 'exit 143' TERM",
         f"URL={q(plan.upload_url)}",
         f"BINDING={q(plan.binding)}",
         f"cat > \"$W/collect.sh\" <<'{_EOF}'",
@@ -126,12 +133,10 @@ def remote_script(plan: RemotePlan) -> list[str]:
         _EOF,
         '[ -z "${IL_ROOT:-}" ] || printf \'root %s\\n\' "$IL_ROOT" >> "$W/plan.txt"',
         '[ -n "${IL_LIVE-x}" ] || echo "show 0" >> "$W/plan.txt"',
-        'BUNDLE=$(sh "$W/collect.sh" "$W") || '
-        '{ echo "imagelint: collection failed" >&2; rm -rf "$W"; exit 94; }',
+        'BUNDLE=$(sh "$W/collect.sh" "$W") || { echo "imagelint: collection failed" >&2; exit 94; }',
         f'curl -fsS --retry 3 -H "x-amz-meta-{BINDING_META}: $BINDING" -T "$BUNDLE" "$URL" || '
-        f'{{ echo "imagelint: upload to s3://{plan.bucket} failed" >&2; rm -rf "$W"; exit 92; }}',
+        f'{{ echo "imagelint: upload to s3://{plan.bucket} failed" >&2; exit 92; }}',
         'echo "imagelint: bundle uploaded ($(wc -c < "$BUNDLE") bytes)"',
-        'rm -rf "$W"',
         "exit 0",
     ]
     return lines

@@ -49,7 +49,8 @@ forwards everything to moto except SSM Run Command, which it answers itself with
   ``agent.unmanaged`` (tagged instances without an SSM agent), with ``PlatformType`` Linux unless
   ``agent.platform[instance_id]`` says another; an instance in ``agent.goes_offline`` loses its agent
   as its command arrives (listed ``ConnectionLost`` from then on, its invocation ``InProgress`` and
-  nothing run); ``CancelCommand`` kills it.
+  nothing run); ``CancelCommand`` stops it: SIGTERM to its process group (the shell and the collector
+  under it), as the environment's shutdown does before SIGKILL.
 
 AWS behaviour moto does not model, injected by the front (:meth:`MotoEnv.fault_for`): ``env.console`` (a
 function giving the text, e.g. a booted container's real console) answers ``GetConsoleOutput`` instead
@@ -88,11 +89,13 @@ of moto's BlockSize: ``aws.ebs`` (:mod:`tests.aws.ebs_front`).
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
 import queue
 import re
+import signal
 import socket
 import subprocess
 import threading
@@ -213,10 +216,11 @@ class InstanceAgent:
         with self.lock:
             procs = [i.proc for i in self.invocations.values() if i.proc]
         for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
+            _stop_group(proc, signal.SIGTERM)
         for worker in self._workers:
             worker.join(10)
+        for proc in procs:
+            _stop_group(proc, signal.SIGKILL)
 
     # what the front asks
     def managed(self, ids: list[str] | None = None) -> list[str]:
@@ -260,8 +264,8 @@ class InstanceAgent:
             for inv in self._of_command.get(command_id, []):
                 if inv.status not in TERMINAL:
                     inv.status = "Cancelled"
-                    if inv.proc and inv.proc.poll() is None:
-                        inv.proc.kill()
+                    if inv.proc:
+                        _stop_group(inv.proc, signal.SIGTERM)
 
     # the loop
     def _loop(self) -> None:
@@ -305,7 +309,9 @@ class InstanceAgent:
             argv = [*container, "sh", "-c", script]
             env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root", "AWS_SSM_INSTANCE_ID": iid}
         inv.status = "InProgress"
-        proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        )
         inv.proc = proc
         out, err = proc.communicate()
         if self._stop.is_set():  # the environment is shutting down: its S3 may already be gone
@@ -827,7 +833,6 @@ class MotoEnv:
     def sigterm_while_soaking(self, *args: str, soaking: int = 1) -> tuple[int, str]:
         """Run ``imagelint ARGS``, send it SIGTERM once ``soaking`` invocations have been running
         for a while (the instance side is really soaking), and give its exit code and stderr."""
-        import signal
         import sys
 
         exe = str(Path(sys.executable).parent / "imagelint")
@@ -856,3 +861,11 @@ class MotoEnv:
                 return True
             time.sleep(0.1)
         return False
+
+
+def _stop_group(proc: subprocess.Popen[str], sig: signal.Signals) -> None:
+    """Signal a command's whole process group (it runs in a session of its own), as an agent
+    stopping a command stops what it started: the collector under the script's shell included."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
