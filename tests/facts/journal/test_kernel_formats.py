@@ -397,3 +397,14 @@ def test_il311_reports_one_reset_with_queue_and_napi_cpu(tmp_path: Path) -> None
     assert (evidence["queues"], evidence["napi_cpus"], evidence["causes"]) == ("2", "5", "tx-timeout")
     assert "queues 2; NAPI CPUs 5" in finding["message"]
     assert Counter(f["rule_id"] for f in json.loads(proc.stdout)["findings"]) == {"IL311": 1}
+
+
+def test_kernel_words_are_ascii_words() -> None:
+    """The kernel patterns' word boundaries are ASCII's (``patterns``: kernel lines are printk
+    formats): a letter outside ASCII next to "ena" is a boundary, an ASCII one is not."""
+    line = "0000:00:05.0 eth0: Trigger reset is on"
+    assert classify(f"ena {line}") is not None
+    assert classify(f"\u00e9ena {line}") is not None  # "é" is no ASCII word character
+    assert classify(f"ena\u00e9{line}") is not None  # before or after "ena"
+    assert classify(f"xena {line}") is None
+    assert classify(f"ena_{line}") is None
