@@ -130,6 +130,7 @@ MAX_ITEMS = 65_536
 """Items (fields) one entry may have; journald writes at most 1024 user fields plus its own."""
 _PROBE_WHOLE = 4096  # compressed payloads up to this size are decoded whole when probed for their name
 _NAME_MAX = 256  # field names are at most 64 bytes in journald; longer "names" are not wanted by anyone
+_ENTRY_READ = 512  # bytes read at an entry: its header, ~100 compact or ~28 regular items, the next header
 _ARRAY_CHUNK = 65_536  # entry-array items unpacked at a time (a hostile array can claim the whole file)
 _IDS_KEPT = 65_536  # boot ids, field names and verified DATA offsets remembered per file, then forgotten
 REALTIME_MAX = 1 << 55
@@ -385,6 +386,19 @@ class JournalFile:
                 return flags, size
         return self._object(off, ObjectType.DATA, po)
 
+    def _data_head(self, off: int) -> tuple[int, int, bytes]:
+        """(flags, size) of the DATA object at ``off``, validated as by ``_data_header``, and its first
+        bytes in one read: the header, then up to ``_NAME_MAX + 1`` bytes of payload (what a probe
+        for its field name reads)."""
+        po = self._data_payload
+        if not (off & 7 or off < self._first or off + po > self._end):
+            raw = self._buf[off : min(off + po + _NAME_MAX + 1, self._end)]
+            otype, flags, size = OBJECT_HEADER.unpack_from(raw)
+            if otype == _DATA and size >= po and off + size <= self._end:
+                return flags, size, raw
+        flags, size = self._object(off, ObjectType.DATA, po)
+        return flags, size, self._buf[off : min(off + po + _NAME_MAX + 1, off + size)]
+
     def _payload(self, off: int, flags: int, size: int, verify: bool = True) -> bytes:
         """The uncompressed payload of the DATA object at ``off`` (header already validated), checked
         against its hash unless ``verify`` is false (a FIELD walk: checked when used, see ``_walk``)."""
@@ -610,8 +624,7 @@ class JournalFile:
         damaged = self._damaged.get(off)
         if damaged is not None:  # met by a walk: its name is not to be trusted either
             raise HashMismatch(damaged, offset=off)
-        buf = self._buf
-        flags, size = self._data_header(off)
+        flags, size, raw = self._data_head(off)
         hit = self._cache.get(off)
         if hit is not None:
             wanted = hit[0] in sel.wanted
@@ -626,14 +639,14 @@ class JournalFile:
                 raise CorruptJournal("DATA object payload is not FIELD=value", offset=off)
             wanted = eq > 0 and head[:eq] in sel.wanted_raw
         else:
-            start = off + self._data_payload
-            eq = buf.find(b"=", start, min(off + size, start + _NAME_MAX + 1))
-            if eq == start or (eq < 0 and off + size <= start + _NAME_MAX):
+            start = self._data_payload  # in ``raw``, which holds the first _NAME_MAX + 1 bytes of payload
+            eq = raw.find(b"=", start, min(size, start + _NAME_MAX + 1))
+            if eq == start or (eq < 0 and size <= start + _NAME_MAX):
                 raise CorruptJournal("DATA object payload is not FIELD=value", offset=off)
             # no "=" in the first _NAME_MAX bytes: a name longer than any wanted one
-            wanted = eq > 0 and buf[start:eq] in sel.wanted_raw
+            wanted = eq > 0 and raw[start:eq] in sel.wanted_raw
         kv: tuple[str, Value] | bool = self._cache[off] if wanted else False
-        if _U64_AT.unpack(buf[off + _DATA_N_ENTRIES : off + _DATA_N_ENTRIES + _U64_AT.size])[0] > 1:
+        if _U64_AT.unpack_from(raw, _DATA_N_ENTRIES)[0] > 1:
             known = sel.known
             if len(known) >= _CACHE_LIMIT or sel.size > _CACHE_BYTES:
                 known.clear()
@@ -1116,13 +1129,16 @@ class JournalFile:
         return boot_id, realtime
 
     def _entry_items(self, off: int) -> tuple[tuple[int, int, int, bytes, int], Sequence[int]]:
-        """((seqnum, realtime, monotonic, boot_id, xor_hash), item offsets) of the entry at ``off``."""
+        """((seqnum, realtime, monotonic, boot_id, xor_hash), item offsets) of the entry at ``off``.
+
+        One read of ``_ENTRY_READ`` bytes holds a usual entry's header, its items and the header of
+        the object after it (what ``_check_items`` looks at); a larger entry reads the rest apart.
+        """
         buf = self._buf
         if off & 7 or off < self._first or off + ENTRY_ITEMS_OFFSET > self._end:
             raise CorruptJournal("entry has an invalid offset", offset=off)
-        otype, _flags, size, seqnum, realtime, monotonic, boot_id, xor_hash = ENTRY_OBJECT.unpack(
-            buf[off : off + ENTRY_OBJECT.size]
-        )
+        head = buf[off : min(off + _ENTRY_READ, self._end)]
+        otype, _flags, size, seqnum, realtime, monotonic, boot_id, xor_hash = ENTRY_OBJECT.unpack_from(head)
         if (
             otype != _ENTRY
             or size <= ENTRY_ITEMS_OFFSET  # an entry without items is not one (journalctl --verify)
@@ -1135,15 +1151,18 @@ class JournalFile:
         n = (size - ENTRY_ITEMS_OFFSET) // self._item_size
         if n > MAX_ITEMS:
             raise CorruptJournal(f"entry has {n} items, more than the limit of {MAX_ITEMS}", offset=off)
+        source, at = (head, ENTRY_ITEMS_OFFSET) if size <= len(head) else (buf, off + ENTRY_ITEMS_OFFSET)
         if self.compact:
-            items: Sequence[int] = _unpack_u32(buf, off + ENTRY_ITEMS_OFFSET, n)
+            items: Sequence[int] = _unpack_u32(source, at, n)
         else:
-            items = _regular_items(buf, off + ENTRY_ITEMS_OFFSET, n)
-        self._check_items(off, size, seqnum, boot_id, items)
+            items = _regular_items(source, at, n)
+        self._check_items(off, size, seqnum, boot_id, items, head)
         self._spent = 0
         return (seqnum, realtime, monotonic, boot_id, xor_hash), items
 
-    def _check_items(self, off: int, size: int, seqnum: int, boot_id: bytes, items: Sequence[int]) -> None:
+    def _check_items(
+        self, off: int, size: int, seqnum: int, boot_id: bytes, items: Sequence[int], head: bytes = b""
+    ) -> None:
         """What an entry must be, cheaply checked before any item is read: its items sorted offsets
         past the header (writers sort them); its size ending where the next object begins (objects
         are packed, so a damaged size that drops items lands inside them); in a file closed cleanly,
@@ -1157,7 +1176,9 @@ class JournalFile:
             raise CorruptJournal("entry items are not sorted object offsets", offset=off)
         nxt = off + ((size + 7) & ~7)
         if nxt <= self._tail:
-            otype, _flags, next_size = OBJECT_HEADER.unpack(self._buf[nxt : nxt + OBJECT_HEADER_SIZE])
+            at = nxt - off  # in ``head`` (the bytes read from ``off``) when they reach that far
+            raw = head[at : at + OBJECT_HEADER_SIZE] if at + OBJECT_HEADER_SIZE <= len(head) else b""
+            otype, _flags, next_size = OBJECT_HEADER.unpack(raw or self._buf[nxt : nxt + OBJECT_HEADER_SIZE])
             if not 0 < otype <= _LAST_TYPE or next_size < OBJECT_HEADER_SIZE or nxt + next_size > self._end:
                 raise CorruptJournal(f"entry size {size} does not end where an object begins", offset=off)
         boots = self._boot_data if self._boot_data is not None else self._boot_objects()
