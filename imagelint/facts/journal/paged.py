@@ -147,9 +147,10 @@ class PagedBuffer:
         if stop - start >= _DIRECT:
             return self._read(start, stop - start)
         first, last = start >> PAGE_SHIFT, (stop - 1) >> PAGE_SHIFT
-        joined = b"".join(self._page(i) for i in range(first, last + 1))
-        base = first << PAGE_SHIFT
-        return joined[start - base : stop - base]
+        head = self._page(first)[start - (first << PAGE_SHIFT) :]  # only the parts asked for are copied
+        middle = [self._page(i) for i in range(first + 1, last)]
+        tail = self._page(last)[: stop - (last << PAGE_SHIFT)]
+        return b"".join([head, *middle, tail])
 
     def whole(self) -> bool:
         """Whether the file still reaches the size it had when opened (one positioned read)."""

@@ -50,6 +50,17 @@ def test_reading_in_order_reads_ahead(data: bytes) -> None:
     buf.close()
 
 
+def test_slices_across_pages_are_the_files_bytes(data: bytes) -> None:
+    """Slices that begin and end anywhere, over one page to just under a direct read's length."""
+    rng = random.Random(5)
+    buf = PagedBuffer(Recorded(data), len(data))
+    for _ in range(500):
+        start = rng.randrange(len(data))
+        stop = min(len(data), start + rng.randrange(1, paged._DIRECT))
+        assert buf[start:stop] == data[start:stop], (start, stop)
+    buf.close()
+
+
 def test_jumps_read_one_small_page_each(data: bytes) -> None:
     f = Recorded(data)
     buf = PagedBuffer(f, f.size)
