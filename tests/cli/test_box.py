@@ -124,7 +124,9 @@ def test_watch_runs_without_a_cpu_limit_and_other_commands_with_one(monkeypatch)
 def test_a_run_stopped_from_outside_says_terminated_and_is_inconclusive(sent: signal.Signals) -> None:
     """CI cancelling a job, `timeout`: the signal passed on to a reader that does not handle it."""
     code = (
-        "import sys, time\nfrom imagelint import limits\nfrom imagelint.cli.box import run_boxed\n"
+        # SIGHUP's default action, as a shell not under nohup starts it (an ignored one stays ignored)
+        "import signal, sys, time\nsignal.signal(signal.SIGHUP, signal.SIG_DFL)\n"
+        "from imagelint import limits\nfrom imagelint.cli.box import run_boxed\n"
         "def command():\n    limits.now_reading('/images/big.qcow2')\n"
         "    print('ready', flush=True)\n    time.sleep(60)\n    return 0\n"
         "sys.exit(run_boxed(command, limits.from_environment()))\n"
