@@ -379,25 +379,21 @@ class JournalFile:
 
     def _data_header(self, off: int) -> tuple[int, int]:
         """(flags, size) of the DATA object at ``off``, validated; the common case inline."""
-        po = self._data_payload
-        if not (off & 7 or off < self._first or off + po > self._end):
-            otype, flags, size = OBJECT_HEADER.unpack(self._buf[off : off + OBJECT_HEADER.size])
-            if otype == _DATA and size >= po and off + size <= self._end:
-                return flags, size
-        return self._object(off, ObjectType.DATA, po)
+        flags, size, _ = self._data_head(off, OBJECT_HEADER_SIZE)
+        return flags, size
 
-    def _data_head(self, off: int) -> tuple[int, int, bytes]:
-        """(flags, size) of the DATA object at ``off``, validated as by ``_data_header``, and its first
-        bytes in one read: the header, then up to ``_NAME_MAX + 1`` bytes of payload (what a probe
-        for its field name reads)."""
+    def _data_head(self, off: int, length: int) -> tuple[int, int, bytes]:
+        """(flags, size) of the DATA object at ``off``, validated, and its first ``length`` bytes (at
+        most what the file holds) in the same read: a probe for the field name reads the header and
+        the start of the payload at once."""
         po = self._data_payload
         if not (off & 7 or off < self._first or off + po > self._end):
-            raw = self._buf[off : min(off + po + _NAME_MAX + 1, self._end)]
+            raw = self._buf[off : min(off + length, self._end)]
             otype, flags, size = OBJECT_HEADER.unpack_from(raw)
             if otype == _DATA and size >= po and off + size <= self._end:
                 return flags, size, raw
-        flags, size = self._object(off, ObjectType.DATA, po)
-        return flags, size, self._buf[off : min(off + po + _NAME_MAX + 1, off + size)]
+        flags, size = self._object(off, ObjectType.DATA, po)  # raises: the checks above failed
+        return flags, size, self._buf[off : min(off + length, off + size)]
 
     def _payload(self, off: int, flags: int, size: int, verify: bool = True) -> bytes:
         """The uncompressed payload of the DATA object at ``off`` (header already validated), checked
@@ -624,7 +620,7 @@ class JournalFile:
         damaged = self._damaged.get(off)
         if damaged is not None:  # met by a walk: its name is not to be trusted either
             raise HashMismatch(damaged, offset=off)
-        flags, size, raw = self._data_head(off)
+        flags, size, raw = self._data_head(off, self._data_payload + _NAME_MAX + 1)
         hit = self._cache.get(off)
         if hit is not None:
             wanted = hit[0] in sel.wanted

@@ -224,13 +224,12 @@ def analyze_restarts(journal: Journal, *, samples: int = 3) -> RestartReport:
     )
     for boot, t, e in stream:
         sender = _sent_by(e)
+        if sender is None and "MESSAGE_ID" not in e and not _holds(e.get("_UID"), "0"):
+            continue  # a text candidate by _PID=1 alone (see ``TextPattern.index``): not one at all
+        boots.setdefault(boot)
         if sender is None:
-            if "MESSAGE_ID" not in e and not _holds(e.get("_UID"), "0"):
-                continue  # a text candidate by _PID=1 alone (see ``TextPattern.index``): not one at all
-            boots.setdefault(boot)
             untrusted += 1
             continue
-        boots.setdefault(boot)
         unit, manager = sender
         mid = _first(e.get("MESSAGE_ID"))
         rec = per.get((unit, boot))
