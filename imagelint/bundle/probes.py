@@ -213,17 +213,24 @@ def probe(meta: Path, name: str, found: cg.CgroupLayout) -> cg.ProbeResult | Non
     )
 
 
+def _returned(meta: Path, name: str) -> float | None:
+    """When the recorded ``systemctl show`` NAME had returned (None: not recorded)."""
+    status = _status(meta, name)
+    if status is None or "returned" not in status:
+        return None
+    return seconds(status["returned"], f"imagelint/live/{name}.status", "returned")
+
+
 def soak_result(meta: Path, found: cg.CgroupLayout, duration: float, interval: float) -> SoakResult:
+    """The soak the collector recorded. Its window, in which the journal's restarts are counted, spans
+    the restart snapshots too, as a local soak's does: from before the first counter read to after the
+    last. The snapshots are taken outside the samples, and on a loaded host the end one follows the
+    last sample by seconds (a memory.stat walk, the NIC records): a window of the samples alone missed
+    the restarts the counters saw in those seconds."""
     taken = samples(meta, found)
     expected = int(duration // interval) + (1 if duration % interval == 0 else 2)
     start, end = restart_snapshot(meta, "start"), restart_snapshot(meta, "end")
-    return SoakResult(
-        duration,
-        interval,
-        taken,
-        len(taken) < expected,
-        taken[0].wall,
-        taken[-1].wall,
-        start,
-        end,
-    )
+    starts = [taken[0].wall] + ([start.wall] if start else [])
+    returned = _returned(meta, "end")
+    ends = [taken[-1].wall] + ([end.wall] if end else []) + ([returned] if returned is not None else [])
+    return SoakResult(duration, interval, taken, len(taken) < expected, min(starts), max(ends), start, end)

@@ -214,6 +214,7 @@ show() {  # show NAME: one batched `systemctl show` of every loaded service
     } > "$M/live/$1.status"
     systemctl show --no-pager --all "--property=$PROPS" -- '*.service' > "$M/live/$1.txt" 2> "$W/show.err"
     printf 'rc %s\n' "$?" >> "$M/live/$1.status"
+    printf 'returned %s\n' "$(date +%s.%N)" >> "$M/live/$1.status"
     _err=
     IFS= read -r _err < "$W/show.err" || true
     printf 'stderr %s\n' "${_err:-}" >> "$M/live/$1.status"

@@ -74,3 +74,14 @@ def test_a_bundle_of_an_older_collector_is_inconclusive_on_per_cpu_time(bundle: 
 def _online() -> set[int]:
     text = Path("/proc/stat").read_text()
     return {int(line.split()[0][3:]) for line in text.splitlines() if line[:3] == "cpu" and line[3].isdigit()}
+
+
+def test_the_journal_window_spans_the_restart_snapshots(bundle: Path, tmp_path: Path) -> None:
+    """Restarts the journal logged are counted in the soak's window, and the counters they are held
+    against are read before the first sample and after the last: the window spans those reads (a
+    window of the samples alone missed the restarts of the seconds after the last one)."""
+    soak = _soak(bundle, tmp_path / "r.json")
+    status = {m.name: data.decode() for m, data in members(bundle) if m.name.endswith(".status") and data}
+    returned = float(status["imagelint/live/end.status"].split("returned ")[1].split()[0])
+    assert soak["started_wall"] <= soak["restarts"]["start"]["wall"] < soak["samples"][0]["wall"]
+    assert soak["ended_wall"] == returned > soak["restarts"]["end"]["wall"] > soak["samples"][-1]["wall"]
