@@ -132,21 +132,21 @@ class PagedBuffer:
 
     def __getitem__(self, key: slice) -> bytes:
         start, stop = key.start, key.stop
-        if type(start) is int and type(stop) is int and 0 <= start < stop <= self._size and key.step is None:
-            index = start >> PAGE_SHIFT
-            if (stop - 1) >> PAGE_SHIFT == index:  # the common case: within one page
-                page = self._last_page if index == self._last_index else self._page(index)
-                base = index << PAGE_SHIFT
-                return page[start - base : stop - base]
-        elif not isinstance(key, slice) or key.step not in (None, 1):
-            raise TypeError("PagedBuffer supports contiguous slices only")
-        else:
-            start, stop, _ = key.indices(self._size)
+        if not (
+            type(start) is int and type(stop) is int and 0 <= start < stop <= self._size and key.step is None
+        ):
+            if not isinstance(key, slice) or key.step not in (None, 1):
+                raise TypeError("PagedBuffer supports contiguous slices only")
+            start, stop, _ = key.indices(self._size)  # open, negative or past the end: as bytes does
             if stop <= start:
                 return b""
+        first, last = start >> PAGE_SHIFT, (stop - 1) >> PAGE_SHIFT
+        if first == last:  # the common case: within one page
+            page = self._last_page if first == self._last_index else self._page(first)
+            base = first << PAGE_SHIFT
+            return page[start - base : stop - base]
         if stop - start >= _DIRECT:
             return self._read(start, stop - start)
-        first, last = start >> PAGE_SHIFT, (stop - 1) >> PAGE_SHIFT
         head = self._page(first)[start - (first << PAGE_SHIFT) :]  # only the parts asked for are copied
         middle = [self._page(i) for i in range(first + 1, last)]
         tail = self._page(last)[: stop - (last << PAGE_SHIFT)]

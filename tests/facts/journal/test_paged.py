@@ -61,6 +61,17 @@ def test_slices_across_pages_are_the_files_bytes(data: bytes) -> None:
     buf.close()
 
 
+@pytest.mark.parametrize(
+    "key", [slice(None, 10), slice(-10, None), slice(-5, 1 << 40), slice(PAGE - 3, PAGE + 3)]
+)
+def test_open_negative_and_overlong_slices_are_the_files_bytes(data: bytes, key: slice) -> None:
+    """Slices as bytes takes them, within one page or across two (the copy across pages once
+    doubled a page for a slice that was open or past the end but within one page)."""
+    buf = PagedBuffer(Recorded(data), len(data))
+    assert buf[key] == data[key]
+    buf.close()
+
+
 def test_jumps_read_one_small_page_each(data: bytes) -> None:
     f = Recorded(data)
     buf = PagedBuffer(f, f.size)
