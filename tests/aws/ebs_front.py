@@ -208,14 +208,15 @@ class EbsFaults:
             generation = self.generation
             over = bool(self.quota) and self.in_flight > self.quota
             self.over_quota += over
-        released = threading.Event()
+        released = False
 
         def release() -> None:
+            nonlocal released
             with self.lock:
-                if not released.is_set() and self.generation == generation:
+                if not released and self.generation == generation:
                     self.in_flight -= 1
                     self.snapshots_in_flight[snapshot_id] -= 1
-                released.set()
+                released = True
 
         replying = _Replying(front, release)
         try:

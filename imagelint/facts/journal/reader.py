@@ -1157,7 +1157,7 @@ class JournalFile:
         return (seqnum, realtime, monotonic, boot_id, xor_hash), items
 
     def _check_items(
-        self, off: int, size: int, seqnum: int, boot_id: bytes, items: Sequence[int], head: bytes = b""
+        self, off: int, size: int, seqnum: int, boot_id: bytes, items: Sequence[int], head: bytes
     ) -> None:
         """What an entry must be, cheaply checked before any item is read: its items sorted offsets
         past the header (writers sort them); its size ending where the next object begins (objects
@@ -1172,9 +1172,10 @@ class JournalFile:
             raise CorruptJournal("entry items are not sorted object offsets", offset=off)
         nxt = off + ((size + 7) & ~7)
         if nxt <= self._tail:
-            at = nxt - off  # in ``head`` (the bytes read from ``off``) when they reach that far
-            raw = head[at : at + OBJECT_HEADER_SIZE] if at + OBJECT_HEADER_SIZE <= len(head) else b""
-            otype, _flags, next_size = OBJECT_HEADER.unpack(raw or self._buf[nxt : nxt + OBJECT_HEADER_SIZE])
+            raw = head[nxt - off : nxt - off + OBJECT_HEADER_SIZE]  # ``head``: the bytes read from ``off``
+            if len(raw) < OBJECT_HEADER_SIZE:  # an entry longer than that read
+                raw = self._buf[nxt : nxt + OBJECT_HEADER_SIZE]
+            otype, _flags, next_size = OBJECT_HEADER.unpack(raw)
             if not 0 < otype <= _LAST_TYPE or next_size < OBJECT_HEADER_SIZE or nxt + next_size > self._end:
                 raise CorruptJournal(f"entry size {size} does not end where an object begins", offset=off)
         boots = self._boot_data if self._boot_data is not None else self._boot_objects()
