@@ -1,7 +1,7 @@
-"""Human output: one line per finding for logs and pipes, a table on a terminal; one summary line last.
+"""Human output: one line per finding for logs and pipes, the same lines wrapped on a terminal.
 
-Two layouts, chosen by ``RenderOptions.terminal`` (true only when stdout is a terminal; ``NO_COLOR``
-turns the table's colour off, never the layout):
+Two layouts of the same lines, chosen by ``RenderOptions.terminal`` (true only when stdout is a
+terminal; ``NO_COLOR`` turns the terminal's colour off, never the layout):
 
 **Lines** (pipes, files, CI logs). Nothing is wrapped or truncated, whatever the width, so grep and
 editors can use every line::
@@ -28,20 +28,20 @@ cgroups ▁▁▂▃▅▇█ ...``, downsampled as :mod:`imagelint.formats.char
 line (:func:`imagelint.formats.wording.summary_line`): the verdict, the true counts, the rule states
 in words that cannot be misread.
 
-**Table** (a terminal): the findings in a rich table at the terminal's width (``COLUMNS`` when set,
-as rich does; waived ones too with ``--show-waived``), then the same closing lines as above (cut
-listings, errors, warnings, notes) and the same summary, which rich does not wrap either.
+**Wrapped** (a terminal): the lines above, word for word, each wrapped at the terminal's width
+(``COLUMNS`` when set) between words only: a path or name is never cut, one longer than a row stands
+whole on its own row; continuation rows are indented under the text, the summary is broken between
+its `` · `` parts, and severities, headings and the verdict are coloured.
 
 Every string from the report is escaped for the terminal and the CI log (``imagelint.report.escape.
 for_log``: control, bidi and invisible characters as visible escapes, no raw newline inside a finding,
-no line that a GitHub runner would read as a workflow command), and, in the table, for rich's markup.
-So an image string can neither break the one-line-per-finding layout nor start a line; the whole
+no line that a GitHub runner would read as a workflow command); wrapping only adds breaks and
+indents between words. So an image string can neither break the one-line-per-finding layout nor start a line; the whole
 output is checked once more for command lines at the end.
 """
 
 from __future__ import annotations
 
-import io
 import shutil
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -57,15 +57,6 @@ from imagelint.report import Finding, Outcome, Report, RuleResult, Verdict
 from imagelint.report.escape import for_log, neutralise_commands
 from imagelint.rulepacks import Severity
 
-_STYLE = {
-    Severity.CRITICAL: "bold white on red",
-    Severity.HIGH: "bold red",
-    Severity.MEDIUM: "yellow",
-    Severity.LOW: "cyan",
-    Severity.INFO: "dim",
-}
-_VERDICT_STYLE = {Verdict.PASS: "bold green", Verdict.FAIL: "bold red", Verdict.INCONCLUSIVE: "bold yellow"}
-
 
 class TextFormatter:
     name = "text"
@@ -73,7 +64,7 @@ class TextFormatter:
 
     def render(self, report: Report, options: RenderOptions) -> str:
         if options.terminal:
-            return neutralise_commands(_table(report, options))
+            return neutralise_commands(_terminal(report, options))
         return neutralise_commands("".join(line + "\n" for line in _lines(report, options)))
 
     def render_diff(self, result: DiffResult, options: RenderOptions) -> str:
@@ -247,61 +238,94 @@ def problem_lines(report: Report) -> list[str]:
     return out
 
 
-# -- the table layout ---------------------------------------------------------------------------------
+# -- the terminal layout -------------------------------------------------------------------------------
 
 
-def _table(report: Report, options: RenderOptions) -> str:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    buffer = io.StringIO()
-    console = Console(
-        file=buffer, force_terminal=True, no_color=not colour(options), width=_width(), highlight=False
-    )
-    console.print(escape(_header(report)), soft_wrap=True)
-    shown = _ordered(f for f in report.findings if options.show_waived or f.waiver is None)
-    if shown:
-        table = Table(show_lines=False, expand=False, pad_edge=False)
-        table.add_column("severity", no_wrap=True)
-        table.add_column("rule", no_wrap=True)
-        table.add_column("where", overflow="fold")
-        table.add_column("finding", overflow="fold")
-        for finding in shown:
-            severity = f"[{_STYLE[finding.severity]}]{finding.severity.value}[/]"
-            message = _escape(finding.message)
-            if finding.waiver:
-                message += f"\n[dim]waived: {_escape(finding.waiver.get('reason', ''))}[/]"
-            if finding.part_of:
-                message += f"\n[dim]part of {_escape(finding.part_of)}[/]"
-            table.add_row(severity, _escape(finding.rule_id), _escape(finding.location), message)
-        console.print(table)
-        failing = [f for f in shown if f.failing]
-        if failing:
-            console.print(f"[dim]{_escape(fix_hint(report, failing[0].rule_id))}[/]", soft_wrap=True)
-    else:
-        console.print("no findings" if not report.findings else "no findings except waived ones")
-    for line in _tail(report):
-        style = "bold yellow" if line.startswith(("ERROR ", "== ")) else "dim"
-        console.print(f"[{style}]{escape(line)}[/]" if line else "", soft_wrap=True)
-    console.print(summary_line(report), style=_VERDICT_STYLE[report.verdict], soft_wrap=True)
-    return buffer.getvalue()
+def _terminal(report: Report, options: RenderOptions) -> str:
+    """The line layout, wrapped at the terminal's width between words, never inside one."""
+    width = max(_width(), 20)
+    styled = colour(options)
+    rows: list[str] = []
+    lines = _lines(report, options)
+    for number, line in enumerate(lines):
+        if number == len(lines) - 1:  # the summary: broken between its " · " parts first
+            wrapped = wrap_parts(line.split(" · "), width, " · ", "  ")
+        else:
+            wrapped = wrap_words(line, width, _hanging(line))
+        if styled:
+            wrapped = [_style(row, first=i == 0, line=line, report=report) for i, row in enumerate(wrapped)]
+        rows += wrapped
+    return "".join(row + "\n" for row in rows)
 
 
-def fix_hint(report: Report, rule_id: str) -> str:
-    """Where the table's fix advice is: it has no room for it."""
-    target = report.target.get("path", "") or "TARGET"
-    return (
-        f"How to fix: imagelint rules show {rule_id} (one rule) · -f text (every finding with its fix) · "
-        f"imagelint fix {target} (a script for the fixes a rule declares)"
-    )
+def _hanging(line: str) -> str:
+    """The indent of a wrapped line's continuation rows: under the text its first row starts."""
+    if line.startswith("  fix "):
+        return " " * 6
+    if line.startswith("== "):
+        return " " * 3
+    return " " * 4 if line else ""
 
 
-def _escape(text: object) -> str:
-    """A string from the report, for the terminal and the log, then for rich's markup."""
-    from rich.markup import escape
+def wrap_words(line: str, width: int, indent: str) -> list[str]:
+    """``line`` in rows of at most ``width`` cells, broken at spaces only; a word longer than a row
+    (a long path) stands whole on its own row, which the terminal then folds: never cut by us."""
+    body = line.lstrip(" ")
+    return wrap_parts(body.split(" "), width, " ", indent, lead=line[: len(line) - len(body)])
 
-    return escape(for_log(str(text)))
+
+def wrap_parts(parts: list[str], width: int, joiner: str, indent: str, lead: str = "") -> list[str]:
+    """Pack ``parts`` joined by ``joiner`` into rows of ``width`` cells after ``lead``, continuation
+    rows after ``indent``; a part too long for a row is wrapped between its words."""
+    from rich.cells import cell_len
+
+    rows: list[str] = []
+    row, empty = lead, True
+    for part in parts:
+        candidate = row + part if empty else row + joiner + part
+        if empty or cell_len(candidate) <= width:
+            row, empty = candidate, False
+        else:
+            rows.append(row)
+            row = indent + part
+        if joiner != " " and cell_len(row) > width:
+            *done, row = wrap_words(row, width, indent)
+            rows += done
+    rows.append(row)
+    return rows
+
+
+_SEVERITY_STYLE = {  # SGR codes: bold white on red, bold red, yellow, cyan, dim
+    Severity.CRITICAL: "1;37;41",
+    Severity.HIGH: "1;31",
+    Severity.MEDIUM: "33",
+    Severity.LOW: "36",
+    Severity.INFO: "2",
+}
+_WORD_STYLE = {
+    **{severity.value.upper(): code for severity, code in _SEVERITY_STYLE.items()},
+    "ERROR": "1;33",
+    "WAIVED": "2",
+    "warning:": "33",
+}
+_VERDICT_STYLE = {Verdict.PASS: "1;32", Verdict.FAIL: "1;31", Verdict.INCONCLUSIVE: "1;33"}
+
+
+def _style(row: str, *, first: bool, line: str, report: Report) -> str:
+    """Colour for a terminal: the severity word, headings, ``fix`` labels and the verdict; the words
+    are the plain layout's (colour never changes the text)."""
+    if line.startswith("== "):
+        return f"\x1b[1m{row}\x1b[0m"
+    if not first:
+        return row
+    if row.startswith("  fix "):
+        label, colon, text = row.partition(":")
+        return f"\x1b[2m{label}{colon}\x1b[0m{text}"
+    word, _, rest = row.partition(" ")
+    code = _WORD_STYLE.get(word)
+    if word == f"{report.verdict.value.upper()}:" and line.startswith(word):
+        code = _VERDICT_STYLE[report.verdict]
+    return f"\x1b[{code}m{word}\x1b[0m {rest}" if code else row
 
 
 def _width() -> int:

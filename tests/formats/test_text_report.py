@@ -219,10 +219,13 @@ def test_a_300_character_path_is_printed_whole_on_one_line(monkeypatch: pytest.M
     assert text.count(path) == 2  # where and message, neither wrapped nor cut
 
 
-@pytest.mark.parametrize("terminal", [False, True])
-def test_the_summary_is_one_line_at_40_columns(monkeypatch: pytest.MonkeyPatch, terminal: bool) -> None:
-    monkeypatch.setenv("COLUMNS", "40")
-    monkeypatch.delenv("NO_COLOR", raising=False)
+SUMMARY_40 = (
+    "FAIL: 2 finding(s) (1 high, 1 low) · 1 failing (fail-on=medium) · 0 waived · 0 error(s) · "
+    "1 rule with failing findings, 1 rule with findings below fail-on, 1 rule clean"
+)
+
+
+def _summary_report() -> Report:
     rules = [
         _rule("IL109", Outcome.FAIL),
         _rule("IL106", Outcome.FAIL, Severity.LOW),
@@ -232,29 +235,52 @@ def test_the_summary_is_one_line_at_40_columns(monkeypatch: pytest.MonkeyPatch, 
         _finding("IL109", "/etc/a"),
         _finding("IL106", "/root/.bash_history", Severity.LOW, failing=False),
     ]
-    text = ANSI.sub("", _text(_report(findings, rules), terminal=terminal))
-    last = text.rstrip("\n").splitlines()[-1]
-    assert last == (
-        "FAIL: 2 finding(s) (1 high, 1 low) · 1 failing (fail-on=medium) · 0 waived · 0 error(s) · "
-        "1 rule with failing findings, 1 rule with findings below fail-on, 1 rule clean"
+    return _report(findings, rules)
+
+
+def test_the_piped_summary_is_one_line_at_40_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "40")
+    assert _text(_summary_report()).rstrip("\n").splitlines()[-1] == SUMMARY_40
+
+
+def test_on_a_terminal_every_row_fits_and_keeps_every_word(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "40")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    text = ANSI.sub("", _text(_summary_report(), terminal=True))
+    rows = text.rstrip("\n").splitlines()
+    assert all(len(row) <= 40 for row in rows), rows
+    start = max(i for i, row in enumerate(rows) if row.startswith("FAIL: "))
+    words = [w for row in rows[start:] for w in row.split() if w != "·"]
+    assert words == [w for w in SUMMARY_40.split() if w != "·"]
+    assert all(row.startswith("  ") for row in rows[start + 1 :])  # continuation rows are indented
+    assert "  fix IL109: Fix it (IL109). Really." in text  # the fixes are in the terminal layout too
+
+
+def test_a_long_path_is_never_cut_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "40")
+    path = "/etc/" + "-".join(["segment"] * 37) + "/x.conf"
+    text = ANSI.sub(
+        "", _text(_report([_finding("IL109", path)], [_rule("IL109", Outcome.FAIL)]), terminal=True)
     )
-    if terminal:  # the table follows COLUMNS, as rich does
-        assert all(len(line) <= 40 for line in text.splitlines() if line.startswith(("┏", "│", "└")))
+    rows = text.splitlines()
+    first = next(i for i, row in enumerate(rows) if row.startswith("HIGH IL109"))
+    assert rows[first] == "HIGH IL109" and rows[first + 1] == f"    {path}:"  # alone on its row, whole
+    assert text.count(path) == 2
+    assert all(len(row) <= 40 for row in rows if path not in row)
 
 
-def test_no_color_keeps_the_terminal_table_and_it_says_where_the_fixes_are(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_no_color_changes_only_the_colour_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     report = _report([_finding("IL109", "/etc/a")], [_rule("IL109", Outcome.FAIL)])
+    monkeypatch.setenv("COLUMNS", "80")
     monkeypatch.delenv("NO_COLOR", raising=False)
     coloured = _text(report, terminal=True)
     monkeypatch.setenv("NO_COLOR", "1")
     plain = _text(report, terminal=True)
-    foreground = re.compile(r"\x1b\[(?:[0-9;]*;)?3[0-9]m")  # bold and dim stay: they are not colour
-    assert foreground.search(coloured) and not foreground.search(plain)
-    assert ANSI.sub("", plain) == ANSI.sub("", coloured)  # the same table
-    assert "How to fix: imagelint rules show IL109 (one rule) · -f text" in ANSI.sub("", plain)
-    assert "imagelint fix /mnt/image" in ANSI.sub("", plain)
+    foreground = re.compile(r"\x1b\[(?:[0-9;]*;)?3[0-9]m")
+    assert foreground.search(coloured) and "\x1b" not in plain
+    assert ANSI.sub("", coloured) == plain
+    piped = _text(report)
+    assert [w for w in plain.split() if w != "·"] == [w for w in piped.split() if w != "·"]  # the same words
 
 
 def test_a_pass_names_rule_states_so_they_cannot_be_misread() -> None:
