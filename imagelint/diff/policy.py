@@ -1,6 +1,7 @@
 """The config's ``diff:`` section: what each kind of change does to ``imagelint diff``'s exit code.
 
-Each kind is ``fail`` (exit 1 when NEW brings one in), ``warn`` (listed, exit unchanged) or
+Each kind is ``fail`` (exit 1 when NEW brings one in), ``warn`` (listed as a warning, exit
+unchanged), ``note`` (listed as news, not as a warning: an improvement such as a resolved finding) or
 ``ignore`` (not listed). ``allow-units`` lists unit-name globs that may appear (as new boot units or
 new unit files) without failing: such a change is listed as ``allowed``.
 
@@ -36,10 +37,10 @@ KINDS: dict[str, tuple[str, str]] = {
     "packages": ("packages added, removed or at another version", "warn"),
     "image": ("os-release or kernel command line changes", "warn"),
     "new-findings": ("findings NEW has and OLD lacks (failing ones take this action, others warn)", "fail"),
-    "resolved-findings": ("findings OLD had and NEW lacks", "warn"),
+    "resolved-findings": ("findings OLD had and NEW lacks (an improvement: listed as a note)", "note"),
     "volumes": ("a diff of two AMIs: an EBS volume (by device name) only one of them maps", "warn"),
 }
-ACTIONS = ("fail", "warn", "ignore")
+ACTIONS = ("fail", "warn", "note", "ignore")
 ALLOWABLE = ("new-boot-units", "unit-files")  # the kinds by which a unit "appears"
 
 

@@ -10,7 +10,7 @@ from imagelint.diff.compare import Change, Side
 from imagelint.report.model import Verdict
 
 DIFF_SCHEMA_VERSION = 1
-ORDER = {"fail": 0, "warn": 1, "allowed": 2}
+ORDER = {"fail": 0, "warn": 1, "allowed": 2, "note": 3}
 
 
 @dataclass
@@ -31,6 +31,7 @@ class DiffResult:
             "fail": actions.count("fail"),
             "warn": actions.count("warn"),
             "allowed": actions.count("allowed"),
+            "note": actions.count("note"),
             "by_kind": dict(sorted(by_kind.items())),
         }
 

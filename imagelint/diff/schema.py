@@ -133,6 +133,7 @@ def diff_schema() -> dict[str, Any]:
                     "fail": {"type": "integer", "minimum": 0},
                     "warn": {"type": "integer", "minimum": 0},
                     "allowed": {"type": "integer", "minimum": 0},
+                    "note": {"type": "integer", "minimum": 0},
                     "by_kind": {
                         "type": "object",
                         "propertyNames": {"enum": list(KINDS)},
@@ -163,7 +164,7 @@ def diff_schema() -> dict[str, Any]:
                             "change is in (absent otherwise)",
                         },
                         "kind": {"enum": list(KINDS)},
-                        "action": {"enum": ["fail", "warn", "allowed"]},
+                        "action": {"enum": ["fail", "warn", "allowed", "note"]},
                         "subject": {"type": "string"},
                         "change": {"enum": ["added", "removed", "changed"]},
                         "detail": {"type": "string"},

@@ -1,6 +1,6 @@
 """The diff gate's one decision, in the verdict vocabulary of :mod:`imagelint.report.verdict`.
 
-- :func:`change_action`: what one change does: ``fail``, ``warn``, ``ignore`` (per the config's
+- :func:`change_action`: what one change does: ``fail``, ``warn``, ``note``, ``ignore`` (per the config's
   ``diff:`` section), or ``allowed`` (a unit in ``allow-units`` appearing). A new finding that does
   not fail NEW's own gate (below ``fail-on``, waived) is at most a warning.
 - :func:`decide_diff`: fail if any change fails; else inconclusive if either side could not be
@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from imagelint.diff.policy import ALLOWABLE, DiffPolicy
 from imagelint.report.model import Verdict
 
-FAIL, WARN, IGNORE, ALLOWED = "fail", "warn", "ignore", "allowed"
+FAIL, WARN, NOTE, IGNORE, ALLOWED = "fail", "warn", "note", "ignore", "allowed"
 
 
 def change_action(kind: str, policy: DiffPolicy, unit: str | None = None, *, failing: bool = True) -> str:

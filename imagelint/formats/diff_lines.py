@@ -15,7 +15,7 @@ from imagelint.report.escape import for_log
 from imagelint.report.model import Verdict
 
 MAX_MARKDOWN_ROWS = 500
-_ICON = {"fail": "❌ fail", "warn": "⚠️ warn", "allowed": "✅ allowed"}
+_ICON = {"fail": "❌ fail", "warn": "⚠️ warn", "allowed": "✅ allowed", "note": "ℹ️ note"}
 _VERDICT = {Verdict.PASS: "✅ PASS", Verdict.FAIL: "❌ FAIL", Verdict.INCONCLUSIVE: "⚠️ INCONCLUSIVE"}
 
 
@@ -24,7 +24,7 @@ def summary_line(result: DiffResult) -> str:
     kinds = ", ".join(f"{k} {n}" for k, n in c["by_kind"].items()) or "no changes"
     return (
         f"result: {result.verdict.value}: {c['fail']} change(s) fail, {c['warn']} warn, "
-        f"{c['allowed']} allowed ({kinds})"
+        f"{c['allowed']} allowed, {c['note']} note(s) ({kinds})"
     )
 
 
@@ -53,7 +53,7 @@ def render_markdown(result: DiffResult) -> str:
         f"old {code(result.old.description)} ({cell(result.old.source)}) → "
         f"new {code(result.new.description)} ({cell(result.new.source)})",
         "",
-        f"**{c['fail']}** fail · **{c['warn']}** warn · **{c['allowed']}** allowed",
+        f"**{c['fail']}** fail · **{c['warn']}** warn · **{c['allowed']}** allowed · **{c['note']}** note",
         "",
     ]
     for side in (result.old, result.new):

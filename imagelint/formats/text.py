@@ -36,8 +36,8 @@ its `` · `` parts, and severities, headings and the verdict are coloured.
 Every string from the report is escaped for the terminal and the CI log (``imagelint.report.escape.
 for_log``: control, bidi and invisible characters as visible escapes, no raw newline inside a finding,
 no line that a GitHub runner would read as a workflow command); wrapping only adds breaks and
-indents between words. So an image string can neither break the one-line-per-finding layout nor start a line; the whole
-output is checked once more for command lines at the end.
+indents between words. So an image string can neither break the one-line-per-finding layout nor
+start a line; the whole output is checked once more for command lines at the end.
 """
 
 from __future__ import annotations

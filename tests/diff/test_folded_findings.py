@@ -38,3 +38,21 @@ def test_a_new_failing_finding_folded_into_an_already_failing_one_fails_the_diff
     added = [c for c in result["changes"] if c["kind"] == "new-findings" and c["subject"].startswith("IL201")]
     assert proc.returncode == 1 and result["verdict"] == "fail", (proc.returncode, proc.stderr)
     assert [c["action"] for c in added] == ["fail"]
+
+
+def test_a_resolved_finding_is_a_note_not_a_warning(tmp_path: Path) -> None:
+    old = _sample(tmp_path / "old", binary=False)
+    new = _sample(tmp_path / "new", binary=True)  # the agent is installed: IL201 is resolved
+    proc = run_cli("diff", str(old), str(new), "-c", CONFIG, "-f", "text", "-f", f"json:{tmp_path}/d.json")
+    result = json.loads((tmp_path / "d.json").read_text())
+    resolved = [c for c in result["changes"] if c["kind"] == "resolved-findings"]
+    assert resolved and {c["action"] for c in resolved} == {"note"}
+    warned = [c for c in result["changes"] if c["action"] == "warn"]
+    counts = result["counts"]
+    assert counts["note"] == len(resolved) and counts["warn"] == len(warned), counts
+    assert all(c["kind"] != "resolved-findings" for c in warned)
+    lines = [line for line in proc.stdout.splitlines() if line.split()[1:2] == ["resolved-findings"]]
+    assert lines and all(line.startswith("NOTE ") for line in lines), lines
+    assert (
+        f"{len(warned)} warn, 0 allowed, {len(resolved)} note(s) (" in proc.stdout.rstrip().splitlines()[-1]
+    )
