@@ -9,6 +9,7 @@ it can be called from tests and other commands without going through typer.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -103,6 +104,8 @@ def prepare(options: RunOptions, *, require_journal: bool = False) -> PreparedRu
     if options.baseline is not None:
         from imagelint.report.baseline import load_baseline
 
+        if not os.path.lexists(options.baseline):  # a name the user gave that is not there: usage, as -c
+            raise UsageError(f"--baseline {options.baseline}: no such file")
         baseline = load_baseline(options.baseline)
     return PreparedRun(options, tuple(packs), replace(config, **overrides), baseline)  # type: ignore[arg-type]
 

@@ -362,12 +362,18 @@ def rules_list(
     config: ConfigOpt = None,
     rules: RulesOpt = None,
     no_builtin_rules: NoBuiltinOpt = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    output: Annotated[
+        str,
+        typer.Option("--format", "-f", metavar="FORMAT", help="text (a table, the default) or json."),
+    ] = "text",
+    as_json: Annotated[bool, typer.Option("--json", hidden=True, help="The same as -f json.")] = False,
 ) -> None:
     """List every loaded rule, ordered by id: id, severity, scope, name and title.
 
-    Example: imagelint rules list --rules my-pack.yaml
+    Example: imagelint rules list --rules my-pack.yaml -f json
     """
+    if output not in {"text", "json"}:
+        raise UsageError(f"-f {output}: rules list writes text or json")
     from imagelint.session import load_rules
 
     packs, _ = load_rules(config, rules or [], builtin=not no_builtin_rules)
@@ -384,14 +390,16 @@ def rules_list(
         for r in p.rules
     ]
     entries.sort(key=lambda e: _id_key(str(e["id"])))
-    if as_json:
+    if as_json or output == "json":
         typer.echo(json.dumps(entries, indent=2))
         return
-    typer.echo(_rule_row("ID", "SEVERITY", "SCOPE", "NAME", "TITLE"))
-    for e in entries:
-        typer.echo(
-            _rule_row(str(e["id"]), str(e["severity"]), ",".join(e["scope"]), str(e["name"]), str(e["title"]))
-        )
+    rows = [("ID", "SEVERITY", "SCOPE", "NAME", "TITLE")]
+    rows += [
+        (str(e["id"]), str(e["severity"]), ",".join(e["scope"]), str(e["name"]), str(e["title"]))
+        for e in entries
+    ]
+    for row in rows:
+        typer.echo(_rule_row(row, [max(len(r[i]) for r in rows) for i in range(4)]))
 
 
 def _id_key(rule_id: str) -> tuple[str, int, str]:
@@ -404,8 +412,11 @@ def _id_key(rule_id: str) -> tuple[str, int, str]:
     return match.group(1), int(match.group(2)), rule_id
 
 
-def _rule_row(rule_id: str, severity: str, scope: str, name: str, title: str) -> str:
-    return f"{rule_id:<7} {severity:<8} {scope:<10} {name:<40} {title}".rstrip()
+def _rule_row(row: tuple[str, ...], widths: list[int]) -> str:
+    """One row of ``rules list``: every column as wide as its widest cell, the title last."""
+    return " ".join(
+        [*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[-1]]
+    ).rstrip()
 
 
 @command(rules_app, "show", codes=USAGE_ONLY, meanings=SUCCESS, short="Show one rule in full.")

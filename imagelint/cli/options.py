@@ -45,11 +45,21 @@ FormatsOpt = Annotated[
         "Default: text to stdout (in GitHub Actions: text and github annotations).",
     ),
 ]
+
+
+def complete_severity(incomplete: str) -> list[str]:
+    """Shell completion of a severity (``--fail-on``): the severities, not file names."""
+    from imagelint.rulepacks import Severity
+
+    return [s.value for s in Severity if s.value.startswith(incomplete)]
+
+
 FailOnOpt = Annotated[
     str | None,
     typer.Option(
         "--fail-on",
         metavar="SEVERITY",
+        autocompletion=complete_severity,
         help=f"Lowest severity that fails, one of: {SEVERITIES_TOKEN}. "
         f"Default: fail-on in the config, else {DEFAULT_FAIL_ON_TOKEN}.",
     ),

@@ -250,5 +250,10 @@ def test_rules_list_has_a_header_and_is_ordered_by_id() -> None:
     assert header.split() == ["ID", "SEVERITY", "SCOPE", "NAME", "TITLE"]
     ids = [row.split()[0] for row in rows]
     assert len(ids) > 10 and ids == sorted(ids, key=lambda i: (i[:2], int(i[2:])))
-    as_json = json.loads(run_cli("rules", "list", "--json").stdout)
+    as_json = json.loads(run_cli("rules", "list", "-f", "json").stdout)
     assert [e["id"] for e in as_json] == ids
+    assert json.loads(run_cli("rules", "list", "--json").stdout) == as_json  # the old spelling stays
+    starts = {line.index(word) for line in (header, *rows) for word in line.split()[1:2]}
+    assert len(starts) == 1, starts  # every row's second column starts where the header's does
+    scope_at = header.index("SCOPE")
+    assert {row.index(row.split()[2], scope_at - 1) for row in rows} == {scope_at}  # IL001's scopes too

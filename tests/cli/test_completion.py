@@ -22,6 +22,8 @@ def _complete(words: str) -> list[str]:
         ("imagelint au", ["audit"]),
         ("imagelint ami po", ["policies"]),
         ("imagelint audit --fail-on-n", ["--fail-on-new"]),
+        ("imagelint audit --fail-on h", ["high"]),  # a severity, never a file name
+        ("imagelint soak --fail-on c", ["critical"]),
     ],
 )
 def test_the_program_answers_completion(words: str, expected: list[str]) -> None:
@@ -38,3 +40,14 @@ def test_completion_prints_a_script_that_calls_back(shell: str) -> None:
 def test_completion_of_an_unknown_shell_is_one_line_exit_2() -> None:
     proc = run_cli("completion", "tcsh")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "bash, zsh" in proc.stderr
+
+
+def test_fail_on_completes_every_severity_and_nothing_else() -> None:
+    env = {
+        "_IMAGELINT_COMPLETE": "complete_bash",
+        "COMP_WORDS": "imagelint audit --fail-on ",
+        "COMP_CWORD": "3",
+    }
+    proc = run_cli(env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(proc.stdout.split()) == sorted(["info", "low", "medium", "high", "critical"])

@@ -2,8 +2,9 @@
 
 The sample image (``make demo``'s) is audited by the CLI with its stdout on a pty whose window size is
 set with ``TIOCSWINSZ`` (no ``COLUMNS``), so the width comes from the terminal as it does for a user.
-The output after its header, colour codes removed, is compared with a snapshot per width (``IMAGELINT_UPDATE_SNAPSHOTS=1``
-rewrites them, as in ``test_text_report.py``); every row fits, and every finding's path is whole.
+The output after its header, colour codes removed, is compared with a snapshot per width
+(``IMAGELINT_UPDATE_SNAPSHOTS=1`` rewrites them, as in ``test_text_report.py``); every row fits, and
+every finding's path is whole.
 """
 
 from __future__ import annotations

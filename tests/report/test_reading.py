@@ -82,6 +82,19 @@ def test_a_hostile_baseline_is_one_line_and_exit_3(
     )
 
 
+def test_a_missing_baseline_is_bad_usage_as_a_missing_config_is(
+    image_and_report: tuple[Path, dict], tmp_path: Path
+) -> None:
+    image, _ = image_and_report
+    missing = tmp_path / "missing.json"
+    run_cli_measured("audit", str(image), "--baseline", str(missing), timeout=60).assert_one_line(
+        2, str(missing), "no such file"
+    )
+    run_cli_measured("audit", str(image), "-c", str(tmp_path / "missing.yaml"), timeout=60).assert_one_line(
+        2, "missing.yaml", ""
+    )
+
+
 @pytest.mark.parametrize("kind", ["40-mb", "600-deep", "nan"])
 def test_a_hostile_report_side_of_diff_is_one_line_and_exit_3(
     image_and_report: tuple[Path, dict], tmp_path: Path, kind: str
