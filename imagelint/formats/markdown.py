@@ -27,7 +27,7 @@ from imagelint.formats.interface import DIFF, REPORT, RenderOptions
 
 if TYPE_CHECKING:
     from imagelint.diff.result import DiffResult
-from imagelint.formats.presentation import cell, code, gate_words, inline
+from imagelint.formats.presentation import cell, code, gate_words, inline, prose
 from imagelint.formats.wording import failing_rules, folded_rules, rule_state_words, rule_states
 from imagelint.report import Finding, Outcome, Report, Verdict
 from imagelint.report.escape import neutralise_commands
@@ -40,7 +40,7 @@ _SEVERITY_ICON = {"critical": "🟥", "high": "🔴", "medium": "🟠", "low": "
 def _finding_row(finding: Finding, waived: bool = False) -> str:
     severity = f"{_SEVERITY_ICON[finding.severity.value]} {finding.severity.value}"
     where = finding.location + (f" (unit {finding.unit})" if finding.unit else "")
-    last = cell(finding.waiver.get("reason", "")) if waived and finding.waiver else cell(finding.remediation)
+    last = cell(finding.waiver.get("reason", "")) if waived and finding.waiver else prose(finding.remediation)
     gate = cell(gate_words(finding))
     return (
         f"| {severity} | {code(finding.rule_id)} {cell(finding.rule_name)} | {code(where)} "

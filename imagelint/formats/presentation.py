@@ -9,6 +9,7 @@ Levels follow the gate (:func:`imagelint.report.verdict.finding_fails`, the one 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path, PurePosixPath
 
 from imagelint.report import Finding, Report
@@ -85,6 +86,23 @@ def inline(text: object) -> str:
     """Text made safe for Markdown in the middle of a line, where no block construct can start: as
     :func:`cell`, but a leading digit or sign stays as it is (``0.1.0``, not ``&#48;.1.0``)."""
     return for_markdown(str(text).strip(), line_start=False)
+
+
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def prose(text: object) -> str:
+    """A rule's own prose (a remediation) for a Markdown cell: as :func:`cell`, but its `code` spans
+    shown as code (``<code>``, their text escaped as a cell's), not as literal backticks."""
+    parts = _CODE_SPAN.split(str(text).strip())
+    out = []
+    for index, part in enumerate(parts):
+        first = index == 0
+        if index % 2:
+            out.append(f"<code>{for_markdown(part, line_start=False)}</code>")
+        elif part:
+            out.append(for_markdown(part, line_start=first))
+    return "".join(out)
 
 
 def code(text: object) -> str:

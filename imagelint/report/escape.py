@@ -278,11 +278,25 @@ def for_markdown(text: str, *, line_start: bool = True) -> str:
     ``line_start=False``: the string follows other text on its line, where no block construct can
     start, so its first character is left as it is.
     """
-    text = _MARKDOWN_META.sub(lambda m: f"&#{ord(m.group())};", visible(text))
+    text = visible(text)
+    text = _MARKDOWN_META.sub(lambda m: m.group() if _intraword(text, m) else f"&#{ord(m.group())};", text)
     text = _WWW.sub(r"\1&#46;", text)
     if line_start and text and not (text[0].isalpha() or text[0] in "/&"):
         text = f"&#{ord(text[0])};{text[1:]}"
     return text
+
+
+def _intraword(text: str, match: re.Match[str]) -> bool:
+    """An ``_`` between two letters or digits (``ssh_host_key``): CommonMark's flanking rules let it
+    neither open nor close emphasis, so it stays as it is and the Markdown stays readable."""
+    start, end = match.span()
+    return (
+        match.group() == "_"
+        and start > 0
+        and end < len(text)
+        and text[start - 1].isalnum()
+        and text[end].isalnum()
+    )
 
 
 _NOT_XML = re.compile(r"[\ufffe\uffff]")

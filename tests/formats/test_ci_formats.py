@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -330,3 +331,18 @@ def test_markdown_writes_the_version_as_it_is(tmp_path: Path) -> None:
     proc = run_cli("audit", str(image), "-f", "markdown")
     assert proc.returncode == 1
     assert f" · imagelint {__version__} · fail-on" in proc.stdout
+
+
+def test_the_step_summary_shows_code_as_code_and_paths_readable(tmp_path: Path) -> None:
+    """A remediation's `code` spans render as code (not literal backticks), their text still escaped;
+    an underscore inside a word is left as it is in the raw Markdown (a PR comment's source)."""
+    from markdown_it import MarkdownIt
+
+    image = sample_image(tmp_path / "image")
+    proc = run_cli("audit", str(image), "-f", "markdown")
+    assert proc.returncode == 1
+    rendered = MarkdownIt("commonmark").enable("table").render(proc.stdout)
+    assert "<code>ssh-keygen -A</code>" in rendered  # IL101's remediation: `ssh-keygen -A`
+    assert "`" not in rendered and "&#96;" not in proc.stdout
+    assert "ssh_host_ed25519_key" in proc.stdout and not re.search("[a-z0-9]&#95;[a-z0-9]", proc.stdout)
+    assert "<em>" not in rendered  # no word of a path or a remediation turned into emphasis

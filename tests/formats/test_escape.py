@@ -152,6 +152,17 @@ def test_markdown_strings_are_inert() -> None:
     assert for_markdown("a\nb") == "a&#92;nb"
 
 
+def test_an_underscore_inside_a_word_stays_and_stays_inert() -> None:
+    from markdown_it import MarkdownIt
+
+    text = "/etc/ssh/ssh_host_ed25519_key _u_ a__b__ c_ _d x_y_z"
+    md = for_markdown(text)
+    assert "ssh_host_ed25519_key" in md and "x_y_z" in md and "&#95;u&#95;" in md
+    for markup in (f"| a |\n|---|\n| {md} |\n", f"- {md}\n", f"{md}\n"):
+        html = MarkdownIt("commonmark").enable("table").render(markup)
+        assert "<em>" not in html and "<strong>" not in html, html
+
+
 def _xml_round_trip(text: str) -> None:
     element = ET.Element("a", b=for_xml(text))
     element.text = for_xml(text)
@@ -178,5 +189,6 @@ def test_channel_escapers_on_hostile_strings(text: str) -> None:
     assert not any(c in _UNSAFE_SET for c in log)
     assert neutralise_commands(log) == log
     md = for_markdown(text)
-    assert not any(c in md for c in "<>[]()`*_|\\\n")
+    assert not any(c in md for c in "<>[]()`*|\\\n")
+    assert all(md[i - 1].isalnum() and md[i + 1].isalnum() for i, c in enumerate(md) if c == "_")
     _xml_round_trip(text)
