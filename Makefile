@@ -30,8 +30,11 @@ lint:
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
 ## docs: rewrite the generated pages of the docs site (rules, configuration, IAM policies, the Action)
+## and its pictures (headless Chromium), then build the site into site/ (strict: a broken link fails)
 docs:
 	$(BIN)/python -m imagelint.docs
+	$(BIN)/python scripts/docs-screenshots.py
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 bench:
 	$(BIN)/python benchmarks/audit_vs_systemctl.py

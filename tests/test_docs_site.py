@@ -118,6 +118,9 @@ def test_the_site_builds_strict_with_its_snippets(tmp_path: Path) -> None:
     assert "imagelint audit output/disk.qcow2" in packer  # a recipe, included as it is in packer/
     start = (tmp_path / "site" / "getting-started" / "index.html").read_text(encoding="utf-8")
     assert "Set-up: the two commands" in start  # the README's section, included
+    fix = (tmp_path / "site" / "fix" / "index.html").read_text(encoding="utf-8")
+    assert 'href="https://github.com/imagelint/imagelint/edit/main/docs/fix.md"' in fix  # edit this page
+    assert 'href="https://github.com/imagelint/imagelint"' in fix  # the repository, in the header
 
 
 def test_a_page_of_the_site_renders_in_chromium(tmp_path: Path) -> None:

@@ -47,6 +47,12 @@ def test_the_release_artifacts_pass_twine_and_check_wheel_contents(dist: Path) -
     assert twine.returncode == 0, twine.stdout + twine.stderr
     contents = subprocess.run([_tool("check-wheel-contents"), str(wheel)], capture_output=True, text=True)
     assert contents.returncode == 0, contents.stdout + contents.stderr
+    import zipfile
+
+    with zipfile.ZipFile(wheel) as archive:
+        metadata = archive.read(f"imagelint-{__version__}.dist-info/METADATA").decode()
+    urls = [line for line in metadata.splitlines() if line.startswith("Project-URL: ")]
+    assert "Project-URL: Source, https://github.com/imagelint/imagelint" in urls, urls
 
 
 @pytest.mark.slow
