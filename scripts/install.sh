@@ -37,6 +37,8 @@ if [ "$want_test" = 1 ]; then
     command -v prometheus-node-exporter >/dev/null || packages+=(prometheus-node-exporter)
     [ -x /usr/bin/chromium ] || packages+=(chromium)  # draws the Mermaid charts, opens the html report
     command -v npm >/dev/null || packages+=(npm)  # installs the Mermaid CLI (tests/formats/browsers.py)
+    # the severities' emoji in the docs pictures (make docs: scripts/docs-screenshots.py)
+    [ -e /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ] || packages+=(fonts-noto-color-emoji)
 fi
 if [ "${#packages[@]}" -gt 0 ]; then
     sudo=""
