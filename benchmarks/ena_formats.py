@@ -3,8 +3,10 @@
 The formats are the test data of ``tests/facts/journal/ena_formats.py`` (amzn-drivers 2.11.0-2.17.0,
 each format string filled and printed as the kernel logs it). For the working tree and for a named
 baseline revision (its ``imagelint/facts/journal/patterns.py``, read with ``git show``), prints: the
-formats recognised as any reset-path wording (N of M), those recognised as the expected wording, and
-the healthy driver lines (plus the kernel-formats test's benign ones) taken for reset-path lines.
+formats recognised as any reset-path wording (N of M), those recognised as the expected wording, those
+that alone count as a reset (a reset line, or a line printed where the driver decides the reset:
+``EnaMessage.decides``, issue 49), and the healthy driver lines (plus the kernel-formats test's benign
+ones) taken for reset-path lines.
 
 Run: .venv/bin/python benchmarks/ena_formats.py [--baseline REV]
 The test suite checks every format in real journals (``tests/facts/journal/test_kernel_formats.py``).
@@ -46,17 +48,31 @@ def _patterns_at(rev: str) -> ModuleType:
 
 
 def _measure(label: str, patterns: ModuleType) -> None:
+    def message(text: str) -> object | None:
+        return next((m for m in patterns.ENA_RESET_PATH if m.regex.search(text)), None)
+
     def wording(text: str) -> str | None:
-        return next((m.name for m in patterns.ENA_RESET_PATH if m.regex.search(text)), None)
+        found = message(text)
+        return getattr(found, "name", None)
+
+    reset_roles = {patterns.RESET_DECIDED, patterns.RESET_STARTED, patterns.RESET_DONE, patterns.RESET_FAILED}
+
+    def a_reset_alone(text: str) -> bool:
+        found = message(text)
+        return found is not None and (
+            getattr(found, "decides", False) or getattr(found, "role", "") in reset_roles
+        )
 
     found = [wording(f.line()) for f in RESET_CLASS]
     healthy = [f.line() for f in HEALTHY] + BENIGN
     false = [text for text in healthy if wording(text) is not None]
     right = sum(name == f.wording for name, f in zip(found, RESET_CLASS, strict=True))
     missed = [f"{f.fmt} ({f.source})" for name, f in zip(found, RESET_CLASS, strict=True) if name is None]
+    alone = sum(a_reset_alone(f.line()) for f in RESET_CLASS)
     print(
         f"{label}: recognised {sum(n is not None for n in found)} of {len(RESET_CLASS)} reset-class formats"
-        f" ({right} as the expected wording); false alarms {len(false)} of {len(healthy)} healthy lines"
+        f" ({right} as the expected wording; {alone} a reset on their own); false alarms {len(false)} of"
+        f" {len(healthy)} healthy lines"
     )
     for text in missed:
         print(f"  unrecognised: {text}")

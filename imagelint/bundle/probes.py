@@ -56,7 +56,9 @@ def _show(meta: Path, name: str) -> tuple[float, str | None, str | None, bool] |
     if status is None:
         return None
     wall = seconds(status.get("wall"), f"imagelint/live/{name}.status", "wall")
-    booted = status.get("booted") == "1"
+    # only a recorded "booted 0" says no manager ran (not applicable); a record that does not say is
+    # read as one that ran (a failed call is then missing data: inconclusive)
+    booted = status.get("booted") != "0"
     if status.get("rc") != "0":
         reason = f"systemctl show failed (exit {status.get('rc')}): {status.get('stderr', '')}".rstrip(": ")
         if not booted:

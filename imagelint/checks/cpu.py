@@ -1,4 +1,4 @@
-"""Check kind on a soak's per-CPU reads: a core saturated in the kernel while the host looks idle.
+"""Check kind on a soak's per-CPU reads: a core saturated in the kernel while the others' kernel time is low.
 
 ``cpu.hot_core`` replays the soak's ``/proc/stat`` reads (:class:`imagelint.facts.cpurecord.CpuRecord`)
 through the episode tracker of :mod:`imagelint.facts.hotcore` with the rule's thresholds, and fires
@@ -7,6 +7,11 @@ points at the incident's mechanism (dying memcgs growing as IL401 judges them; a
 walk), and ``require`` splits one problem between two rules by that evidence: ``alone`` fires only
 without it, ``accompanied`` only with it, so each hot core gives one finding at the severity its
 evidence supports, and the verdict stays with the one verdict function.
+
+``max_others_busy`` (the others' busy share, any time) was replaced by ``max_others_kernel_share``
+(issue 49: a hot core beside cores busy in user time went unseen). Packs that still set the old key
+keep validating: it is read as ``max_others_kernel_share`` (a bound on the others' busy share was
+also one on their kernel share, so the rule only loosens as the fix intends) with a warning.
 """
 
 from __future__ import annotations
@@ -48,9 +53,14 @@ class HotCoreRuleParams:
     min_kernel_share: Annotated[float, Param("kernel share of the hot CPU", minimum=0, maximum=1)] = (
         HotCoreParams.min_kernel_share
     )
-    max_others_busy: Annotated[float, Param("busy share of the other CPUs", minimum=0, maximum=1)] = (
-        HotCoreParams.max_others_busy
-    )
+    max_others_kernel_share: Annotated[
+        float,
+        Param("kernel share of the other CPUs (their user time does not count)", minimum=0, maximum=1),
+    ] = HotCoreParams.max_others_kernel_share
+    max_others_busy: Annotated[
+        float | None,
+        Param("deprecated: read as max_others_kernel_share (a warning says so)", minimum=0, maximum=1),
+    ] = None
     window_seconds: Annotated[
         float, Param("shares are judged over a trailing window (ticks are 10 ms)", minimum=0.1)
     ] = HotCoreParams.window_seconds
@@ -63,10 +73,14 @@ class HotCoreRuleParams:
     ] = "any"
 
     def thresholds(self) -> HotCoreParams:
-        """The episode tracker's thresholds."""
+        """The episode tracker's thresholds (the deprecated key stands in for the new one left at its
+        default)."""
+        others = self.max_others_kernel_share
+        if self.max_others_busy is not None and others == HotCoreParams.max_others_kernel_share:
+            others = self.max_others_busy
         return HotCoreParams(
             min_kernel_share=self.min_kernel_share,
-            max_others_busy=self.max_others_busy,
+            max_others_kernel_share=others,
             window_seconds=self.window_seconds,
         )
 
@@ -76,7 +90,8 @@ class HotCore(CheckKind[HotCoreRuleParams]):
     name = "cpu.hot_core"
     summary = (
         "Fires when one CPU spent at least min_kernel_share of its time in the kernel (system + irq + "
-        "softirq) for min_seconds in a row while the other CPUs were at most max_others_busy busy."
+        "softirq) for min_seconds in a row while the other CPUs' kernel share was at most "
+        "max_others_kernel_share, whatever their user time."
     )
     parameters = HotCoreRuleParams
     variables = {
@@ -87,7 +102,8 @@ class HotCore(CheckKind[HotCoreRuleParams]):
         "min_seconds": "the shortest episode that counts (the parameter)",
         "saturated": "saturated seconds per CPU, over all episodes",
         "kernel_share": "the longest episode's kernel share over its whole length, in percent",
-        "others_busy": "the other CPUs' highest busy share during it, in percent",
+        "others_kernel": "the other CPUs' highest kernel share during it, in percent",
+        "others_busy": "the other CPUs' highest busy share (user time too) during it, in percent",
         "average_busy": "the all-CPU average at its highest during it, in percent",
         "walk_trend": "the memory.stat walk's timings through the soak",
         "accompanied": "the other evidence found ('no other evidence' when none)",
@@ -96,6 +112,12 @@ class HotCore(CheckKind[HotCoreRuleParams]):
     }
 
     def evaluate(self, ctx: CheckContext, params: HotCoreRuleParams) -> list[Observation]:
+        if params.max_others_busy is not None:
+            ctx.warn(
+                "cpu.hot_core",
+                "max_others_busy is deprecated: it is read as max_others_kernel_share (the other CPUs' "
+                "user time no longer counts); rename it",
+            )
         soak = soak_facts(ctx)
         record = soak.cpu
         if record is None:  # every Linux host has /proc/stat: not read is a gap, never "not applicable"
@@ -135,6 +157,7 @@ class HotCore(CheckKind[HotCoreRuleParams]):
             "min_seconds": params.min_seconds,
             "saturated": ", ".join(f"cpu{c} {hot.saturated_seconds.get(c, 0.0):.1f} s" for c in hot.cpus),
             "kernel_share": round(100 * longest.kernel_share),
+            "others_kernel": round(100 * longest.max_others_kernel_share),
             "others_busy": round(100 * longest.max_others_busy),
             "average_busy": round(100 * longest.max_average_busy),
             "walk_trend": soak.walks.trend_text(),

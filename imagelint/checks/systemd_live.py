@@ -2,8 +2,12 @@
 ``systemctl show`` (:class:`~imagelint.facts.systemd.live.LiveState`, a data source that
 ``imagelint audit --live`` supplies).
 
-A live check that was asked for and cannot run (no systemd as PID 1, or a manager that does not
-answer) is inconclusive, never "not applicable": the user asked for it.
+A host whose PID 1 is not systemd (``/run/systemd/system`` absent, as ``sd_booted()`` decides; the
+collector records the same test) has no service manager: the rules' subject is absent, so they are
+*not applicable*, with the reason, exactly as ``soak.unit_restarts`` (IL405) is in ``soak`` and in
+``watch``'s judge (the project's rule: a subject simply absent is not applicable). A manager that runs
+and does not answer, or a record that does not say whether one ran, is data that is there and was
+not read: inconclusive, never "not applicable". See docs/soak.md ("Hosts without systemd").
 """
 
 from __future__ import annotations
@@ -24,10 +28,10 @@ def _live(ctx: CheckContext) -> LiveState:
         raise NotApplicable("not a live run (use `imagelint audit --live` on the running host)")
     ctx.record("systemd_live", live.to_dict)
     if not live.available:
-        # the user asked for a live check that could not run: inconclusive, never "not applicable"
         reason = " ".join((live.reason or "no answer").split())
-        where = "systemctl show" if live.booted else "/run/systemd/system"
-        raise ImageReadError(where, reason)
+        if not live.booted:  # no manager at all: nothing to judge (as IL405 in soak and watch)
+            raise NotApplicable(f"no systemd manager runs on this host: {reason}")
+        raise ImageReadError("systemctl show", reason)  # a manager ran and was not read
     return live
 
 

@@ -1,4 +1,4 @@
-"""Hot-core episodes: one CPU saturated in the kernel while the rest of the host looks idle.
+"""Hot-core episodes: one CPU saturated in the kernel while the other CPUs' kernel time stays low.
 
 The incident's symptom: a cgroup walk pinned one core at 100% *system* time for seconds, starving
 the NIC's NAPI poll on that core, while the all-CPU average (what dashboards show) stayed low.
@@ -7,11 +7,17 @@ the NIC's NAPI poll on that core, while the all-CPU average (what dashboards sho
 e.g. ten a second) and judges each CPU on a trailing **window** of ``window_seconds`` (default 1 s):
 
 - *saturated*: the CPU's kernel share (system + irq + softirq over its total ticks) in the window is
-  at least ``min_kernel_share`` (0.9), **and** the other online CPUs' busy share over the same window
-  is at most ``max_others_busy`` (0.5): the host looks idle apart from this core. The other CPUs are
-  used rather than the all-CPU average because on a small host the hot core alone moves the average
-  (one saturated core of 2 is 50%), while on a large one the two are nearly the same. The all-CPU
-  average is reported beside it. With a single online CPU there are no others (taken as idle).
+  at least ``min_kernel_share`` (0.9), **and** the other online CPUs' *kernel* share over the same
+  window is at most ``max_others_kernel_share`` (0.5): the kernel time is lopsided, piled on this
+  core. What the other CPUs do in *user* time does not count: the incident's hosts were GPU training
+  nodes whose other cores were busy with data loaders and the training process (user time) while
+  the cgroup walk pinned one core in the kernel, and a loaded CI runner looks the same. An earlier
+  version asked for the others to be at most 50% *busy* (any time), so a hot core beside busy ones
+  went unseen. Kernel time spread evenly over every core (a host-wide syscall or interrupt storm)
+  is not one core starved and stays quiet. The other CPUs are used rather than the all-CPU
+  average because on a small host the hot core alone moves the average (one saturated core of 2 is
+  50%). The others' busy share and the all-CPU average are reported beside it (what a dashboard
+  showed). With a single online CPU there are no others (their kernel share is taken as 0).
 - an **episode** is a run of consecutive reads in which the same CPU is saturated; it runs from the
   first to the last read, within its saturated windows, that is itself at ``min_kernel_share``
   (so its length is exact to one read, not one window).
@@ -46,7 +52,7 @@ MAX_EPISODES = 100_000
 @dataclass(frozen=True)
 class HotCoreParams:
     min_kernel_share: float = 0.9
-    max_others_busy: float = 0.5
+    max_others_kernel_share: float = 0.5
     window_seconds: float = 1.0
 
 
@@ -58,7 +64,8 @@ class Episode:
     start: float
     end: float
     peak_kernel_share: float  # the highest windowed kernel share
-    max_others_busy: float
+    max_others_kernel_share: float  # the other CPUs' kernel share at its highest during the run
+    max_others_busy: float  # the other CPUs' busy share (any time) at its highest: context only
     max_average_busy: float  # the all-CPU average at its highest during the run
     kernel_ticks: int = 0  # from start to end (a bridged gap left out)
     total_ticks: int = 0
@@ -80,6 +87,7 @@ class Episode:
             "seconds": round(self.seconds, 3),
             "kernel_share": round(self.kernel_share, 3),
             "peak_kernel_share": round(self.peak_kernel_share, 3),
+            "max_others_kernel_share": round(self.max_others_kernel_share, 3),
             "max_others_busy": round(self.max_others_busy, 3),
             "max_average_busy": round(self.max_average_busy, 3),
         }
@@ -153,15 +161,17 @@ class EpisodeTracker:
             window.add(t0, t1, delta, p.window_seconds)
             if window.covers(t1, p.window_seconds) and window.total > 0:
                 ready[cpu] = window
+        kernel = sum(w.kernel for w in ready.values())
         busy = sum(w.busy for w in ready.values())
         total = sum(w.total for w in ready.values())
         average = busy / total if total else 0.0
         for cpu, w in ready.items():
             others_total = total - w.total
-            others = (busy - w.busy) / others_total if others_total else 0.0
+            others_kernel = (kernel - w.kernel) / others_total if others_total else 0.0
+            others_busy = (busy - w.busy) / others_total if others_total else 0.0
             share = w.kernel / w.total
-            if share >= p.min_kernel_share and others <= p.max_others_busy:
-                self._extend(cpu, w, share, others, average)
+            if share >= p.min_kernel_share and others_kernel <= p.max_others_kernel_share:
+                self._extend(cpu, w, share, (others_kernel, others_busy), average)
             else:
                 self._close(cpu)
         for cpu in [c for c in self._open if c not in ready]:
@@ -197,12 +207,15 @@ class EpisodeTracker:
 
     # -- internals -----------------------------------------------------------------------------
 
-    def _extend(self, cpu: int, window: _Window, share: float, others: float, average: float) -> None:
+    def _extend(
+        self, cpu: int, window: _Window, share: float, others: tuple[float, float], average: float
+    ) -> None:
+        """``others``: the other CPUs' (kernel share, busy share) over the same window."""
         start, end = window.hot_span(self.params.min_kernel_share)
         self._bridged.discard(cpu)
         episode = self._open.get(cpu)
         if episode is None:
-            episode = self._open[cpu] = Episode(cpu, start, start, share, others, average)
+            episode = self._open[cpu] = Episode(cpu, start, start, share, *others, average)
         counted = max(episode.end, self._counted.get(cpu, episode.end))
         self.saturated_seconds[cpu] = self.saturated_seconds.get(cpu, 0.0) + max(0.0, end - counted)
         episode.end = max(episode.end, end)
@@ -213,7 +226,8 @@ class EpisodeTracker:
                 episode.total_ticks += delta.total
                 episode._ticks_until = t1
         episode.peak_kernel_share = max(episode.peak_kernel_share, share)
-        episode.max_others_busy = max(episode.max_others_busy, others)
+        episode.max_others_kernel_share = max(episode.max_others_kernel_share, others[0])
+        episode.max_others_busy = max(episode.max_others_busy, others[1])
         episode.max_average_busy = max(episode.max_average_busy, average)
 
     def _close(self, cpu: int) -> None:

@@ -167,11 +167,14 @@ class SoakFacts:
         text = f"/proc/stat read {record.reads:,} times every {record.period:g} s ({cost})"
         longest = summarise(record.tracker(), 0.0).longest
         if longest is None:
-            text += "; no CPU spent a 1 s window at ≥ 90% in the kernel while the others were ≤ 50% busy"
+            text += (
+                "; no CPU spent a 1 s window at ≥ 90% in the kernel while the others' kernel share was ≤ 50%"
+            )
         else:
             text += (
                 f"; longest run at ≥ 90% kernel time: {longest.seconds:.1f} s on cpu{longest.cpu} "
-                f"(others' busy ≤ {longest.max_others_busy:.0%})"
+                f"(others' kernel ≤ {longest.max_others_kernel_share:.0%}, "
+                f"busy ≤ {longest.max_others_busy:.0%})"
             )
         return "; ".join([text, *record.notes()])
 

@@ -3,8 +3,9 @@
 Every ``cpu_every`` seconds (default 1 s) one read of ``/proc/stat`` (:class:`ProcStatReader`) is
 diffed with the previous one and fed to an :class:`~imagelint.facts.hotcore.EpisodeTracker` with its
 default thresholds: a CPU is *saturated* while at least 90 % of its time over a 1 s window is kernel
-time and the other CPUs are at most 50 % busy. Exported: each CPU's saturated seconds since the watch
-started (a counter, only for CPUs that have been saturated: bounded by the CPU count) and the longest
+time and the other CPUs' kernel share is at most 50 % (their user time does not count). Exported:
+each CPU's saturated seconds since the watch started (a counter, only for CPUs that have been
+saturated: bounded by the CPU count) and the longest
 episode still within the window. One read a second (not the soak's ten) keeps the cost near nothing;
 an episode's length is then exact to a second.
 

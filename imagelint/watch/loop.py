@@ -143,14 +143,15 @@ class Watcher:
     def _poll_units(self, now: float) -> None:
         s = self.settings
         live = collect_live_state(prefix=s.systemctl_prefix, systemctl=s.systemctl)
+        # the judge sees what this poll saw, as soak does: no manager (not applicable) or one that
+        # did not answer (inconclusive while the window starts or ends on it)
+        self._snapshots.append((now, restart_snapshot(live)))
+        while len(self._snapshots) > 2 and self._snapshots[1][0] <= now - s.window:
+            self._snapshots.popleft()
         if not live.available:
             self._selection = UnitSelection((), 0, 0, 0)
             raise _Unavailable(live.reason or "systemd did not answer")
         self._selection = self._units.update(live, now)
-        snap = restart_snapshot(live)
-        self._snapshots.append((now, snap))
-        while len(self._snapshots) > 2 and self._snapshots[1][0] <= now - s.window:
-            self._snapshots.popleft()
 
     def _poll_journal(self, now: float) -> None:
         try:

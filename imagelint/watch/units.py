@@ -95,4 +95,4 @@ def restart_snapshot(state: LiveState) -> RestartSnapshot:
     units = {
         u.unit: UnitRestarts(u.unit, u.n_restarts, u.active_state, u.sub_state) for u in state.units.values()
     }
-    return RestartSnapshot(state.wall, state.available, state.reason, units)
+    return RestartSnapshot(state.wall, state.available, state.reason, units, booted=state.booted)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.bundle.support import collect_soak_bundle, members, pack
+from tests.soak.loads import KERNEL_LOAD, USER_LOAD, pinned, two_cpus
 from tests.support import need, run_cli
 
 
@@ -85,3 +86,26 @@ def test_the_journal_window_spans_the_restart_snapshots(bundle: Path, tmp_path: 
     returned = float(status["imagelint/live/end.status"].split("returned ")[1].split()[0])
     assert soak["started_wall"] <= soak["restarts"]["start"]["wall"] < soak["samples"][0]["wall"]
     assert soak["ended_wall"] == returned > soak["restarts"]["end"]["wall"] > soak["samples"][-1]["wall"]
+
+
+@pytest.mark.root
+@pytest.mark.slow
+@pytest.mark.serial
+def test_the_remote_soak_names_a_hot_core_beside_a_core_busy_in_user_time(tmp_path: Path) -> None:
+    """Issue 49 through the collector: its /proc/stat reads are judged by the same tracker as the local
+    soak's and the watch's, on the others' kernel share (default bound), whatever their user time."""
+    user, kernel = two_cpus()
+    with pinned(USER_LOAD, user), pinned(KERNEL_LOAD, kernel):
+        bundle = collect_soak_bundle(tmp_path / "collect", seconds=6, interval=1)
+    config = tmp_path / "imagelint.yaml"
+    loose = {"min_kernel_share": 0.75, "min_seconds": 3, "evidence": {}}  # margin below SCHED_FIFO's ~95%
+    config.write_text(json.dumps({"parameters": {"IL407": loose, "IL408": loose}}))
+    out = tmp_path / "soak.json"
+    proc = run_cli(
+        "soak", "--from-bundle", str(bundle), "-c", str(config), *NOT_RESTARTS, "-f", f"json:{out}"
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr
+    report = json.loads(out.read_text())
+    (finding,) = [f for f in report["findings"] if f["rule_id"] == "IL407"]
+    assert finding["evidence"]["cpus"] == f"cpu{kernel}", finding["evidence"]
+    assert finding["evidence"]["others_kernel"] <= 50 and finding["evidence"]["others_busy"] >= 75

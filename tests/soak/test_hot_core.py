@@ -4,7 +4,7 @@ The load is pinned to one CPU and runs under SCHED_FIFO, so that it holds ~95% o
 kernel leaves the rest to ordinary tasks) however busy the machine is with other people's work:
 the test judges the code, not the neighbours. In the kernel: ``dd if=/dev/zero of=/dev/null bs=1M``
 (each read clears 1 MiB in the kernel: system time). In user time: a pure Python loop. The config
-loosens only what a shared machine cannot give: ``max_others_busy`` 1.0 (the other CPU is as busy as
+loosens only what a shared machine cannot give: ``max_others_kernel_share`` 1.0 (the other CPU is as busy as
 the neighbours make it; the idle condition is covered by the synthetic tests) and
 ``min_kernel_share`` 0.75 (margin below the ~95% the load gets).
 """

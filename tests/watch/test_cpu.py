@@ -16,9 +16,9 @@ from imagelint.facts.hotcore import HotCoreParams
 from imagelint.watch import metrics
 from imagelint.watch.cpu import CpuUnavailable, CpuWatch
 from imagelint.watch.state import WatchState
-from tests.soak.loads import KERNEL_LOAD, USER_LOAD, pinned, pinned_cpu
+from tests.soak.loads import KERNEL_LOAD, USER_LOAD, pinned, pinned_cpu, two_cpus
 
-LOOSE = HotCoreParams(min_kernel_share=0.75, max_others_busy=1.0)
+LOOSE = HotCoreParams(min_kernel_share=0.75, max_others_kernel_share=1.0)
 
 
 def _watch_for(seconds: float, cpu_watch: CpuWatch, *, masked: bool = False) -> WatchState:
@@ -71,6 +71,21 @@ def test_masked_time_is_not_judged() -> None:
     with pinned(KERNEL_LOAD, cpu):
         state = _watch_for(5, watch, masked=True)
     assert state.cpu is not None and state.cpu.saturated_seconds.get(str(cpu), 0.0) == 0.0
+
+
+@pytest.mark.root
+@pytest.mark.slow
+@pytest.mark.serial
+def test_a_kernel_load_beside_a_core_busy_in_user_time_is_counted() -> None:
+    """Issue 49: the watch judges the others' kernel share (default bound), not their user time."""
+    user, kernel = two_cpus()
+    watch = CpuWatch(params=HotCoreParams(min_kernel_share=0.75))
+    with pinned(USER_LOAD, user), pinned(KERNEL_LOAD, kernel):
+        watch.poll(time.monotonic())
+        state = _watch_for(6, watch)
+    assert state.cpu is not None
+    assert state.cpu.longest_episode_cpu == str(kernel) and state.cpu.longest_episode_seconds >= 3, state.cpu
+    assert state.cpu.saturated_seconds.get(str(user), 0.0) == 0.0
 
 
 def test_a_missing_proc_is_unavailable(tmp_path: Path) -> None:

@@ -23,6 +23,15 @@ are told apart by their reset lines, not by the clock, so a generous gap does no
 only ends an episode whose reset never came (symptoms that did not lead to a reset) or whose
 completion was never logged.
 
+A cause line printed where the driver decides the reset (``EnaMessage.decides``: the keep-alive and
+admin-queue timeouts, an MSI-X problem, lost Tx completions past the threshold, the netdev watchdog's
+paused queue and NAPI suspicion, the device's request; ``patterns`` gives each wording's releases)
+also counts as the decision (``reset-decided`` after its cause in ``roles``): a reset follows it in
+every release, so an episode of that line alone is a reset decided but not seen to complete, as a
+lone "Resetting the device" is. On a starving host or in a journal cut short it may be all that
+survived. The lines that follow it (the reset task, the completion) join the same episode, so the
+whole sequence is one reset.
+
 Each episode keeps the queues (qid) and the NAPI handler's CPUs the wordings give (the CPU only from
 driver 2.17.0's "napi CPU: N"), the wordings seen, and sample lines.
 """
@@ -96,6 +105,8 @@ class EnaEpisode:
         self.lines += 1
         if message.role not in self.roles:
             self.roles.append(message.role)
+        if message.decides and RESET_DECIDED not in self.roles:
+            self.roles.append(RESET_DECIDED)
         if message.name not in self.wordings:
             self.wordings.append(message.name)
         for where, into in ((message.qid, self.queues), (message.cpu, self.napi_cpus)):

@@ -120,6 +120,20 @@ RESET_STARTED = "reset-started"  # the reset task runs: exactly once per reset i
 RESET_DONE = "reset-done"  # the device is back
 RESET_FAILED = "reset-failed"  # the reset did not bring it back
 
+# Where a cause line is printed on the code path that decides the reset (``decides`` below): the driver
+# sets the reset reason and ENA_FLAG_TRIGGER_RESET (set_bit, or ena_reset_device() from 2.7.2) right
+# after printing it, unconditionally, so a reset follows. Read per amzn-drivers tag, ena_linux_1.1.2 (the
+# first tag) to 2.17.0, in ena_netdev.c: the keep-alive and admin-queue checks of the timer service,
+# the MSI-X checks (Tx from 2.16.0 through the same "Resetting the device" exit as the lost-completion
+# check), the lost-completion threshold, the netdev watchdog's ena_tx_timeout (1.1.2-2.7.1 prints
+# "Transmit time out" only once its test_and_set_bit took the flag; 2.7.2-2.17.0 prints the paused
+# queue and the NAPI suspicion, then resets unless a reset is already under way, whose episode the
+# line then joins) and the device's own request. On a starving host, or a journal cut short (rate
+# limits, a crash, an image captured mid-incident), such a line may be all that survives of a reset.
+# Not marked: the per-descriptor missed-completion lines (a reset only past the threshold), and the
+# bad-descriptor lines (ena_com's copies return an error whose handling, and "Page is NULL" in
+# 1.1.2-2.5.0, which returns without setting the flag, differ by release).
+
 
 @dataclass(frozen=True)
 class EnaMessage:
@@ -136,10 +150,18 @@ class EnaMessage:
     releases: str  # amzn-drivers ena_linux_* tags (mainline kernel versions where known)
     qid: Pattern | None = None
     cpu: Pattern | None = None
+    decides: bool = False  # printed where the driver decides the reset (see above): a reset follows
 
 
 def _ena(
-    name: str, role: str, text: str, releases: str, qid: str | None = None, cpu: str | None = None
+    name: str,
+    role: str,
+    text: str,
+    releases: str,
+    qid: str | None = None,
+    cpu: str | None = None,
+    *,
+    decides: bool = False,
 ) -> EnaMessage:
     where = f"journal MESSAGE (ENA {name})"
     return EnaMessage(
@@ -150,6 +172,7 @@ def _ena(
         releases,
         Pattern(qid, where=where) if qid else None,
         Pattern(cpu, where=where) if cpu else None,
+        decides,
     )
 
 
@@ -193,12 +216,15 @@ ENA_RESET_PATH: tuple[EnaMessage, ...] = (
         qid=_QID,
         cpu=_NAPI_CPU,
     ),
+    # decides 1.1.2-2.7.1: set_bit(ENA_FLAG_TRIGGER_RESET) right after ('Reset the device')
     _ena(
         "lost-tx-completions-v1",
         TX_TIMEOUT,
         r"The number of lost tx completions? is above the threshold \(\d+ > \d+\)",
         "1.0.0-1.1.3 ('completion'), 1.2.0-2.7.1 ('completions'; mainline 4.9-6.8); ends 'Reset the device'",
+        decides=True,
     ),
+    # decides 2.7.2-2.17.0: rc = -EIO, then 'Resetting the device' and ena_reset_device()
     _ena(
         "lost-tx-completions-v2",
         TX_TIMEOUT,
@@ -206,7 +232,9 @@ ENA_RESET_PATH: tuple[EnaMessage, ...] = (
         "2.7.2-2.8.9 (mainline 6.9+), 2.9.0-2.15.0 (with msecs since interrupt and napi), 2.16.0-2.16.1"
         " ('. qid %d.'), 2.17.0 ('[1/2] ... above threshold ..., qid: %d')",
         qid=_QID,
+        decides=True,
     ),
+    # decides 2.17.0: the second line of the same decision
     _ena(
         "lost-tx-completions-cpu-v3",
         TX_TIMEOUT,
@@ -215,6 +243,7 @@ ENA_RESET_PATH: tuple[EnaMessage, ...] = (
         " and 'napi CPU' the queue",
         qid=_NAPI_CPU,
         cpu=r"qid: \d+",
+        decides=True,
     ),
     _ena(
         "tx-queue-stuck",
@@ -222,6 +251,7 @@ ENA_RESET_PATH: tuple[EnaMessage, ...] = (
         r"Tx queue is stuck",
         "1.2.0-2.4.1",
     ),
+    # decides 2.7.2-2.17.0: ena_tx_timeout() resets after it
     _ena(
         "tx-queue-paused",
         TX_PAUSED,
@@ -230,18 +260,23 @@ ENA_RESET_PATH: tuple[EnaMessage, ...] = (
         " CPU: %d')",
         qid=r"TX q \d+",
         cpu=_NAPI_CPU,
+        decides=True,
     ),
+    # decides 1.1.2-2.7.1: printed only once ena_tx_timeout()'s test_and_set_bit took the flag
     _ena(
         "transmit-time-out",
         TX_PAUSED,
         r"Transmit time out\s*\Z",
         "1.0.0-2.7.1 (mainline 4.9-6.8), after the kernel's NETDEV WATCHDOG line",
+        decides=True,
     ),
+    # decides 2.7.2-2.17.0: goto schedule_reset / ena_reset_device_record_qid()
     _ena(
         "tx-timeout-invalid-queue",
         TX_PAUSED,
         r"TX timeout on invalid queue \d+|timeout was called, but no offending queue was found",
         "2.7.2-2.17.0 (mainline 6.9+)",
+        decides=True,
     ),
     # ena_netdev.c, ena_xdp.c and ena_com's ena_eth_com.[ch] (2.11.0-2.17.0, read per tag): each of
     # these errors leads straight to ena_reset_device() (INV_TX_REQ_ID, INV_RX_REQ_ID,
@@ -290,24 +325,31 @@ ENA_RESET_PATH: tuple[EnaMessage, ...] = (
         r"Too many RX cdescs \(\d+\) > MAX\(\d+\)",
         "1.1.2-2.17.0",
     ),
+    # decides 2.7.2-2.17.0: ena_tx_timeout() resets after it (reason SUSPECTED_POLL_STARVATION)
     _ena(
         "napi-not-called",
         NAPI_STARVED,
         r"napi handler hasn't been called for a long time but is scheduled",
         "2.7.2-2.17.0 (mainline 6.9+)",
+        decides=True,
     ),
+    # decides 1.1.2-2.17.0, both wordings: set_bit, from 2.7.2 ena_reset_device()
     _ena(
         "keep-alive-timeout",
         DEVICE_HEALTH,
         r"Keep alive watchdog timeout",
         "1.0.0-2.11.1 ('.'), 2.12.0-2.17.0 (', %u msecs since last keep alive.')",
+        decides=True,
     ),
+    # decides 1.1.2-2.17.0: set_bit, from 2.7.2 ena_reset_device()
     _ena(
         "admin-queue-down",
         DEVICE_HEALTH,
         r"ENA admin queue is not in running state",
         "1.0.0-2.17.0",
+        decides=True,
     ),
+    # decides 1.5.0-2.17.0: Rx and Tx reset right after; Tx from 2.16.0 via 'Resetting the device'
     _ena(
         "msix-issue",
         DEVICE_HEALTH,
@@ -315,12 +357,15 @@ ENA_RESET_PATH: tuple[EnaMessage, ...] = (
         "1.5.0-2.17.0 (Rx, '. Reset the device'); Tx: 1.5.0-2.15.0 ('. Reset the device'),"
         " 2.16.0-2.17.0 ('.')",
         qid=r"Queue = \d+",
+        decides=True,
     ),
+    # decides 2.12.0-2.17.0: the AENQ handler calls ena_reset_device()
     _ena(
         "device-unhealthy",
         DEVICE_HEALTH,
         r"The device has detected an unhealthy state, reset is requested",
         "2.12.0-2.17.0",
+        decides=True,
     ),
     _ena("resetting", RESET_DECIDED, r"Resetting the device\s*\Z", "2.7.2-2.17.0 (mainline 6.9+)"),
     _ena(

@@ -3,9 +3,9 @@
 The output of one batched call over every loaded service (made by
 :func:`imagelint.probes.systemd.collect_live_state`, or recorded in a bundle), parsed with the
 same block parser as the soak's restart counters (:mod:`imagelint.facts.systemd.show`). Where no
-systemd runs as PID 1 the state is *not booted*; that, like a systemd that is there but does not
-answer, makes the live rules inconclusive (an error outcome, with the reason on one line): the user
-asked for a live check that could not run, which is not the same as one that does not apply.
+systemd runs as PID 1 the state is *not booted*: no manager, so the live rules are not applicable
+(as the soak's restart rule); a systemd that is there but does not answer makes them inconclusive
+(an error outcome, with the reason on one line). See :mod:`imagelint.checks.systemd_live`.
 """
 
 from __future__ import annotations

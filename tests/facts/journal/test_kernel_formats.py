@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from imagelint.facts.journal import SIGNALS, analyze_ena_resets, count_signal, open_directory
-from imagelint.facts.journal.ena import classify
+from imagelint.facts.journal.ena import RESET_ROLES, classify
 from imagelint.facts.journal.patterns import KERNEL
 from imagelint.facts.journal.signals import entry_matches
 from tests.facts.journal.conftest import have_tools
@@ -259,6 +259,71 @@ def test_every_ena_reset_path_line_is_classified_and_benign_driver_lines_are_not
     assert {e.device for e in report.episodes} == {"0000:00:05.0"}
 
 
+def _wording(text: str) -> str:
+    message = classify(text)
+    assert message is not None, text
+    return message.name
+
+
+def test_a_line_that_decides_a_reset_is_a_reset_alone_and_no_other_cause_is(corpus_journal: Path) -> None:
+    """Issue 49: every wording of every release, alone (two minutes apart), is a reset exactly when the
+    driver decides the reset where it prints it (``EnaMessage.decides``) or it is a reset line."""
+    with open_directory(corpus_journal) as journal:
+        report = analyze_ena_resets(journal)
+    wrong = []
+    for episode in report.episodes:
+        message = classify(episode.samples[0])
+        assert message is not None
+        expected = message.decides or message.role in RESET_ROLES
+        if episode.reset != expected or (
+            episode.reset and episode.completed != (message.role == "reset-done")
+        ):
+            wrong.append((episode.samples[0], episode.roles))
+    assert wrong == []
+    decided = {_wording(e.samples[0]) for e in report.resets() if not e.completed}
+    assert {
+        "keep-alive-timeout",
+        "msix-issue",
+        "napi-not-called",
+        "tx-queue-paused",
+        "admin-queue-down",
+        "device-unhealthy",
+        "lost-tx-completions-v1",
+        "lost-tx-completions-v2",
+        "transmit-time-out",
+        "resetting",
+    } <= decided
+    quiet = {_wording(e.samples[0]) for e in report.episodes if not e.reset}
+    assert {"tx-not-completed-v1", "tx-not-completed-v2", "tx-missed-v3", "tx-missed-detail-v3"} <= quiet
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        NET + "Keep alive watchdog timeout.",  # 1.1.2-2.11.1
+        NET + "Keep alive watchdog timeout, 6012 msecs since last keep alive.",  # 2.12.0-2.17.0
+        NET + "Potential MSIX issue on Tx side Queue = 1. Reset the device",  # 1.5.0-2.15.0
+        NET + "Potential MSIX issue on Tx side Queue = 1.",  # 2.16.0-2.17.0
+        NET + "napi handler hasn't been called for a long time but is scheduled",  # 2.7.2-2.17.0
+        NET + "Resetting the device",  # what was already counted
+    ],
+)
+def test_il311_counts_a_lone_reset_decision_as_a_reset_not_completed(tmp_path: Path, line: str) -> None:
+    """Issue 49: a journal cut short after the decision still shows the reset."""
+    have_tools()
+    root = tmp_path / "image"
+    (root / "etc").mkdir(parents=True)
+    (root / "etc/os-release").write_text("ID=debian\n")
+    (root / "usr/bin").mkdir(parents=True)
+    (root / "usr/lib/systemd").mkdir(parents=True)
+    (root / "usr/lib/systemd/systemd").write_text("")
+    _journal(root / "var/log/journal", [*BENIGN, line], step_usec=1_000_000)
+    proc = run_cli("audit", str(root), "--select", "IL311", "-f", "json")
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    (finding,) = [f for f in json.loads(proc.stdout)["findings"] if f["rule_id"] == "IL311"]
+    assert (finding["evidence"]["resets"], finding["evidence"]["completed"]) == (1, 0)
+
+
 @pytest.fixture(scope="module")
 def formats_journal(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Each reset-class format since 2024, then each healthy driver line, two minutes apart."""
@@ -339,17 +404,55 @@ EPISODE_MSIX_216 = [  # driver 2.16.0: queue 1 never got its first interrupt; th
     NET + "Trigger reset is on",
     DEV + "Device reset completed, status: 0, Driver info: Elastic Network Adapter (ENA) v2.16.0g",
 ]
+EPISODE_KEEP_ALIVE_OLD = [  # driver 1.1.2-2.11.1: the device stopped sending keep-alives
+    NET + "Keep alive watchdog timeout.",
+    NET + "Trigger reset is on",
+    DEV + "Device reset completed successfully, Driver info: Elastic Network Adapter (ENA) v2.8.0g",
+]
+EPISODE_MSIX_TX_215 = [  # driver 1.5.0-2.15.0: the MSI-X check resets right after its line
+    NET + "Potential MSIX issue on Tx side Queue = 1. Reset the device",
+    NET + "Trigger reset is on",
+    DEV + "Device reset completed, status: 0, Driver info: Elastic Network Adapter (ENA) v2.15.0g",
+]
+EPISODE_NAPI_ONLY = [  # 2.7.2+: the watchdog's paused-queue line lost (rate limit), the NAPI one kept
+    NET + "napi handler hasn't been called for a long time but is scheduled",
+    NET + "Trigger reset is on",
+    DEV + "Device reset completed, status: 0, Driver info: Elastic Network Adapter (ENA) v2.14.0g",
+]
 
 
 @pytest.mark.parametrize(
     ("lines", "queues", "cpus", "roles"),
     [
         (EPISODE_217, {2}, {5}, ["tx-timeout", "reset-decided", "reset-started", "reset-done"]),
-        (EPISODE_14, {0}, set(), ["tx-timeout", "reset-started", "reset-done"]),
-        (EPISODE_WATCHDOG, {3}, set(), ["tx-paused", "napi-starved", "reset-started", "reset-done"]),
-        (EPISODE_FAILED, set(), set(), ["device-health", "reset-started", "reset-failed"]),
-        (EPISODE_RESTORE_FAILED, set(), set(), ["device-health", "reset-started", "reset-failed"]),
-        (EPISODE_RESET_ATTEMPT_FAILED, set(), set(), ["device-health", "reset-started", "reset-failed"]),
+        (EPISODE_14, {0}, set(), ["tx-timeout", "reset-decided", "reset-started", "reset-done"]),
+        (
+            EPISODE_WATCHDOG,
+            {3},
+            set(),
+            ["tx-paused", "reset-decided", "napi-starved", "reset-started", "reset-done"],
+        ),
+        (EPISODE_FAILED, set(), set(), ["device-health", "reset-decided", "reset-started", "reset-failed"]),
+        (
+            EPISODE_RESTORE_FAILED,
+            set(),
+            set(),
+            ["device-health", "reset-decided", "reset-started", "reset-failed"],
+        ),
+        (
+            EPISODE_RESET_ATTEMPT_FAILED,
+            set(),
+            set(),
+            ["device-health", "reset-decided", "reset-started", "reset-failed"],
+        ),
+        (
+            EPISODE_KEEP_ALIVE_OLD,
+            set(),
+            set(),
+            ["device-health", "reset-decided", "reset-started", "reset-done"],
+        ),
+        (EPISODE_MSIX_TX_215, {1}, set(), ["device-health", "reset-decided", "reset-started", "reset-done"]),
+        (EPISODE_NAPI_ONLY, set(), set(), ["napi-starved", "reset-decided", "reset-started", "reset-done"]),
         (EPISODE_BAD_REQ_ID, {3}, set(), ["bad-descriptor", "reset-started", "reset-done"]),
         (EPISODE_MSIX_216, {1}, set(), ["device-health", "reset-decided", "reset-started", "reset-done"]),
     ],
