@@ -92,7 +92,8 @@ done
 code=$?
 if [ "${#as_root[@]}" -gt 0 ]; then
     for path in "${written[@]}"; do
-        [ -f "$path" ] && sudo -n chown -- "$(id -u):$(id -g)" "$path"
+        # the file imagelint wrote (it replaces a path whole), never what a link there points at
+        [ -f "$path" ] && [ ! -L "$path" ] && sudo -n chown -h -- "$(id -u):$(id -g)" "$path"
     done
 fi
 
