@@ -7,6 +7,7 @@ are stable: CI pipelines depend on them.
 
 from __future__ import annotations
 
+import errno
 from enum import IntEnum
 
 
@@ -61,6 +62,27 @@ class ImageReadError(ImageLintError):
         super().__init__(reason, where=path)
         self.path = path
         self.reason = reason
+
+
+# No package index serves imagelint: an optional extra is installed from a clone or from its repository.
+REPOSITORY = "https://github.com/imagelint/imagelint"
+
+
+def extra_hint(extra: str) -> str:
+    """Commands that install the optional ``extra`` today (tests/test_install_hints.py runs them)."""
+    from_git = f"pip install 'imagelint[{extra}] @ git+{REPOSITORY}'"
+    return f"pip install '.[{extra}]' in a clone of imagelint, or {from_git}"
+
+
+# a file of the image this user may not read (an image built as root keeps /root and /etc/shadow to root)
+PERMISSION_DENIED = "permission denied: run as root or with sudo"
+
+
+def os_reason(exc: OSError) -> str:
+    """Why an OSError kept a file of the image unread: its message, or for a denied read the way out."""
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return PERMISSION_DENIED
+    return exc.strerror or str(exc)
 
 
 class ImageDamageError(ImageLintError):

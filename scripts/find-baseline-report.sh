@@ -11,9 +11,12 @@
 # PREFIX has that digest (DEST not written); 2 bad usage; other: the AWS CLI's own failure.
 set -euo pipefail
 [ "$#" = 4 ] || { echo "usage: $0 SOURCE_AMI BUCKET PREFIX DEST" >&2; exit 2; }
+for arg in "$@"; do  # no argument is ever read as an option (./NAME for a file named -NAME)
+    case "$arg" in -*) echo "find-baseline-report: '$arg' starts with '-': not an AMI, bucket, prefix or file" >&2; exit 2 ;; esac
+done
 ami=$1 bucket=$2 prefix=$3 dest=$4
 aws=${AWS:-aws}
-sha=$("$aws" ec2 describe-images --image-ids "$ami" \
+sha=$("$aws" ec2 describe-images "--image-ids=$ami" \
     --query "Images[0].Tags[?Key=='imagelint:report-sha256'].Value | [0]" --output text)
 case "$sha" in
     [0-9a-f]*) ;;
@@ -21,13 +24,13 @@ case "$sha" in
 esac
 candidate=$(mktemp)
 trap 'rm -f "$candidate"' EXIT
-keys=$("$aws" s3api list-objects-v2 --bucket "$bucket" --prefix "$prefix" \
+keys=$("$aws" s3api list-objects-v2 "--bucket=$bucket" "--prefix=$prefix" \
     --query "Contents[?ends_with(Key, 'report.json')].Key" --output text)
 for key in $keys; do
     [ "$key" = None ] && continue
-    "$aws" s3 cp --quiet "s3://$bucket/$key" "$candidate"
+    "$aws" s3 cp --quiet -- "s3://$bucket/$key" "$candidate"
     if [ "$(sha256sum "$candidate" | cut -d' ' -f1)" = "$sha" ]; then
-        mv "$candidate" "$dest"
+        mv -- "$candidate" "$dest"
         echo "find-baseline-report: s3://$bucket/$key" >&2
         exit 0
     fi

@@ -14,11 +14,20 @@
 #   IMAGELINT_FAIL_ON_NEW   "true": with a baseline, only findings it lacks fail
 #   IMAGELINT_FAIL_ON_DIFF  "true": with a baseline, a failing diff fails the step too
 #   IMAGELINT_DIFF          the JSON diff's path (default imagelint-diff.json)
+#   IMAGELINT_SUDO          auto|true|false (default auto): run the audit itself as root through
+#                           `sudo -n` when this user is not root (auto: when sudo works without a
+#                           password); an image's /root, /etc/shadow and .ssh are readable by root only
 # imagelint itself writes the annotations, the step summary and the outputs verdict, failed,
 # findings, exit-code and report-sha256; this script adds report-path and sarif-path, and with a
 # baseline runs `imagelint diff BASELINE REPORT` (the new report: nothing is audited twice), adds
 # its Markdown to the step summary and sets diff-path and diff-verdict.
 # The exit code is imagelint's (0 pass, 1 fail, 2 bad usage, 3 inconclusive): it is the gate.
+#
+# No input reaches a command line as an option: the target is refused when it starts with '-' (exit 2)
+# and is passed after `--`, like the diff's reports; every other value is an option's own argument
+# (--config=VALUE, -f json:PATH). Under sudo, only the audit runs as root (with the GITHUB_*,
+# RUNNER_* and IMAGELINT_* environment); the files it wrote are given back to this user before the
+# diff reads them.
 #
 # A report is read only when it is this run's: the report, SARIF and diff paths are removed before
 # imagelint runs, and imagelint leaves at every -f path this run's document or nothing (whatever ends
@@ -29,34 +38,71 @@ set -uo pipefail
 
 report="${IMAGELINT_REPORT:-imagelint-report.json}"
 sarif="${IMAGELINT_SARIF:-}"
-args=(audit "${IMAGELINT_TARGET:?the target input is required}" --github -f text -f github -f "json:$report")
-[ -n "${IMAGELINT_CONFIG:-}" ] && args+=(--config "$IMAGELINT_CONFIG")
-[ -n "${IMAGELINT_FAIL_ON:-}" ] && args+=(--fail-on "$IMAGELINT_FAIL_ON")
+target="${IMAGELINT_TARGET:?the target input is required}"
+case "$target" in
+    -*) echo "imagelint: error: the target input '${target//[^[:alnum:]._\/=*+-]/?}' starts with '-': give a path (./NAME for a file of that name)" >&2
+        exit 2 ;;
+esac
+args=(audit --github -f text -f github -f "json:$report")
+[ -n "${IMAGELINT_CONFIG:-}" ] && args+=("--config=$IMAGELINT_CONFIG")
+[ -n "${IMAGELINT_FAIL_ON:-}" ] && args+=("--fail-on=$IMAGELINT_FAIL_ON")
 [ -n "$sarif" ] && args+=(-f "sarif:$sarif")
-[ -n "${IMAGELINT_SARIF_ANCHOR:-}" ] && args+=(--sarif-anchor "$IMAGELINT_SARIF_ANCHOR")
+[ -n "${IMAGELINT_SARIF_ANCHOR:-}" ] && args+=("--sarif-anchor=$IMAGELINT_SARIF_ANCHOR")
 baseline="${IMAGELINT_BASELINE:-}"
-[ -n "$baseline" ] && args+=(--baseline "$baseline")
+[ -n "$baseline" ] && args+=("--baseline=$baseline")
 [ -n "$baseline" ] && [ "${IMAGELINT_FAIL_ON_NEW:-false}" = "true" ] && args+=(--fail-on-new)
 read -r -a extra <<<"${IMAGELINT_FORMATS:-}"
+written=("$report" ${sarif:+"$sarif"})  # the files the audit writes (given back to this user under sudo)
 for spec in "${extra[@]}"; do
     args+=(-f "$spec")
+    [[ "$spec" == *:* ]] && written+=("${spec#*:}")
 done
-imagelint=("${IMAGELINT_PYTHON:-python3}" -I -m imagelint)
+args+=(-- "$target")
+python="${IMAGELINT_PYTHON:-python3}"
+imagelint=("$python" -I -m imagelint)
 diff_path="${IMAGELINT_DIFF:-imagelint-diff.json}"
 rm -f -- "$report" ${sarif:+"$sarif"} ${baseline:+"$diff_path"}
+
+# sudo: root reads what the image keeps from other users; sudo -n never waits for a password
+as_root=()
+case "${IMAGELINT_SUDO:-auto}" in
+    false) ;;
+    true | auto)
+        if [ "$(id -u)" != 0 ]; then
+            if sudo -n true 2>/dev/null; then
+                python_path="$(command -v -- "$python")" || { echo "imagelint: error: $python: not found" >&2; exit 2; }
+                imagelint=("$python_path" -I -m imagelint)
+                as_root=(sudo -n -H -- env)
+                while IFS= read -r name; do
+                    as_root+=("$name=${!name}")
+                done < <(compgen -e | grep -E '^(GITHUB_|RUNNER_|IMAGELINT_|NO_COLOR$)')
+            elif [ "${IMAGELINT_SUDO:-auto}" = true ]; then
+                echo "imagelint: error: the sudo input is true, but sudo -n cannot run as root here" >&2
+                exit 2
+            fi
+        fi ;;
+    *) echo "imagelint: error: the sudo input '${IMAGELINT_SUDO//[^[:alnum:]]/?}': expected auto, true or false" >&2
+       exit 2 ;;
+esac
 
 for path in "$report" "$sarif" "$diff_path"; do
     [ -n "$path" ] && mkdir -p -- "$(dirname -- "$path")"  # the action's own outputs: their directories made
 done
-"${imagelint[@]}" "${args[@]}"
+"${as_root[@]}" "${imagelint[@]}" "${args[@]}"
 code=$?
+if [ "${#as_root[@]}" -gt 0 ]; then
+    for path in "${written[@]}"; do
+        # the file imagelint wrote (it replaces a path whole), never what a link there points at
+        [ -f "$path" ] && [ ! -L "$path" ] && sudo -n chown -h -- "$(id -u):$(id -g)" "$path"
+    done
+fi
 
 diff_verdict=""
 if [ -n "$baseline" ] && { [ "$code" = 0 ] || [ "$code" = 1 ]; } && [ -f "$report" ]; then
-    diff_args=(diff "$baseline" "$report" -f text -f "json:$diff_path")
-    [ -n "${IMAGELINT_CONFIG:-}" ] && diff_args+=(--config "$IMAGELINT_CONFIG")
+    diff_args=(diff -f text -f "json:$diff_path")
+    [ -n "${IMAGELINT_CONFIG:-}" ] && diff_args+=("--config=$IMAGELINT_CONFIG")
     markdown=$(mktemp)
-    diff_args+=(-f "markdown:$markdown")
+    diff_args+=(-f "markdown:$markdown" -- "$baseline" "$report")
     "${imagelint[@]}" "${diff_args[@]}"
     diff_code=$?
     case "$diff_code" in

@@ -16,19 +16,19 @@ set -euo pipefail
 
 extras="${IMAGELINT_EXTRAS:-}"
 extras="${extras//[[:space:]]/}"
-if [ -n "$extras" ] && ! [[ "$extras" =~ ^[a-z0-9-]+(,[a-z0-9-]+)*$ ]]; then
+if [ -n "$extras" ] && ! [[ "$extras" =~ ^[a-z][a-z0-9-]*(,[a-z][a-z0-9-]*)*$ ]]; then
     echo "imagelint: error: the extras input '${extras//[^[:alnum:],-]/?}': expected names separated by commas (disk, watch)" >&2
     exit 2
 fi
 venv="${IMAGELINT_VENV:-${RUNNER_TEMP:-/tmp}/imagelint-venv}"
-"${BOOTSTRAP_PYTHON:-python3}" -I -m venv "$venv"
+"${BOOTSTRAP_PYTHON:-python3}" -I -m venv -- "$venv"
 if [ -n "${IMAGELINT_VERSION:-}" ]; then
     spec="imagelint${extras:+[$extras]}==${IMAGELINT_VERSION}"
 else
     source="${IMAGELINT_SOURCE:-${GITHUB_ACTION_PATH:?no version given and GITHUB_ACTION_PATH is not set}}"
     spec="$source${extras:+[$extras]}"
 fi
-"$venv/bin/python" -I -m pip install --quiet --disable-pip-version-check "$spec"
+"$venv/bin/python" -I -m pip install --quiet --disable-pip-version-check -- "$spec"
 "$venv/bin/python" -I -m imagelint --version
 if [ -n "${GITHUB_OUTPUT:-}" ]; then
     delimiter="ghadelimiter_$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"

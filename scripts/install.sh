@@ -24,6 +24,7 @@ if [ "$want_test" = 1 ]; then
     command -v packer >/dev/null || packages+=(packer)
     command -v git >/dev/null || packages+=(git)
     command -v strace >/dev/null || packages+=(strace)  # tests that prove what a run opens
+    command -v sudo >/dev/null || packages+=(sudo)  # the Action as a runner user with sudo (tests/github)
     command -v rpmbuild >/dev/null || packages+=(rpm)
     # disk-image tests: qemu-img, mkfs.xfs, LVM, sfdisk, mkfs.vfat (EFI partition), cryptsetup (LUKS)
     command -v qemu-img >/dev/null || packages+=(qemu-utils)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from imagelint.aws.policy import VERDICT_TAGS, statement
-from imagelint.errors import UsageError
+from imagelint.errors import UsageError, extra_hint
 
 if TYPE_CHECKING:
     from imagelint.aws.clients import Clients
@@ -168,9 +168,7 @@ def disk_module() -> Any:
     except ImportError as exc:
         missing = getattr(exc, "name", "") or ""
         if missing.startswith("dissect"):
-            raise UsageError(
-                "reading an EBS snapshot needs the disk extra: pip install 'imagelint[disk]'"
-            ) from None
+            raise UsageError(f"reading an EBS snapshot needs the disk extra: {extra_hint('disk')}") from None
         raise UsageError(
             "reading an EBS snapshot needs the disk image targets (imagelint.targets.disk), "
             "which this build of imagelint does not have"

@@ -28,7 +28,7 @@ import hashlib
 import math
 from typing import TYPE_CHECKING, Any
 
-from imagelint.errors import ImageDamageError, ImageReadError
+from imagelint.errors import PERMISSION_DENIED, ImageDamageError, ImageReadError
 from imagelint.facts.bootconfig import image_facts
 from imagelint.facts.packages import load_packages
 
@@ -63,7 +63,10 @@ def build_inventory(
     packages = load_packages(target)
     problems += facts.pop("problems") + packages.problems
     damaged = target.damaged()
-    problems += [f"{path}: damaged, not read: {why}" for path, why in damaged]
+    # a denied read is no damage: its reason says to run as root
+    problems += [
+        f"{path}: {'' if PERMISSION_DENIED in why else 'damaged, '}not read: {why}" for path, why in damaged
+    ]
     return {
         "version": INVENTORY_VERSION,
         "complete": not damaged and not _incomplete(index, packages.complete),

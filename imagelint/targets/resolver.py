@@ -26,7 +26,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, cast
 
-from imagelint.errors import ImageDamageError, ImageReadError
+from imagelint.errors import ImageDamageError, ImageReadError, os_reason
 from imagelint.targets.interface import (
     FileKind,
     ImageStat,
@@ -132,7 +132,7 @@ class ResolvingTarget:
 
     def _damage(self, image_path: str, what: str, exc: OSError) -> ImageDamageError:
         """The error for a backend's failure to read data that is there, accounted for."""
-        error = ImageDamageError(image_path, f"{what}: {exc.strerror or exc}")
+        error = ImageDamageError(image_path, f"{what}: {os_reason(exc)}")
         key = (image_path, error.reason)
         if key not in self._damaged:
             self._damage_count += 1

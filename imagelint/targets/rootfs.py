@@ -19,7 +19,7 @@ import os
 import stat
 from pathlib import Path
 
-from imagelint.errors import ImageReadError, TargetError
+from imagelint.errors import ImageReadError, TargetError, os_reason
 from imagelint.targets.interface import (
     FileKind,
     ImageStat,
@@ -97,7 +97,7 @@ def open_regular(image_path: str, host: str | Path) -> int:
     try:
         fd = _open_noatime(host, _FILE_FLAGS)
     except OSError as exc:
-        raise ImageReadError(image_path, f"cannot open: {exc.strerror}") from None
+        raise ImageReadError(image_path, f"cannot open: {os_reason(exc)}") from None
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise ImageReadError(image_path, "changed into a special file while being opened; not read")

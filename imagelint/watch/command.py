@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from imagelint import stderr
-from imagelint.errors import UsageError
+from imagelint.errors import UsageError, extra_hint
 from imagelint.session import RunOptions, prepare
 from imagelint.soak.runner import stop_on_signals
 from imagelint.watch.loop import Watcher, WatchSettings
@@ -37,7 +37,7 @@ def _need_client() -> None:
         import prometheus_client  # noqa: F401  (the run needs it anyway: import it now, fail early)
     except ImportError:
         raise UsageError(
-            "--listen and --textfile need prometheus-client: pip install 'imagelint[watch]'", where="watch"
+            f"--listen and --textfile need prometheus-client: {extra_hint('watch')}", where="watch"
         ) from None
 
 

@@ -7,7 +7,7 @@ soak rules, and ``unit`` only the services in trouble, capped (:mod:`imagelint.w
 ``imagelint_units_overflow`` counting the ones left out. A value not measured (yet, or because its
 source is down) is absent rather than zero; ``imagelint_source_up`` says which.
 
-``prometheus_client`` is imported only here, and only when metrics are made (``imagelint[watch]``).
+``prometheus_client`` is imported only here, and only when metrics are made (the watch extra).
 """
 
 from __future__ import annotations

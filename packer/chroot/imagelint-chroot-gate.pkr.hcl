@@ -91,6 +91,8 @@ build {
 
   # Last: the gate, on the Packer host, against the mounted image. It reads the tree and never
   # writes to it. The builder's bind mounts (/proc, /sys, /dev) inside the tree are not read.
+  # Every variable reaches imagelint as an option's own argument (--config=VALUE) and the tree after
+  # `--`, so no value is ever read as an option of its own.
   provisioner "shell-local" {
     environment_vars = [
       "IMAGELINT=${var.imagelint}",
@@ -103,12 +105,13 @@ build {
     ]
     inline = [
       "set -eu",
-      "set -- audit \"$IMAGELINT_ROOT\" --fail-on \"$IMAGELINT_FAIL_ON\" -f text -f \"json:$IMAGELINT_REPORT\"",
-      "if [ -n \"$IMAGELINT_CONFIG\" ]; then set -- \"$@\" --config \"$IMAGELINT_CONFIG\"; fi",
-      "if [ -n \"$IMAGELINT_BASELINE\" ]; then set -- \"$@\" --baseline \"$IMAGELINT_BASELINE\"; fi",
+      "set -- audit \"--fail-on=$IMAGELINT_FAIL_ON\" -f text -f \"json:$IMAGELINT_REPORT\"",
+      "if [ -n \"$IMAGELINT_CONFIG\" ]; then set -- \"$@\" \"--config=$IMAGELINT_CONFIG\"; fi",
+      "if [ -n \"$IMAGELINT_BASELINE\" ]; then set -- \"$@\" \"--baseline=$IMAGELINT_BASELINE\"; fi",
       "if [ -n \"$IMAGELINT_BASELINE\" ] && [ \"$IMAGELINT_FAIL_ON_NEW\" = true ]; then set -- \"$@\" --fail-on-new; fi",
+      "set -- \"$@\" -- \"$IMAGELINT_ROOT\"",
       "echo \"imagelint gate: $IMAGELINT $*\"",
-      "exec \"$IMAGELINT\" \"$@\"",
+      "\"$IMAGELINT\" \"$@\"",
     ]
   }
 }

@@ -120,7 +120,7 @@ build {
     inline = [
       "set -eu",
       "if [ -n \"$IMAGELINT_VERSION\" ] && [ \"$(\"$IMAGELINT\" --version)\" != \"imagelint $IMAGELINT_VERSION\" ]; then echo \"imagelint gate: $IMAGELINT is not imagelint $IMAGELINT_VERSION\" >&2; exit 2; fi",
-      "\"$IMAGELINT\" collector \"$IMAGELINT_WORK\" --config \"$IMAGELINT_CONFIG\"",
+      "\"$IMAGELINT\" collector \"--config=$IMAGELINT_CONFIG\" -- \"$IMAGELINT_WORK\"",
     ]
   }
 
@@ -170,7 +170,8 @@ build {
     inline           = ["rm -rf \"$IMAGELINT_DIR\""]
   }
 
-  # 6. The verdict, on the Packer host: imagelint's exit code passes or fails the build.
+  # 6. The verdict, on the Packer host: imagelint's exit code passes or fails the build. (Here and in
+  #    step 1, variables reach imagelint as options' own arguments, the paths after `--`.)
   provisioner "shell-local" {
     environment_vars = [
       "IMAGELINT=${var.imagelint}",
@@ -181,7 +182,7 @@ build {
     ]
     inline = [
       "echo \"imagelint gate: $IMAGELINT audit $IMAGELINT_BUNDLE\"",
-      "\"$IMAGELINT\" audit \"$IMAGELINT_BUNDLE\" --config \"$IMAGELINT_CONFIG\" --fail-on \"$IMAGELINT_FAIL_ON\" -f text -f \"json:$IMAGELINT_REPORT\"",
+      "\"$IMAGELINT\" audit \"--config=$IMAGELINT_CONFIG\" \"--fail-on=$IMAGELINT_FAIL_ON\" -f text -f \"json:$IMAGELINT_REPORT\" -- \"$IMAGELINT_BUNDLE\"",
     ]
   }
 }

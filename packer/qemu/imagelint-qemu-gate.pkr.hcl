@@ -5,7 +5,8 @@
 # read in place (qcow2 container, partition table, LVM, ext4/XFS root and the fstab mounts), no
 # mount, no loop device, no root. A failing or inconclusive audit stops the chain, so the
 # post-processors after it (your upload: `amazon-import`, `vagrant`, `artifice` + `shell-local`
-# uploads, ...) never run on a bad image. Needs `pip install 'imagelint[disk]'` on the Packer host.
+# uploads, ...) never run on a bad image. Needs the disk extra on the Packer host:
+# `pip install 'imagelint[disk] @ git+https://github.com/imagelint/imagelint'` (or '.[disk]' in a clone).
 #
 #   packer init packer/qemu && packer build -var iso_url=... -var iso_checksum=... packer/qemu
 
@@ -80,6 +81,7 @@ build {
 
   post-processors {
     # First: the gate, on the Packer host, against the qcow2 the builder wrote (read, never written).
+    # Variables reach imagelint as options' own arguments (--config=VALUE), the image after `--`.
     post-processor "shell-local" {
       environment_vars = [
         "IMAGELINT=${var.imagelint}",
@@ -90,10 +92,11 @@ build {
       ]
       inline = [
         "set -eu",
-        "set -- audit \"$IMAGELINT_IMAGE\" --fail-on \"$IMAGELINT_FAIL_ON\" -f text -f \"json:$IMAGELINT_REPORT\"",
-        "if [ -n \"$IMAGELINT_CONFIG\" ]; then set -- \"$@\" --config \"$IMAGELINT_CONFIG\"; fi",
+        "set -- audit \"--fail-on=$IMAGELINT_FAIL_ON\" -f text -f \"json:$IMAGELINT_REPORT\"",
+        "if [ -n \"$IMAGELINT_CONFIG\" ]; then set -- \"$@\" \"--config=$IMAGELINT_CONFIG\"; fi",
+        "set -- \"$@\" -- \"$IMAGELINT_IMAGE\"",
         "echo \"imagelint gate: $IMAGELINT $*\"",
-        "exec \"$IMAGELINT\" \"$@\"",
+        "\"$IMAGELINT\" \"$@\"",
       ]
     }
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -28,53 +27,11 @@ from tests.formats.ci_helpers import (
     parse_output_file,
     sample_image,
 )
+from tests.github.steps import audit_inputs, run_step
 from tests.support import REPO
 
 BIN = Path(sys.executable).parent
 WORKFLOWS = [REPO / ".github/workflows/ci.yml", *sorted((REPO / "examples/workflows").glob("*.yml"))]
-
-
-def step_command(step_id: str) -> str:
-    """The ``run:`` command of the step ``step_id`` in action.yml."""
-    steps = yaml.safe_load((REPO / "action.yml").read_text())["runs"]["steps"]
-    (step,) = [s for s in steps if s.get("id") == step_id]
-    assert step["shell"] == "bash"
-    return str(step["run"])
-
-
-def run_step(
-    step_id: str, workspace: Path, inputs: dict[str, str]
-) -> tuple[subprocess.CompletedProcess, Path, Path]:
-    """One composite step (``install`` or ``audit``), as the runner runs a ``shell: bash`` step: its
-    command in a file given to ``bash --noprofile --norc -eo pipefail``, in the workspace, with the
-    runner's environment plus the step's env: block."""
-    summary, outputs = workspace / "step-summary.md", workspace / "github-output"
-    summary.write_text("")
-    outputs.write_text("")
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": os.environ.get("HOME", "/root"),
-        "NO_COLOR": "1",
-        "GITHUB_ACTIONS": "true",
-        "GITHUB_WORKSPACE": str(workspace),
-        "GITHUB_ACTION_PATH": str(REPO),
-        "GITHUB_OUTPUT": str(outputs),
-        "GITHUB_STEP_SUMMARY": str(summary),
-        "RUNNER_TEMP": str(workspace / "_temp"),
-        **inputs,
-    }
-    script = workspace / "_temp" / f"step-{step_id}.sh"
-    script.write_text(step_command(step_id) + "\n")
-    proc = subprocess.run(
-        ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
-        cwd=workspace,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    return proc, summary, outputs
 
 
 @pytest.fixture()
@@ -87,21 +44,6 @@ def workspace(tmp_path: Path) -> Path:
     shutil.copy(SAMPLE_CONFIG, root / "imagelint.yaml")
     (root / "packer/image.pkr.hcl").write_text('source "null" "img" {}\n')
     return root
-
-
-def audit_inputs(target: Path, **extra: str) -> dict[str, str]:
-    """The audit step's env: block in action.yml, with the action's defaults."""
-    return {
-        "IMAGELINT_PYTHON": sys.executable,
-        "IMAGELINT_TARGET": str(target),
-        "IMAGELINT_CONFIG": "",
-        "IMAGELINT_FAIL_ON": "",
-        "IMAGELINT_FORMATS": "",
-        "IMAGELINT_REPORT": "imagelint-report.json",
-        "IMAGELINT_SARIF": "",
-        "IMAGELINT_SARIF_ANCHOR": "",
-        **extra,
-    }
 
 
 def test_action_fails_the_faulty_sample_with_annotations_summary_and_outputs(

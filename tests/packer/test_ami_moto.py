@@ -12,6 +12,7 @@ else, the variables, locals, tags, post-processor chain, scripts and their envir
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 import uuid
@@ -116,7 +117,9 @@ def test_gate_and_tag_faulty_ami_is_kept_tagged_fail_and_the_build_fails(aws, tm
 
     assert run.returncode == 1, run.output
     assert (
-        "imagelint gate: " in run.output and "ami --packer-manifest packer-manifest.json --tag" in run.output
+        "imagelint gate: " in run.output
+        and "ami --tag --report-bucket=" in run.output
+        and " --packer-manifest=packer-manifest.json\n" in run.output
     )
     assert "Script exited with non-zero exit status: 1" in run.output
     (image,) = _amis(aws, prefix)
@@ -170,12 +173,13 @@ def test_gate_and_delete_faulty_ami_is_deregistered_with_its_snapshots(aws, tmp_
     )
 
     assert run.returncode == 1, run.output
-    assert f"imagelint gate: {VENV_IMAGELINT} ami us-east-1:ami-" in run.output, run.output
+    assert f"imagelint gate: {VENV_IMAGELINT} ami --tag " in run.output, run.output
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["verdict"] == "fail"
     ami_id = report["target"]["image_id"]
     # the gate found the AMI by the build-id tag the shipped source put on it
-    assert f"imagelint gate: {VENV_IMAGELINT} ami us-east-1:{ami_id} --tag" in run.output
+    gate = rf"imagelint gate: {re.escape(str(VENV_IMAGELINT))} ami --tag .* -- us-east-1:{ami_id}\n"
+    assert re.search(gate, run.output)
     assert "Deleting original artifact" in run.output
     assert f"Deregistering image ID ({ami_id})" in run.output
     assert _amis(aws, prefix) == []

@@ -16,7 +16,7 @@ from tests.packer.helpers import build, hcl_list
 
 GATE_COMMANDS = [
     'echo "$PACKER_RUN_UUID" > gate-saw-run-uuid.txt',
-    'imagelint audit "$IMAGELINT_ROOT" -f text',
+    'imagelint audit -f text -- "$IMAGELINT_ROOT"',
 ]
 GATE = (
     'post-processor "shell-local" {\n'

@@ -27,7 +27,8 @@ def test_faulty_sample_image_fails_the_build_and_shows_the_findings(tmp_path, sa
     assert run.returncode != 0, run.output
     assert "Post-processor failed: Script exited with non-zero exit status: 1" in run.output
     # The imagelint that ran is this checkout's, from the venv (first in PATH).
-    assert f"imagelint gate: {VENV_BIN / 'imagelint'} audit {sample_image}" in run.output
+    assert f"imagelint gate: {VENV_BIN / 'imagelint'} audit " in run.output
+    assert f" -- {sample_image}\n" in run.output  # the tree after `--`, never read as an option
     report = json.loads((work / "imagelint-report.json").read_text())
     assert report["verdict"] == "fail"
     failing = {f["rule_id"] for f in report["findings"] if f["failing"]}
@@ -64,7 +65,7 @@ def test_variables_reach_imagelint_config_and_fail_on(tmp_path, sample_image):
         "fail_on=critical",
     )
     assert run.returncode == 0, run.output
-    assert "--fail-on critical" in run.output and "--config waive-all.yaml" in run.output
+    assert "--fail-on=critical" in run.output and "--config=waive-all.yaml" in run.output
     assert json.loads((work / "imagelint-report.json").read_text())["verdict"] == "pass"
 
 

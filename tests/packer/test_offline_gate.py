@@ -1,7 +1,7 @@
 """The AMI gates' offline part, run for real: the shipped gate script (packer/ami-gate/imagelint-ami-gate.sh,
 which packer/ami-gate-delete runs through its symlink) under dash, with the environment each template
 sets, against an AMI on moto whose root snapshot holds the faulty Debian disk. The offline gate
-(``imagelint ami --mode snapshot``) fails it before any instance is launched, and tags the verdict on
+(``imagelint ami --mode=snapshot``) fails it before any instance is launched, and tags the verdict on
 the AMI: found by the manifest (gate-and-tag) or by its imagelint:build-id tag (gate-and-delete)."""
 
 from __future__ import annotations
@@ -70,9 +70,10 @@ def test_the_offline_gate_fails_a_faulty_ami_before_launching(
         }
         launched = aws.launched()
     assert proc.returncode == 1, proc.stderr
-    target = f"--packer-manifest {manifest}" if recipe is AMI_GATE else f"us-east-1:{image_id}"
+    target = f"--packer-manifest={manifest}" if recipe is AMI_GATE else f"-- us-east-1:{image_id}"
     assert (
-        f"imagelint gate (offline): {values['IMAGELINT']} ami {target} --mode snapshot --tag" in proc.stdout
+        f"imagelint gate (offline): {values['IMAGELINT']} ami --mode=snapshot --tag --fail-on=medium "
+        f"{target}\n" in proc.stdout
     )
     assert "imagelint gate: " not in proc.stdout  # the launch step never ran
     assert launched == []

@@ -110,7 +110,8 @@ def test_gate_and_delete_inconclusive_fails_unless_kept(aws, sample_image, tmp_p
     )
     proc = _run(AMI_GATE_DELETE, 0, values, aws.env)
     assert proc.returncode == code, proc.stderr
-    assert f"imagelint gate: {IMAGELINT} ami us-east-1:{ami} --tag" in proc.stdout
+    assert f"imagelint gate: {IMAGELINT} ami --tag " in proc.stdout
+    assert f" -- us-east-1:{ami}\n" in proc.stdout
     assert "never registered with SSM" in proc.stderr
     warning = (
         f"imagelint gate: WARNING: inconclusive (exit 3); keep_inconclusive keeps {ami}, not tagged pass\n"
@@ -151,7 +152,7 @@ def test_the_gate_says_when_no_ami_has_the_build_id(tmp_path):
     assert proc.stderr == f"imagelint gate: no AMI tagged imagelint:build-id={build_id}\n"
     lines = calls.read_text().splitlines()
     lookup = (
-        "ec2 describe-images --region us-east-1 --owners self "
+        "ec2 describe-images --region=us-east-1 --owners self "
         f"--filters Name=tag:imagelint:build-id,Values={build_id} --query Images[0].ImageId --output text"
     )
     assert lines == [line for i in range(1, 11) for line in (lookup, f"sleep {i * 3}")]

@@ -115,7 +115,7 @@ def test_ami_gate_is_manifest_then_imagelint_ami():
     assert gate["IMAGELINT_MANIFEST"] == "${var.manifest_path}"
     assert gate["IMAGELINT_BUILD_ID"] == "" and gate["IMAGELINT_KEEP_INCONCLUSIVE"] == "false"
     script = step_script(AMI_GATE, chain[1][1]).read_text()
-    assert 'set -- --packer-manifest "$IMAGELINT_MANIFEST"' in script
+    assert 'target_option="--packer-manifest=$IMAGELINT_MANIFEST"' in script
     assert locals_of(load_template(AMI_GATE))["ami_tags"] == {}
 
 
@@ -207,13 +207,14 @@ def test_provisioner_gate_collects_with_the_shell_and_judges_on_the_packer_host(
     steps = labelled(build["provisioner"])
     labels = [label for label, _ in steps]
     assert labels == ["shell-local", "shell", "file", "file", "shell", "file", "shell", "shell-local"]
-    assert any('collector "$IMAGELINT_WORK"' in c for c in steps[0][1]["inline"])
+    collector = 'collector "--config=$IMAGELINT_CONFIG" -- "$IMAGELINT_WORK"'
+    assert any(c.endswith(collector) for c in steps[0][1]["inline"])
     assert all(steps[i][1]["generated"] is True for i in (2, 3))  # written by step 1, after validation
     assert any('sh "$IMAGELINT_DIR/collect.sh"' in c for c in steps[4][1]["inline"])
     assert steps[5][1]["direction"] == "download"
     assert steps[6][1]["inline"] == ['rm -rf "$IMAGELINT_DIR"']
     verdict = steps[7][1]["inline"]
-    assert any('audit "$IMAGELINT_BUNDLE"' in c for c in verdict)
+    assert any(c.startswith('"$IMAGELINT" audit ') and c.endswith(' -- "$IMAGELINT_BUNDLE"') for c in verdict)
     # nothing on the instance installs or runs Python or pip
     remote = "\n".join(c for label, body in steps if label == "shell" for c in body["inline"])
     assert not re.search(r"python|pip|venv", remote)
@@ -226,4 +227,4 @@ def test_chroot_gate_audits_the_mount_path_last():
     label, gate = steps[-1]
     assert label == "shell-local"
     assert env_names(gate)["IMAGELINT_ROOT"] == "${local.mount_path}"
-    assert any('audit "$IMAGELINT_ROOT"' in c for c in gate["inline"])
+    assert 'set -- "$@" -- "$IMAGELINT_ROOT"' in gate["inline"]

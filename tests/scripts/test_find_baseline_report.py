@@ -46,3 +46,15 @@ def test_the_tagged_report_is_found_among_others(tmp_path: Path) -> None:
         proc = _run(aws, aws.image_id, aws.bucket, "imagelint/", str(tmp_path / "none.json"))
         assert proc.returncode == 1 and "no imagelint:report-sha256 tag" in proc.stderr
     assert subprocess.run(["bash", str(SCRIPT)], capture_output=True).returncode == 2
+
+
+def test_no_argument_is_read_as_an_option(tmp_path: Path) -> None:
+    """Each argument in turn is option-like: refused (exit 2) before any AWS call, nothing written."""
+    good = ["ami-0123456789abcdef0", "bucket", "imagelint/", str(tmp_path / "dest.json")]
+    for index in range(4):
+        for value in ("-h", "--ignore=*", "--no-builtin-rules", "--config=/dev/null"):
+            args = [*good[:index], value, *good[index + 1 :]]
+            proc = subprocess.run(["bash", str(SCRIPT), *args], env={"PATH": "/usr/bin:/bin", "AWS": "false"},
+                                  capture_output=True, text=True, timeout=60, cwd=tmp_path)  # fmt: skip
+            assert proc.returncode == 2 and "starts with '-'" in proc.stderr, (args, proc.stderr)
+    assert list(tmp_path.iterdir()) == []

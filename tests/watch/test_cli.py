@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from imagelint.errors import extra_hint
 from tests.support import run_cli
 
 BLOCK = (
@@ -42,7 +43,7 @@ def test_without_prometheus_client_the_watch_says_how_to_get_it(tmp_path: Path) 
     proc = _run(code)
     assert proc.returncode == 2
     expected = "imagelint: error: watch: --listen and --textfile need prometheus-client: "
-    assert proc.stderr.strip().splitlines() == [expected + "pip install 'imagelint[watch]'"]
+    assert proc.stderr.strip().splitlines() == [expected + extra_hint("watch")]
 
 
 def test_watch_has_standalone_help() -> None:

@@ -14,7 +14,7 @@ table from them (:mod:`.containers`, :mod:`.tables`, :mod:`.extmap`); what does 
 The root filesystem is found whatever the table (GPT, MBR, none, LVM), other filesystems are mounted
 in the root's ``/etc/fstab`` order, and paths resolve through the shared resolver like any target.
 The on-disk formats are read by the dissect libraries (AGPL-3.0), an optional extra:
-``pip install 'imagelint[disk]'``. Nothing here imports them until a disk image is opened.
+the disk extra (``imagelint.errors.extra_hint``). Nothing here imports them until a disk image is opened.
 """
 
 from __future__ import annotations

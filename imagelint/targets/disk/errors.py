@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from imagelint.errors import ExitCode, TargetError, UsageError
+from imagelint.errors import ExitCode, TargetError, UsageError, extra_hint
 
-EXTRA_HINT = "pip install 'imagelint[disk]'"
+EXTRA_HINT = extra_hint("disk")
 
 
 class DiskImageError(TargetError):

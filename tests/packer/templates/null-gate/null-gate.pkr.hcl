@@ -34,8 +34,9 @@ build {
     ]
     inline = [
       "set -eu",
-      "set -- audit \"$IMAGELINT_ROOT\" --fail-on \"$IMAGELINT_FAIL_ON\" -f text -f \"json:$IMAGELINT_REPORT\"",
-      "if [ -n \"$IMAGELINT_CONFIG\" ]; then set -- \"$@\" --config \"$IMAGELINT_CONFIG\"; fi",
+      "set -- audit \"--fail-on=$IMAGELINT_FAIL_ON\" -f text -f \"json:$IMAGELINT_REPORT\"",
+      "if [ -n \"$IMAGELINT_CONFIG\" ]; then set -- \"$@\" \"--config=$IMAGELINT_CONFIG\"; fi",
+      "set -- \"$@\" -- \"$IMAGELINT_ROOT\"",
       "echo \"imagelint gate: $(command -v imagelint) $*\"",
       "exec imagelint \"$@\"",
     ]
