@@ -2,7 +2,7 @@
 #
 #   sh collect.sh WORKDIR        (WORKDIR/plan.txt says what to collect; never executed from /tmp)
 #
-# Uses a POSIX shell, coreutils (stat, readlink, sort, comm, date, cat, wc), tar, gzip when there
+# Uses a POSIX shell, coreutils (stat, readlink, sort, comm, date, cat, tr, wc), tar, gzip when there
 # is one, systemctl and what the kernel exposes (/proc, /sys/fs/cgroup). No Python, no install, no
 # network: the caller uploads WORKDIR/bundle.tar.gz (or bundle.tar) with curl.
 #

@@ -31,7 +31,9 @@ def test_phases_become_wall_and_cpu_seconds_each() -> None:
 
 
 def test_without_proc_uptime_a_phase_has_cpu_but_no_wall() -> None:
-    cost = _parse("phase start - 0m0.00s 0m0.00s 0m0.00s 0m0.00s", "phase tar - 0m0.10s 0m0s 0m0s 0m0s").cost()
+    cost = _parse(
+        "phase start - 0m0.00s 0m0.00s 0m0.00s 0m0.00s", "phase tar - 0m0.10s 0m0s 0m0s 0m0s"
+    ).cost()
     assert cost == {"cpu_seconds": 0.1, "phases": [{"phase": "tar", "seconds": None, "cpu_seconds": 0.1}]}
 
 
@@ -55,5 +57,5 @@ def test_a_malformed_phase_line_is_refused(line: str) -> None:
 
 
 def test_phases_are_kept_to_a_bound() -> None:
-    lines = [f"phase p 1.0 0m0s 0m0s 0m0s 0m0s" for _ in range(MAX_PHASES + 10)]
+    lines = ["phase p 1.0 0m0s 0m0s 0m0s 0m0s" for _ in range(MAX_PHASES + 10)]
     assert len(_parse(*lines).phases) == MAX_PHASES
