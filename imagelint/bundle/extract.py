@@ -27,6 +27,8 @@ fails a check:
 
 Regular files the collector described without content (``stat`` lines of the manifest) become
 empty placeholders, so that listings show them, and are marked so that reading them is an error.
+They are hard links to one empty file beside the tree (making an inode each costs far more: a
+bundle describes thousands).
 """
 
 from __future__ import annotations
@@ -194,6 +196,72 @@ def _open_parent(base_fd: int, parts: list[str], name: str, where: str) -> int:
         raise
 
 
+class _Parents:
+    """Descriptors on the directories members go into, kept for the members after (a bundle lists its
+    members sorted, so siblings follow each other): a few system calls a member instead of three a
+    component. A kept descriptor was opened component by component with ``O_NOFOLLOW`` (as
+    :func:`_open_parent` does), and nothing extraction does removes or replaces a directory, so it
+    still names the directory at its path."""
+
+    MOST = 64
+
+    def __init__(self, base: dict[str, int]) -> None:
+        self.base = base
+        self.kept: dict[tuple[str, tuple[str, ...]], int] = {}
+
+    def get(self, area: str, parts: list[str], name: str, where: str) -> int:
+        """The directory that will hold ``parts[-1]``; the descriptor stays this object's."""
+        parent = tuple(parts[:-1])
+        n = len(parent)
+        while n and (area, parent[:n]) not in self.kept:  # the deepest directory on the way kept open
+            n -= 1
+        fd = self.kept[(area, parent[:n])] if n else self.base[area]
+        if n == len(parent):
+            return fd
+        fd = _open_parent(fd, [*parent[n:], parts[-1]], name, where)
+        self.kept[(area, parent)] = fd
+        if len(self.kept) > self.MOST:
+            os.close(self.kept.pop(next(iter(self.kept))))
+        return fd
+
+    def close(self) -> None:
+        for fd in self.kept.values():
+            os.close(fd)
+        self.kept.clear()
+
+
+class _Placeholders:
+    """Empty placeholders as hard links to one empty file of the extraction directory (a new one when
+    the file system's link count limit is met)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        self.made = 0
+        self.source = self._new()
+
+    def _new(self) -> str:
+        self.made += 1
+        name = f"placeholder.{self.made}"
+        os.close(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600, dir_fd=self.fd))
+        return name
+
+    def make(self, fd: int, leaf: str, name: str, where: str) -> None:
+        for _ in range(2):
+            try:
+                os.link(self.source, leaf, src_dir_fd=self.fd, dst_dir_fd=fd, follow_symlinks=False)
+                return
+            except FileExistsError:
+                raise BundleError(f"member {name[:200]!r} appears twice; refused", where=where) from None
+            except OSError as exc:
+                if exc.errno != errno.EMLINK:
+                    raise
+                self.source = self._new()
+        raise BundleError(f"{name[:200]!r}: cannot make a placeholder", where=where)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
 def _image_path(parts: list[str]) -> str:
     return "/" + "/".join(parts)
 
@@ -241,6 +309,8 @@ def _extract_into(bundle: Path, result: Extracted, caps: Caps, where: str) -> No
         "root": os.open(result.root, os.O_RDONLY | os.O_DIRECTORY),
         "meta": os.open(result.meta, os.O_RDONLY | os.O_DIRECTORY),
     }
+    parents = _Parents(fds)
+    placeholders = _Placeholders(result.directory)
     try:
         magic = raw.read(2)
         raw.seek(0)
@@ -263,7 +333,7 @@ def _extract_into(bundle: Path, result: Extracted, caps: Caps, where: str) -> No
                         raise BundleError(f"member {member.name[:200]!r} appears twice; refused", where=where)
                     if area == "meta":
                         seen.add(key)
-                    total += _member(tar, member, area, parts, fds[area], result, caps, where)
+                    total += _member(tar, member, area, parts, parents, result, caps, where)
                     if total > caps.total:
                         raise BundleError(f"more than {caps.total:,} bytes of content; refused", where=where)
         except _HeaderRefused as exc:
@@ -282,17 +352,15 @@ def _extract_into(bundle: Path, result: Extracted, caps: Caps, where: str) -> No
             parts = [p for p in path.split("/") if p]
             if path in result.table or not parts:
                 raise BundleError(f"{path}: described twice; refused", where=where)
-            fd = _open_parent(fds["root"], parts, path, where)
-            try:
-                _write_file(fd, parts[-1], None, 0, path, where)
-            finally:
-                os.close(fd)
+            placeholders.make(parents.get("root", parts, path, where), parts[-1], path, where)
             result.table[path] = st
             result.missing[path] = reason
 
         # a described entry is a placeholder in the tree: it counts against the members cap
         result.manifest = read_manifest(manifest_path, described, most=caps.members - members + OWN_LINES)
     finally:
+        parents.close()
+        placeholders.close()
         for fd in fds.values():
             os.close(fd)
         raw.close()
@@ -329,7 +397,7 @@ def _member(
     member: tarfile.TarInfo,
     area: str,
     parts: list[str],
-    base_fd: int,
+    parents: _Parents,
     result: Extracted,
     caps: Caps,
     where: str,
@@ -374,24 +442,21 @@ def _member(
         )
     if not parts:  # the root directory itself
         return 0
-    fd = _open_parent(base_fd, parts, name, where)
-    try:
-        leaf = parts[-1]
-        if kind is FileKind.DIR:
-            try:
-                os.mkdir(leaf, 0o700, dir_fd=fd)
-            except FileExistsError:
-                st = os.lstat(leaf, dir_fd=fd)
-                if not stat_mod.S_ISDIR(st.st_mode):
-                    raise BundleError(f"member {name[:200]!r} appears twice; refused", where=where) from None
-            return 0
-        if kind is FileKind.SYMLINK:
-            try:
-                os.symlink(member.linkname, leaf, dir_fd=fd)
-            except FileExistsError:
+    fd = parents.get(area, parts, name, where)
+    leaf = parts[-1]
+    if kind is FileKind.DIR:
+        try:
+            os.mkdir(leaf, 0o700, dir_fd=fd)
+        except FileExistsError:
+            st = os.lstat(leaf, dir_fd=fd)
+            if not stat_mod.S_ISDIR(st.st_mode):
                 raise BundleError(f"member {name[:200]!r} appears twice; refused", where=where) from None
-            return 0
-        _write_file(fd, leaf, tar.extractfile(member), member.size, name, where)
-        return member.size
-    finally:
-        os.close(fd)
+        return 0
+    if kind is FileKind.SYMLINK:
+        try:
+            os.symlink(member.linkname, leaf, dir_fd=fd)
+        except FileExistsError:
+            raise BundleError(f"member {name[:200]!r} appears twice; refused", where=where) from None
+        return 0
+    _write_file(fd, leaf, tar.extractfile(member), member.size, name, where)
+    return member.size

@@ -11,7 +11,10 @@ Lines (the path is always last, so it may hold spaces):
 - ``asked HOW GLOB``: a glob the collector expanded (HOW: its plan directive) and ``absent PATH``: a
   link target it found missing; together what a missing path may be read as absent on
   (:mod:`imagelint.bundle.coverage`);
-- ``limit NAME BYTES``, ``tar RC``, ``started``/``ended`` WALL, ``root DIR``, ``collector VERSION``.
+- ``limit NAME BYTES``, ``tar RC``, ``started``/``ended`` WALL, ``root DIR``, ``collector VERSION``;
+- ``phase NAME UPTIME TIMES``: where the collector was (``/proc/uptime``, or ``-``) and the CPU it had
+  used (the shell's ``times``: its own user and system time, then its children's) as each phase ended;
+  what the collector cost the host, phase by phase (the compression of the bundle comes after).
 """
 
 from __future__ import annotations
@@ -23,12 +26,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from imagelint.bundle.coverage import HOWS
-from imagelint.bundle.numbers import count
+from imagelint.bundle.numbers import count, seconds
+from imagelint.bundle.probes import shell_times
 from imagelint.errors import ImageReadError
 from imagelint.targets.interface import ImageStat, kind_of
 
 MAX_MANIFEST = 64 * 1024 * 1024
 _HEX_MODE = re.compile(r"[0-9a-fA-F]{1,8}")
+_PHASE = re.compile(r"[a-z]{1,20}")
+MAX_PHASES = 32
 MAX_ID = 2**32 - 1
 WHERE = "imagelint/manifest.txt"
 OWN_LINES = 10_000  # lines beside the described entries: limits, times, the globs asked
@@ -46,10 +52,23 @@ class Manifest:
     asked: list[tuple[str, str]] = field(default_factory=list)  # (directive, glob)
     absent: set[str] = field(default_factory=set)  # link targets the collector found missing
     values: dict[str, str] = field(default_factory=dict)
+    phases: list[tuple[str, float | None, float]] = field(default_factory=list)  # (name, uptime, CPU s)
+
+    def cost(self) -> dict[str, object] | None:
+        """What the collector cost the host: its CPU seconds (its own and its children's, up to the
+        tar of the files) and each phase's wall and CPU seconds; None when it recorded no phases."""
+        if not self.phases:
+            return None
+        rows = []
+        for (_, up0, cpu0), (name, up1, cpu1) in zip(self.phases, self.phases[1:], strict=False):
+            wall = round(up1 - up0, 2) if up0 is not None and up1 is not None else None
+            rows.append({"phase": name, "seconds": wall, "cpu_seconds": round(cpu1 - cpu0, 2)})
+        return {"cpu_seconds": round(self.phases[-1][2], 2), "phases": rows}
 
     def to_dict(self) -> dict[str, object]:
         return {
             "collector": self.values.get("collector"),
+            "cost": self.cost(),
             "content_bytes": int(self.values.get("content-bytes") or 0),  # checked by parse_manifest
             "not_collected": dict(self.not_collected),
             "incomplete": [{"path": p, "reason": r} for p, r in self.incomplete],
@@ -116,6 +135,14 @@ def _line(manifest: Manifest, word: str, rest: str, at: str, described: Describe
         manifest.absent.add(_image_path(rest))
     elif word == "unrepresentable-names":
         manifest.unrepresentable = count(rest, at, word)
+    elif word == "phase":
+        name, uptime, times = rest.split(" ", 2)
+        cpu = shell_times(times, at)
+        if not _PHASE.fullmatch(name) or len(cpu) != 4:
+            raise ValueError(name)
+        if len(manifest.phases) < MAX_PHASES:
+            up = None if uptime == "-" else seconds(uptime, at, "uptime")
+            manifest.phases.append((name, up, sum(cpu)))
     elif word == "content-bytes":
         manifest.values.setdefault(word, str(count(rest, at, word)))
     else:

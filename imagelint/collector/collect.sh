@@ -2,7 +2,7 @@
 #
 #   sh collect.sh WORKDIR        (WORKDIR/plan.txt says what to collect; never executed from /tmp)
 #
-# Uses a POSIX shell, coreutils (stat, readlink, sort, comm, date, cat, wc), tar, gzip when there
+# Uses a POSIX shell, coreutils (stat, readlink, sort, comm, date, cat, tr, wc), tar, gzip when there
 # is one, systemctl and what the kernel exposes (/proc, /sys/fs/cgroup). No Python, no install, no
 # network: the caller uploads WORKDIR/bundle.tar.gz (or bundle.tar) with curl.
 #
@@ -22,6 +22,7 @@
 # special files, are described in manifest.txt as `stat MODE UID GID SIZE REASON PATH`.
 set -u
 W=${1:?usage: sh collect.sh WORKDIR}
+case $W in /*) ;; *) W=$PWD/$W ;; esac  # the walks change directory
 LC_ALL=C
 export LC_ALL
 NL='
@@ -41,8 +42,19 @@ EVERY_CS=500
 TOTAL=0
 ENTRIES=0
 BADNAMES=0
-for f in want.c want.m want.j tar.lst units.lst sshd.lst; do : > "$W/$f"; done
-note() { printf '%s\n' "$*" >> "$MAN"; }
+for f in want.c want.m want.j tar.lst units.lst sshd.lst links; do : > "$W/$f"; done
+# lists are written through descriptors opened once (3 the manifest, 4 want.m, 5 the tar list): a
+# `>>` per line is an open and a close per path
+exec 3>> "$MAN" 4>> "$W/want.m" 5>> "$W/tar.lst"
+note() { printf '%s\n' "$*" >&3; }
+# phase NAME: where the run is (uptime) and the CPU it used so far (the shell's and its children's,
+# from `times`): what the collector costs the host, and where
+phase() {
+    times > "$W/times"
+    { read -r _t1; read -r _t2; } < "$W/times"
+    read -r _up _idle < /proc/uptime 2> /dev/null || _up=-
+    note "phase $1 $_up $_t1 $_t2"
+}
 
 # -- paths ---------------------------------------------------------------------------------------
 
@@ -67,17 +79,19 @@ chain() {
         esac
         _cur=$_cur/$_c
         if [ -L "$ROOT$_cur" ]; then
-            printf '%s\n' "$_cur" >> "$W/want.m"
+            printf '%s\n' "$_cur" >&4
             _links=$((_links + 1))
             if [ "$_links" -gt 40 ]; then note "incomplete symlink-loop $1"; return 1; fi
-            _t=$(readlink -- "$ROOT$_cur") || return 1
+            target "$_cur" || return 1
+            _t=$T
+            case $_t in *"$NL"*) BADNAMES=$((BADNAMES + 1)); return 1 ;; esac  # a list holds a path a line
             case $_t in
                 /*) _cur= ;;
                 *) _cur=${_cur%/*} ;;
             esac
             _rest=$_t${_rest:+/$_rest}
         elif [ -e "$ROOT$_cur" ]; then
-            printf '%s\n' "$_cur" >> "$W/want.m"
+            printf '%s\n' "$_cur" >&4
         else
             note "absent $_cur"
             return 1
@@ -85,6 +99,59 @@ chain() {
     done
     CANON=${_cur:-/}
     printf '%s\n' "$CANON" >> "$2"
+}
+
+# Link targets. chain asks for each link's target with `target`, which takes it from BATCH (read
+# ahead by `prefetch`, in the order chain asks: lines PATH//TARGET, a canonical path never holding
+# '//'), else from the kept targets of top-level links (/bin, /lib...: every path under them asks),
+# else from one `readlink`.
+BATCH=
+MULTI=1  # readlink takes several paths (GNU); 0 once it did not
+target() {  # target PATH: the target of link PATH (canonical) in T; 1 when it cannot be read
+    case $BATCH in
+        "$1//"*)
+            _r=${BATCH#"$1//"}
+            T=${_r%%"$NL"*}
+            BATCH=${_r#*"$NL"}
+            return 0
+            ;;
+    esac
+    _k=
+    case ${1#/} in
+        '' | *[!A-Za-z0-9_]*) ;;
+        *) _k=_L_${1#/}; eval "[ -z \"\${$_k+x}\" ]" || { eval "T=\$$_k"; return 0; } ;;
+    esac
+    T=$(readlink -- "$ROOT$1") || return 1
+    [ -z "$_k" ] || eval "$_k=\$T"
+}
+
+# prefetch LIST: the targets of the links LIST names (canonical paths, one a line, in the order chain
+# will ask for them) read into BATCH, up to 256 a `readlink`; nothing when readlink takes one path
+# only, or a target holds a newline (they are then read one at a time)
+prefetch() {
+    BATCH=
+    [ "$MULTI" = 1 ] && [ -s "$1" ] || return 0
+    _from=$1
+    set --
+    while IFS= read -r _l; do
+        set -- "$@" "$ROOT$_l"
+        [ "$#" -lt 256 ] || { prefetch_some "$@" || return 0; set --; }
+    done < "$_from"
+    [ "$#" -eq 0 ] || prefetch_some "$@"
+}
+prefetch_some() {
+    _out=$(readlink -- "$@" 2> /dev/null) || { MULTI=0; BATCH=; return 1; }
+    _got=
+    for _p; do
+        case $_out in
+            *"$NL"*) _t=${_out%%"$NL"*}; _out=${_out#*"$NL"} ;;
+            *) _t=$_out; _out= ;;
+        esac
+        [ -n "$_t" ] || { MULTI=0; BATCH=; return 1; }
+        _got=$_got${_p#"$ROOT"}//$_t$NL
+    done
+    [ -z "$_out" ] || { MULTI=0; BATCH=; return 1; }
+    BATCH=$BATCH$_got
 }
 
 # expand GLOB: the existing image paths GLOB matches (shell globbing: '*' skips leading dots, as
@@ -102,44 +169,113 @@ expand() {
     IFS=$_old
 }
 
-# walk DIR LIST FOLLOW: every entry below canonical directory DIR to LIST, level by level, never
-# through a link; with FOLLOW=1 the targets of links found are chained into LIST too.
+# esc TEXT: TEXT as printf prints it when it is part of the format (% and \ doubled), in E
+esc() {
+    _in=$1
+    E=
+    while :; do
+        case $_in in
+            *[%\\]*) ;;
+            *) E=$E$_in; return 0 ;;
+        esac
+        _h=${_in%%[%\\]*}
+        _in=${_in#"$_h"}
+        _c=${_in%"${_in#?}"}
+        _in=${_in#?}
+        E=$E$_h$_c$_c
+    done
+}
+
+# walk DIR LIST FOLLOW: every entry below canonical directory DIR to LIST, breadth first (the queue is
+# one file, read as it grows), never through a link; with FOLLOW=1 links go to want.m and their
+# targets are chained into LIST. A directory is listed by globbing in it and its entries written in
+# one go; one by one only with FOLLOW=1, a name holding a newline, or at the entry cap.
 walk() {
-    printf '%s\n' "$1" > "$W/q.now"
-    while [ -s "$W/q.now" ]; do
-        : > "$W/q.next"
-        while IFS= read -r _d; do
-            _b=${_d%/}
-            case $_b in
-                /proc | /sys | /dev) note "incomplete virtual-filesystem $_d"; continue ;;
+    _list=$2
+    _follow=$3
+    _saved=$BATCH
+    printf '%s\n' "$1" > "$W/queue"
+    : > "$W/links"
+    exec 6>> "$W/queue" 7>> "$_list"
+    _full=
+    _old=$IFS
+    IFS=
+    while read -r _d; do
+        _b=${_d%/}
+        if [ -n "$_full" ]; then note "incomplete entries $_d"; continue; fi
+        case $_b in
+            /proc | /sys | /dev) note "incomplete virtual-filesystem $_d"; continue ;;
+        esac
+        if ! cd -P -- "$ROOT$_b/" 2> /dev/null; then note "incomplete unreadable $_d"; continue; fi
+        esc "$_b/"
+        _pre=$E
+        for _g in '*' '.[!.]*' '..?*'; do
+            set -- $_g
+            [ -e "$1" ] || [ -L "$1" ] || continue  # no match: the pattern itself
+            case $_follow$* in
+                1* | *"$NL"*) ;;
+                *)
+                    if [ $((ENTRIES + $#)) -le "$ENTRY_CAP" ]; then
+                        ENTRIES=$((ENTRIES + $#))
+                        printf "$_pre%s\n" "$@" >&7
+                        set -- $_g/
+                        [ -d "$1" ] || continue
+                        for _e; do [ -L "${_e%/}" ] || printf "$_pre%s\n" "${_e%/}" >&6; done
+                        continue
+                    fi
+                    ;;
             esac
-            for _e in "$ROOT$_b"/* "$ROOT$_b"/.[!.]* "$ROOT$_b"/..?*; do
-                [ -e "$_e" ] || [ -L "$_e" ] || continue
+            for _e; do
                 case $_e in *"$NL"*) BADNAMES=$((BADNAMES + 1)); continue ;; esac
                 ENTRIES=$((ENTRIES + 1))
                 if [ "$ENTRIES" -gt "$ENTRY_CAP" ]; then
                     note "incomplete entries $_d"
-                    return 0
+                    _full=1
+                    break 2
                 fi
-                _i=${_e#"$ROOT"}
                 if [ -L "$_e" ]; then
-                    printf '%s\n' "$_i" >> "$W/want.m"
-                    [ "$3" = 1 ] && chain "$_i" "$2"
+                    printf "$_pre%s\n" "$_e" >&4
+                    [ "$_follow" = 1 ] && printf "$_pre%s\n" "$_e" >> "$W/links"
                 elif [ -d "$_e" ]; then
-                    printf '%s\n' "$_i" >> "$W/want.m"
-                    printf '%s\n' "$_i" >> "$W/q.next"
+                    printf "$_pre%s\n" "$_e" >&4
+                    printf "$_pre%s\n" "$_e" >&6
                 else
-                    printf '%s\n' "$_i" >> "$2"
+                    printf "$_pre%s\n" "$_e" >&7
                 fi
             done
-        done < "$W/q.now"
-        mv "$W/q.next" "$W/q.now"
-    done
+        done
+    done < "$W/queue"
+    IFS=$_old
+    exec 6>&- 7>&-
+    cd /
+    prefetch "$W/links"
+    while IFS= read -r _lk; do chain "$_lk" "$_list"; done < "$W/links"
+    BATCH=$_saved
+}
+
+# prefetch_matches: the targets of the links among the glob's matches read ahead (prefetch), each
+# under the name chain will ask for (its directory's links resolved once per directory)
+prefetch_matches() {
+    : > "$W/links"
+    _pd=//
+    _pc=//
+    while IFS= read -r _m; do
+        case /$_m/ in */./* | */../*) continue ;; esac
+        _d=${_m%/*}
+        if [ "$_d" != "$_pd" ]; then
+            _pd=$_d
+            _pc=//
+            if [ -z "$_d" ]; then _pc=; elif chain "$_d" /dev/null; then _pc=${CANON%/}; fi
+        fi
+        [ "$_pc" != // ] && [ -L "$ROOT$_pc/${_m##*/}" ] && printf '%s\n' "$_pc/${_m##*/}" >> "$W/links"
+    done < "$W/matches"
+    prefetch "$W/links"
 }
 
 want() {  # want KIND GLOB (recorded as asked: what a missing path may be read as absent on)
     note "asked $1 $2"
     expand "$2"
+    prefetch_matches
     while IFS= read -r _m; do
         case $1 in
             C | S) chain "$_m" "$W/want.c" ;;
@@ -180,13 +316,18 @@ sshd_includes() {  # the files sshd's Include lines name (one level), with conte
 }
 
 unit_refs() {  # absolute paths named in the collected unit files and drop-ins, metadata only
-    : > "$W/refs"
+    : > "$W/units.txt"
+    set --
     while IFS= read -r _dir; do
         for _u in "$ROOT$_dir"/* "$ROOT$_dir"/*.d/*.conf; do
             [ -f "$_u" ] || continue
-            tr -s ' \t="'"'"';' '\n\n\n\n\n\n' < "$_u" >> "$W/refs" 2>/dev/null
+            set -- "$@" "$_u"
+            # a `cat` for many files (within any argument-size limit), one `tr` for all
+            [ "$#" -lt 200 ] || { cat -- "$@" >> "$W/units.txt" 2> /dev/null; set --; }
         done
     done < "$W/units.lst"
+    [ "$#" -eq 0 ] || cat -- "$@" >> "$W/units.txt" 2> /dev/null
+    tr -s ' \t="'"'"';' '\n\n\n\n\n\n' < "$W/units.txt" > "$W/refs" 2> /dev/null
     _n=0
     sort -u "$W/refs" > "$W/refs.s"
     while IFS= read -r _r; do
@@ -422,7 +563,7 @@ while IFS= read -r line; do
     arg=${line#"$op"}
     arg=${arg# }
     case $op in
-        root) ROOT=${arg%/} ;;
+        root) ROOT=${arg%/}; case $ROOT in /* | '') ;; *) ROOT=$PWD/$ROOT ;; esac ;;
         limit)
             case ${arg%% *} in
                 file) FILE_CAP=${arg#* } ;;
@@ -442,11 +583,13 @@ note "limit journal $JOURNAL_CAP"
 note "limit total $TOTAL_CAP"
 note "limit entries $ENTRY_CAP"
 [ "$SOAK_CS" -gt 0 ] && note "soak $SOAK_CS $EVERY_CS"
+phase start
 
-[ "$SHOW" = 1 ] && show start
+[ "$SHOW" = 1 ] && show start && phase show
 if [ "$SOAK_CS" -gt 0 ]; then
     soak
     [ "$SHOW" = 1 ] && show end
+    phase soak
 fi
 
 # files are collected after the soak: the journal then covers its window
@@ -462,33 +605,67 @@ while IFS= read -r line; do
         N) note "asked N $arg" ;;
     esac
 done < "$W/plan.txt"
+phase paths
 [ "$UNITS" = 1 ] && unit_refs
 chain / "$W/want.m"
+phase references
 
 # classify LIST CONTENT CAP: directories and links go to the tar; regular files with their content
 # while under the caps (CONTENT=1), else described in the manifest; special files described only.
 classify() {
-    _list=$1
     _cont=$2
     _cap=$3
-    _n=0
-    set --
-    while IFS= read -r _p; do
-        set -- "$@" "$ROOT$_p"
-        _n=$((_n + 1))
-        if [ "$_n" -ge 200 ]; then classify_batch "$@"; set --; _n=0; fi
-    done < "$_list"
-    [ "$#" -eq 0 ] || classify_batch "$@"
+    [ -s "$1" ] || return 0
+    _old=$IFS
+    IFS=$NL
+    set -f
+    set -- $(cat "$1")  # the list in memory: `read` would take a system call a byte
+    while [ "$#" -gt 0 ]; do
+        if [ "$#" -ge 512 ]; then _k=512; _a=$ARGS512; else _k=$#; args "$_k"; _a=$A; fi
+        # one stat for 512 paths; should they be too long for one command line, one at a time
+        _out=$(eval "stat -c '%f %u %g %s %n|' -- $_a" 2> /dev/null)
+        if [ "$?" -gt 1 ]; then
+            _out=
+            _i=0
+            for _p; do
+                [ "$_i" -lt "$_k" ] || break
+                _i=$((_i + 1))
+                _out=$_out$NL$(stat -c '%f %u %g %s %n|' -- "$ROOT$_p" 2> /dev/null)
+            done
+        fi
+        classify_lines
+        shift "$_k"
+    done
+    set +f
+    IFS=$_old
 }
-classify_batch() {
-    stat -c '%f %u %g %s %n|' -- "$@" 2> /dev/null > "$W/stat.out"
-    while IFS=' ' read -r _m _u _g _s _p; do
+# args N: A is "$ROOT${1}" ... "$ROOT${N}", for eval
+args() {
+    A=
+    _i=1
+    while [ "$_i" -le "$1" ]; do
+        A="$A \"\$ROOT\${$_i}\""
+        _i=$((_i + 1))
+    done
+}
+args 512
+ARGS512=$A
+classify_lines() {  # the lines of stat in _out (IFS is a newline, globbing off)
+    for _l in $_out; do
+        _m=${_l%% *}
+        _r=${_l#* }
+        _u=${_r%% *}
+        _r=${_r#* }
+        _g=${_r%% *}
+        _r=${_r#* }
+        _s=${_r%% *}
+        _p=${_r#* }
         _p=${_p%|}
         _p=${_p#"$ROOT"}
         [ -n "$_p" ] || _p=/
         _t=$((0x$_m & 0170000))
         if [ "$_t" -eq 16384 ] || [ "$_t" -eq 40960 ]; then
-            printf '.%s\n' "$_p" >> "$W/tar.lst"
+            printf '.%s\n' "$_p" >&5
         elif [ "$_t" -eq 32768 ]; then
             if [ "$_cont" = 0 ]; then
                 note "stat $_m $_u $_g $_s metadata $_p"
@@ -500,12 +677,12 @@ classify_batch() {
                 note "stat $_m $_u $_g $_s unreadable $_p"
             else
                 TOTAL=$((TOTAL + _s))
-                printf '.%s\n' "$_p" >> "$W/tar.lst"
+                printf '.%s\n' "$_p" >&5
             fi
         else
             note "stat $_m $_u $_g $_s special $_p"
         fi
-    done < "$W/stat.out"
+    done
 }
 sort -u "$W/want.c" > "$W/c.s"
 sort -u "$W/want.j" > "$W/j.s"
@@ -514,6 +691,7 @@ sort -u "$W/want.m" | comm -23 - "$W/cj.s" > "$W/m.s"
 classify "$W/c.s" 1 "$FILE_CAP"
 classify "$W/j.s" 1 "$JOURNAL_CAP"
 classify "$W/m.s" 0 0
+phase classify
 [ "$BADNAMES" -gt 0 ] && note "unrepresentable-names $BADNAMES"
 note "content-bytes $TOTAL"
 # what the tar holds, kept in the bundle too: a member renamed on the way (damage) is caught at home
@@ -521,6 +699,7 @@ sort -u "$W/tar.lst" > "$M/members.txt"
 tar -cf "$W/bundle.tar" -C "${ROOT:-/}" --no-recursion --no-unquote -T "$M/members.txt" 2> "$W/tar.err"
 rc=$?
 note "tar $rc"
+phase tar
 if [ "$rc" -gt 1 ]; then
     cat "$W/tar.err" >&2
     exit 94

@@ -156,3 +156,36 @@ def test_needs_only_shell_coreutils_tar_and_runs_from_a_noexec_directory(tmp_pat
     finally:
         subprocess.run(["umount", str(work)], check=True)
     assert not Config().select  # the default config was used throughout
+
+
+def test_names_that_printf_or_a_glob_would_read_are_walked_as_they_are(tmp_path: Path, packs: list) -> None:
+    """A directory is listed by one printf whose format holds the directory's name: % and \\ in it,
+    glob characters, dot names and a leading '-' come back as they are."""
+    root = _tree(tmp_path)
+    for name in ("a%sb\\n", "[x]*", ".hid", "..dd", "-n", "100%"):
+        sub = root / "srv" / "data" / name
+        sub.mkdir()
+        for leaf in ("%d x ", "-e", ".dot", "*"):
+            (sub / leaf).write_text("x")
+            (sub / leaf).chmod(0o666)
+    direct = directory_report(root, packs=packs)
+    remote = bundle_report(collect(root, tmp_path / "w", packs=packs), packs=packs)
+    assert len([f for f in findings(direct) if f[0] == "T003"]) == 1 + 6 * 4
+    assert findings(remote) == findings(direct)
+
+
+def test_a_link_target_holding_a_newline_is_counted_not_listed(tmp_path: Path, packs: list) -> None:
+    root = _tree(tmp_path)
+    os.symlink("x\ny", root / "etc" / "app" / "odd.conf")  # lists hold a path a line
+    bundle = collect(root, tmp_path / "w", packs=packs)
+    manifest = _manifest(bundle)
+    assert "y" not in manifest.splitlines() and "absent /etc/app/x" not in manifest
+    assert "unrepresentable-names " in manifest
+
+
+def test_the_manifest_says_what_the_collector_cost_phase_by_phase(tmp_path: Path, packs: list) -> None:
+    bundle = collect(_tree(tmp_path), tmp_path / "w", packs=packs)
+    cost = bundle_report(bundle, packs=packs).facts["bundle"]["cost"]
+    assert [p["phase"] for p in cost["phases"]] == ["paths", "references", "classify", "tar"]
+    assert all(p["seconds"] >= 0 and p["cpu_seconds"] >= 0 for p in cost["phases"])
+    assert cost["cpu_seconds"] >= sum(p["cpu_seconds"] for p in cost["phases"]) - 0.05

@@ -166,6 +166,9 @@ def test_faulty_host_fails_naming_ecs_from_the_image_and_the_manager(
     assert ecs & {"IL211", "IL212"}, ecs  # the running manager: failed or restarting
     assert report["target"]["path"] == "ssh://root@127.0.0.1"
     assert hosts["faulty"].scratch_left() == []
+    cost = report["facts"]["bundle"]["cost"]  # what the collector cost the host, phase by phase
+    assert [p["phase"] for p in cost["phases"]] == ["show", "paths", "references", "classify", "tar"]
+    assert cost["cpu_seconds"] > 0
 
 
 def test_the_result_equals_auditing_the_same_hosts_bundle(
