@@ -77,6 +77,7 @@ class BundleTarget(RootfsTarget):
 
     def _described(self, image_path: str, resolved: str) -> ImageStat | None:
         if super()._stat(resolved, follow_last=False) is None:
+            self._complete(image_path)  # absent from a directory not listed in full: unknown, not absent
             return None
         st = self._bundle.table.get(resolved)
         if st is None:

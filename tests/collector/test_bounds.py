@@ -189,3 +189,28 @@ def test_the_manifest_says_what_the_collector_cost_phase_by_phase(tmp_path: Path
     assert [p["phase"] for p in cost["phases"]] == ["paths", "references", "classify", "tar"]
     assert all(p["seconds"] >= 0 and p["cpu_seconds"] >= 0 for p in cost["phases"])
     assert cost["cpu_seconds"] >= sum(p["cpu_seconds"] for p in cost["phases"]) - 0.05
+
+
+def test_a_file_below_a_directory_cut_by_the_entry_cap_is_not_read_as_absent(tmp_path: Path) -> None:
+    """The entry cap leaves a directory listed in part: a file in it that the bundle does not describe
+    may exist on the host, so looking it up is "not collected in full", never "absent"."""
+    from imagelint.bundle.run import opened
+    from imagelint.errors import ImageReadError
+
+    root = _tree(tmp_path)
+    check = "{kind: file.permissions, paths: [/srv], recursive: true, mode_any: '0002'}"
+    (tmp_path / "walk.yaml").write_text(
+        "rules:\n  - {id: T006, name: srv-walked, title: t, severity: high, scope: [image], message: x,"
+        f" remediation: x, check: {check}}}\n"
+    )
+    packs = load_packs([tmp_path / "walk.yaml"], builtin=[])
+    bundle = collect(root, tmp_path / "w", packs=packs, limits=Limits(entries=10))
+    manifest = _manifest(bundle)
+    assert "incomplete entries /srv/data" in manifest
+    uncollected = next(f"/srv/data/f{i}" for i in range(30) if f"/srv/data/f{i}\n" not in manifest)
+    assert (root / uncollected.lstrip("/")).exists()  # on the host it is there
+    with opened(bundle) as got:
+        with pytest.raises(ImageReadError, match="not collected in full"):
+            got.target.lstat(uncollected)
+        with pytest.raises(ImageReadError, match="not collected in full"):
+            got.target.exists("/srv/data/never-there")
