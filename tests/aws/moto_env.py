@@ -306,7 +306,10 @@ class InstanceAgent:
         argv = ["bash", "-c", script]
         container = self.container_for.get(iid, self.container)
         if container is not None:
-            argv = [*container, "sh", "-c", script]
+            # the container's namespaces but this host's network (nsenter without -n): the instance
+            # reaches S3 (moto on this host's loopback) as an instance reaches AWS, from its own
+            # private network namespace it could not
+            argv = [*(word for word in container if word != "-n"), "sh", "-c", script]
             env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root", "AWS_SSM_INSTANCE_ID": iid}
         inv.status = "InProgress"
         proc = subprocess.Popen(
