@@ -8,7 +8,8 @@ from tests.support import must_run_alone
 
 
 def test_a_test_without_the_serial_mark_may_not_run_a_machine_wide_measurement() -> None:
-    with pytest.raises(pytest.fail.Exception, match=r"a pinned load: mark the test @pytest.mark.serial"):
+    message = r"a pinned load, it must not run beside other tests: mark the test @pytest.mark.serial"
+    with pytest.raises(pytest.fail.Exception, match=message):
         must_run_alone("a pinned load")
 
 
