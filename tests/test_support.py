@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.soak.memcg import need_v1_memory
 from tests.support import must_run_alone
 
 
@@ -18,3 +19,8 @@ def test_a_serial_test_may(request: pytest.FixtureRequest) -> None:
     must_run_alone("a pinned load")
     # and under pytest-xdist's loadgroup it shares one group with every other serial test
     assert request.node.get_closest_marker("xdist_group").args == ("serial",)
+
+
+def test_a_test_that_makes_v1_memory_cgroups_carries_the_mark_a_v2_only_machine_deselects() -> None:
+    with pytest.raises(pytest.fail.Exception, match=r"mark the test @pytest.mark.cgroup_v1"):
+        need_v1_memory()
