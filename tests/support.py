@@ -31,14 +31,20 @@ def need(condition: bool, reason: str) -> None:
     pytest.skip(reason)
 
 
-SERIAL_ENV = "IMAGELINT_TEST_SERIAL"  # "1" while a test marked ``serial`` runs (tests/conftest.py)
+MARKS_ENV = "IMAGELINT_TEST_MARKS"  # the running test's marks, comma-separated (tests/conftest.py)
+
+
+def must_be_marked(mark: str, what: str) -> None:
+    """Fail the calling test unless it carries ``mark``: what the mark selects (``serial``: run alone;
+    ``cgroup_v1``: left out where the machine has no v1 memory hierarchy) must say what the test does."""
+    if mark not in os.environ.get(MARKS_ENV, "").split(","):
+        pytest.fail(f"{what}: mark the test @pytest.mark.{mark}")
 
 
 def must_run_alone(what: str) -> None:
     """Fail the calling test unless it is marked ``serial`` (see tests/conftest.py): ``what`` (a
     pinned CPU load, a count of the host's memory cgroups) must not run beside other tests."""
-    if os.environ.get(SERIAL_ENV) != "1":
-        pytest.fail(f"{what}: mark the test @pytest.mark.serial, it must not run beside other tests")
+    must_be_marked("serial", f"{what}, it must not run beside other tests")
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float, every: float = 0.2) -> bool:

@@ -1,25 +1,33 @@
-"""`make test` as the README's set-up section (and docs/getting-started.md) describes it: the parallel
-phase, then the serial one, each naming its ten slowest tests."""
+"""`make test` as make would run it (``make -n``: nothing runs): every test runs in exactly one of its
+two phases whatever marks it carries, the marks a machine leaves out are left out of both, the
+workers follow the CPUs, and CI runs this very command; `make test-quick` names paths that exist."""
 
 from __future__ import annotations
 
+import itertools
+import os
 import shlex
 import shutil
 import subprocess
 
+import yaml
+from _pytest.mark.expression import Expression
+
 from tests.support import REPO, need
 
+MARKS = ("serial", "slow", "root", "cgroup_v1")
 
-def _pytest_runs() -> list[list[str]]:
-    """The pytest command lines of ``make test``, as make would run them (``make -n``: nothing runs)."""
+
+def _pytest_runs(target: str = "test", **variables: str) -> list[list[str]]:
+    """The pytest command lines of ``make TARGET``, with make variables given in the environment."""
     need(shutil.which("make") is not None, "make is not installed")
     out = subprocess.run(
-        ["make", "-n", "--no-print-directory", "test"],
+        ["make", "-n", "--no-print-directory", target],
         cwd=REPO,
         capture_output=True,
         text=True,
         check=True,
-        env={"PATH": "/usr/bin:/bin"},
+        env={"PATH": "/usr/bin:/bin", **variables},
     ).stdout
     runs = []
     for command in out.replace("\\\n", " ").split(";"):
@@ -29,9 +37,55 @@ def _pytest_runs() -> list[list[str]]:
     return runs
 
 
-def test_the_parallel_phase_then_the_serial_one_each_names_its_ten_slowest_tests() -> None:
+def _selects(run: list[str], marks: set[str]) -> bool:
+    expression = run[run.index("-m") + 1]
+    return Expression.compile(expression).evaluate(lambda name: name in marks)
+
+
+def _every_mark_set() -> list[set[str]]:
+    return [set(c) for n in range(len(MARKS) + 1) for c in itertools.combinations(MARKS, n)]
+
+
+def test_every_test_runs_in_exactly_one_phase_the_parallel_one_first() -> None:
     parallel, serial = _pytest_runs()
-    assert parallel[parallel.index("-m") + 1] == "not serial" and "-n" in parallel
-    assert parallel[parallel.index("--dist") + 1] == "loadfile"
-    assert serial[serial.index("-m") + 1] == "serial" and "-n" not in serial
+    for marks in _every_mark_set():
+        phases = [name for name, run in (("parallel", parallel), ("serial", serial)) if _selects(run, marks)]
+        assert phases == (["serial"] if "serial" in marks else ["parallel"]), marks
+    assert "-n" in parallel and parallel[parallel.index("--dist") + 1] == "loadfile"
+    assert "-n" not in serial  # alone, one test at a time
     assert "--durations=10" in parallel and "--durations=10" in serial
+
+
+def test_a_mark_this_machine_cannot_run_is_left_out_of_both_phases_and_nothing_else_is() -> None:
+    runs = _pytest_runs(TEST_EXCLUDE="cgroup_v1")
+    for marks in _every_mark_set():
+        selected = sum(_selects(run, marks) for run in runs)
+        assert selected == (0 if "cgroup_v1" in marks else 1), marks
+
+
+def test_the_workers_follow_the_cpus_this_process_may_use() -> None:
+    parallel, _ = _pytest_runs()
+    assert parallel[parallel.index("-n") + 1] == str(len(os.sched_getaffinity(0)))
+    parallel, _ = _pytest_runs(TEST_WORKERS="3")
+    assert parallel[parallel.index("-n") + 1] == "3"
+
+
+def test_ci_runs_the_readmes_test_command_and_leaves_out_what_githubs_runners_lack() -> None:
+    readme = (REPO / "README.md").read_text()
+    assert "\nmake test " in readme.split("[start:setup]")[1].split("[end:setup]")[0]
+    script = (REPO / ".ci/run").read_text().strip().splitlines()
+    assert script[-1] == "make test" and "export IMAGELINT_NO_SKIP=1" in script
+    workflow = yaml.safe_load((REPO / ".github/workflows/ci.yml").read_text())
+    (job,) = workflow["jobs"].values()
+    assert job["runs-on"] == "ubuntu-latest"
+    (command,) = [step["run"] for step in job["steps"] if "run" in step]
+    words = shlex.split(command)
+    assert words[-1] == ".ci/run" and "TEST_EXCLUDE=cgroup_v1" in words  # cgroup v2 only there
+
+
+def test_the_quick_subset_names_paths_that_exist_and_leaves_out_the_slow_the_root_and_the_serial() -> None:
+    (run,) = _pytest_runs("test-quick")
+    paths = [word for word in run if word.startswith("tests/")]
+    assert paths and all((REPO / path).exists() for path in paths), paths
+    for marks in _every_mark_set():
+        assert _selects(run, marks) == (not marks & {"serial", "slow", "root"}), marks

@@ -1,40 +1,46 @@
-"""tests/nspawn.py's machine-wide lock: containers share the host's network (sshd on port 22), so
-only one test process at a time has containers up; one process may boot several at once."""
+"""tests/nspawn.py: a booted container has a network namespace of its own, so its sshd binds port 22
+there while this machine's port 22 is taken (a developer's sshd, another suite's container)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import contextlib
+import os
+import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.nspawn import _host_network
-from tests.support import cache_root
-
-TRY_LOCK = """
-import fcntl, os, sys
-fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
-try:
-    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-except BlockingIOError:
-    sys.exit(1)
-"""
+from imagelint.probes.systemd import collect_live_state
+from tests.nspawn import booted
 
 
-def _another_process_may_boot() -> bool:
-    lock = cache_root() / "nspawn.lock"
-    return subprocess.run([sys.executable, "-c", TRY_LOCK, str(lock)], check=False).returncode == 0
+@contextlib.contextmanager
+def _port_22_taken() -> Iterator[None]:
+    """This machine's port 22 in use for the block: held by this test when it is free, else already
+    held by someone (this machine's sshd)."""
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("0.0.0.0", 22))
+            sock.listen()
+        except OSError:
+            pass  # taken already
+        yield
 
 
-def test_the_lock_is_held_while_a_process_has_containers_up_and_nests_within_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.root
+@pytest.mark.slow
+def test_a_booted_container_runs_sshd_in_its_own_network_while_the_hosts_port_22_is_taken(
+    debian_rootfs: Path,
 ) -> None:
-    # a cache of its own: the machine's lock may be held by another worker's containers right now
-    monkeypatch.setenv("IMAGELINT_TEST_CACHE", str(tmp_path))
-    with _host_network():
-        assert not _another_process_may_boot()
-        with _host_network():  # a second container of the same process (a fleet of two)
-            assert not _another_process_may_boot()
-        assert not _another_process_may_boot()  # the first one is still up
-    assert _another_process_may_boot()
+    def sshd_settled(prefix: list[str]) -> bool:
+        state = collect_live_state(prefix=prefix)
+        ssh = state.units.get("ssh.service") if state.available else None
+        return ssh is not None and ssh.active_state in ("active", "failed")
+
+    with _port_22_taken(), booted(debian_rootfs, volatile=True, ready=sshd_settled) as prefix:
+        init = prefix[prefix.index("-t") + 1]
+        assert os.readlink(f"/proc/{init}/ns/net") != os.readlink("/proc/self/ns/net")
+        ssh = collect_live_state(prefix=prefix).units["ssh.service"]
+        assert ssh.active_state == "active", ssh

@@ -57,10 +57,6 @@ class Teardown:
         self.log(f"warning: cleanup step failed (the next steps still run): {line}")
         return False
 
-    @property
-    def first_error(self) -> str | None:
-        return self.failures[0] if self.failures else None
-
 
 class CleanupError(ImageLintError):
     """A cleanup step failed: something may be left (exit 3)."""

@@ -88,7 +88,6 @@ class FollowStats:
     files: int = 0  # files followed at the last poll
     unreadable: dict[str, str] = field(default_factory=dict)  # at the last poll: path → why not opened
     shrunk: dict[str, str] = field(default_factory=dict)  # at the last poll: path → how it was cut
-    last_error: str | None = None
 
 
 class JournalUnavailable(Exception):
@@ -227,9 +226,8 @@ class JournalFollower:
                     boot, realtime, fields = jf.fields_at(off, self.fields)
                 except FileShrank:
                     raise
-                except JournalError as exc:
+                except JournalError:
                     bad += 1
-                    self.stats.last_error = f"{pos.path}: {exc}"
                     continue
                 new.append(FollowedEntry(pos.path, boot, realtime, fields))
         except FileShrank:
@@ -250,7 +248,6 @@ class JournalFollower:
     def _failed(self, pos: _Position, reason: str) -> None:
         pos.failures += 1
         self.stats.walk_failures += 1
-        self.stats.last_error = f"{pos.path}: {reason}"
         if pos.failures >= MAX_FAILURES:
             pos.abandoned = reason
             self.stats.abandoned[pos.path] = reason

@@ -1,8 +1,8 @@
 """Strings from the image, made safe: one lossless representation in the report, one escaper per channel.
 
-The image is the adversary's input (DESIGN.md, "Untrusted input"). File names and file contents reach
-the report as ``str`` decoded with ``surrogateescape``, so a byte that is not UTF-8 arrives as a lone
-surrogate (``b"\\xff"`` → ``"\\udcff"``), which no UTF-8 writer accepts. Two layers deal with that:
+The image is the adversary's input (CONTRIBUTING.md: "the image is hostile input"). File names and file
+contents reach the report as ``str`` decoded with ``surrogateescape``, so a byte that is not UTF-8 arrives
+as a lone surrogate (``b"\\xff"`` → ``"\\udcff"``), which no UTF-8 writer accepts. Two layers deal with that:
 
 **The representation** (``normalise_finding``, ``escape_text``), applied when a ``Finding`` or
 ``ReportError`` is created. A string that is valid Unicode is kept exactly as it is. A string that

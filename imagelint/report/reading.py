@@ -33,11 +33,6 @@ MAX_DEPTH = 32  # nesting levels (a real report: under ten)
 MAX_INT_DIGITS = 30
 
 
-def looks_like_report(path: Path) -> bool:
-    """A regular file (a report) rather than a directory (an image root): how a CLI argument is told."""
-    return path.is_file()
-
-
 def read_report_dict(path: Path) -> tuple[dict[str, Any], str]:
     """The report in ``path`` as its JSON dict, validated against the report schema, and the
     SHA-256 of the file."""

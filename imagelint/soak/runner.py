@@ -7,6 +7,9 @@ is taken at once and the last at ``duration``, so a 5-minute soak at 5 s gives 6
 Stopping early: pass a :class:`threading.Event` and set it (from another thread, or from a signal
 handler: :func:`stop_on_signals` installs one for SIGINT and SIGTERM and restores the old ones).
 The loop wakes at once, keeps what it has, reads the end counters and returns ``cut_short=True``.
+
+Time is read through a :class:`Clock` (the system's by default), so the grid can be checked on a
+clock a test moves itself.
 """
 
 from __future__ import annotations
@@ -30,6 +33,31 @@ class SampleSource(Protocol):
     def sample(self) -> Sample: ...
 
 
+class Clock(Protocol):
+    """What the loop reads of time: a monotonic clock, the wall clock, and a wait that ``stop`` cuts
+    short (True when it did)."""
+
+    def monotonic(self) -> float: ...
+
+    def wall(self) -> float: ...
+
+    def wait(self, stop: threading.Event, seconds: float) -> bool: ...
+
+
+class SystemClock:
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def wall(self) -> float:
+        return time.time()
+
+    def wait(self, stop: threading.Event, seconds: float) -> bool:
+        return stop.wait(seconds)
+
+
+SYSTEM_CLOCK = SystemClock()
+
+
 def run_soak(
     sampler: SampleSource,
     *,
@@ -38,7 +66,7 @@ def run_soak(
     on_sample: Callable[[Sample], None] | None = None,
     stop: threading.Event | None = None,
     restarts: Callable[[], RestartSnapshot] | None = collect_restart_counters,
-    clock: Callable[[], float] = time.monotonic,
+    clock: Clock = SYSTEM_CLOCK,
     probe: Callable[[], ProbeResult] | None = None,
     probe_every: int = 0,
 ) -> SoakResult:
@@ -52,11 +80,11 @@ def run_soak(
     if interval <= 0 or duration < 0:
         raise ValueError("interval must be > 0 and duration >= 0")
     stop = stop or threading.Event()
-    started_wall = time.time()
+    started_wall = clock.wall()
     before = restarts() if restarts else None
     samples: list[Sample] = []
     cpu = 0.0
-    t0 = clock()
+    t0 = clock.monotonic()
     k = 0
     due = 0.0
     cut_short = False
@@ -78,14 +106,16 @@ def run_soak(
         if due >= duration:
             break
         # the next slot on the grid that is still ahead (slots a slow sample overran are skipped)
-        k = max(k + 1, math.floor((clock() - t0) / interval) + 1)
+        k = max(k + 1, math.floor((clock.monotonic() - t0) / interval) + 1)
         due = min(k * interval, duration)
-        wait = t0 + due - clock()
-        if stop.is_set() or (wait > 0 and stop.wait(wait)):
+        wait = t0 + due - clock.monotonic()
+        if stop.is_set() or (wait > 0 and clock.wait(stop, wait)):
             cut_short = True
             break
     after = restarts() if restarts else None
-    result = SoakResult(duration, interval, samples, cut_short, started_wall, time.time(), before, after, cpu)
+    result = SoakResult(
+        duration, interval, samples, cut_short, started_wall, clock.wall(), before, after, cpu
+    )
     result.walks = walks
     return result
 

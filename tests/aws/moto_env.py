@@ -110,6 +110,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.aws.ebs_front import EbsFaults
+from tests.support import wait_for
 
 REGION = "us-east-1"
 TERMINAL = {"Success", "Failed", "Cancelled", "TimedOut"}
@@ -306,7 +307,10 @@ class InstanceAgent:
         argv = ["bash", "-c", script]
         container = self.container_for.get(iid, self.container)
         if container is not None:
-            argv = [*container, "sh", "-c", script]
+            # the container's namespaces but this host's network (nsenter without -n): the instance
+            # reaches S3 (moto on this host's loopback) as an instance reaches AWS, from its own
+            # private network namespace it could not
+            argv = [*(word for word in container if word != "-n"), "sh", "-c", script]
             env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root", "AWS_SSM_INSTANCE_ID": iid}
         inv.status = "InProgress"
         proc = subprocess.Popen(
@@ -360,12 +364,9 @@ class InstanceAgent:
         own, carrying the only token this host knows, its own."""
         s3 = self.env.client("s3", direct=True)
         key = _bundle_key(command, victim)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            listed = s3.list_objects_v2(Bucket=self.env.bucket, Prefix=key).get("KeyCount", 0)
-            if listed:
-                break
-            time.sleep(0.1)
+        wait_for(
+            lambda: s3.list_objects_v2(Bucket=self.env.bucket, Prefix=key).get("KeyCount", 0) > 0, 60, 0.1
+        )
         s3.put_object(Bucket=self.env.bucket, Key=key, Body=self.canned or b"", Metadata=metadata)
         self.overwritten.append(key)
 
@@ -845,7 +846,7 @@ class MotoEnv:
         )
         try:
             running = lambda: sum(i.status == "InProgress" for i in list(self.agent.invocations.values()))  # noqa: E731
-            assert self.wait_for(lambda: running() == soaking, 60)
+            assert wait_for(lambda: running() == soaking, 60, every=0.1)
             time.sleep(3)
             proc.send_signal(signal.SIGTERM)
             _, err = proc.communicate(timeout=60)
@@ -853,14 +854,6 @@ class MotoEnv:
             if proc.poll() is None:
                 proc.kill()
         return proc.returncode, err
-
-    def wait_for(self, predicate: Any, timeout: float = 30.0) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if predicate():
-                return True
-            time.sleep(0.1)
-        return False
 
 
 def _stop_group(proc: subprocess.Popen[str], sig: signal.Signals) -> None:

@@ -12,7 +12,7 @@ import pytest
 from imagelint.aws.manifest import amis_from_manifest
 from imagelint.errors import UsageError
 from tests.aws.moto_env import MotoEnv
-from tests.support import run_cli
+from tests.support import run_cli, wait_for
 
 
 class LocalTreeHost:
@@ -298,7 +298,7 @@ def test_fleet_deadline_cancels_and_is_inconclusive(
     rows = {r["instance_id"]: r for r in json.loads(out.read_text())["facts"]["instances"]}
     assert rows[stuck]["verdict"] == "inconclusive" and rows[stuck]["status"] == "Cancelled"
     assert rows[fine]["verdict"] == "pass" and rows[fine]["status"] == "Success"
-    assert moto_env.wait_for(
+    assert wait_for(
         lambda: all(i.proc is None or i.proc.poll() is not None for i in moto_env.agent.invocations.values()),
         10,
     )

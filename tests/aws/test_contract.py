@@ -166,6 +166,7 @@ def test_not_found_right_after_run_instances_is_retried(ec2):
         )
     ec2.stub.add_response("describe_instances", _instance("running"), {"InstanceIds": [IID]})
     ec2_ops.wait_running(ec2, IID, poll=0.01, timeout=5)
+    ec2.stub.assert_no_pending_responses()  # both NotFound answers retried, until "running" was seen
 
 
 def test_not_found_retries_are_bounded(ec2):
@@ -190,6 +191,7 @@ def test_early_terminate_not_found_is_retried_then_waited(ec2):
     ec2.stub.add_response("describe_instances", _instance("shutting-down"), {"InstanceIds": [IID]})
     ec2.stub.add_response("describe_instances", _instance("terminated"), {"InstanceIds": [IID]})
     ec2_ops.terminate_instances(ec2, [IID], poll=0.01)
+    ec2.stub.assert_no_pending_responses()  # terminate retried, then described until "terminated"
 
 
 def test_volume_in_error_state_fails_at_once(ec2):

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from tests.aws.moto_env import MotoEnv
-from tests.support import run_cli
+from tests.support import run_cli, wait_for
 
 FAST = ("--poll", "0.2s")
 NOTHING = {"instances": [], "volumes": [], "groups": []}
@@ -231,7 +231,7 @@ def test_sigkill_of_the_runner_then_cleanup_leaves_nothing(moto_env: MotoEnv, sa
         stderr=subprocess.PIPE,
     )
     try:
-        assert moto_env.wait_for(lambda: bool(moto_env.agent.invocations), timeout=60)
+        assert wait_for(lambda: bool(moto_env.agent.invocations), timeout=60)
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
     finally:

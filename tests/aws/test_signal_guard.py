@@ -122,7 +122,7 @@ def test_a_worker_inside_the_sdk_gets_the_signal_as_its_call_returns() -> None:
     from imagelint.aws.signals import sdk_call
 
     guard = SignalGuard()
-    inside = threading.Event()
+    inside, handled = threading.Event(), threading.Event()
     steps: list[str] = []
 
     def work() -> None:
@@ -130,7 +130,9 @@ def test_a_worker_inside_the_sdk_gets_the_signal_as_its_call_returns() -> None:
             try:
                 with sdk_call():
                     inside.set()
-                    time.sleep(1.0)  # the signal comes in here: the "call" goes on to its end
+                    # the signal comes in here (the call lasts until the handler has run, however
+                    # loaded the machine): the "call" goes on to its end
+                    assert handled.wait(60)
                     steps.append("call completed")
                 steps.append("went on after the call")
             finally:
@@ -140,10 +142,11 @@ def test_a_worker_inside_the_sdk_gets_the_signal_as_its_call_returns() -> None:
     pool = ThreadPoolExecutor(max_workers=1)
     with pytest.raises(Interrupted, match="SIGINT"), guard.installed():
         future = pool.submit(work)
-        assert inside.wait(5)
+        assert inside.wait(60)
         try:
             _signal_self(signal.SIGINT)
         finally:
+            handled.set()  # the handler ran in this thread: it raised here
             with guard.cleanup():
                 pool.shutdown(wait=True)
     assert steps == ["call completed", "cleaned"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -31,9 +30,8 @@ def _boxed(
 
 
 def test_a_spinning_reader_meets_the_cpu_limit_and_is_inconclusive() -> None:
-    started = time.monotonic()
+    # without the limit it spins until _boxed's timeout (TimeoutExpired fails the test)
     proc = _boxed("    while True:\n        pass", env={"IMAGELINT_CPU_LIMIT": "1"})
-    assert time.monotonic() - started < 30
     assert proc.returncode == 3
     assert proc.stderr == (
         "imagelint: error: /images/hostile.img: the CPU-time limit (1 s, IMAGELINT_CPU_LIMIT) "

@@ -26,7 +26,7 @@ import pytest
 
 from tests.conftest import _test_image
 from tests.nspawn import booted
-from tests.support import clean_image, copy_rootfs, run_cli
+from tests.support import clean_image, copy_rootfs, run_cli, wait_for
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
@@ -259,20 +259,10 @@ def _soak(host: Host, tmp_path: Path, *login: str) -> subprocess.Popen[str]:
     return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def _wait_for(what, timeout: float = 60):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = what()
-        if got:
-            return got
-        time.sleep(0.2)
-    raise AssertionError("timed out waiting")
-
-
 def test_a_collector_killed_midway_is_inconclusive(hosts: dict[str, Host], tmp_path: Path) -> None:
     host = hosts["clean"]
     run = _soak(host, tmp_path)
-    _wait_for(lambda: _collectors(host))
+    assert wait_for(lambda: bool(_collectors(host)), 60), "no collector started"
     time.sleep(2)  # midway: the soak is sampling
     pids = _collectors(host)
     killed = 0
@@ -284,7 +274,7 @@ def test_a_collector_killed_midway_is_inconclusive(hosts: dict[str, Host], tmp_p
     out, err = run.communicate(timeout=120)
     assert run.returncode == 3, (pids, err, out[-2000:])
     assert "collector failed" in err and "Traceback" not in err, err
-    assert _wait_for(lambda: host.scratch_left() == [], timeout=10)
+    assert wait_for(lambda: host.scratch_left() == [], 10)
 
 
 @pytest.mark.parametrize("login", [(), ("tester", "--sudo")], ids=["root", "sudo"])
@@ -293,12 +283,12 @@ def test_interrupted_at_home_the_host_removes_its_scratch_directory(
 ) -> None:
     host = hosts["clean"]
     run = _soak(host, tmp_path, *login)
-    _wait_for(lambda: _collectors(host))
+    assert wait_for(lambda: bool(_collectors(host)), 60), "no collector started"
     assert host.scratch_left()
     run.send_signal(signal.SIGINT)
     _, err = run.communicate(timeout=120)
     assert run.returncode != 0 and "Traceback" not in err, err
-    assert _wait_for(lambda: host.scratch_left() == [] and not _collectors(host), timeout=20)
+    assert wait_for(lambda: host.scratch_left() == [] and not _collectors(host), 20)
 
 
 def test_units_over_ssh_list_the_hosts_units(hosts: dict[str, Host], tmp_path: Path) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ import pytest
 from imagelint.facts.cpustat import ProcStatError, parse_proc_stat
 from imagelint.probes.cpu import CpuSampler, ProcStatReader
 from tests.facts.cpustat_text import counters, proc_stat
+from tests.support import wait_for
 
 
 def _online() -> set[int]:
@@ -46,21 +46,18 @@ def test_reader_rereads_from_the_start_and_caps_the_size(tmp_path: Path) -> None
             r.read()
 
 
-def _until(condition, timeout: float = 20.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "the sampler thread did not get there in time"
-        time.sleep(0.01)
-
-
 def test_reads_this_kernel_in_the_background_and_masks_on_request() -> None:
     sampler = CpuSampler(period=0.02).start()
     try:
-        _until(lambda: sampler.record.reads >= 4)
+        assert wait_for(lambda: sampler.record.reads >= 4, 20, every=0.01)
         with sampler.masked():
             seen = sampler.record.reads
-            _until(lambda: sampler.record.reads >= seen + 2)
-        _until(lambda: sampler.record.reads >= seen + 5)
+            assert wait_for(
+                lambda: sampler.record.reads >= seen + 2, 20, every=0.01
+            )  # the sampler thread got there
+        assert wait_for(
+            lambda: sampler.record.reads >= seen + 5, 20, every=0.01
+        )  # the sampler thread got there
     finally:
         record = sampler.stop()
     assert record.error is None and record.online == sorted(
@@ -88,12 +85,14 @@ def test_a_read_that_fails_mid_soak_stops_the_reads_and_is_kept_as_an_error(tmp_
     path.write_text(proc_stat({0: counters(idle=1)}))
     sampler = CpuSampler(period=0.02, path=str(path)).start()
     try:
-        _until(lambda: sampler.record.reads >= 2)
+        assert wait_for(lambda: sampler.record.reads >= 2, 20, every=0.01)
         with open(path, "w") as f:  # the same file (the reader keeps it open), now without cpu lines
             f.write("intr 0\n")
             f.flush()
             os.fsync(f.fileno())
-        _until(lambda: sampler.record.error is not None)
+        assert wait_for(
+            lambda: sampler.record.error is not None, 20, every=0.01
+        )  # the sampler thread got there
     finally:
         record = sampler.stop()
     assert record.error == f"{path}: no cpuN lines"
@@ -106,7 +105,7 @@ def test_a_live_tracker_is_fed_as_reads_come_and_keep_off_holds_no_reads() -> No
     tracker = EpisodeTracker(HotCoreParams(window_seconds=0.1))
     sampler = CpuSampler(period=0.02, tracker=tracker, keep=False).start()
     try:
-        _until(lambda: sampler.record.reads >= 6)
+        assert wait_for(lambda: sampler.record.reads >= 6, 20, every=0.01)
         with sampler.lock:
             fed = tracker.fed
     finally:

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from tests.support import must_run_alone
+from tests.support import must_be_marked, must_run_alone, need
 
 T = TypeVar("T")
 
@@ -52,6 +52,15 @@ def v1_memory_writable() -> tuple[bool, str]:
     return True, ""
 
 
+def need_v1_memory() -> None:
+    """The calling test makes memory cgroups on the v1 hierarchy: it is marked ``cgroup_v1`` (deselected
+    where the machine has only cgroup v2, as GitHub's runners), and skipped (failed on CI) when this
+    process cannot make them."""
+    must_be_marked("cgroup_v1", "memory cgroups made on the v1 hierarchy")
+    ok, reason = v1_memory_writable()
+    need(ok, reason)
+
+
 def drop_caches() -> None:
     os.sync()
     with contextlib.suppress(OSError):
@@ -63,6 +72,7 @@ class MemcgLab:
 
     def __init__(self, name: str) -> None:
         must_run_alone("dying memory cgroups counted host-wide")
+        must_be_marked("cgroup_v1", "memory cgroups made on the v1 hierarchy")
         self.parent = V1_MEMORY / f"imagelint-{name}-{os.getpid()}"
         self.parent.mkdir()
         # on disk, not tmpfs, so the pages are ordinary page cache, as in the incident

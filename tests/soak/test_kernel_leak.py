@@ -14,18 +14,16 @@ import pytest
 from imagelint.facts.systemd.show import RestartSnapshot
 from imagelint.probes.cgroups import CgroupSampler, probe_memory_stat
 from imagelint.soak.runner import run_soak
-from tests.soak.memcg import MemcgLab, judged_against_noise, memory_num_cgroups, v1_memory_writable
-from tests.support import need
+from tests.soak.memcg import MemcgLab, judged_against_noise, memory_num_cgroups, need_v1_memory
 
-pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.serial]
+pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.serial, pytest.mark.cgroup_v1]
 
 NOISE = 8  # dying memcgs the rest of the machine may add or free during one test
 
 
 @pytest.fixture
 def lab(request: pytest.FixtureRequest) -> Iterator[MemcgLab]:
-    ok, reason = v1_memory_writable()
-    need(ok, reason)
+    need_v1_memory()
     lab = MemcgLab(request.node.name.replace("[", "-").replace("]", "")[:40])
     try:
         yield lab

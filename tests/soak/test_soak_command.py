@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.soak.memcg import MemcgLab, judged_against_noise, v1_memory_writable
-from tests.support import need, run_cli
+from tests.soak.memcg import MemcgLab, judged_against_noise, need_v1_memory
+from tests.support import run_cli
 
 pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.serial]
 
@@ -23,8 +23,7 @@ LEAK_PERIOD_S = 2.0  # one leaked memcg every 2 s: 1,800 per hour
 
 @pytest.fixture
 def lab(request: pytest.FixtureRequest) -> Iterator[MemcgLab]:
-    ok, reason = v1_memory_writable()
-    need(ok, reason)
+    need_v1_memory()
     lab = MemcgLab(request.node.name[:30])
     try:
         yield lab
@@ -43,6 +42,7 @@ def _outcome(report: dict, rule: str) -> str:
     return next(r["outcome"] for r in report["rules"] if r["rule_id"] == rule)
 
 
+@pytest.mark.cgroup_v1
 def test_leak_is_flagged_with_the_right_order_of_magnitude(lab: MemcgLab, tmp_path: Path) -> None:
     lab.start(LEAK_PERIOD_S, leak=True)
     code, report = _soak(tmp_path)
@@ -57,13 +57,15 @@ def test_leak_is_flagged_with_the_right_order_of_magnitude(lab: MemcgLab, tmp_pa
     assert report["facts"]["soak"]["memory_stat_walk"]["end"]["cgroups"] >= 1
 
 
+@pytest.mark.cgroup_v1
 def test_without_the_restarter_the_soak_passes(tmp_path: Path) -> None:
-    need(v1_memory_writable()[0], "memory cgroup counts need the v1 memory hierarchy (root)")
+    need_v1_memory()
     code, report = judged_against_noise(lambda: _soak(tmp_path), lambda r: r[0] == 0)
     assert _outcome(report, "IL401") == "pass", report["facts"]["soak"]["trend"]["dying"]
     assert code == 0, [f["message"] for f in report["findings"]]
 
 
+@pytest.mark.cgroup_v1
 def test_churn_that_frees_its_page_cache_leaks_far_less(lab: MemcgLab, tmp_path: Path) -> None:
     """Restarts that delete their file first: some memcgs still linger (kernel objects charged to
     them), but an order of magnitude fewer than when the page cache stays."""
@@ -81,8 +83,9 @@ def test_churn_that_frees_its_page_cache_leaks_far_less(lab: MemcgLab, tmp_path:
     assert slope < made / 4
 
 
+@pytest.mark.cgroup_v1
 def test_sigterm_ends_early_with_a_complete_report(tmp_path: Path) -> None:
-    need(v1_memory_writable()[0], "memory cgroup counts need the v1 memory hierarchy (root)")
+    need_v1_memory()
     out = tmp_path / "soak.json"
     exe = Path(sys.executable).parent / "imagelint"
     proc = subprocess.Popen(

@@ -14,7 +14,7 @@ import pytest
 from imagelint.watch.npd import MAX_MESSAGE, one_line
 from tests.facts.journal.conftest import have_tools
 from tests.facts.journal.exportgen import Host, write_journal
-from tests.soak.memcg import MemcgLab, v1_memory_writable
+from tests.soak.memcg import MemcgLab, need_v1_memory
 from tests.support import need, run_cli
 
 REPO = Path(__file__).resolve().parents[2]
@@ -44,8 +44,7 @@ def journal_with(tmp: Path, messages: list[str], *, minutes_ago: float = 1.0) ->
 
 @pytest.fixture
 def leak() -> Iterator[MemcgLab]:
-    ok, reason = v1_memory_writable()
-    need(ok, reason)
+    need_v1_memory()
     lab = MemcgLab("npd")
     try:
         yield lab
@@ -55,6 +54,7 @@ def leak() -> Iterator[MemcgLab]:
 
 @pytest.mark.root
 @pytest.mark.serial
+@pytest.mark.cgroup_v1
 def test_dying_growth_is_unknown_then_a_problem_across_invocations(tmp_path: Path, leak: MemcgLab) -> None:
     state = tmp_path / "npd.json"
     args = ("--npd=dying-memcg-growth", f"--npd-state={state}", "--window=10m")

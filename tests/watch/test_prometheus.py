@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.soak.memcg import MemcgLab, v1_memory_writable
-from tests.support import need
+from tests.soak.memcg import MemcgLab, need_v1_memory
 from tests.watch.procs import (
     IMAGELINT,
     free_port,
@@ -28,13 +27,12 @@ from tests.watch.procs import (
     wait_for,
 )
 
-pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.serial]
+pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.serial, pytest.mark.cgroup_v1]
 
 
 @pytest.fixture
 def leak() -> Iterator[MemcgLab]:
-    ok, reason = v1_memory_writable()
-    need(ok, reason)
+    need_v1_memory()
     lab = MemcgLab("watch")
     try:
         yield lab

@@ -69,8 +69,6 @@ class ObjectFlag(IntFlag):
     COMPRESSED_ZSTD = 1 << 2
 
 
-OBJECT_COMPRESSION_MASK = ObjectFlag.COMPRESSED_XZ | ObjectFlag.COMPRESSED_LZ4 | ObjectFlag.COMPRESSED_ZSTD
-
 # Header sizes by writer generation; anything at least as large as the oldest is accepted (newer
 # writers append fields we do not need), anything smaller is not a journal header.
 HEADER_SIZE_MIN = 208
@@ -100,10 +98,6 @@ HASH_ITEM = struct.Struct("<QQ")  # head_hash_offset, tail_hash_offset
 _HEADER_BASE = struct.Struct("<8sIIB7x16s16s16s16sQQQQQQQQQQQQQQQ")  # up to tail_entry_monotonic (208)
 _HEADER_187 = struct.Struct("<QQ")  # n_data, n_fields at 208
 _HEADER_189 = struct.Struct("<QQ")  # n_tags, n_entry_arrays at 224
-
-
-def _id_hex(raw: bytes) -> str:
-    return raw.hex()
 
 
 @dataclass(frozen=True)
@@ -155,14 +149,6 @@ class JournalHeader:
         """The systemd version that introduced this header size (a hint, not a guarantee)."""
         known = HEADER_SIZES.get(self.header_size)
         return f"systemd {known}" if known else f"unknown (header size {self.header_size})"
-
-    @property
-    def seqnum_id_hex(self) -> str:
-        return _id_hex(self.seqnum_id)
-
-    @property
-    def machine_id_hex(self) -> str:
-        return _id_hex(self.machine_id)
 
     def flag_names(self) -> list[str]:
         names = [f.name or str(int(f)) for f in IncompatibleFlag if self.incompatible_flags & f]

@@ -904,13 +904,6 @@ class JournalFile:
                 raise CorruptJournal("field's data chain loops", offset=off)
             off = nxt
 
-    def field_entry_offsets(self, name: str) -> set[int]:
-        """Offsets of every entry that has field ``name`` at all (any value), via the FIELD object."""
-        out: set[int] = set()
-        for offsets in self._field_entry_lists(name):
-            out.update(offsets)
-        return out
-
     def match_offsets(
         self, matches: Mapping[str, Value | Sequence[Value]], without: Collection[str] = ()
     ) -> list[int]:
