@@ -638,8 +638,11 @@ def bound_plan(
     """``plan`` for one instance: a fresh binding token for it, and the presigned PUT URL of its bundle
     (SigV4, in the bucket's region) that S3 accepts only with that token as the object's metadata."""
     binding = ssm_ops.new_binding()
-    url = clients.presigner(plan.bucket).put_url(
-        plan.key(instance_id, ssm_ops.BUNDLE), max(1, expires), {ssm_ops.BINDING_META: binding}
+    url = clients.presigner(plan.bucket, plan.bucket_owner).put_url(
+        plan.key(instance_id, ssm_ops.BUNDLE),
+        max(1, expires),
+        {ssm_ops.BINDING_META: binding},
+        ssm_ops.upload_params(plan),
     )
     return dataclasses.replace(plan, instance_id=instance_id, upload_url=str(url), binding=binding)
 

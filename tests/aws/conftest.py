@@ -99,11 +99,14 @@ def recorded(monkeypatch: pytest.MonkeyPatch, moto_env: MotoEnv) -> Iterator[Rec
     monkeypatch.setattr(boto3.session, "Session", Recording)
     sign = s3urls.Presigner._sign
 
-    def signing(self, method, key, expires, metadata=None):
+    def signing(self, method, key, expires, metadata=None, extra=None):
         action = {"get_object": "s3:GetObject", "put_object": "s3:PutObject"}[method]
         recorder.calls.add(action)
         recorder.scoped += iam_eval.requests_of(action, {"Bucket": self.bucket, "Key": key}, {})
-        return sign(self, method, key, expires, metadata)
+        recorder.requests.append(
+            (f"presigned {action}", {"Bucket": self.bucket, "Key": key, **(extra or {})})
+        )
+        return sign(self, method, key, expires, metadata, extra)
 
     monkeypatch.setattr(s3urls.Presigner, "_sign", signing)
     yield recorder
