@@ -302,6 +302,7 @@ class Rollout:
         self._counting = threading.Lock()  # the throttle and reconciliation counts, kept by the senders
         self.throttles: dict[str, int] = {}  # instance id → its throttled sends
         self.sender = clients.unretried("ssm")  # made here: its creation is not for threads
+        self.stopping = threading.Event()  # set when the run stops: the senders send nothing more
         self.reconciled = 0  # sends whose reply was lost, found sent by their marker
         self.list_errors = 0  # ListCommands answers that were errors (each running host asked alone)
         self.ended: dict[str, dict[str, Any]] = {}  # instance id → the invocation's final answer
@@ -337,6 +338,7 @@ class Rollout:
         except BaseException:  # SIGINT/SIGTERM (SignalGuard), or an error: stop every running command
             with guard.cleanup():
                 self.queue.clear()
+                self.stopping.set()  # a sender waiting out a throttle gives up at once
                 pool.shutdown(wait=True, cancel_futures=True)  # a send in flight lands, or not
                 self._landed()
                 for iid in self.running:
@@ -385,6 +387,8 @@ class Rollout:
         marker = ssm_ops.send_marker(plan)
         request = ssm_ops.send_request(plan, delivery_timeout=self.delivery_timeout, marker=marker)
         for attempt in range(self.backoff.attempts):
+            if self.stopping.is_set():
+                raise AwsError("ssm", "SendCommand", "Stopped", "the run stopped before this send")
             with self.calls.slot() as started:
                 try:
                     reply = call(self.sender.send_command, **request)
@@ -405,7 +409,7 @@ class Rollout:
                 else:
                     self.calls.answered()
                     return str(reply["Command"]["CommandId"])
-            self.backoff.sleep(self.backoff.delay(attempt))
+            self.stopping.wait(self.backoff.delay(attempt))
         raise AssertionError("unreachable")  # the last attempt returns or raises
 
     def _reconcile(self, iid: str, marker: str) -> str | None:

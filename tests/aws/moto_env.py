@@ -433,6 +433,15 @@ class _Front(BaseHTTPRequestHandler):
             return self._json(
                 {"__type": refused, "message": "injected"}, 500 if "Internal" in refused else 400
             )
+        refused_s3 = (
+            None
+            if target or body[:7] == b"Action="
+            else self.env.s3_refusal(self.command, self.path, self.headers)
+        )
+        if refused_s3 is not None:
+            return self._send(
+                403, {"Content-Type": "application/xml"}, _s3_error(refused_s3, "Access Denied")
+            )
         s3_fault = self.env.s3_fault(self.command, self.path)
         if s3_fault is not None:
             return self._send(s3_fault[0], {"Content-Type": "application/xml"}, _s3_error(s3_fault[1]))
@@ -614,10 +623,11 @@ S3_MESSAGES = {  # what S3 says with each error code the front injects
 }
 
 
-def _s3_error(code: str) -> bytes:
+def _s3_error(code: str, message: str = "") -> bytes:
     return (
         f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code>'
-        f"<Message>{S3_MESSAGES.get(code, 'injected')}</Message><RequestId>front</RequestId></Error>"
+        f"<Message>{message or S3_MESSAGES.get(code, 'injected')}</Message>"
+        "<RequestId>front</RequestId></Error>"
     ).encode()
 
 
@@ -711,6 +721,34 @@ class MotoEnv:
         # SSM operation → [error code, how many answers left (-1: every one)]
         self.ssm_refuse: dict[str, list[Any]] = {}
         self.lost_send_replies: set[str] = set()  # instances whose next SendCommand's reply is lost
+        self.bucket_owners: dict[str, str] = {}  # bucket → its account (ExpectedBucketOwner is checked)
+        self.sse_kms_required: set[str] = set()  # buckets whose policy denies uploads without SSE-KMS
+        self.full_control_required: set[str] = set()  # ... without the ACL bucket-owner-full-control
+        self.s3_requests: list[tuple[str, str, str | None]] = []  # (method, path, expected owner)
+
+    def s3_refusal(self, method: str, path: str, headers: Any) -> str | None:
+        """What S3 and a bucket's policy refuse, which moto does not: a request whose
+        ``x-amz-expected-bucket-owner`` is not the bucket's owner (:attr:`bucket_owners`), and for the
+        buckets in :attr:`sse_kms_required` / :attr:`full_control_required`, an upload without
+        ``x-amz-server-side-encryption: aws:kms`` / ``x-amz-acl: bucket-owner-full-control`` (the bucket
+        policies people write for a central bucket). Every request on a bucket of
+        :attr:`bucket_owners` is recorded in :attr:`s3_requests` with the owner it expected."""
+        bucket = path.split("?")[0].split("/")[1] if path.startswith("/") else ""
+        if bucket not in self.bucket_owners:
+            return None
+        expected = headers.get("x-amz-expected-bucket-owner")
+        self.s3_requests.append((method, path.split("?")[0], expected))
+        if expected is not None and expected != self.bucket_owners[bucket]:
+            return "AccessDenied"
+        if method == "PUT" and "/" in path.split("?")[0].strip("/"):  # an object, not the bucket
+            if bucket in self.sse_kms_required and headers.get("x-amz-server-side-encryption") != "aws:kms":
+                return "AccessDenied"
+            if (
+                bucket in self.full_control_required
+                and headers.get("x-amz-acl") != "bucket-owner-full-control"
+            ):
+                return "AccessDenied"
+        return None
 
     def s3_fault(self, method: str, path: str) -> tuple[int, str] | None:
         """The injected answer to an S3 request, or None (a GET of a faulty instance's bundle only)."""

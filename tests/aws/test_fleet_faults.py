@@ -113,3 +113,72 @@ def test_a_lost_sendcommand_reply_is_found_by_its_marker_and_a_throttled_host_ho
     assert set(rest) & {i for ids in between for i in ids}, moto_env.asked
     # --keep-bundles: every bundle read stays in the bucket
     assert len(_bundles_left(moto_env)) == len(tagged) - 1
+
+
+CENTRAL = "111111111111"  # the account of the central report bucket (moto's account is 123456789012)
+
+
+def _central_bucket(env: MotoEnv, name: str) -> None:
+    """A bucket that account CENTRAL creates (moto serves it to the other account too)."""
+    import boto3
+
+    role = f"arn:aws:iam::{CENTRAL}:role/reports"
+    creds = env.client("sts").assume_role(RoleArn=role, RoleSessionName="central")["Credentials"]
+    boto3.client(
+        "s3",
+        region_name="us-east-1",
+        endpoint_url=f"http://127.0.0.1:{env.moto_port}",
+        aws_access_key_id=creds["AccessKeyId"],
+        aws_secret_access_key=creds["SecretAccessKey"],
+        aws_session_token=creds["SessionToken"],
+    ).create_bucket(Bucket=name)
+
+
+@pytest.mark.slow
+def test_a_central_bucket_of_another_account_that_demands_sse_kms(
+    moto_env: MotoEnv, clean_rootfs: Path, tmp_path: Path
+) -> None:
+    """Issue 48, item 4, against the front's model of what S3 and a central bucket's policy refuse
+    (moto checks neither): ExpectedBucketOwner on every S3 request, uploads refused without SSE-KMS
+    and without bucket-owner-full-control. Without --sse-kms-key the pre-flight says so (exit 2, before
+    any command); with --bucket-owner and --sse-kms-key every host is judged, its bundle encrypted
+    under the key and deleted once read; with the wrong --bucket-owner S3 refuses the first request."""
+    bucket = "central-reports"
+    _central_bucket(moto_env, bucket)
+    key = moto_env.client("kms").create_key()["KeyMetadata"]["Arn"]
+    moto_env.bucket_owners[bucket] = CENTRAL
+    moto_env.sse_kms_required.add(bucket)
+    moto_env.full_control_required.add(bucket)
+    tagged = launch(moto_env, "faults", 2)
+    _canned(moto_env, clean_rootfs, tmp_path)
+    args = ["fleet", "--target", "tag:Role=faults", "--report-bucket", bucket, "--poll", "0.2s"]
+    out = tmp_path / "fleet.json"
+
+    plain = run_cli(*args, "--bucket-owner", CENTRAL, env=moto_env.env, timeout=300)
+    assert plain.returncode == 2, plain.stderr
+    assert "AccessDenied" in plain.stderr and "--sse-kms-key" in plain.stderr
+    assert moto_env.sent == []
+
+    wrong = run_cli(*args, "--bucket-owner", "222222222222", "--sse-kms-key", key, env=moto_env.env)
+    assert wrong.returncode != 0 and moto_env.sent == [], wrong.stderr
+
+    moto_env.s3_requests.clear()
+    proc = run_cli(
+        *args, "--bucket-owner", CENTRAL, "--sse-kms-key", key, "-f", f"json:{out}",
+        env=moto_env.env, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())
+    rows = _rows(report)
+    assert sorted(rows) == tagged and all(r["verdict"] == "pass" for r in rows.values())
+    # every S3 request on the bucket said whose it must be: the runner's and the hosts' uploads
+    assert moto_env.s3_requests and {owner for _, _, owner in moto_env.s3_requests} == {CENTRAL}
+    methods = {(m, p.rsplit("/", 1)[-1]) for m, p, _ in moto_env.s3_requests}
+    assert {("HEAD", bucket), ("PUT", "bundle.tar.gz"), ("GET", "bundle.tar.gz")} <= methods
+    assert ("DELETE", "bundle.tar.gz") in methods
+    # the bundles were stored encrypted under the key, then deleted once read
+    s3 = moto_env.client("s3", direct=True)
+    listed = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", [])]
+    assert not [k for k in listed if k.endswith("/bundle.tar.gz")] and listed  # run.json stays
+    marker = s3.head_object(Bucket=bucket, Key=listed[-1])
+    assert marker["ServerSideEncryption"] == "aws:kms" and marker["SSEKMSKeyId"] == key
