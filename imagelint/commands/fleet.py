@@ -55,7 +55,6 @@ from imagelint.aws import ssm as ssm_ops
 from imagelint.aws.call_window import CallWindow
 from imagelint.aws.clients import Clients, default_region
 from imagelint.aws.errors import THROTTLED, AwsError, Backoff, call, paginate
-from imagelint.aws.merge import empty_report, merge, with_rows
 from imagelint.aws.polling import Pace
 from imagelint.aws.progress import Progress
 from imagelint.aws.signals import SignalGuard
@@ -63,6 +62,7 @@ from imagelint.collector.plan import instance_plan
 from imagelint.commands import host_failure
 from imagelint.errors import UsageError
 from imagelint.report import Report, ReportError, Verdict
+from imagelint.report.merge import empty_report, merge, with_rows
 from imagelint.session import PreparedRun, RunOptions, bundle_reports, prepare, publish
 
 INSTANCE_IDS_PER_CALL = 50  # DescribeInstanceInformation: ids per InstanceIds filter (and MaxResults)

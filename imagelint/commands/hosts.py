@@ -21,13 +21,13 @@ import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
-from imagelint.aws.merge import empty_report, merge, with_rows
 from imagelint.collector.plan import instance_plan
 from imagelint.collector.ssh.spec import HostSpec, parse
 from imagelint.collector.ssh.transport import MARGIN, collect
 from imagelint.commands import host_failure
 from imagelint.errors import UsageError
 from imagelint.report import Report, Verdict
+from imagelint.report.merge import empty_report, merge, with_rows
 from imagelint.session import PreparedRun, RunOptions, bundle_reports, prepare, publish
 
 MAX_HOSTS = 10_000

@@ -72,6 +72,17 @@ seconds after its creation); ``env.on_call[action]`` is called with each EC2 req
 forwarded; an access key in ``env.expired_keys`` gets ``ExpiredToken`` for any request;
 ``env.seen_keys`` lists the access key of every request, ``env.seen_calls`` each with its query-protocol
 ``Action``.
+S3 and SSM answers per host (issue 48): ``env.s3_faults[instance_id] = (status, code)`` answers every
+GET of that instance's bundle with that S3 error (``InternalError`` 500, ``SlowDown`` 503,
+``ExpiredToken``, ``KMS.DisabledException``, ``AccessDenied`` from KMS; the paths asked are in
+``env.s3_gets``); ``env.ssm_refuse[operation] = [code, n]`` answers the next ``n`` calls of that SSM
+operation (``-1``: every one) with that error; an instance in ``env.lost_send_replies`` has its next
+``SendCommand`` carried out and its reply lost (the connection closed unanswered). What S3 and a central
+bucket's policy refuse and moto does not: ``env.bucket_owners[bucket] = account`` refuses (403) a request
+whose ``x-amz-expected-bucket-owner`` names another account and records each request on that bucket
+in ``env.s3_requests`` (method, path, the owner it expected); a bucket in ``env.sse_kms_required`` /
+``env.full_control_required`` refuses an upload without ``x-amz-server-side-encryption: aws:kms`` /
+``x-amz-acl: bucket-owner-full-control``.
 
 Failure injection per run: ``agent.fault`` = ``None`` | ``"command-fails"`` (the script is replaced
 by a collection failure, exit 94) | ``"hang"`` (the script is replaced by a long sleep: only a cancel
