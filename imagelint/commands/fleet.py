@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import math
 import re
-import tempfile
 import threading
 import time
 import uuid
@@ -60,6 +59,7 @@ from imagelint.aws.progress import Progress
 from imagelint.aws.signals import SignalGuard
 from imagelint.collector.plan import instance_plan
 from imagelint.commands import host_failure
+from imagelint.commands.host_failure import judged_then_removed, saved_apart
 from imagelint.errors import UsageError
 from imagelint.report import Report, ReportError, Verdict
 from imagelint.report.merge import empty_report, merge, with_rows
@@ -591,9 +591,12 @@ def _reports(
     warnings: list[ReportError] = []
     checked = [row for row in rows if row.coverage == "checked"]
 
-    def fetch(row: Coverage, scratch: Path) -> Path:
+    def fetch(row: Coverage) -> Path:
         plan = plans[row.instance_id]
-        path = ssm_ops.fetch_bundle(s3, plan, row.instance_id, row.invocation, scratch)
+        path = saved_apart(
+            "imagelint-fleet-",
+            lambda own: ssm_ops.fetch_bundle(s3, plan, row.instance_id, row.invocation, own),
+        )
         if not keep_bundles:
             try:
                 ssm_ops.delete_bundle(s3, plan, row.instance_id)
@@ -604,14 +607,9 @@ def _reports(
 
     with ThreadPoolExecutor(FETCHES_AT_ONCE) as pool:
         for start in range(0, len(checked), FETCHES_AT_ONCE):
-            with tempfile.TemporaryDirectory(prefix="imagelint-fleet-") as scratch:
-                fetching = []
-                for i, row in enumerate(checked[start : start + FETCHES_AT_ONCE]):
-                    own = Path(scratch) / str(i)  # each host's files apart: one's failure leaves the others'
-                    own.mkdir()
-                    fetching.append((row, pool.submit(fetch, row, own)))
-                for row, bundle in fetching:
-                    reports[row.instance_id] = _judged(run, row, bundle)
+            fetching = [(row, pool.submit(fetch, row)) for row in checked[start : start + FETCHES_AT_ONCE]]
+            for row, bundle in fetching:
+                reports[row.instance_id] = _judged(run, row, bundle)
     return reports, warnings
 
 
@@ -620,7 +618,7 @@ def _judged(run: PreparedRun, row: Coverage, bundle: Future[Path]) -> Report:
     the decoding, the analysis, the local disk), an inconclusive report and a no-report row."""
     host = {"kind": "host", "path": row.instance_id}
     try:
-        labelled = bundle_reports(run, bundle.result())
+        labelled = judged_then_removed(bundle, lambda path: bundle_reports(run, path))
     except Exception as exc:  # this host alone (a signal is a BaseException: it still stops the run)
         row.coverage, row.reason = "no-report", host_failure.reason(exc)
         return empty_report(host, row.reason)

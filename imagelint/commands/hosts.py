@@ -17,7 +17,6 @@ inconclusive unless another host fails.
 
 from __future__ import annotations
 
-import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from imagelint.collector.plan import instance_plan
 from imagelint.collector.ssh.spec import HostSpec, parse
 from imagelint.collector.ssh.transport import MARGIN, collect
 from imagelint.commands import host_failure
+from imagelint.commands.host_failure import judged_then_removed, saved_apart
 from imagelint.errors import UsageError
 from imagelint.report import Report, Verdict
 from imagelint.report.merge import empty_report, merge, with_rows
@@ -75,18 +75,19 @@ def run_hosts(
     timeout = soak_seconds + MARGIN
     parts: list[tuple[str, Report]] = []
     rows: list[dict[str, object]] = []
+
+    def save(host: HostSpec) -> Path:
+        return saved_apart(
+            "imagelint-hosts-", lambda own: collect(host, plan, own, sudo=sudo, timeout=timeout)
+        )
+
     with ThreadPoolExecutor(parallel) as pool:
         for start in range(0, len(hosts), parallel):
-            with tempfile.TemporaryDirectory(prefix="imagelint-hosts-") as scratch:
-                batch = []
-                for i, host in enumerate(hosts[start : start + parallel]):
-                    work = Path(scratch) / str(i)
-                    work.mkdir()
-                    batch.append((host, pool.submit(collect, host, plan, work, sudo=sudo, timeout=timeout)))
-                for host, bundle in batch:
-                    one, row = _judge(run, host, bundle)
-                    parts.append((str(host), one))
-                    rows.append(row)
+            batch = [(host, pool.submit(save, host)) for host in hosts[start : start + parallel]]
+            for host, bundle in batch:
+                one, row = _judge(run, host, bundle)
+                parts.append((str(host), one))
+                rows.append(row)
     return publish(_combine(path, parts, rows), options)
 
 
@@ -95,7 +96,7 @@ def _judge(run: PreparedRun, host: HostSpec, bundle: Future[Path]) -> tuple[Repo
     label, target = str(host), {"kind": "host", "path": str(host)}
     row: dict[str, object] = {"host": label, "coverage": "checked", "reason": None}
     try:
-        one = merge(bundle_reports(run, bundle.result()), target, instance_id=label)
+        one = judged_then_removed(bundle, lambda p: merge(bundle_reports(run, p), target, instance_id=label))
     except Exception as exc:  # anything for this host alone (a signal is a BaseException: not caught)
         why = host_failure.reason(exc)
         one = empty_report(target, why)
