@@ -28,6 +28,13 @@ SSM's document quota is 64 KB, and it "includes the content specified for input 
 sent. A throttled ``SendCommand`` is retried with bounded backoff
 (:class:`imagelint.aws.errors.Backoff`).
 
+The upload URL may be signed with more headers than the binding, which ``curl`` then sends
+(:func:`upload_headers`): ``x-amz-expected-bucket-owner`` (S3 refuses the upload when another account
+owns a bucket of that name), SSE-KMS under a given key (for a bucket whose policy demands it) and the
+ACL ``bucket-owner-full-control`` (a central bucket in another account). The runner's own requests
+send ``ExpectedBucketOwner`` too (:func:`owner_params`), and :func:`delete_bundle` removes a bundle
+once it has been read.
+
 The runner downloads the bundle and runs the engine on it locally (:mod:`imagelint.bundle.run`)
 with the local config and rule packs, so nothing needs shipping to the instance. The script exits
 0 once the bundle is uploaded, whatever the image's verdict; 93 when it has no work directory, 94

@@ -2,7 +2,7 @@
 
 Every running instance with the tag gets a row. The ones SSM manages as Linux hosts
 (``DescribeInstanceInformation`` lists their agent as Online, ``PlatformType`` Linux) each get a command
-of their own (:func:`imagelint.aws.ssm.send`: one ``InstanceIds`` entry, that instance's presigned
+of their own (:func:`imagelint.aws.ssm.send_request`: one ``InstanceIds`` entry, that instance's presigned
 upload URL and no other host's, parameters checked under SSM's 64 KB quota before anything is sent). The
 others are *not covered*: listed with the reason, and the run is inconclusive unless
 ``--allow-unmanaged``; so are the instances SSM manages as another platform (Windows, macOS): *not a
@@ -14,19 +14,29 @@ agent went offline or the instance was scaled in between listing and sending;
 that instance a *not-sent* row with the error as its reason and counts as a failed command towards
 ``--max-errors``; a ``GetCommandInvocation`` error ends that invocation alone; an agent that stops
 answering mid-run (``PingStatus`` other than Online for ``offline_grace`` seconds while its command
-runs) has its command cancelled, and its row says so. The others are judged and the report is written.
+runs) has its command cancelled, and its row says so; a ``ListCommands`` error other than throttling
+has that poll ask each running instance alone; anything that fails for one instance once its command
+ended (S3 refusing its download, a bundle that does not decode, the analysis, the local disk:
+:mod:`imagelint.commands.host_failure`) is its *no-report* row. The others are judged and the report
+is written.
 
 With one command per instance, imagelint runs the rollout SSM would run for one command
 (:class:`Rollout`): at most ``--max-concurrency`` invocations at a time (N, or P% of the managed
 instances), the next command as one ends, and no new command once more than ``--max-errors``
-commands have failed (the rest are *not sent*). AWS throttles ``SendCommand``: a throttled send is
-retried with bounded backoff (:class:`imagelint.aws.errors.Backoff`, on a client without botocore's
-own retries) and the throttles are counted in ``facts.command``. Each poll asks one paged
+commands have failed (the rest are *not sent*). The sends run concurrently, at most
+:data:`SENDS_AT_ONCE` in flight and fewer while SSM throttles (:class:`imagelint.aws.call_window.CallWindow`);
+a throttled send is retried with bounded backoff (:class:`imagelint.aws.errors.Backoff`, on a client
+without botocore's own retries) and the throttles are counted in ``facts.command``. ``SendCommand``
+takes no client token: each send's ``Comment`` is unique (:func:`imagelint.aws.ssm.send_marker`), and
+a send whose reply was lost (a 5xx, a dropped connection, a timeout) is looked for by it among the
+instance's commands (``ListCommands``) before it is sent again or called not sent. Each poll asks one paged
 ``ListCommands`` for the commands still executing; ``GetCommandInvocation`` gives the status of
 those that are not. An invocation running longer than the soak plus ``timeout_margin`` is cancelled.
 
-Then each instance's bundle is fetched from ``s3://BUCKET/PREFIX<run id>/<instance id>/`` and
-analysed with the local config and rule packs (:mod:`imagelint.bundle.run`). The report holds the
+Then each instance's bundle is fetched from ``s3://BUCKET/PREFIX<run id>/<instance id>/`` (every S3
+request with ``ExpectedBucketOwner``: the caller's account or ``--bucket-owner``), deleted once read
+unless ``--keep-bundles`` (it holds the image's ``/etc/shadow``), and analysed with the local config
+and rule packs (:mod:`imagelint.bundle.run`). The report holds the
 findings of all instances (subjects prefixed with the instance id), ``facts.instances`` with a row
 per tagged instance (``coverage``: checked, no-report, not-sent, not-managed), and one verdict,
 decided by :func:`imagelint.report.verdict.decide`: the worst of the hosts' verdicts, where a host
