@@ -47,13 +47,14 @@ class Clients:
                 self.session = boto3.session.Session()
             return self.session.client(service, region_name=self.region, config=config)
 
-    def presigner(self, bucket: str) -> Any:
-        """The :class:`~imagelint.aws.s3urls.Presigner` of ``bucket`` (SigV4, the bucket's region)."""
-        key = f"presigner:{bucket}"
+    def presigner(self, bucket: str, owner: str = "") -> Any:
+        """The :class:`~imagelint.aws.s3urls.Presigner` of ``bucket`` (SigV4, the bucket's region;
+        ``owner``: the account that must own it)."""
+        key = f"presigner:{bucket}:{owner}"
         if key not in self._cache:
             from imagelint.aws.s3urls import presigner
 
-            self._cache[key] = presigner(bucket, self.s3, self.session)  # self.s3 sets self.session
+            self._cache[key] = presigner(bucket, self.s3, self.session, owner)  # self.s3 sets self.session
         return self._cache[key]
 
     def unretried(self, service: str, pool: int = 10) -> Any:

@@ -158,8 +158,12 @@ class Backoff:
                 self.throttled += 1
                 if attempt == self.attempts - 1:
                     raise
-                self.sleep(random.uniform(0, min(self.cap, self.first * 2**attempt)))
+                self.sleep(self.delay(attempt))
         raise AssertionError("unreachable")  # the last attempt returns or raises
+
+    def delay(self, attempt: int) -> float:
+        """The wait after the ``attempt``-th (from 0) throttled answer: full jitter."""
+        return random.uniform(0, min(self.cap, self.first * 2**attempt))
 
 
 def missing_object(exc: AwsError) -> bool:

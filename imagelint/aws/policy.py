@@ -58,6 +58,7 @@ ACCOUNT = "ACCOUNT-ID"  # the account that owns the gated AMIs (ec2:Owner)
 CANDIDATE_TAG = ("CANDIDATE-TAG-KEY", "CANDIDATE-TAG-VALUE")  # the tag the pipeline puts on its candidates
 FLEET_TAG = ("FLEET-TAG-KEY", "FLEET-TAG-VALUE")  # `fleet --target tag:KEY=VALUE`
 RUN_ROLE_ARN = "RUN-ROLE-ARN"  # --role-arn
+REPORT_KMS_KEY = "REPORT-KMS-KEY"  # fleet --sse-kms-key: the key's ARN
 PERMISSIONS_BOUNDARY = "PERMISSIONS-BOUNDARY"  # --permissions-boundary's policy
 
 # The tags --tag writes (imagelint.commands.ami.verdict_tags): CreateTags may write these keys only
@@ -196,10 +197,24 @@ RUNNER_STATEMENTS: dict[str, Entry] = {
     ),
     # the report bucket (HeadBucket; a missing key answers 404) and objects under the report prefix
     "ImagelintReportBucket": (("s3:ListBucket",), f"arn:aws:s3:::{REPORT_BUCKET}", None),
+    # (fleet deletes each bundle once read: it holds files such as the image's /etc/shadow)
     "ImagelintReports": (
-        ("s3:PutObject", "s3:GetObject"),
+        ("s3:PutObject", "s3:GetObject", "s3:DeleteObject"),
         f"arn:aws:s3:::{REPORT_BUCKET}/{DEFAULT_REPORT_PREFIX}*",
         None,
+    ),
+    # fleet --bucket-owner (another account's bucket): uploads give its owner full control, no other ACL
+    "ImagelintReportsOtherAccount": (
+        ("s3:PutObjectAcl",),
+        f"arn:aws:s3:::{REPORT_BUCKET}/{DEFAULT_REPORT_PREFIX}*",
+        {"StringEquals": {"s3:x-amz-acl": "bucket-owner-full-control"}},
+    ),
+    # fleet --sse-kms-key: the bundles are encrypted (on upload) and decrypted (on download) with that
+    # key, through S3 only
+    "ImagelintReportsKms": (
+        ("kms:GenerateDataKey", "kms:Decrypt"),
+        REPORT_KMS_KEY,
+        {"StringLike": {"kms:ViaService": "s3.*.amazonaws.com"}},
     ),
     "ImagelintInstanceProfile": (("iam:GetInstanceProfile",), "arn:aws:iam::*:instance-profile/*", None),
     # RunInstances gives the instance its profile's role: that role only (or a --create-profile

@@ -31,13 +31,19 @@ def check_execution_timeout(seconds: int) -> None:
         )
 
 
-def check_bucket(s3: Any, bucket: str, key: str, body: dict[str, Any]) -> None:
+def check_bucket(
+    s3: Any, bucket: str, key: str, body: dict[str, Any], *, upload: dict[str, str] | None = None
+) -> None:
     """The bucket answers HeadBucket, takes a PutObject (the run's ``run.json``) and gives it back:
     the bundles the hosts upload are read the same way at the end of the run, so a bucket whose KMS
-    key the runner may encrypt with but not decrypt with is refused now, not after the boot and soak."""
+    key the runner may encrypt with but not decrypt with is refused now, not after the boot and soak.
+    ``upload``: the PutObject parameters the hosts' uploads are signed with (``ExpectedBucketOwner``,
+    SSE-KMS, the ACL), sent here too, so a bucket policy that would refuse those uploads refuses this."""
     from imagelint.aws.s3urls import bucket_region
 
-    bucket_region(s3, bucket)
+    upload = upload or {}
+    owner = {k: v for k, v in upload.items() if k == "ExpectedBucketOwner"}
+    bucket_region(s3, bucket, owner.get("ExpectedBucketOwner", ""))
     try:
         call(
             s3.put_object,
@@ -45,14 +51,18 @@ def check_bucket(s3: Any, bucket: str, key: str, body: dict[str, Any]) -> None:
             Key=key,
             Body=json.dumps(body).encode(),
             ContentType="application/json",
+            **upload,
         )
     except AwsError as exc:
+        encrypted = "SSEKMSKeyId" in upload
+        policy = "" if encrypted else "; a bucket policy that demands SSE-KMS uploads needs --sse-kms-key KEY"
         raise UsageError(
-            f"--report-bucket {bucket}: cannot write {key} ({exc.code}): the runner needs s3:PutObject "
-            "on the bucket (and kms:GenerateDataKey when it is encrypted with a KMS key)"
+            f"--report-bucket {bucket}: cannot write {key} ({exc.code}: {exc.detail}): the runner needs "
+            "s3:PutObject on the bucket (and kms:GenerateDataKey when it is encrypted with a KMS key)"
+            f"{policy}"
         ) from None
     try:
-        call(s3.get_object, Bucket=bucket, Key=key)["Body"].close()
+        call(s3.get_object, Bucket=bucket, Key=key, **owner)["Body"].close()
     except AwsError as exc:
         raise UsageError(
             f"--report-bucket {bucket}: wrote {key} but cannot read it back ({exc.code}: {exc.detail}): "

@@ -28,12 +28,13 @@ SIGV4_MAX_EXPIRES = 7 * 24 * 3600  # seconds: the longest X-Amz-Expires SigV4 ac
 REGION_HEADER = "x-amz-bucket-region"
 
 
-def bucket_region(s3: Any, bucket: str) -> str:
-    """The bucket's region from ``HeadBucket`` (any answer that carries ``x-amz-bucket-region``)."""
+def bucket_region(s3: Any, bucket: str, owner: str = "") -> str:
+    """The bucket's region from ``HeadBucket`` (any answer that carries ``x-amz-bucket-region``);
+    with ``owner``, S3 answers 403 unless that account owns the bucket (``ExpectedBucketOwner``)."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
-        reply = s3.head_bucket(Bucket=bucket)
+        reply = s3.head_bucket(Bucket=bucket, **({"ExpectedBucketOwner": owner} if owner else {}))
         headers = reply.get("ResponseMetadata", {}).get("HTTPHeaders", {})
     except ClientError as exc:
         headers = exc.response.get("ResponseMetadata", {}).get("HTTPHeaders", {})
@@ -95,17 +96,32 @@ class Presigner:
     def get_url(self, key: str, expires: int) -> str:
         return self._sign("get_object", key, expires)
 
-    def put_url(self, key: str, expires: int, metadata: dict[str, str] | None = None) -> str:
+    def put_url(
+        self,
+        key: str,
+        expires: int,
+        metadata: dict[str, str] | None = None,
+        params: dict[str, str] | None = None,
+    ) -> str:
         """A PUT URL; with ``metadata``, S3 takes the upload only with those ``x-amz-meta-*`` headers
-        and values (they are signed headers of the URL)."""
-        return self._sign("put_object", key, expires, metadata)
+        and values (they are signed headers of the URL); ``params`` (PutObject's
+        ``ServerSideEncryption``, ``SSEKMSKeyId``, ``ACL``, ``ExpectedBucketOwner``) are signed the
+        same way: the upload must send their headers."""
+        return self._sign("put_object", key, expires, metadata, params)
 
-    def _sign(self, method: str, key: str, expires: int, metadata: dict[str, str] | None = None) -> str:
+    def _sign(
+        self,
+        method: str,
+        key: str,
+        expires: int,
+        metadata: dict[str, str] | None = None,
+        extra: dict[str, str] | None = None,
+    ) -> str:
         if not 1 <= expires <= SIGV4_MAX_EXPIRES:
             raise UsageError(f"presigned URL expiry {expires}s: SigV4 allows 1 to {SIGV4_MAX_EXPIRES}s")
         from imagelint.aws.errors import call
 
-        params: dict[str, Any] = {"Bucket": self.bucket, "Key": key}
+        params: dict[str, Any] = {"Bucket": self.bucket, "Key": key, **(extra or {})}
         if metadata:
             params["Metadata"] = metadata
         return str(
@@ -134,7 +150,8 @@ def signing_client(region: str, session: Any = None, bucket: str = "") -> Any:
     return factory.client("s3", region_name=region, config=config, endpoint_url=endpoint)
 
 
-def presigner(bucket: str, probe: Any, session: Any = None) -> Presigner:
-    """A :class:`Presigner` for ``bucket``: ``probe`` (any S3 client) asks HeadBucket for the region."""
-    region = bucket_region(probe, bucket)
+def presigner(bucket: str, probe: Any, session: Any = None, owner: str = "") -> Presigner:
+    """A :class:`Presigner` for ``bucket``: ``probe`` (any S3 client) asks HeadBucket for the region
+    (of ``owner``'s bucket only, when given)."""
+    region = bucket_region(probe, bucket, owner)
     return Presigner(bucket, region, signing_client(region, session, bucket))

@@ -28,6 +28,13 @@ SSM's document quota is 64 KB, and it "includes the content specified for input 
 sent. A throttled ``SendCommand`` is retried with bounded backoff
 (:class:`imagelint.aws.errors.Backoff`).
 
+The upload URL may be signed with more headers than the binding, which ``curl`` then sends
+(:func:`upload_headers`): ``x-amz-expected-bucket-owner`` (S3 refuses the upload when another account
+owns a bucket of that name), SSE-KMS under a given key (for a bucket whose policy demands it) and the
+ACL ``bucket-owner-full-control`` (a central bucket in another account). The runner's own requests
+send ``ExpectedBucketOwner`` too (:func:`owner_params`), and :func:`delete_bundle` removes a bundle
+once it has been read.
+
 The runner downloads the bundle and runs the engine on it locally (:mod:`imagelint.bundle.run`)
 with the local config and rule packs, so nothing needs shipping to the instance. The script exits
 0 once the bundle is uploaded, whatever the image's verdict; 93 when it has no work directory, 94
@@ -54,6 +61,7 @@ from typing import Any
 from imagelint.aws.errors import AwsError, Backoff, call, missing_object
 from imagelint.aws.polling import Pace
 from imagelint.collector import MAX_BUNDLE
+from imagelint.collector.room import check_room
 from imagelint.errors import ExitCode, ImageLintError, UsageError
 
 TERMINAL = {"Success", "Failed", "Cancelled", "TimedOut", "Undeliverable", "Terminated", "DeliveryTimedOut"}
@@ -92,6 +100,11 @@ class RemotePlan:
     binding: str = ""  # the token the upload must carry (x-amz-meta-imagelint-binding), this host's only
     soak_seconds: float = 0.0
     soak_interval: float = 5.0
+    bucket_owner: str = ""  # the bucket's account: ExpectedBucketOwner on every request ("": unchecked)
+    sse_kms_key: str = ""  # upload with SSE-KMS under this key (a bucket policy may demand it)
+    owner_full_control: bool = (
+        False  # upload with the ACL bucket-owner-full-control (another account's bucket)
+    )
 
     def key(self, instance_id: str, name: str) -> str:
         return f"{self.prefix}{self.run_id}/{instance_id}/{name}"
@@ -102,11 +115,43 @@ class RemotePlan:
         return int(self.soak_seconds) + 900
 
 
+# the PutObject parameters an upload URL is signed with, and the header curl must send for each
+_UPLOAD_HEADERS = (
+    ("ServerSideEncryption", "x-amz-server-side-encryption"),
+    ("SSEKMSKeyId", "x-amz-server-side-encryption-aws-kms-key-id"),
+    ("ACL", "x-amz-acl"),
+    ("ExpectedBucketOwner", "x-amz-expected-bucket-owner"),
+)
+
+
+def owner_params(plan: RemotePlan) -> dict[str, str]:
+    """``ExpectedBucketOwner`` for every S3 request on the plan's bucket: S3 refuses the request
+    (403) when another account owns a bucket of that name (a deleted bucket's name taken over)."""
+    return {"ExpectedBucketOwner": plan.bucket_owner} if plan.bucket_owner else {}
+
+
+def upload_params(plan: RemotePlan) -> dict[str, str]:
+    """The PutObject parameters (besides the binding) an upload URL of ``plan`` is signed with."""
+    params = owner_params(plan)
+    if plan.sse_kms_key:
+        params.update(ServerSideEncryption="aws:kms", SSEKMSKeyId=plan.sse_kms_key)
+    if plan.owner_full_control:
+        params["ACL"] = "bucket-owner-full-control"
+    return params
+
+
+def upload_headers(plan: RemotePlan) -> list[tuple[str, str]]:
+    """The headers the upload must carry (signed headers of its URL), in :func:`upload_params`' order."""
+    params = upload_params(plan)
+    return [(header, params[name]) for name, header in _UPLOAD_HEADERS if name in params]
+
+
 def remote_script(plan: RemotePlan) -> list[str]:
     """The ``commands`` of AWS-RunShellScript, one shell line each."""
     from imagelint.collector import script_text
 
     q = shlex.quote
+    headers = "".join(f" -H {q(f'{name}: {value}')}" for name, value in upload_headers(plan))
     lines = [
         f"# imagelint {plan.version} run {plan.run_id}: collect, upload; the analysis runs at home",
         "set -u",
@@ -134,7 +179,7 @@ def remote_script(plan: RemotePlan) -> list[str]:
         '[ -z "${IL_ROOT:-}" ] || printf \'root %s\\n\' "$IL_ROOT" >> "$W/plan.txt"',
         '[ -n "${IL_LIVE-x}" ] || echo "show 0" >> "$W/plan.txt"',
         'BUNDLE=$(sh "$W/collect.sh" "$W") || { echo "imagelint: collection failed" >&2; exit 94; }',
-        f'curl -fsS --retry 3 -H "x-amz-meta-{BINDING_META}: $BINDING" -T "$BUNDLE" "$URL" || '
+        f'curl -fsS --retry 3 -H "x-amz-meta-{BINDING_META}: $BINDING"{headers} -T "$BUNDLE" "$URL" || '
         f'{{ echo "imagelint: upload to s3://{plan.bucket} failed" >&2; exit 92; }}',
         'echo "imagelint: bundle uploaded ($(wc -c < "$BUNDLE") bytes)"',
         "exit 0",
@@ -195,20 +240,50 @@ def check_parameters(params: dict[str, list[str]], instance_id: str) -> int:
 MIN_DELIVERY_TIMEOUT = 30  # SendCommand's TimeoutSeconds lower bound
 
 
-def send(ssm: Any, plan: RemotePlan, *, delivery_timeout: int = 600, backoff: Backoff | None = None) -> str:
-    """Send ``plan`` to its one instance; the command id. ``delivery_timeout`` (``TimeoutSeconds``):
-    how long the invocation may wait to start. A throttled call is retried by ``backoff``."""
+def send_request(plan: RemotePlan, *, delivery_timeout: int = 600, marker: str = "") -> dict[str, Any]:
+    """SendCommand's parameters for ``plan``'s one instance; ``marker`` (see :func:`send_marker`) is
+    its ``Comment``. ``delivery_timeout`` (``TimeoutSeconds``): how long the invocation may wait to start."""
     params = parameters(plan)
     check_parameters(params, plan.instance_id)
-    request: dict[str, Any] = {
+    return {
         "InstanceIds": [plan.instance_id],
         "DocumentName": DOCUMENT,
         "Parameters": params,
         "TimeoutSeconds": delivery_timeout,
-        "Comment": f"imagelint run {plan.run_id}"[:100],
+        "Comment": (marker or f"imagelint run {plan.run_id}")[:MAX_COMMENT],
         "MaxConcurrency": "1",
         "MaxErrors": "0",
     }
+
+
+MAX_COMMENT = 100  # SendCommand's Comment, at most
+
+
+def send_marker(plan: RemotePlan) -> str:
+    """A ``Comment`` no other command has: ``imagelint run RUN INSTANCE NONCE`` (at most 79
+    characters). SendCommand takes no client token; a send whose reply was lost is found again by
+    this comment among the instance's commands (:func:`find_sent`)."""
+    return f"imagelint run {plan.run_id} {plan.instance_id} {secrets.token_hex(4)}"
+
+
+def find_sent(ssm: Any, instance_id: str, marker: str, since: str) -> str | None:
+    """The id of the command sent to ``instance_id`` since ``since`` whose ``Comment`` is ``marker``,
+    or None: SSM has no such command (the send never reached it)."""
+    from imagelint.aws.errors import paginate
+
+    listed = paginate(
+        ssm,
+        "list_commands",
+        "Commands",
+        InstanceId=instance_id,
+        Filters=[{"key": "InvokedAfter", "value": since}],
+    )
+    return next((str(c["CommandId"]) for c in listed if c.get("Comment") == marker), None)
+
+
+def send(ssm: Any, plan: RemotePlan, *, delivery_timeout: int = 600, backoff: Backoff | None = None) -> str:
+    """Send ``plan`` to its one instance; the command id. A throttled call is retried by ``backoff``."""
+    request = send_request(plan, delivery_timeout=delivery_timeout)
     reply = (backoff or Backoff()).call(ssm.send_command, **request)
     return str(reply["Command"]["CommandId"])
 
@@ -272,9 +347,10 @@ def fetch_bundle(
     missing object answers 403, not 404: either way the instance did not upload."""
     key = plan.key(instance_id, BUNDLE)
     try:
-        reply = call(s3.get_object, Bucket=plan.bucket, Key=key)
+        reply = call(s3.get_object, Bucket=plan.bucket, Key=key, **owner_params(plan))
     except AwsError as exc:
-        if not missing_object(exc):  # 404, or 403 without s3:ListBucket: not uploaded
+        # 404, or 403 without s3:ListBucket: not uploaded; but a 403 from KMS is a refused read
+        if not missing_object(exc) or "kms" in exc.detail.lower():
             raise
         if callable(invocation):
             invocation = invocation()
@@ -297,14 +373,24 @@ def fetch_bundle(
             "not read"
         )
     size = int(reply.get("ContentLength") or 0)
-    if size > MAX_BUNDLE:
-        raise NoReportError(f"{instance_id}: its bundle is {size:,} bytes, over {MAX_BUNDLE:,}; not read")
-    path = Path(tempfile.mkstemp(prefix=f"{instance_id}-", suffix=".tar.gz", dir=directory)[1])
-    got = 0
-    with path.open("wb") as out:
-        for chunk in iter(lambda: reply["Body"].read(1 << 20), b""):
-            got += len(chunk)
-            if got > MAX_BUNDLE:
-                raise NoReportError(f"{instance_id}: its bundle is over {MAX_BUNDLE:,} bytes; not read")
-            out.write(chunk)
+    try:
+        if size > MAX_BUNDLE:
+            raise NoReportError(f"{instance_id}: its bundle is {size:,} bytes, over {MAX_BUNDLE:,}; not read")
+        check_room(directory, size, instance_id)  # before a byte is written: the other hosts' room
+        path = Path(tempfile.mkstemp(prefix=f"{instance_id}-", suffix=".tar.gz", dir=directory)[1])
+        got = 0
+        with path.open("wb") as out:
+            for chunk in iter(lambda: reply["Body"].read(1 << 20), b""):
+                got += len(chunk)
+                if got > MAX_BUNDLE:
+                    raise NoReportError(f"{instance_id}: its bundle is over {MAX_BUNDLE:,} bytes; not read")
+                out.write(chunk)
+    finally:
+        reply["Body"].close()
     return path
+
+
+def delete_bundle(s3: Any, plan: RemotePlan, instance_id: str) -> None:
+    """Delete the instance's bundle (it holds files such as the image's ``/etc/shadow``) once it has
+    been read; an AwsError when S3 refuses."""
+    call(s3.delete_object, Bucket=plan.bucket, Key=plan.key(instance_id, BUNDLE), **owner_params(plan))

@@ -474,6 +474,33 @@ def fleet(
             "of unknown expiry counts as one hour. Default: $AWS_CREDENTIAL_EXPIRATION.",
         ),
     ] = None,
+    keep_bundles: Annotated[
+        bool,
+        typer.Option(
+            "--keep-bundles",
+            help="Leave each instance's bundle in the bucket once read (by default it is deleted: it "
+            "holds files such as the image's /etc/shadow).",
+        ),
+    ] = False,
+    bucket_owner: Annotated[
+        str | None,
+        typer.Option(
+            "--bucket-owner",
+            metavar="ACCOUNT",
+            help="The 12-digit account that owns --report-bucket (every S3 request sends it as "
+            "ExpectedBucketOwner; another account's bucket gets uploads with the ACL "
+            "bucket-owner-full-control). Default: the caller's own account.",
+        ),
+    ] = None,
+    sse_kms_key: Annotated[
+        str | None,
+        typer.Option(
+            "--sse-kms-key",
+            metavar="KEY",
+            help="Upload the bundles with SSE-KMS under this KMS key (key ARN, key id or alias ARN): "
+            "for a bucket whose policy refuses uploads without x-amz-server-side-encryption.",
+        ),
+    ] = None,
     *,
     run: RunOptions,
 ) -> None:
@@ -483,7 +510,8 @@ def fleet(
     --max-concurrency at a time; no new command is sent once more than --max-errors have failed.
     Tagged instances SSM does not manage, or manages as Windows or macOS hosts, are listed as not
     covered, and make the run inconclusive unless --allow-unmanaged. One host's trouble (a refused
-    or throttled SendCommand, an agent lost mid-run) is that host's row; the others are judged.
+    or throttled SendCommand, an agent lost mid-run, a refused download, a bundle that does not decode,
+    a full scratch disk) is that host's row; the others are judged, and the report is written.
     The config and rule packs stay here: each instance uploads a bundle to the report bucket and is
     judged on this machine. Example:
 
@@ -509,5 +537,8 @@ def fleet(
         role_arn=role_arn,
         allow_unmanaged=allow_unmanaged,
         credentials_expire_at=parse_expiry(credentials_expire_at),
+        keep_bundles=keep_bundles,
+        bucket_owner=bucket_owner or "",
+        sse_kms_key=sse_kms_key or "",
     )
     raise typer.Exit(int(run_fleet(options).exit_code))

@@ -32,7 +32,7 @@ an unreadable snapshot: exit-3 errors) gets an inconclusive part of its own and 
 run, else the missing one makes it inconclusive). Ctrl-C stops every worker where it is and each
 cleans up what it launched (:meth:`imagelint.aws.signals.SignalGuard.worker`).
 
-Then, on the combined report (:mod:`imagelint.aws.merge`): keep the report in S3
+Then, on the combined report (:mod:`imagelint.report.merge`): keep the report in S3
 (``--report-bucket``), tag the AMI and its snapshots (``--tag``), write the outputs, and only then act
 on a failure (``--on-fail``; a failing call there ends the run with exit 3, the outputs already
 written). Whatever happens (a finding, SSM never online, a failed command, an API error,
@@ -65,7 +65,6 @@ from imagelint.aws import ssm as ssm_ops
 from imagelint.aws.boot import BootWatch
 from imagelint.aws.clients import Clients, default_region
 from imagelint.aws.errors import AwsError, call, paginate
-from imagelint.aws.merge import empty_report, merge
 from imagelint.aws.progress import Progress
 from imagelint.aws.s3urls import run_expiry
 from imagelint.aws.signals import Interrupted, SignalGuard
@@ -76,6 +75,7 @@ from imagelint.collector.plan import instance_plan
 from imagelint.errors import ExitCode, ImageLintError, UsageError
 from imagelint.report import Report, ReportError, Verdict
 from imagelint.report.escape import json_text
+from imagelint.report.merge import empty_report, merge
 from imagelint.report.verdict import decide, with_leftovers
 from imagelint.session import PreparedRun, RunOptions, audit_opened, bundle_reports, prepare, publish
 
@@ -638,8 +638,11 @@ def bound_plan(
     """``plan`` for one instance: a fresh binding token for it, and the presigned PUT URL of its bundle
     (SigV4, in the bucket's region) that S3 accepts only with that token as the object's metadata."""
     binding = ssm_ops.new_binding()
-    url = clients.presigner(plan.bucket).put_url(
-        plan.key(instance_id, ssm_ops.BUNDLE), max(1, expires), {ssm_ops.BINDING_META: binding}
+    url = clients.presigner(plan.bucket, plan.bucket_owner).put_url(
+        plan.key(instance_id, ssm_ops.BUNDLE),
+        max(1, expires),
+        {ssm_ops.BINDING_META: binding},
+        ssm_ops.upload_params(plan),
     )
     return dataclasses.replace(plan, instance_id=instance_id, upload_url=str(url), binding=binding)
 

@@ -5,24 +5,29 @@ line is checked before any host is reached, a bad one is refused with ``FILE:LIN
 ``--parallel`` hosts run their collector at once (:func:`imagelint.collector.ssh.transport.collect`,
 the transport the ``ssh`` opener uses); their bundles, at most that many on disk at a time, are
 judged one after another here through the opener registry (:func:`imagelint.session.bundle_reports`),
-as ``fleet`` judges its instances' bundles. The report holds every host's findings (subjects
-prefixed with the host), ``facts.hosts`` with a row per host (``coverage``: checked or no-report,
-its verdict and counts, the reason) and one verdict from :func:`imagelint.report.verdict.decide`: a
-host without a usable bundle is an error, so the run is inconclusive unless another host fails.
+as ``fleet`` judges its instances' bundles. Each host's bundle is saved in a directory of its own,
+after its announced size is checked against the free space (:mod:`imagelint.collector.room`); whatever
+goes wrong for one host, here or there (unreachable, a bundle that does not fit or does not decode, a
+disk that fills up anyway, a write error), is that host's row, and the others are judged. The report
+holds every host's findings (subjects prefixed with the host), ``facts.hosts`` with a row per host
+(``coverage``: checked or no-report, its verdict and counts, the reason) and one verdict from
+:func:`imagelint.report.verdict.decide`: a host without a usable bundle is an error, so the run is
+inconclusive unless another host fails.
 """
 
 from __future__ import annotations
 
-import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
-from imagelint.aws.merge import empty_report, merge, with_rows
 from imagelint.collector.plan import instance_plan
 from imagelint.collector.ssh.spec import HostSpec, parse
 from imagelint.collector.ssh.transport import MARGIN, collect
-from imagelint.errors import ImageLintError, UsageError
+from imagelint.commands import host_failure
+from imagelint.commands.host_failure import judged_then_removed, saved_apart
+from imagelint.errors import UsageError
 from imagelint.report import Report, Verdict
+from imagelint.report.merge import empty_report, merge, with_rows
 from imagelint.session import PreparedRun, RunOptions, bundle_reports, prepare, publish
 
 MAX_HOSTS = 10_000
@@ -70,18 +75,19 @@ def run_hosts(
     timeout = soak_seconds + MARGIN
     parts: list[tuple[str, Report]] = []
     rows: list[dict[str, object]] = []
+
+    def save(host: HostSpec) -> Path:
+        return saved_apart(
+            "imagelint-hosts-", lambda own: collect(host, plan, own, sudo=sudo, timeout=timeout)
+        )
+
     with ThreadPoolExecutor(parallel) as pool:
         for start in range(0, len(hosts), parallel):
-            with tempfile.TemporaryDirectory(prefix="imagelint-hosts-") as scratch:
-                batch = []
-                for i, host in enumerate(hosts[start : start + parallel]):
-                    work = Path(scratch) / str(i)
-                    work.mkdir()
-                    batch.append((host, pool.submit(collect, host, plan, work, sudo=sudo, timeout=timeout)))
-                for host, bundle in batch:
-                    one, row = _judge(run, host, bundle)
-                    parts.append((str(host), one))
-                    rows.append(row)
+            batch = [(host, pool.submit(save, host)) for host in hosts[start : start + parallel]]
+            for host, bundle in batch:
+                one, row = _judge(run, host, bundle)
+                parts.append((str(host), one))
+                rows.append(row)
     return publish(_combine(path, parts, rows), options)
 
 
@@ -90,10 +96,11 @@ def _judge(run: PreparedRun, host: HostSpec, bundle: Future[Path]) -> tuple[Repo
     label, target = str(host), {"kind": "host", "path": str(host)}
     row: dict[str, object] = {"host": label, "coverage": "checked", "reason": None}
     try:
-        one = merge(bundle_reports(run, bundle.result()), target, instance_id=label)
-    except ImageLintError as exc:  # no usable bundle: this host is inconclusive
-        one = empty_report(target, exc.message)
-        row.update(coverage="no-report", reason=exc.message)
+        one = judged_then_removed(bundle, lambda p: merge(bundle_reports(run, p), target, instance_id=label))
+    except Exception as exc:  # anything for this host alone (a signal is a BaseException: not caught)
+        why = host_failure.reason(exc)
+        one = empty_report(target, why)
+        row.update(coverage="no-report", reason=why)
     counts = one.counts()
     row.update(verdict=one.verdict.value, failing=counts["failing"], findings=counts["findings"])
     row["errors"] = counts["errors"]

@@ -13,7 +13,7 @@ bytes of every rewritten field are also kept, base64-encoded, in its evidence: `
 ``subject_b64``, ``unit_b64``, ``message_b64`` and so on, and for an evidence entry ``K``, ``K_b64``
 beside it (for a list, a list of the same length with ``null`` where the item needed no rewriting).
 A ``*_b64`` key is therefore also the sign that its field's text is escaped. Valid strings are left
-alone, so reading a JSON report back (``imagelint.aws.merge``) and normalising again changes nothing.
+alone, so reading a JSON report back (``imagelint.report.merge``) and normalising again changes nothing.
 
 **The channels.** Every format escapes every string for where it goes:
 

@@ -59,6 +59,7 @@ class Recorder:
         self.requests: list[tuple[str, dict]] = []  # (service:Operation, its parameters)
         self.lookup = lambda ids: {}  # resource id → owner and tags, as moto has them at the call
         self.scoped: list[iam_eval.Request] = []  # what IAM evaluates for the calls the policies scope
+        self.signed: list[tuple[str, dict]] = []  # (the S3 action of each URL signed, its parameters)
 
     def __call__(self, model, **kwargs) -> None:
         prefix = model.service_model.signing_name
@@ -99,11 +100,12 @@ def recorded(monkeypatch: pytest.MonkeyPatch, moto_env: MotoEnv) -> Iterator[Rec
     monkeypatch.setattr(boto3.session, "Session", Recording)
     sign = s3urls.Presigner._sign
 
-    def signing(self, method, key, expires, metadata=None):
+    def signing(self, method, key, expires, metadata=None, extra=None):
         action = {"get_object": "s3:GetObject", "put_object": "s3:PutObject"}[method]
         recorder.calls.add(action)
         recorder.scoped += iam_eval.requests_of(action, {"Bucket": self.bucket, "Key": key}, {})
-        return sign(self, method, key, expires, metadata)
+        recorder.signed.append((action, {"Bucket": self.bucket, "Key": key, **(extra or {})}))
+        return sign(self, method, key, expires, metadata, extra)
 
     monkeypatch.setattr(s3urls.Presigner, "_sign", signing)
     yield recorder

@@ -72,6 +72,17 @@ seconds after its creation); ``env.on_call[action]`` is called with each EC2 req
 forwarded; an access key in ``env.expired_keys`` gets ``ExpiredToken`` for any request;
 ``env.seen_keys`` lists the access key of every request, ``env.seen_calls`` each with its query-protocol
 ``Action``.
+S3 and SSM answers per host (issue 48): ``env.s3_faults[instance_id] = (status, code)`` answers every
+GET of that instance's bundle with that S3 error (``InternalError`` 500, ``SlowDown`` 503,
+``ExpiredToken``, ``KMS.DisabledException``, ``AccessDenied`` from KMS; the paths asked are in
+``env.s3_gets``); ``env.ssm_refuse[operation] = [code, n]`` answers the next ``n`` calls of that SSM
+operation (``-1``: every one) with that error; an instance in ``env.lost_send_replies`` has its next
+``SendCommand`` carried out and its reply lost (the connection closed unanswered). What S3 and a central
+bucket's policy refuse and moto does not: ``env.bucket_owners[bucket] = account`` refuses (403) a request
+whose ``x-amz-expected-bucket-owner`` names another account and records each request on that bucket
+in ``env.s3_requests`` (method, path, the owner it expected); a bucket in ``env.sse_kms_required`` /
+``env.full_control_required`` refuses an upload without ``x-amz-server-side-encryption: aws:kms`` /
+``x-amz-acl: bucket-owner-full-control``.
 
 Failure injection per run: ``agent.fault`` = ``None`` | ``"command-fails"`` (the script is replaced
 by a collection failure, exit 94) | ``"hang"`` (the script is replaced by a long sleep: only a cancel
@@ -345,7 +356,7 @@ class InstanceAgent:
         (url,) = re.findall(r"^URL='([^']+)'$", script, re.M)
         # as curl -T: a body of bytes (urllib would call it a form, which S3 would parse as one), with
         # the binding header the URL is signed with
-        headers = {"Content-Type": "application/octet-stream"}
+        headers = {"Content-Type": "application/octet-stream", **_upload_headers(script)}
         headers.update({f"x-amz-meta-{k}": v for k, v in _binding(script).items()})
         request = urllib.request.Request(url, data=self.canned, method="PUT", headers=headers)
         with urllib.request.urlopen(request, timeout=60) as reply:
@@ -373,7 +384,12 @@ class InstanceAgent:
 
 def _bundle_key(command: dict[str, Any], iid: str) -> str:
     """Where ``iid``'s bundle of the command's run goes (the default --report-prefix)."""
-    return f"imagelint/{command['Comment'].removeprefix('imagelint run ')}/{iid}/bundle.tar.gz"
+    return f"imagelint/{command['Comment'].split()[2]}/{iid}/bundle.tar.gz"
+
+
+def _upload_headers(script: str) -> dict[str, str]:
+    """The headers the script's curl sends besides the binding (-H 'NAME: VALUE', shell-quoted)."""
+    return dict(re.findall(r"-H '(x-amz-[a-z-]+): ([^']*)'", script))
 
 
 def _binding(script: str) -> dict[str, str]:
@@ -424,6 +440,23 @@ class _Front(BaseHTTPRequestHandler):
         target = self.headers.get("X-Amz-Target", "")
         if target and self.env.take_throttle(target.rpartition(".")[2]):  # JSON protocol: SSM
             return self._json({"__type": "ThrottlingException", "message": "Rate exceeded"}, 400)
+        refused = self.env.take_ssm_refusal(target.rpartition(".")[2]) if target else None
+        if refused:
+            return self._json(
+                {"__type": refused, "message": "injected"}, 500 if "Internal" in refused else 400
+            )
+        refused_s3 = (
+            None
+            if target or body[:7] == b"Action="
+            else self.env.s3_refusal(self.command, self.path, self.headers)
+        )
+        if refused_s3 is not None:
+            return self._send(
+                403, {"Content-Type": "application/xml"}, _s3_error(refused_s3, "Access Denied")
+            )
+        s3_fault = self.env.s3_fault(self.command, self.path)
+        if s3_fault is not None:
+            return self._send(s3_fault[0], {"Content-Type": "application/xml"}, _s3_error(s3_fault[1]))
         agent = self.env.agent
         if self.path.startswith("/snapshots") and self.env.ebs.handle(self, body):
             return None
@@ -494,6 +527,10 @@ class _Front(BaseHTTPRequestHandler):
             "RequestedDateTime": time.time(),
         }
         agent.submit(command)
+        if ids[0] in env.lost_send_replies:  # SSM took it; its answer never comes back
+            env.lost_send_replies.discard(ids[0])
+            self.close_connection = True
+            return None
         return self._json({"Command": _command_api(agent, command)})
 
     do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _handle
@@ -588,6 +625,24 @@ def _default_key_reply(key: str) -> bytes:
     ).encode()
 
 
+S3_MESSAGES = {  # what S3 says with each error code the front injects
+    "InternalError": "We encountered an internal error. Please try again.",
+    "SlowDown": "Please reduce your request rate.",
+    "ExpiredToken": "The provided token has expired.",
+    "KMS.DisabledException": "arn:aws:kms:us-east-1:123456789012:key/injected is disabled.",
+    "AccessDenied": "User is not authorized to perform: kms:Decrypt on the resource associated with this "
+    "ciphertext because the resource does not exist in this Region",
+}
+
+
+def _s3_error(code: str, message: str = "") -> bytes:
+    return (
+        f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code>'
+        f"<Message>{message or S3_MESSAGES.get(code, 'injected')}</Message>"
+        "<RequestId>front</RequestId></Error>"
+    ).encode()
+
+
 def _ec2_error(code: str, message: str) -> bytes:
     return (
         f'<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error><Code>{code}</Code>'
@@ -672,6 +727,59 @@ class MotoEnv:
         self.send_requests = 0
         self.throttled = 0
         self._fault_lock = threading.Lock()
+        # instance id → (HTTP status, S3 error code) answered to every GET of that instance's bundle
+        self.s3_faults: dict[str, tuple[int, str]] = {}
+        self.s3_gets: list[str] = []  # the paths of the bundle GETs the front answered with a fault
+        # SSM operation → [error code, how many answers left (-1: every one)]
+        self.ssm_refuse: dict[str, list[Any]] = {}
+        self.lost_send_replies: set[str] = set()  # instances whose next SendCommand's reply is lost
+        self.bucket_owners: dict[str, str] = {}  # bucket → its account (ExpectedBucketOwner is checked)
+        self.sse_kms_required: set[str] = set()  # buckets whose policy denies uploads without SSE-KMS
+        self.full_control_required: set[str] = set()  # ... without the ACL bucket-owner-full-control
+        self.s3_requests: list[tuple[str, str, str | None]] = []  # (method, path, expected owner)
+
+    def s3_refusal(self, method: str, path: str, headers: Any) -> str | None:
+        """What S3 and a bucket's policy refuse, which moto does not: a request whose
+        ``x-amz-expected-bucket-owner`` is not the bucket's owner (:attr:`bucket_owners`), and for the
+        buckets in :attr:`sse_kms_required` / :attr:`full_control_required`, an upload without
+        ``x-amz-server-side-encryption: aws:kms`` / ``x-amz-acl: bucket-owner-full-control`` (the bucket
+        policies people write for a central bucket). Every request on a bucket of
+        :attr:`bucket_owners` is recorded in :attr:`s3_requests` with the owner it expected."""
+        bucket = path.split("?")[0].split("/")[1] if path.startswith("/") else ""
+        if bucket not in self.bucket_owners:
+            return None
+        expected = headers.get("x-amz-expected-bucket-owner")
+        self.s3_requests.append((method, path.split("?")[0], expected))
+        if expected is not None and expected != self.bucket_owners[bucket]:
+            return "AccessDenied"
+        if method == "PUT" and "/" in path.split("?")[0].strip("/"):  # an object, not the bucket
+            if bucket in self.sse_kms_required and headers.get("x-amz-server-side-encryption") != "aws:kms":
+                return "AccessDenied"
+            if (
+                bucket in self.full_control_required
+                and headers.get("x-amz-acl") != "bucket-owner-full-control"
+            ):
+                return "AccessDenied"
+        return None
+
+    def s3_fault(self, method: str, path: str) -> tuple[int, str] | None:
+        """The injected answer to an S3 request, or None (a GET of a faulty instance's bundle only)."""
+        if method != "GET" or "/bundle.tar.gz" not in path:
+            return None
+        for iid, fault in self.s3_faults.items():
+            if f"/{iid}/bundle.tar.gz" in path:
+                self.s3_gets.append(path)
+                return fault
+        return None
+
+    def take_ssm_refusal(self, operation: str) -> str | None:
+        """The error code to answer this SSM call with, or None (:attr:`ssm_refuse` counts down)."""
+        with self._fault_lock:
+            refusal = self.ssm_refuse.get(operation)
+            if not refusal or refusal[1] == 0:
+                return None
+            refusal[1] -= 1 if refusal[1] > 0 else 0
+            return str(refusal[0])
 
     def fault_for(self, authorization: str, body: bytes) -> bytes | None:
         """The EC2-style error to answer instead of forwarding, or None."""

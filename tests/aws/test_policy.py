@@ -382,7 +382,7 @@ def test_snapshot_mode_with_tag_calls_only_what_its_policy_allows(
 
 
 _ACTION = re.compile(r"^[a-z0-9-]+:[A-Za-z0-9*?]+$")
-_CONDITION_KEY = re.compile(r"^(aws|ec2|iam|kms|s3|ssm):[A-Za-z]+(/[\w:.+=@/-]+)?$")
+_CONDITION_KEY = re.compile(r"^(aws|ec2|iam|kms|s3|ssm):[A-Za-z]+(-[a-z]+)*(/[\w:.+=@/-]+)?$")
 _OPERATORS = {
     "StringEquals",
     "StringLike",

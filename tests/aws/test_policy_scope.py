@@ -56,7 +56,22 @@ CASES = {
         [
             Request("s3:PutObject", "arn:aws:s3:::reports/other/bundle.tar.gz"),  # outside the prefix
             Request("s3:GetObject", "arn:aws:s3:::other/imagelint/run-1/report.json"),  # another bucket
-            Request("s3:DeleteObject", "arn:aws:s3:::reports/imagelint/run-1/report.json"),
+            Request("s3:DeleteObject", "arn:aws:s3:::reports/other/bundle.tar.gz"),  # outside the prefix
+        ],
+    ),
+    "ImagelintReportsOtherAccount": (
+        Request(
+            "s3:PutObjectAcl",
+            "arn:aws:s3:::reports/imagelint/run-1/i-1/bundle.tar.gz",
+            {"s3:x-amz-acl": "bucket-owner-full-control"},
+        ),
+        [
+            Request(
+                "s3:PutObjectAcl",
+                "arn:aws:s3:::reports/imagelint/run-1/i-1/bundle.tar.gz",
+                {"s3:x-amz-acl": "public-read"},
+            ),
+            Request("s3:PutObjectAcl", "arn:aws:s3:::reports/imagelint/run-1/i-1/bundle.tar.gz", {}),
         ],
     ),
     "ImagelintVerdictTags": (

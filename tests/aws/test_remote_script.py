@@ -69,13 +69,19 @@ def _start(
     return proc, scratch
 
 
+HEADERS: list[dict[str, str]] = []
+
+
 @pytest.fixture
 def bucket() -> Iterator[tuple[str, list[bytes]]]:
-    """A local HTTP server that takes PUTs (as S3 takes the presigned one): its URL and the bodies."""
+    """A local HTTP server that takes PUTs (as S3 takes the presigned one): its URL and the bodies
+    (the headers of each PUT in :data:`HEADERS`)."""
     bodies: list[bytes] = []
+    HEADERS.clear()
 
     class Put(http.server.BaseHTTPRequestHandler):
         def do_PUT(self) -> None:
+            HEADERS.append({k.lower(): v for k, v in self.headers.items()})
             bodies.append(self.rfile.read(int(self.headers["Content-Length"])))
             self.send_response(200)
             self.send_header("Content-Length", "0")
@@ -137,3 +143,48 @@ def test_a_command_stopped_while_soaking_leaves_no_work_directory(tmp_path: Path
             proc.wait()
     assert proc.returncode != 0
     assert list(scratch.iterdir()) == []
+
+
+def test_the_upload_sends_every_header_its_url_is_signed_with(
+    tmp_path: Path, bucket: tuple[str, list[bytes]]
+) -> None:
+    """Issue 48, item 4: a central bucket of another account that demands SSE-KMS. The URL is signed
+    with the owner, SSE-KMS and ACL headers, and the script's curl sends each with its value (S3
+    refuses a presigned PUT whose signed headers are missing)."""
+    import dataclasses
+    import urllib.parse
+
+    import boto3
+    from botocore.config import Config
+
+    from imagelint.aws.s3urls import Presigner
+
+    url, _bodies = bucket
+    key = "arn:aws:kms:eu-west-1:111122223333:key/0f0e0d0c-0b0a-0908-0706-050403020100"
+    plan = dataclasses.replace(
+        _plan(url), bucket_owner="111122223333", sse_kms_key=key, owner_full_control=True
+    )
+    wanted = {
+        "x-amz-server-side-encryption": "aws:kms",
+        "x-amz-server-side-encryption-aws-kms-key-id": key,
+        "x-amz-acl": "bucket-owner-full-control",
+        "x-amz-expected-bucket-owner": "111122223333",
+    }
+    assert dict(ssm.upload_headers(plan)) == wanted
+    proc, _scratch = _start(plan, tmp_path)
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    (sent,) = HEADERS
+    assert {k: sent.get(k) for k in wanted} == wanted and sent["x-amz-meta-imagelint-binding"] == "token"
+    client = boto3.client(
+        "s3",
+        region_name="eu-west-1",
+        aws_access_key_id="k",
+        aws_secret_access_key="s",
+        config=Config(signature_version="s3v4"),
+    )
+    signed = Presigner("bkt", "eu-west-1", client).put_url(
+        "p/r/i/bundle.tar.gz", 60, {ssm.BINDING_META: "token"}, ssm.upload_params(plan)
+    )
+    names = urllib.parse.parse_qs(urllib.parse.urlsplit(signed).query)["X-Amz-SignedHeaders"][0]
+    assert set(names.split(";")) == {"host", "x-amz-meta-imagelint-binding", *wanted}

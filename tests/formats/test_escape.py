@@ -83,7 +83,7 @@ def test_evidence_lists_and_nested_mappings_keep_their_bytes() -> None:
 
 
 def test_reading_a_json_report_back_changes_nothing() -> None:
-    """imagelint.aws.merge rebuilds findings from instances' JSON reports: normalising is idempotent."""
+    """imagelint.report.merge rebuilds findings from instances' JSON reports: normalising is idempotent."""
     name = b"/etc/\xff\\x2d".decode("utf-8", "surrogateescape")
     first = _finding(path=name, subject=name, unit="a\\x2db.service", evidence={"e": name})
     again = Finding(**{**json.loads(json.dumps(asdict(first))), "severity": Severity.HIGH})

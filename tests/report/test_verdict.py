@@ -7,8 +7,8 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from imagelint.aws.merge import merge
 from imagelint.report import Finding, Outcome, Report, ReportError, RuleResult, Verdict, report_from_dict
+from imagelint.report.merge import merge
 from imagelint.report.verdict import decide, finding_fails, fold_evidence
 from imagelint.rulepacks import Severity
 from imagelint.sampletree import build_tree

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import IO
 
 from imagelint.collector import MAX_BUNDLE
+from imagelint.collector.room import check_room
 from imagelint.collector.ssh.script import MAGIC, remote_command, script
 from imagelint.collector.ssh.spec import HostSpec
 from imagelint.errors import ExitCode, ImageLintError, UsageError
@@ -179,6 +180,7 @@ def _receive(
     size = int(size_text)
     if size > MAX_BUNDLE:
         raise RemoteError(f"the host's bundle is {size:,} bytes, over {MAX_BUNDLE:,}; not read", where=where)
+    check_room(directory, size, where)  # before a byte is written: the other hosts' room
     path = directory / "bundle.tar.gz"
     got = 0
     with path.open("xb") as out:

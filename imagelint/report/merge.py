@@ -1,4 +1,9 @@
-"""Merging the JSON reports that instances send back into one report about the AMI or the fleet.
+"""Merging the reports of several parts (an instance's audit and soak, the hosts of a fleet or a host
+list) into one report about the AMI, the fleet or the list.
+
+It lives with the report, beside the one verdict function it calls, and not with the AWS access
+(``imagelint.aws``), which fetches what the hosts sent but judges nothing; ``ami``, ``fleet`` and
+``--hosts`` all merge through it.
 
 How: the remote reports (``audit`` for the image and host scopes, ``soak`` for the soak scope) are
 read back into :class:`~imagelint.report.Report` objects and combined:
