@@ -5,10 +5,12 @@ An output path may sit in a checkout anyone can commit to, or in a shared ``/tmp
 the path is looked at without following it (``lstat`` from a descriptor on its directory) and
 must be absent, or a regular file this user (the effective uid) owns; a symbolic link, a FIFO, a
 directory, any other kind of file, or another user's file is refused with one line (:class:`Refused`,
-exit 2). The new content goes to a fresh temporary in the same directory (``O_CREAT|O_EXCL|O_NOFOLLOW``,
-an unpredictable name), is flushed to disk, and takes the path's place: by ``link`` when the path was
-absent (which fails if anything appeared there since), by ``rename`` when it was this user's file, and
-only after checking that the entry is still the one checked. A path that changed during the run is
+exit 2). A character device (``/dev/null``) is written in place and never removed: only root can
+make one, so no one else can have planted it. The new content goes to a fresh temporary in the same
+directory (``O_CREAT|O_EXCL|O_NOFOLLOW``, an unpredictable name), is flushed to disk, and takes the
+path's place: by ``link`` when the path was absent (which fails if anything appeared there since),
+by ``rename`` when it was this user's file, and only after checking that the entry is still the one
+checked. A path that changed during the run is
 :class:`Changed` (exit 3). ``rename`` replaces the entry itself and never writes through it.
 
 Directories on the way to the path are the user's own choice and are followed; only the entry the
@@ -50,8 +52,11 @@ UNCHECKED = Unchecked()
 
 
 def _why_not(st: os.stat_result) -> str | None:
-    """Why the entry ``st`` may not be replaced or removed, or None when it may."""
+    """Why the entry ``st`` may not be replaced or removed, or None when it may (a character device
+    is written in place: only root can make one, so none is planted)."""
     mode = st.st_mode
+    if stat.S_ISCHR(mode):
+        return None
     if stat.S_ISLNK(mode):
         return "is a symbolic link; not written through"
     if stat.S_ISFIFO(mode):
@@ -99,6 +104,21 @@ def _inspect(fd: int, path: Path) -> Identity | None:
     return (st.st_dev, st.st_ino)
 
 
+def _is_device(fd: int, name: str) -> bool:
+    st = _lstat(fd, name)
+    return st is not None and stat.S_ISCHR(st.st_mode)
+
+
+def _write_device(fd: int, name: str, data: bytes) -> None:
+    dfd = os.open(name, os.O_WRONLY | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC, dir_fd=fd)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(dfd, view) :]
+    finally:
+        os.close(dfd)
+
+
 def _name(path: Path) -> None:
     if path.name in ("", ".", ".."):
         raise Refused("names a directory, not a file", where=str(path))
@@ -120,7 +140,7 @@ def remove_stale(path: Path) -> None:
     except OSError:
         return
     try:
-        if _inspect(fd, path) is not None:
+        if _inspect(fd, path) is not None and not _is_device(fd, path.name):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path.name, dir_fd=fd)
     finally:
@@ -144,9 +164,12 @@ def replace(
             if isinstance(expected, Unchecked):
                 raise
             raise Changed(f"changed during the run: {exc.message}", where=str(path)) from None
+        st = _lstat(fd, path.name) if found is not None else None
+        if st is not None and stat.S_ISCHR(st.st_mode):
+            _write_device(fd, path.name, data)
+            return
         if not isinstance(expected, Unchecked) and found != expected and found is not None:
             raise Changed("changed during the run: another file is there now", where=str(path))
-        st = _lstat(fd, path.name) if found is not None else None
         if mode is None:
             mode = stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask()
         temporary = _write_temporary(fd, path.name, data, mode)

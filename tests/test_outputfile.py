@@ -135,3 +135,17 @@ def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+def test_a_character_device_is_written_in_place_and_never_removed(tmp_path: Path) -> None:
+    """``-f json:/dev/null`` keeps working: a device only root can make is no planted trap (tested on
+    a device node of our own, so a fault cannot touch the real /dev/null)."""
+    need(is_root(), "mknod needs root")
+    null = tmp_path / "null"
+    os.mknod(null, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    before = _snapshot(null)
+    assert outputfile.check(null) is not None
+    outputfile.remove_stale(null)
+    outputfile.replace(null, b"{}", expected=outputfile.check(null))
+    assert _snapshot(null) == before and null.is_char_device()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["null"]
