@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from imagelint import stderr
+from imagelint import outputfile, stderr
 from imagelint.cli.application import (
     DOCS_CODES,
     DOCS_MEANINGS,
@@ -42,7 +42,7 @@ from imagelint.cli.options import (
     ssh_only,
     with_run_options,
 )
-from imagelint.errors import ExitCode, UsageError
+from imagelint.errors import ExitCode, ImageLintError, UsageError
 from imagelint.formats.outputs import clear_stale
 
 COMPLETION_SHELLS = ("bash", "zsh", "fish", "powershell")
@@ -530,7 +530,7 @@ def docs_rules(
         if current != text:
             raise fail(f"{output} is out of date; run: imagelint docs rules -o {output}", ExitCode.FAIL)
         return
-    output.write_text(text, encoding="utf-8")
+    outputfile.replace(output, text.encode("utf-8"))
 
 
 from imagelint.cli import aws as _aws_commands  # noqa: E402, F401  (registers `ami`, `fleet`)
@@ -549,7 +549,11 @@ def run() -> None:
     click = getattr(typer.core, "_click", None) or importlib.import_module("click")
     argv = sys.argv[1:]
     quiet_on_closed_pipe()
-    clear_stale(argv)  # before anything can fail: no report an earlier run left is read as this run's
+    try:
+        clear_stale(argv)  # before anything can fail: no report an earlier run left is read as this run's
+    except ImageLintError as exc:  # a -f path this run would refuse to write (a link, a FIFO, ...)
+        stderr.error(str(exc))
+        sys.exit(int(exc.exit_code))
     command = typer.main.get_command(for_command_line(argv))
     try:
         code = command.main(args=argv, prog_name="imagelint", standalone_mode=False)

@@ -1,8 +1,10 @@
 """``imagelint fix --apply``: the plan's steps performed on a root directory, as the script performs them.
 
-Every write goes through :class:`imagelint.remedy.rootdir.RootDir` (paths resolved as a chroot
-would, reached without following links); unit steps are :mod:`imagelint.remedy.units`, which
-systemctl agrees with. Each step is idempotent: applied twice, the tree is the one applied once.
+Every write goes through :class:`imagelint.remedy.rootdir.RootDir`, reached without following
+links. A file step's path is the canonical one the audit resolved, taken as written: a link on the way
+to it is refused (exit 3), as the printed script refuses it, so both act, or refuse, alike
+(``tests/remedy/test_links.py``). Unit steps are :mod:`imagelint.remedy.units`, which systemctl
+agrees with. Each step is idempotent: applied twice, the tree is the one applied once.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ def _apply(step: Step, root: RootDir) -> list[str]:
     if step.action == "lock-password":
         return _lock_password(root, step["user"])
     path = step["path"]
-    with root.parent(path) as (fd, name):
+    with root.parent(path, resolve=False) as (fd, name):
         if fd is None:
             if step.action == "symlink":
                 raise ImageReadError(path, "its directory does not exist; the link cannot be made")
@@ -127,7 +129,7 @@ def _read_bounded(root: RootDir, fd: int, name: str, path: str, limit: int) -> b
 
 
 def _lock_password(root: RootDir, user: str) -> list[str]:
-    with root.parent(SHADOW) as (fd, name):
+    with root.parent(SHADOW, resolve=False) as (fd, name):
         old = None if fd is None else _read_bounded(root, fd, name, SHADOW, MAX_SHADOW)
         new = None if old is None else locked_shadow(old.decode("utf-8", "surrogateescape"), user)
         if fd is None or new is None:
@@ -139,7 +141,7 @@ def _lock_password(root: RootDir, user: str) -> list[str]:
 
 
 def _set_sshd_option(root: RootDir, option: str, value: str) -> list[str]:
-    with root.parent(SSHD_CONFIG) as (fd, name):
+    with root.parent(SSHD_CONFIG, resolve=False) as (fd, name):
         if fd is None:
             raise ImageReadError(SSHD_CONFIG, "its directory does not exist")
         old = _read_bounded(root, fd, name, SSHD_CONFIG, MAX_SSHD_CONFIG) or b""

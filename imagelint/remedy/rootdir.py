@@ -42,11 +42,16 @@ class RootDir:
         return prefix + (image_path if image_path != "/" else "")
 
     @contextlib.contextmanager
-    def parent(self, image_path: str, *, create: bool = False) -> Iterator[tuple[int | None, str]]:
+    def parent(
+        self, image_path: str, *, create: bool = False, resolve: bool = True
+    ) -> Iterator[tuple[int | None, str]]:
         """(descriptor of the parent directory, last component) of ``image_path``; the descriptor is
-        None when a parent does not exist (and ``create`` is false)."""
-        canonical = self.canonical(image_path)
+        None when a parent does not exist (and ``create`` is false). With ``resolve`` false the path
+        is taken as written: a link anywhere on the way is refused, as the fix script refuses it."""
+        canonical = self.canonical(image_path) if resolve else image_path
         parts = [p for p in canonical.split("/") if p]
+        if not resolve and any(p in (".", "..") for p in parts):
+            raise ImageReadError(image_path, "is not a canonical path; not changed")
         if not parts:
             raise ImageReadError(image_path, "is the image root itself; not changed")
         fd = os.open(self.root, _DIR)
@@ -63,6 +68,9 @@ class RootDir:
                     nfd = os.open(part, _DIR, dir_fd=fd)
                 except OSError as exc:
                     where = "/" + "/".join(parts[: i + 1])
+                    st = self.lstat(fd, part)
+                    if st is not None and stat.S_ISLNK(st.st_mode):
+                        raise ImageReadError(where, "is a link on the way; not followed") from None
                     if exc.errno in (errno.ELOOP, errno.ENOTDIR):
                         raise ImageReadError(
                             where, "is not a directory (or became a link); not followed"

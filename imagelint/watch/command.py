@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from imagelint import stderr
-from imagelint.errors import UsageError, extra_hint
+from imagelint.errors import ImageLintError, UsageError, extra_hint
 from imagelint.session import RunOptions, prepare
 from imagelint.soak.runner import stop_on_signals
 from imagelint.watch.loop import Watcher, WatchSettings
@@ -73,6 +73,8 @@ def run_watch(
             textfile.write_atomically(outputs.textfile, metrics.exposition(file_registry))
         except OSError as exc:
             warn(f"watch: --textfile {outputs.textfile}: {exc.strerror or exc}")
+        except ImageLintError as exc:  # the file became a link, a FIFO, another user's...
+            warn(f"watch: --textfile {exc}")
 
     def publish(state: WatchState) -> None:
         nonlocal last_write

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
+from imagelint.errors import ImageLintError
 from imagelint.facts.cgroups import CgroupReadError
 from imagelint.facts.trend import DEFAULT_ALPHA, analyse
 from imagelint.probes.cgroups import CgroupSampler
@@ -170,3 +171,5 @@ def run_check(name: str, settings: NpdSettings, now: float | None = None) -> tup
         return checks[name](settings, at)
     except OSError as exc:
         return NpdStatus.UNKNOWN, f"{name}: {exc.strerror or exc}"
+    except ImageLintError as exc:  # the state file is a link, a FIFO, another user's...
+        return NpdStatus.UNKNOWN, f"{name}: {exc}"

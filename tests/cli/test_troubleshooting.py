@@ -31,6 +31,8 @@ ELSEWHERE = {  # row (its first words) -> the test that reproduces it and counts
     "test_the_real_cli_under_a_tight_memory_limit_is_inconclusive_with_the_image_named",
     "internal error": "tests/cli/test_catch_all.py::"
     "test_an_internal_error_is_one_line_exit_3_and_names_where",
+    "PATH: is a symbolic link": "tests/formats/test_outputs.py::"
+    "test_a_planted_output_path_is_refused_in_one_line_and_left_alone",
     "a rule pattern runs out of time": "tests/textmatch/test_regex_budget.py::"
     "test_a_pattern_only_python_can_run_that_overruns_its_budget_is_an_error_not_a_pass",
 }

@@ -128,14 +128,15 @@ def test_a_failing_format_leaves_no_partial_file(tmp_path: Path, monkeypatch: py
 
 def test_report_files_are_replaced_atomically(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "sub" / "out.md"
+    out.parent.mkdir()  # never created by the writer: a missing directory is refused
     write_outputs(_report([_world_writable("/etc/x")]), [OutputSpec("markdown", out)], RenderOptions())
     assert "/etc/x" in out.read_text() and oct(out.stat().st_mode & 0o777) == oct(0o666 & ~_umask())
     out.chmod(0o600)
 
-    def fail(*args: object) -> None:
+    def fail(*args: object, **kwargs: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(os, "replace", fail)
+    monkeypatch.setattr(os, "rename", fail)
     with pytest.raises(Exception, match="cannot write markdown report"):
         write_outputs(_report([]), [OutputSpec("markdown", out)], RenderOptions())
     assert "/etc/x" in out.read_text() and sorted(p.name for p in out.parent.iterdir()) == ["out.md"]

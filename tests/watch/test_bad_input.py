@@ -170,3 +170,20 @@ def test_an_unreadable_journal_file_is_counted_and_said(tmp_path: Path, ena_jour
     assert state.signals["ena-reset"] == 3  # the good file is read
     assert state.journal_unreadable == 1
     assert any(line.startswith(f"watch: journal: {ena_journal / 'junk.journal'}: ") for line in said), said
+
+
+def test_a_textfile_planted_as_a_link_is_refused_at_start(tmp_path: Path) -> None:
+    """DIR/imagelint.prom is replaced, never written through: a link there (to a file of someone else's)
+    is refused before the watch starts, and the file it names stays as it was."""
+    textdir = tmp_path / "out"
+    textdir.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text("someone else's\n")
+    victim.chmod(0o600)
+    os.symlink(victim, textdir / "imagelint.prom")
+    args = (f"--textfile={textdir}", "--interval=1s", "--duration=2s", "--no-rules")
+    proc = run_cli("watch", *args, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert "imagelint.prom: is a symbolic link" in one_error_line(proc)
+    assert victim.read_text() == "someone else's\n" and victim.stat().st_mode & 0o777 == 0o600
+    assert (textdir / "imagelint.prom").is_symlink()
