@@ -126,3 +126,23 @@ def test_a_pattern_that_could_reach_the_shell_is_refused_when_rendered() -> None
     plan = _plan(Step("remove-matching", (("path", "/var/cache"), ("match", "*;touch x"))))
     with pytest.raises(ValueError, match="shell-inert"):
         render_script(plan, "t", "0")
+
+
+@pytest.mark.parametrize("root", ["-rf", "--help", "-", "--no-preserve-root"])
+def test_a_root_that_looks_like_an_option_is_refused(tmp_path: Path, root: str) -> None:
+    """``sh fix.sh "$ROOT"`` with ROOT from a variable: a leading ``-`` would reach chmod, readlink
+    and cat as an option; the script refuses it before it touches anything (write ./NAME)."""
+    (tmp_path / root).mkdir()
+    (tmp_path / root / "etc").mkdir()
+    (tmp_path / root / "etc" / "x").write_text("x")
+    (tmp_path / root / "etc" / "x").chmod(0o666)
+    plan = _plan(Step("chmod", (("path", "/etc/x"), ("clear", "0002"))))
+    script = render_script(plan, "test", "0")
+    proc = subprocess.run(["sh", "-c", script, "fix", root], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 2 and "the root is a path, not an option" in proc.stderr, proc.stderr
+    assert (tmp_path / root / "etc" / "x").stat().st_mode & 0o777 == 0o666  # untouched
+    dotted = subprocess.run(
+        ["sh", "-c", script, "fix", f"./{root}"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert dotted.returncode == 0, dotted.stderr
+    assert (tmp_path / root / "etc" / "x").stat().st_mode & 0o777 == 0o664
