@@ -45,10 +45,10 @@ lint:
 
 ## docs: rewrite the generated pages of the docs site (rules, configuration, IAM policies, the Action)
 ## its pictures (headless Chromium, when installed: scripts/install.sh --test), then build the site into
-## build/site (`mkdocs build --strict`: a broken link fails); installs the docs extra (Material for
+## build/site (`mkdocs build --strict`: a broken link fails); installs the docs group (Material for
 ## MkDocs) into .venv first, so it works right after `make demo`
 docs:
-	$(BIN)/python -m pip install -q -e '.[docs]'
+	$(BIN)/python -m pip install -q --group docs
 	$(BIN)/python -m imagelint.docs
 	if command -v chromium >/dev/null; then $(BIN)/python scripts/docs-screenshots.py; \
 	  else echo "make docs: no chromium (scripts/install.sh --test installs it): the pictures were not retaken" >&2; fi

@@ -56,7 +56,7 @@ python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || {
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 if [ "$want_test" = 1 ]; then
-    .venv/bin/python -m pip install -q -e '.[test]'
+    .venv/bin/python -m pip install -q -e '.[disk,watch]' --group test
     .venv/bin/python -m tests.formats.browsers  # the pinned Mermaid CLI, installed once per machine
 else
     .venv/bin/python -m pip install -q -e .

@@ -13,7 +13,7 @@ from tests.support import REPO
 
 def test_mypy_strict_clean() -> None:
     if importlib.util.find_spec("mypy") is None:
-        pytest.fail("mypy is not installed in this environment: pip install -e '.[test]'")
+        pytest.fail("mypy is not installed in this environment: pip install -e '.[disk,watch]' --group test")
     proc = subprocess.run(
         [sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml")],
         cwd=REPO,

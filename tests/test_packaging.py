@@ -53,6 +53,10 @@ def test_the_release_artifacts_pass_twine_and_check_wheel_contents(dist: Path) -
         metadata = archive.read(f"imagelint-{__version__}.dist-info/METADATA").decode()
     urls = [line for line in metadata.splitlines() if line.startswith("Project-URL: ")]
     assert "Project-URL: Source, https://github.com/imagelint/imagelint" in urls, urls
+    extras = sorted(
+        line.split(": ", 1)[1] for line in metadata.splitlines() if line.startswith("Provides-Extra: ")
+    )
+    assert extras == ["disk", "watch"], extras  # what users install; test and docs tools are groups
 
 
 @pytest.mark.slow

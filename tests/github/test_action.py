@@ -227,7 +227,7 @@ def test_action_install_step_with_the_disk_extra_then_audit_a_qcow2(tmp_path: Pa
 
 def _tool(name: str) -> str:
     path = shutil.which(name, path=str(BIN))
-    assert path, f"{name} is installed with the test extras (pip install -e '.[test]')"
+    assert path, f"{name} is installed with the test extras (pip install -e '.[disk,watch]' --group test)"
     return path
 
 
