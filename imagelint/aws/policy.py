@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from imagelint.aws.ec2 import RUN_TAG
+from imagelint.aws.ec2 import DEADLINE_TAG, RUN_TAG
 from imagelint.aws.partitions import Partition, for_partition
 from imagelint.aws.ssm import DOCUMENT
 
@@ -49,6 +49,10 @@ _EC2 = "arn:aws:ec2:*:*:{}/*"  # account-owned EC2 resources (instance, volume, 
 _IMAGES = ["arn:aws:ec2:*::image/*", "arn:aws:ec2:*::snapshot/*"]  # images and snapshots: no account
 _RUN_RESOURCES = [_EC2.format("instance"), _EC2.format("volume")]
 RUN_PROFILE_PATH = "/imagelint/"  # the IAM path of --create-profile's roles and profiles
+RUN_PROFILE_PREFIX = "imagelint-"  # ... and their names' prefix: together, the run namespace
+RUN_ROLES = f"arn:aws:iam::*:role{RUN_PROFILE_PATH}{RUN_PROFILE_PREFIX}*"
+RUN_PROFILES = f"arn:aws:iam::*:instance-profile{RUN_PROFILE_PATH}{RUN_PROFILE_PREFIX}*"
+SSM_MANAGED_POLICY = "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore"
 DEFAULT_REPORT_PREFIX = "imagelint/"  # --report-prefix's default
 
 # Placeholders of the printed policies (`imagelint ami policies` fills them from its options)
@@ -58,7 +62,6 @@ ACCOUNT = "ACCOUNT-ID"  # the account that owns the gated AMIs (ec2:Owner)
 CANDIDATE_TAG = ("CANDIDATE-TAG-KEY", "CANDIDATE-TAG-VALUE")  # the tag the pipeline puts on its candidates
 FLEET_TAG = ("FLEET-TAG-KEY", "FLEET-TAG-VALUE")  # `fleet --target tag:KEY=VALUE`
 RUN_ROLE_ARN = "RUN-ROLE-ARN"  # --role-arn
-PERMISSIONS_BOUNDARY = "PERMISSIONS-BOUNDARY"  # --permissions-boundary's policy
 
 # The tags --tag writes (imagelint.commands.ami.verdict_tags): CreateTags may write these keys only
 VERDICT_TAG_KEYS = (
@@ -117,27 +120,36 @@ RUNNER_STATEMENTS: dict[str, Entry] = {
         _RUN_RESOURCES,
         {"StringLike": {f"aws:RequestTag/{RUN_TAG}": "*"}},
     ),
-    # what RunInstances / CreateVolume read or create untagged: the AMI, its snapshots, the subnet,
-    # security groups and the network interface
+    # what RunInstances reads or creates untagged: the AMI (any: a public or shared one too), its
+    # snapshots, the subnet, security groups and the network interface
     "ImagelintCreateFrom": (
-        ("ec2:RunInstances", "ec2:CreateVolume"),
+        ("ec2:RunInstances",),
         [*_IMAGES, *(_EC2.format(t) for t in ("subnet", "security-group", "network-interface"))],
         None,
     ),
+    # volume mode's volume: only from a snapshot of this account carrying the candidate tag (the
+    # gated AMI's), never from a backup or another snapshot the runner could then read
+    "ImagelintVolumeFrom": (("ec2:CreateVolume",), "arn:aws:ec2:*::snapshot/*", {"StringEquals": CANDIDATE}),
     # tags only as part of the creating call (the TagSpecifications), never on an existing resource
     "ImagelintTagOnCreate": (
         ("ec2:CreateTags",),
         [*_RUN_RESOURCES, _EC2.format("security-group")],
         {"StringEquals": {"ec2:CreateAction": ["RunInstances", "CreateVolume", "CreateSecurityGroup"]}},
     ),
-    # destructive actions only on resources carrying the run tag (cleanup and `ami cleanup` too)
+    # destructive actions only on resources carrying the run tag (cleanup and `ami cleanup` too);
+    # AttachVolume is authorised on the volume and on the instance: both the run's ...
     "ImagelintRunResources": (
         ("ec2:TerminateInstances", "ec2:AttachVolume", "ec2:DetachVolume", "ec2:DeleteVolume"),
         _RUN_RESOURCES,
         {"StringLike": {f"aws:ResourceTag/{RUN_TAG}": "*"}},
     ),
-    # volume mode: the runner's own instance, which the run did not create and did not tag
-    "ImagelintRunnerInstance": (("ec2:AttachVolume", "ec2:DetachVolume"), _EC2.format("instance"), None),
+    # ... or, in volume mode, the instance the request comes from (the runner itself: its instance
+    # role's credentials carry ec2:SourceInstanceARN, and aws:ARN is the instance named), no other
+    "ImagelintRunnerInstance": (
+        ("ec2:AttachVolume", "ec2:DetachVolume"),
+        _EC2.format("instance"),
+        {"StringEquals": {"aws:ARN": "${ec2:SourceInstanceARN}"}},
+    ),
     "ImagelintVerdictTags": VERDICT_TAGS,
     # --on-fail only: deregister, deprecate and delete snapshots of this account's AMIs and snapshots
     # that carry the candidate tag (the run did not create them, so its own tag cannot scope them;
@@ -202,31 +214,70 @@ RUNNER_STATEMENTS: dict[str, Entry] = {
         None,
     ),
     "ImagelintInstanceProfile": (("iam:GetInstanceProfile",), "arn:aws:iam::*:instance-profile/*", None),
-    # RunInstances gives the instance its profile's role: that role only (or a --create-profile
-    # run's own role, under /imagelint/), and only to EC2
+    # RunInstances gives the instance its profile's role, only to EC2: the instance role the user made ...
     "ImagelintPassRole": (
         ("iam:PassRole",),
-        [f"arn:aws:iam::*:role/{INSTANCE_ROLE}", f"arn:aws:iam::*:role{RUN_PROFILE_PATH}*"],
+        f"arn:aws:iam::*:role/{INSTANCE_ROLE}",
         {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
     ),
-    "ImagelintRole": (("sts:AssumeRole",), RUN_ROLE_ARN, None),  # only with --role-arn: that role
-    # only with --create-profile (and for `ami cleanup` of what those runs left): roles and
-    # instance profiles under the run's IAM path only
-    "ImagelintRunProfile": (
-        (
-            "iam:CreateRole",
-            "iam:AttachRolePolicy",
-            "iam:CreateInstanceProfile",
-            "iam:AddRoleToInstanceProfile",
-            "iam:RemoveRoleFromInstanceProfile",
-            "iam:DeleteInstanceProfile",
-            "iam:DetachRolePolicy",
-            "iam:DeleteRolePolicy",
-            "iam:DeleteRole",
-        ),
-        [f"arn:aws:iam::*:role{RUN_PROFILE_PATH}*", f"arn:aws:iam::*:instance-profile{RUN_PROFILE_PATH}*"],
-        None,
+    # ... or a --create-profile run's own role (in the run namespace, carrying the run tag)
+    "ImagelintPassRunRole": (
+        ("iam:PassRole",),
+        RUN_ROLES,
+        {
+            "StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"},
+            "StringLike": {f"aws:ResourceTag/{RUN_TAG}": "*"},
+        },
     ),
+    "ImagelintRole": (("sts:AssumeRole",), RUN_ROLE_ARN, None),  # only with --role-arn: that role
+    # The statements below serve only --create-profile (and `ami cleanup` of what those runs left).
+    # A role is created only in the run namespace, with the permissions boundary (by default
+    # AmazonSSMManagedInstanceCore itself: the role can never do more than the SSM agent needs,
+    # whatever its trust policy says, for which IAM has no condition key) and the run's tags ...
+    "ImagelintRunRoleCreate": (
+        ("iam:CreateRole",),
+        RUN_ROLES,
+        {
+            "StringEquals": {"iam:PermissionsBoundary": SSM_MANAGED_POLICY},
+            "StringLike": {f"aws:RequestTag/{RUN_TAG}": "*", f"aws:RequestTag/{DEADLINE_TAG}": "*"},
+        },
+    ),
+    # ... is given AmazonSSMManagedInstanceCore only, and only while it carries the boundary (AWS's
+    # advice when delegating role creation: the boundary on the attach call too); no inline policy
+    "ImagelintRunRoleAttach": (
+        ("iam:AttachRolePolicy",),
+        RUN_ROLES,
+        {
+            "ArnEquals": {"iam:PolicyARN": SSM_MANAGED_POLICY},
+            "StringEquals": {"iam:PermissionsBoundary": SSM_MANAGED_POLICY},
+            "StringLike": {f"aws:ResourceTag/{RUN_TAG}": "*"},
+        },
+    ),
+    # the run's tags on its role and profile (IAM checks these for Tags in the create calls)
+    "ImagelintRunProfileTags": (
+        ("iam:TagRole", "iam:TagInstanceProfile"),
+        [RUN_ROLES, RUN_PROFILES],
+        {"StringLike": {f"aws:RequestTag/{RUN_TAG}": "*", f"aws:RequestTag/{DEADLINE_TAG}": "*"}},
+    ),
+    "ImagelintRunProfileCreate": (
+        ("iam:CreateInstanceProfile",),
+        RUN_PROFILES,
+        {"StringLike": {f"aws:RequestTag/{RUN_TAG}": "*", f"aws:RequestTag/{DEADLINE_TAG}": "*"}},
+    ),
+    # the profile filled, emptied and deleted, and the role stripped and deleted, only while they
+    # carry the run tag: a role or profile someone else put in the namespace is not the runner's
+    "ImagelintRunProfileChange": (
+        ("iam:AddRoleToInstanceProfile", "iam:RemoveRoleFromInstanceProfile", "iam:DeleteInstanceProfile"),
+        RUN_PROFILES,
+        {"StringLike": {f"aws:ResourceTag/{RUN_TAG}": "*"}},
+    ),
+    "ImagelintRunRoleRemove": (
+        ("iam:DetachRolePolicy", "iam:DeleteRolePolicy", "iam:DeleteRole"),
+        RUN_ROLES,
+        {"StringLike": {f"aws:ResourceTag/{RUN_TAG}": "*"}},
+    ),
+    # `ami cleanup` reads a role's tags before it removes it (ownership: run tag and deadline)
+    "ImagelintRunRoleRead": (("iam:GetRole",), RUN_ROLES, None),
     "ImagelintRunProfileList": (("iam:ListRoles",), "*", None),  # ListRoles has no resource scope
     # hardened accounts. The EBS encryption-by-default pre-flight (neither call has a resource scope)
     "ImagelintHardenedEbsDefault": (
@@ -239,19 +290,6 @@ RUNNER_STATEMENTS: dict[str, Entry] = {
         ("ec2:CreateTags",),
         _EC2.format("network-interface"),
         {"StringEquals": {"ec2:CreateAction": "RunInstances"}},
-    ),
-    # --resource-tag with --create-profile: tags in CreateRole / CreateInstanceProfile need these too
-    "ImagelintHardenedProfileTags": (
-        ("iam:TagRole", "iam:TagInstanceProfile"),
-        [f"arn:aws:iam::*:role{RUN_PROFILE_PATH}*", f"arn:aws:iam::*:instance-profile{RUN_PROFILE_PATH}*"],
-        None,
-    ),
-    # --permissions-boundary: the run's role created only with that boundary (replace
-    # PERMISSIONS-BOUNDARY; as AWS documents it, with the condition key iam:PermissionsBoundary)
-    "ImagelintHardenedBoundary": (
-        ("iam:CreateRole",),
-        f"arn:aws:iam::*:role{RUN_PROFILE_PATH}*",
-        {"StringLike": {"iam:PermissionsBoundary": f"arn:aws:iam::*:policy/{PERMISSIONS_BOUNDARY}"}},
     ),
 }
 
@@ -281,7 +319,6 @@ INSTANCE_TRUST = {
         {"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}
     ],
 }
-SSM_MANAGED_POLICY = "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore"
 
 
 def managed_policy_arn(partition: str) -> str:

@@ -423,7 +423,11 @@ def _launch(check: _ImageCheck) -> Report:
         progress.log(f"warning: {warning}")
     public_ip = network.public_ip_needed(clients.ec2, where, image.region, bucket_region=bucket_region)
     launch = dataclasses.replace(
-        options.launch, instance_type=instance_type, kms_key=kms_key, public_ip=public_ip
+        options.launch,
+        instance_type=instance_type,
+        kms_key=kms_key,
+        public_ip=public_ip,
+        lifetime=options.per_image_seconds(),
     )
     group_id: str | None = None
     instance_id: str | None = None
@@ -436,12 +440,18 @@ def _launch(check: _ImageCheck) -> Report:
         if options.create_profile:
             progress.phase("creating instance profile", run_profile.profile_name(run_id))
             profile = run_profile.create_run_profile(
-                clients.get("iam"), run_id, tags=launch.tags, boundary=options.permissions_boundary
+                clients.get("iam"),
+                run_id,
+                tags=launch.tags,
+                boundary=options.permissions_boundary,
+                lifetime=launch.lifetime,
             )
             launch = dataclasses.replace(launch, instance_profile=profile)
         if not launch.security_groups:
             progress.phase("creating security group", f"in {where.vpc_id}: HTTPS egress only")
-            group_id = run_group.create_run_group(clients.ec2, where.vpc_id, run_id, launch.tags)
+            group_id = run_group.create_run_group(
+                clients.ec2, where.vpc_id, run_id, launch.tags, lifetime=launch.lifetime
+            )
             launch = dataclasses.replace(launch, security_groups=(group_id,))
         progress.phase("launching", f"{image.image_id} as {instance_type}, run {run_id}")
         instance_id = run_profile.launch_retrying(
@@ -585,7 +595,11 @@ def _volume(check: _ImageCheck, host: VolumeHost) -> Report:
     run_id, guard, progress, teardown = check.run_id, check.guard, check.progress, check.teardown
     root_snapshot = _root_snapshot(image)
     kms.check_image(clients, image.image_id, [root_snapshot], kms.LAUNCH, mappings=image.mappings)
-    settings = dataclasses.replace(options.launch, kms_key=volume_key(clients, image, options, progress))
+    settings = dataclasses.replace(
+        options.launch,
+        kms_key=volume_key(clients, image, options, progress),
+        lifetime=options.per_image_seconds(),
+    )
     instance_id, zone = host.identity()
     ec2_ops.check_zone(clients.ec2, zone, image)
     volume_id: str | None = None

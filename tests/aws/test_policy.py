@@ -138,6 +138,7 @@ def test_every_call_of_every_flow_is_in_the_runner_policy(
     ec2 = moto_env.client("ec2")
     runner = ec2.run_instances(ImageId=moto_env.image_id, MinCount=1, MaxCount=1)["Instances"][0]
     image, _, _ = encrypted_image(moto_env)
+    _make_candidate(moto_env, image)  # volume mode makes volumes only from candidates' snapshots
     host = LocalTreeHost(runner["InstanceId"], runner["Placement"]["AvailabilityZone"], sample_image)
     volume = AmiOptions(images=[image], mode="volume", timing=timing, run=run)
     assert run_ami(volume, volume_host=host).value == "fail"
@@ -148,9 +149,13 @@ def test_every_call_of_every_flow_is_in_the_runner_policy(
         ImageId=moto_env.image_id,
         MinCount=1,
         MaxCount=1,
-        TagSpecifications=[{"ResourceType": "instance", "Tags": [{"Key": "imagelint:run", "Value": "x"}]}],
+        TagSpecifications=[{"ResourceType": "instance", "Tags": ec2_ops.run_tags("x")}],
     )
-    assert run_cleanup(None, 0, dry_run=False, poll=0.2)
+    # a killed run's instance and role (`ami cleanup --run`: tags read, then removed)
+    from imagelint.aws.run_profile import create_run_profile
+
+    create_run_profile(moto_env.client("iam"), "x")
+    assert run_cleanup(None, 0, dry_run=False, poll=0.2, run="x")
     # the recorder saw the flows' own calls (not only the test's)
     assert {
         "ec2:RunInstances",
@@ -230,7 +235,7 @@ def _check_hardened_permissions(recorded: Recorder) -> None:
     assert roles and profiles and _granting("iam:TagRole") and _granting("iam:TagInstanceProfile")
     bounded = [p for p in recorded.made("iam:CreateRole") if "PermissionsBoundary" in p]
     assert bounded and any(
-        "iam:PermissionsBoundary" in s.get("Condition", {}).get("StringLike", {})
+        "iam:PermissionsBoundary" in s.get("Condition", {}).get("StringEquals", {})
         for s in _granting("iam:CreateRole")
     )
     interfaces = [
@@ -294,6 +299,10 @@ SCOPED = {
     "ImagelintReports",
     "ImagelintVerdictTags",
     "ImagelintOnFail",
+    "ImagelintVolumeFrom",
+    "ImagelintRunRoleCreate",
+    "ImagelintRunProfileCreate",
+    "ImagelintRunProfileTags",
 }
 
 
@@ -308,8 +317,15 @@ def _candidate_image(env: MotoEnv) -> str:
     return str(ami)
 
 
-def _runner_policy(bucket: str) -> dict:
-    return documents(values=dataclasses.replace(FILLED, report_bucket=bucket))["runner"]
+def _make_candidate(env: MotoEnv, ami: str) -> None:
+    ec2 = env.client("ec2", direct=True)
+    snapshots = ec2_ops.mapped_snapshots(ec2.describe_images(ImageIds=[ami])["Images"][0])
+    ec2.create_tags(Resources=[ami, *snapshots], Tags=[{"Key": CANDIDATE_TAG[0], "Value": CANDIDATE_TAG[1]}])
+
+
+def _runner_policy(bucket: str, boundary: str | None = None) -> dict:
+    values = dataclasses.replace(FILLED, report_bucket=bucket, permissions_boundary=boundary)
+    return documents(values=values)["runner"]
 
 
 def _check_scoped_requests(recorded: Recorder) -> None:
@@ -319,7 +335,10 @@ def _check_scoped_requests(recorded: Recorder) -> None:
     runner = _runner_policy(bucket)
     used: set[str] = set()
     for request in recorded.scoped:
-        sids = iam_eval.allowed_by(runner, request)
+        # a run given --permissions-boundary: the policy printed with that boundary
+        boundary = request.context.get("iam:PermissionsBoundary")
+        custom = boundary and boundary != policy.SSM_MANAGED_POLICY
+        sids = iam_eval.allowed_by(_runner_policy(bucket, boundary) if custom else runner, request)
         assert sids, f"refused by the runner policy: {request}"
         used |= set(sids)
     assert {r.action for r in recorded.scoped} >= {
@@ -330,6 +349,10 @@ def _check_scoped_requests(recorded: Recorder) -> None:
         "ec2:CreateTags",
         "ec2:DeregisterImage",
         "ec2:DeleteSnapshot",
+        "ec2:CreateVolume",
+        "iam:CreateRole",
+        "iam:TagRole",
+        "iam:CreateInstanceProfile",
     }
     assert used >= SCOPED, SCOPED - used
 
