@@ -160,8 +160,9 @@ def test_cleanup_leaves_a_users_look_alike_role_and_profile(moto_env: MotoEnv) -
         iam.create_role(RoleName=name, Path="/imagelint/", AssumeRolePolicyDocument=trust, **extra)
         iam.create_instance_profile(InstanceProfileName=name, Path="/imagelint/", **extra)
         iam.add_role_to_instance_profile(InstanceProfileName=name, RoleName=name)
-    proc = run_cli("ami", "cleanup", "--poll", "0.2s", env=moto_env.env, timeout=120)
+    proc = run_cli("ami", "cleanup", "--older-than", "0s", "--poll", "0.2s", env=moto_env.env, timeout=120)
     assert proc.returncode == 0, proc.stderr
+    assert sorted(_run_roles(moto_env)) == sorted(["imagelint-ssm-copy", "imagelint-ssm-prod"] * 2)
     assert proc.stdout.splitlines() == [
         "deleted instance profile imagelint-dead",
         "deleted role imagelint-dead",
