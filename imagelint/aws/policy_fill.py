@@ -47,6 +47,7 @@ class Fill:
     role_arn: str | None = None
     instance_role: str | None = None
     permissions_boundary: str | None = None  # the run role's boundary (default AmazonSSMManagedInstanceCore)
+    document: str | None = None  # --document NAME[:VERSION] (default AWS-RunShellScript)
 
     def replacements(self, partition: Partition) -> list[tuple[str, str | list[str]]]:
         """(placeholder, value) pairs, the longer placeholders first; checks each value."""
@@ -85,6 +86,10 @@ class Fill:
                     f"the policies in {partition.name}"
                 )
             out.append((policy.RUN_ROLE_ARN, self.role_arn))
+        if self.document is not None:
+            from imagelint.aws.ssm import DOCUMENT, parse_document
+
+            out.append((f"document/{DOCUMENT}", f"document/{parse_document(self.document)[0]}"))
         if self.instance_role is not None:
             if not _ROLE_NAME.fullmatch(self.instance_role):
                 raise UsageError(f"--instance-role {self.instance_role!r} is not an IAM role name")

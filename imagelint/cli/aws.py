@@ -182,6 +182,14 @@ def ami_check(
             "boundary.",
         ),
     ] = None,
+    document: Annotated[
+        str | None,
+        typer.Option(
+            "--document",
+            help="NAME[:VERSION]: send this SSM document (default AWS-RunShellScript), e.g. your "
+            "organization's pinned copy; it must take AWS-RunShellScript's parameters.",
+        ),
+    ] = None,
     skip_network_check: Annotated[
         bool,
         typer.Option(
@@ -246,6 +254,7 @@ def ami_check(
     """
     from imagelint.aws.ec2 import LaunchSettings, parse_resource_tags
     from imagelint.aws.snapshot import SnapshotSettings
+    from imagelint.aws.ssm import DOCUMENT, parse_document
     from imagelint.commands.ami import AmiOptions, Timing, run_ami
     from imagelint.durations import parse_duration
 
@@ -279,6 +288,7 @@ def ami_check(
         create_profile=create_instance_profile,
         network_check=not skip_network_check,
         permissions_boundary=permissions_boundary,
+        document=parse_document(document) if document else (DOCUMENT, None),
     )
     raise typer.Exit(int(run_ami(options).exit_code))
 
@@ -342,6 +352,10 @@ def ami_policies(
             "AmazonSSMManagedInstanceCore): the runner may create and attach only with it.",
         ),
     ] = None,
+    document: Annotated[
+        str | None,
+        typer.Option("--document", help="The runs' --document NAME[:VERSION]: SendCommand only with it."),
+    ] = None,
 ) -> None:
     """Print the IAM policies `imagelint ami` needs, as JSON, generated from the code.
 
@@ -378,6 +392,7 @@ def ami_policies(
         role_arn,
         instance_role,
         permissions_boundary,
+        document,
     )
     docs = documents(region, values)
     if name is not None and name not in docs:

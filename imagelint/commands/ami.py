@@ -123,6 +123,7 @@ class AmiOptions:
     create_profile: bool = False  # --create-profile: a role and profile for each run
     network_check: bool = True  # --skip-network-check: a refused path is a warning
     permissions_boundary: str | None = None  # --permissions-boundary: of --create-profile's role
+    document: tuple[str, str | None] = (ssm_ops.DOCUMENT, None)  # --document NAME[:VERSION]
 
     def per_image_seconds(self) -> float:
         """How long one image's launch may take: start, SSM, the soak and the command's margin."""
@@ -411,6 +412,8 @@ def _launch(check: _ImageCheck) -> Report:
         # instance_id and upload_url: once the instance has an id
         soak_seconds=options.soak_seconds,
         soak_interval=options.soak_interval,
+        document=options.document[0],
+        document_version=options.document[1],
     )
     instance_type = preflight(clients, image, options, plan)
     kms_key = volume_key(clients, image, options, progress)

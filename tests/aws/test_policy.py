@@ -467,3 +467,41 @@ def test_role_arn_needs_only_sts_assume_role(recorded: Recorder, moto_env: MotoE
     assert session.get_credentials().get_frozen_credentials().token
     assert "sts:AssumeRole" in recorded.calls
     assert re.fullmatch(r"sts:AssumeRole", next(c for c in recorded.calls if c.startswith("sts:")))
+
+
+def test_a_pinned_document_is_sent_and_the_policy_follows_it(
+    recorded: Recorder, moto_env: MotoEnv, sample_image: Path, tmp_path: Path
+) -> None:
+    """--document NAME:VERSION (an organization's pinned copy of AWS-RunShellScript) is the document
+    SendCommand names, with its version; the policy printed with --document allows it and the
+    default one does not."""
+    from imagelint.aws.ec2 import LaunchSettings
+    from imagelint.commands.ami import AmiOptions, Timing, run_ami
+    from imagelint.formats.outputs import OutputSpec
+    from imagelint.session import RunOptions
+
+    moto_env.agent.rootfs = sample_image
+    moto_env.agent.shell_documents.add("Org-RunShellScript")
+    options = AmiOptions(
+        images=[moto_env.image_id],
+        report_bucket=moto_env.bucket,
+        launch=LaunchSettings(instance_type="t3.micro", instance_profile=moto_env.profile),
+        timing=Timing(poll=0.2, ssm_timeout=30),
+        run=RunOptions(outputs=[OutputSpec("json", tmp_path / "r.json")]),
+        document=("Org-RunShellScript", "3"),
+    )
+    assert run_ami(options).value in ("pass", "fail")
+    (sent,) = recorded.made("ssm:SendCommand")
+    assert (sent["DocumentName"], sent["DocumentVersion"]) == ("Org-RunShellScript", "3")
+    (request,) = [r for r in recorded.scoped if r.action == "ssm:SendCommand" and ":document/" in r.resource]
+    followed = documents(values=dataclasses.replace(FILLED, document="Org-RunShellScript:3"))["runner"]
+    assert iam_eval.allowed_by(followed, request) == ["ImagelintSendDocument"]
+    assert not iam_eval.allowed_by(documents(values=FILLED)["runner"], request)
+
+
+@pytest.mark.parametrize("given", ["ab", "My Doc", "Org-Run:v3", "Org-Run:0"])
+def test_a_malformed_document_is_one_line_exit_2(given: str) -> None:
+    proc = run_cli("ami", "ami-0123456789abcdef0", "--report-bucket", "b", "--document", given)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--document" in proc.stderr, proc.stderr
+    policies = run_cli("ami", "policies", "runner", "--document", given)
+    assert policies.returncode == 2 and "--document" in policies.stderr
