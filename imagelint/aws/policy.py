@@ -229,7 +229,9 @@ RUNNER_STATEMENTS: dict[str, Entry] = {
             "StringLike": {f"aws:ResourceTag/{RUN_TAG}": "*"},
         },
     ),
-    "ImagelintRole": (("sts:AssumeRole",), RUN_ROLE_ARN, None),  # only with --role-arn: that role
+    # only with --role-arn: that role (the run id as the session's SourceIdentity: the role's trust
+    # policy must allow sts:SetSourceIdentity too, or the session goes on without it)
+    "ImagelintRole": (("sts:AssumeRole", "sts:SetSourceIdentity"), RUN_ROLE_ARN, None),
     # The statements below serve only --create-profile (and `ami cleanup` of what those runs left).
     # A role is created only in the run namespace, with the permissions boundary (by default
     # AmazonSSMManagedInstanceCore itself: the role can never do more than the SSM agent needs,
@@ -301,6 +303,7 @@ NO_PERMISSION = frozenset({"sts:GetCallerIdentity"})
 PERMISSION_ONLY = {
     "iam:PassRole": "checked when RunInstances gives the instance a profile's role",
     "s3:ListBucket": "authorises ListObjects and HeadBucket",
+    "sts:SetSourceIdentity": "checked when AssumeRole carries a SourceIdentity",
 }
 
 

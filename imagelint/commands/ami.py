@@ -191,7 +191,9 @@ def run_ami(
     prepared = prepare(options.run)  # once, and bad -f/--fail-on/--select refused before any launch
     pairs = resolve_images(options)
     clients = clients if clients is not None else {}
-    session = _session(options, pairs, clients)
+    # every image's run id, known before the session: the first names the AWS session (--role-arn)
+    run_ids = {pair: str(uuid.uuid4()) for pair in pairs}
+    session = _session(options, pairs, clients, label=run_ids[pairs[0]] if pairs else None)
     if not 1 <= options.parallel <= MAX_PARALLEL:
         raise UsageError(f"--parallel {options.parallel}: give 1 to {MAX_PARALLEL}")
     for region, _ami in pairs:
@@ -217,6 +219,7 @@ def run_ami(
                     shown,
                     volume_host,
                     teardown,
+                    run_ids[pair],
                 )
             except ImageLintError as exc:
                 if (
@@ -354,8 +357,8 @@ def _check_one(
     progress: Progress,
     volume_host: VolumeHost | None,
     teardown: Teardown,
+    run_id: str,
 ) -> Checked:
-    run_id = str(uuid.uuid4())
     region, ami = pair
     progress.phase("checking image", f"{region}:{ami}")
     image = described or ec2_ops.describe_image(clients.ec2, ami, region)
@@ -694,15 +697,18 @@ def _tag(clients: Clients, checked: Checked, digest: str, progress: Progress) ->
     )
 
 
-def _session(options: AmiOptions, pairs: list[tuple[str, str]], clients: dict[str, Clients]) -> object:
-    """The boto3 session of the run, checked to last it: ``--role-arn``'s refreshing one, or the
-    environment's (refused when it expires before the run can end). Tests pass ``clients``."""
+def _session(
+    options: AmiOptions, pairs: list[tuple[str, str]], clients: dict[str, Clients], *, label: str | None
+) -> object:
+    """The boto3 session of the run, checked to last it: ``--role-arn``'s refreshing one (named after
+    ``label``, a run id), or the environment's (refused when it expires before the run can end).
+    Tests pass ``clients``."""
     from imagelint.aws import credentials
 
     needed = options.run_seconds(len(pairs))
     if clients:
         return next(iter(clients.values())).session
-    session = credentials.run_session(options.role_arn, needed, pairs[0][0])
+    session = credentials.run_session(options.role_arn, needed, pairs[0][0], label=label)
     if options.mode == "launch":
         credentials.check_lifetime(session, needed, role=bool(options.role_arn))
     return session

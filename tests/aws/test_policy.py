@@ -463,9 +463,12 @@ def test_the_policies_are_well_formed_and_name_real_actions(index: int) -> None:
 def test_role_arn_needs_only_sts_assume_role(recorded: Recorder, moto_env: MotoEnv):
     from imagelint.aws.credentials import role_session
 
-    session = role_session("arn:aws:iam::123456789012:role/imagelint", 3600, "us-east-1")
+    session = role_session("arn:aws:iam::123456789012:role/imagelint", 3600, "us-east-1", label="run-1")
     assert session.get_credentials().get_frozen_credentials().token
     assert "sts:AssumeRole" in recorded.calls
+    # the run id names the session and is its SourceIdentity (CloudTrail keeps it on every call)
+    (assumed,) = recorded.made("sts:AssumeRole")
+    assert assumed["RoleSessionName"] == assumed["SourceIdentity"] == "imagelint-run-1"
     assert re.fullmatch(r"sts:AssumeRole", next(c for c in recorded.calls if c.startswith("sts:")))
 
 
