@@ -20,7 +20,7 @@ is a warning and the others still run; the caller ends with exit 3 when one fail
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -29,6 +29,7 @@ from imagelint.aws import credentials, run_group, run_profile
 from imagelint.aws import ec2 as ec2_ops
 from imagelint.aws.clients import Clients, default_region
 from imagelint.aws.errors import AwsError, call, paginate
+from imagelint.aws.policy import Namespace
 from imagelint.aws.teardown import Teardown
 
 
@@ -41,6 +42,7 @@ def run_cleanup(
     role_arn: str | None = None,
     teardown: Teardown | None = None,
     run: str | None = None,
+    namespace: Namespace | None = None,
 ) -> list[str]:
     """Terminate orphaned instances, delete orphaned volumes, security groups, roles and instance
     profiles (each proved a run's and past its deadline, or of ``run``: :class:`Sweep`), each a step
@@ -50,7 +52,7 @@ def run_cleanup(
     name = default_region(region)
     clients = Clients(name, credentials.run_session(role_arn, 0, name))
     now = datetime.now(UTC)
-    sweep = Sweep(now, now - timedelta(seconds=older_than), run)
+    sweep = Sweep(now, now - timedelta(seconds=older_than), run, namespace or Namespace())
     cutoff = sweep.cutoff
     lines: list[str] = []
     reservations = paginate(
@@ -112,6 +114,7 @@ class Sweep:
     now: datetime
     cutoff: datetime
     run: str | None = None
+    namespace: Namespace = field(default_factory=Namespace)  # --profile-namespace: the roles and profiles
 
     def owned(self, tags: list[dict[str, str]], name: str | None = None) -> str | None:
         """The run id when ``tags`` prove a run made the resource and it may go now: the run tag (the
@@ -125,7 +128,7 @@ class Sweep:
             return None
         if self.run is None and deadline > self.now:
             return None
-        if name is not None and name != run_profile.profile_name(run):
+        if name is not None and name != self.namespace.name(run):
             return None
         return run
 
@@ -135,7 +138,7 @@ def _profiles(clients: Clients, sweep: Sweep, steps: Teardown, dry_run: bool) ->
     iam = clients.get("iam")
     lines: list[str] = []
     roles: list[dict[str, Any]] = []
-    steps.step("list the runs' roles", lambda: roles.extend(run_profile.run_roles(iam)))
+    steps.step("list the runs' roles", lambda: roles.extend(run_profile.run_roles(iam, sweep.namespace)))
     for role in roles:
         name = role["RoleName"]
         if role["CreateDate"] > sweep.cutoff:

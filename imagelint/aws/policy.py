@@ -39,11 +39,14 @@ caller's behalf for an encrypted snapshot (:data:`imagelint.aws.kms.IMPLICIT_KMS
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from typing import Any
 
 from imagelint.aws.ec2 import DEADLINE_TAG, RUN_TAG
 from imagelint.aws.partitions import Partition, for_partition
 from imagelint.aws.ssm import DOCUMENT
+from imagelint.errors import UsageError
 
 _EC2 = "arn:aws:ec2:*:*:{}/*"  # account-owned EC2 resources (instance, volume, subnet...)
 _IMAGES = ["arn:aws:ec2:*::image/*", "arn:aws:ec2:*::snapshot/*"]  # images and snapshots: no account
@@ -53,6 +56,36 @@ RUN_PROFILE_PREFIX = "imagelint-"  # ... and their names' prefix: together, the 
 RUN_ROLES = f"arn:aws:iam::*:role{RUN_PROFILE_PATH}{RUN_PROFILE_PREFIX}*"
 RUN_PROFILES = f"arn:aws:iam::*:instance-profile{RUN_PROFILE_PATH}{RUN_PROFILE_PREFIX}*"
 SSM_MANAGED_POLICY = "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore"
+_PATH = re.compile(r"/([\x21-\x7e]{1,510}/)?")  # IAM's path: / or /.../, printable ASCII
+_PREFIX = re.compile(r"[\w+=,.@-]{1,27}")  # a role name is at most 64: the prefix and a 36-character run id
+
+
+@dataclass(frozen=True)
+class Namespace:
+    """Where --create-profile's roles and profiles live: their IAM path and name prefix
+    (``--profile-namespace /PATH/PREFIX``, for an organization's naming rule); the runner's policy
+    follows it (:mod:`imagelint.aws.policy_fill`)."""
+
+    path: str = RUN_PROFILE_PATH
+    prefix: str = RUN_PROFILE_PREFIX
+
+    @classmethod
+    def parse(cls, text: str) -> Namespace:
+        """``/PATH/PREFIX`` (the part after the last ``/`` is the name prefix); a UsageError else."""
+        path, _, prefix = text.rpartition("/")
+        path += "/"
+        bad = not text.startswith("/") or any(c in text for c in "*?")
+        if bad or not _PATH.fullmatch(path) or not _PREFIX.fullmatch(prefix):
+            raise UsageError(
+                f"--profile-namespace {text!r}: give /PATH/PREFIX (an IAM path and a role name prefix of "
+                "1-27 of letters, digits and + = , . @ _ -; no * or ?)"
+            )
+        return cls(path, prefix)
+
+    def name(self, run_id: str) -> str:
+        return f"{self.prefix}{run_id}"
+
+
 DEFAULT_REPORT_PREFIX = "imagelint/"  # --report-prefix's default
 
 # Placeholders of the printed policies (`imagelint ami policies` fills them from its options)

@@ -48,6 +48,7 @@ class Fill:
     instance_role: str | None = None
     permissions_boundary: str | None = None  # the run role's boundary (default AmazonSSMManagedInstanceCore)
     document: str | None = None  # --document NAME[:VERSION] (default AWS-RunShellScript)
+    namespace: str | None = None  # --profile-namespace /PATH/PREFIX (default /imagelint/imagelint-)
 
     def replacements(self, partition: Partition) -> list[tuple[str, str | list[str]]]:
         """(placeholder, value) pairs, the longer placeholders first; checks each value."""
@@ -86,6 +87,10 @@ class Fill:
                     f"the policies in {partition.name}"
                 )
             out.append((policy.RUN_ROLE_ARN, self.role_arn))
+        if self.namespace is not None:
+            given, default = policy.Namespace.parse(self.namespace), policy.Namespace()
+            for kind in ("role", "instance-profile"):
+                out.append((f":{kind}{default.path}{default.prefix}*", f":{kind}{given.path}{given.prefix}*"))
         if self.document is not None:
             from imagelint.aws.ssm import DOCUMENT, parse_document
 

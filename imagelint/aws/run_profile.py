@@ -31,17 +31,17 @@ from typing import Any, TypeVar
 
 from imagelint.aws.ec2 import DEFAULT_LIFETIME, run_tags
 from imagelint.aws.errors import AwsError, call, paginate
-from imagelint.aws.policy import INSTANCE_TRUST, managed_policy_arn
+from imagelint.aws.policy import INSTANCE_TRUST, Namespace, managed_policy_arn
 
-PATH = "/imagelint/"
+PATH = "/imagelint/"  # the default namespace's (policy.Namespace)
 PREFIX = "imagelint-"
 INLINE = "imagelint-ssm-output"  # the inline policy of roles made by earlier versions (removed if there)
 PROFILE_TRIES = 8  # about a minute at the default poll: 1, 2, 4, 8, 15, 15, 15 × (poll / 5) s
 T = TypeVar("T")
 
 
-def profile_name(run_id: str) -> str:
-    return f"{PREFIX}{run_id}"
+def profile_name(run_id: str, namespace: Namespace | None = None) -> str:
+    return (namespace or Namespace()).name(run_id)
 
 
 def create_run_profile(
@@ -51,26 +51,28 @@ def create_run_profile(
     tags: tuple[tuple[str, str], ...] = (),
     boundary: str | None = None,
     lifetime: float = DEFAULT_LIFETIME,
+    namespace: Namespace | None = None,
 ) -> str:
     """The run's role and instance profile; returns the profile's name. Both carry the run tag and
     the deadline (``lifetime`` s from now) and ``tags`` (``--resource-tag``), in the create calls (IAM
     then also checks iam:TagRole and iam:TagInstanceProfile); ``boundary``
     (``--permissions-boundary``; by default AmazonSSMManagedInstanceCore) is the role's permissions
-    boundary."""
-    name = profile_name(run_id)
+    boundary. ``namespace`` (``--profile-namespace``): their path and name prefix."""
+    where = namespace or Namespace()
+    name = where.name(run_id)
     tagged = {"Tags": run_tags(run_id, resource=tags, lifetime=lifetime)}
     bounded = {"PermissionsBoundary": boundary or managed_policy_arn(iam.meta.partition)}
     call(
         iam.create_role,
         RoleName=name,
-        Path=PATH,
+        Path=where.path,
         AssumeRolePolicyDocument=json.dumps(INSTANCE_TRUST),
         Description=f"imagelint run {run_id}: deleted at the end of the run",
         **tagged,
         **bounded,
     )
     call(iam.attach_role_policy, RoleName=name, PolicyArn=managed_policy_arn(iam.meta.partition))
-    call(iam.create_instance_profile, InstanceProfileName=name, Path=PATH, **tagged)
+    call(iam.create_instance_profile, InstanceProfileName=name, Path=where.path, **tagged)
     call(iam.add_role_to_instance_profile, InstanceProfileName=name, RoleName=name)
     return name
 
@@ -118,11 +120,16 @@ def remove_run_profile(iam: Any, name: str, *, profile: bool = True) -> list[str
     return removed
 
 
-def run_roles(iam: Any) -> list[dict[str, Any]]:
-    """Every role that may be a run's (under :data:`PATH`, named with :data:`PREFIX`; created before
+def run_roles(iam: Any, namespace: Namespace | None = None) -> list[dict[str, Any]]:
+    """Every role that may be a run's (under the namespace's path, named with its prefix; created before
     its profile), with its ``CreateDate``: candidates only, their tags decide
     (:func:`imagelint.aws.cleanup.owned`). The path and name
     are checked here too (an endpoint that ignores ``PathPrefix``, as moto does, must not get another
     role removed)."""
-    roles = paginate(iam, "list_roles", "Roles", PathPrefix=PATH)
-    return [r for r in roles if r.get("Path") == PATH and str(r.get("RoleName", "")).startswith(PREFIX)]
+    where = namespace or Namespace()
+    roles = paginate(iam, "list_roles", "Roles", PathPrefix=where.path)
+    return [
+        r
+        for r in roles
+        if r.get("Path") == where.path and str(r.get("RoleName", "")).startswith(where.prefix)
+    ]

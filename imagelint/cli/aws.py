@@ -190,6 +190,14 @@ def ami_check(
             "organization's pinned copy; it must take AWS-RunShellScript's parameters.",
         ),
     ] = None,
+    profile_namespace: Annotated[
+        str | None,
+        typer.Option(
+            "--profile-namespace",
+            help="/PATH/PREFIX of --create-profile's roles and instance profiles (default "
+            "/imagelint/imagelint-), for an organization's naming rule; give ami policies the same.",
+        ),
+    ] = None,
     skip_network_check: Annotated[
         bool,
         typer.Option(
@@ -253,6 +261,7 @@ def ami_check(
     encryption-by-default key is checked (a disabled or deleted one would fail every launch).
     """
     from imagelint.aws.ec2 import LaunchSettings, parse_resource_tags
+    from imagelint.aws.policy import Namespace
     from imagelint.aws.snapshot import SnapshotSettings
     from imagelint.aws.ssm import DOCUMENT, parse_document
     from imagelint.commands.ami import AmiOptions, Timing, run_ami
@@ -289,6 +298,7 @@ def ami_check(
         network_check=not skip_network_check,
         permissions_boundary=permissions_boundary,
         document=parse_document(document) if document else (DOCUMENT, None),
+        namespace=Namespace.parse(profile_namespace) if profile_namespace else Namespace(),
     )
     raise typer.Exit(int(run_ami(options).exit_code))
 
@@ -356,6 +366,14 @@ def ami_policies(
         str | None,
         typer.Option("--document", help="The runs' --document NAME[:VERSION]: SendCommand only with it."),
     ] = None,
+    profile_namespace: Annotated[
+        str | None,
+        typer.Option(
+            "--profile-namespace",
+            help="/PATH/PREFIX of --create-profile's roles and instance profiles (default "
+            "/imagelint/imagelint-), for an organization's naming rule; give ami policies the same.",
+        ),
+    ] = None,
 ) -> None:
     """Print the IAM policies `imagelint ami` needs, as JSON, generated from the code.
 
@@ -393,6 +411,7 @@ def ami_policies(
         instance_role,
         permissions_boundary,
         document,
+        profile_namespace,
     )
     docs = documents(region, values)
     if name is not None and name not in docs:
@@ -429,6 +448,14 @@ def ami_cleanup(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List, do not remove.")] = False,
     poll: PollOpt = "5s",
     role_arn: RoleArnOpt = None,
+    profile_namespace: Annotated[
+        str | None,
+        typer.Option(
+            "--profile-namespace",
+            help="/PATH/PREFIX of --create-profile's roles and instance profiles (default "
+            "/imagelint/imagelint-), for an organization's naming rule; give ami policies the same.",
+        ),
+    ] = None,
 ) -> None:
     """Remove what earlier AMI runs left behind: instances, volumes and security groups tagged
     imagelint:run, and the roles and instance profiles of --create-profile runs.
@@ -447,6 +474,7 @@ def ami_cleanup(
     """
     from imagelint import stderr
     from imagelint.aws.cleanup import run_cleanup
+    from imagelint.aws.policy import Namespace
     from imagelint.aws.teardown import CleanupError, Teardown
     from imagelint.durations import parse_duration
 
@@ -460,6 +488,7 @@ def ami_cleanup(
         role_arn=role_arn,
         teardown=steps,
         run=run,
+        namespace=Namespace.parse(profile_namespace) if profile_namespace else None,
     ):
         typer.echo(line)
     if steps.failures:

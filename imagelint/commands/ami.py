@@ -66,6 +66,7 @@ from imagelint.aws.boot import BootWatch
 from imagelint.aws.clients import Clients, default_region
 from imagelint.aws.errors import AwsError, call, paginate
 from imagelint.aws.merge import empty_report, merge
+from imagelint.aws.policy import Namespace
 from imagelint.aws.progress import Progress
 from imagelint.aws.s3urls import run_expiry
 from imagelint.aws.signals import Interrupted, SignalGuard
@@ -124,6 +125,7 @@ class AmiOptions:
     network_check: bool = True  # --skip-network-check: a refused path is a warning
     permissions_boundary: str | None = None  # --permissions-boundary: of --create-profile's role
     document: tuple[str, str | None] = (ssm_ops.DOCUMENT, None)  # --document NAME[:VERSION]
+    namespace: Namespace = field(default_factory=Namespace)  # --profile-namespace /PATH/PREFIX
 
     def per_image_seconds(self) -> float:
         """How long one image's launch may take: start, SSM, the soak and the command's margin."""
@@ -444,13 +446,14 @@ def _launch(check: _ImageCheck) -> Report:
         progress.phase("dry run", f"RunInstances of {image.image_id} (policies, SCPs, tag policies)")
         ec2_ops.dry_run_launch(clients.ec2, image, launch, run_id, deadline=options.per_image_seconds())
         if options.create_profile:
-            progress.phase("creating instance profile", run_profile.profile_name(run_id))
+            progress.phase("creating instance profile", options.namespace.name(run_id))
             profile = run_profile.create_run_profile(
                 clients.get("iam"),
                 run_id,
                 tags=launch.tags,
                 boundary=options.permissions_boundary,
                 lifetime=launch.lifetime,
+                namespace=options.namespace,
             )
             launch = dataclasses.replace(launch, instance_profile=profile)
         if not launch.security_groups:
@@ -575,7 +578,7 @@ def _clean_run(
         ),
     )
     if options.create_profile:
-        name = run_profile.profile_name(run_id)
+        name = options.namespace.name(run_id)
         teardown.step(
             f"remove role and instance profile {name}", lambda: _remove_profile(clients, name, progress)
         )

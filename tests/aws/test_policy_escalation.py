@@ -175,3 +175,26 @@ def test_the_boundary_is_required_by_default() -> None:
         if {"iam:CreateRole", "iam:AttachRolePolicy"} & set(statement["Action"]):
             conditions = {k: v for test in statement["Condition"].values() for k, v in test.items()}
             assert conditions["iam:PermissionsBoundary"] == policy.SSM_MANAGED_POLICY, statement
+
+
+def test_the_policy_follows_a_chosen_namespace() -> None:
+    """`ami policies --profile-namespace /ci/images/img-`: the run role is allowed there and only
+    there (the default namespace is then refused too)."""
+    import dataclasses
+
+    moved = documents(values=dataclasses.replace(FILL, namespace="/ci/images/img-"))["runner"]
+    there = f"arn:aws:iam::{ACCOUNT}:role/ci/images/img-r1"
+    profile = f"arn:aws:iam::{ACCOUNT}:instance-profile/ci/images/img-r1"
+    assert all(allowed_by(moved, r) for r in _create_role(arn=there))
+    assert allowed_by(moved, Request("iam:CreateInstanceProfile", profile, RUN_TAGS))
+    assert allowed_by(moved, _attach(SSM, there))
+    assert not allowed_by(moved, _create_role()[0])  # /imagelint/imagelint-r1
+    assert not allowed_by(moved, _create_role(arn=f"arn:aws:iam::{ACCOUNT}:role/ci/images/other-r1")[0])
+
+
+@pytest.mark.parametrize("given", ["imagelint-", "/imagelint/", "/a/b*/x-", "/a/" + "p" * 28])
+def test_a_malformed_namespace_is_refused(given: str) -> None:
+    from imagelint.errors import UsageError
+
+    with pytest.raises(UsageError, match="--profile-namespace"):
+        documents(values=Fill(namespace=given))

@@ -169,3 +169,22 @@ def test_cleanup_leaves_a_users_look_alike_role_and_profile(moto_env: MotoEnv) -
     ]
     survivors = ["imagelint-ssm-copy", "imagelint-ssm-prod"]
     assert sorted(_run_roles(moto_env)) == sorted(survivors * 2)
+
+
+def test_a_chosen_namespace_is_where_roles_are_made_and_cleaned(moto_env: MotoEnv) -> None:
+    """--profile-namespace /ci/images/img-: the role and profile are made there; `ami cleanup` with the
+    same namespace removes them (here with --run), without it leaves them."""
+    from imagelint.aws.policy import Namespace
+    from imagelint.aws.run_profile import create_run_profile
+
+    iam = moto_env.client("iam", direct=True)
+    name = create_run_profile(iam, "r-9", namespace=Namespace.parse("/ci/images/img-"))
+    assert name == "img-r-9" and iam.get_role(RoleName=name)["Role"]["Path"] == "/ci/images/"
+    base = ("ami", "cleanup", "--run", "r-9", "--poll", "0.2s")
+    elsewhere = run_cli(*base, env=moto_env.env, timeout=120)
+    assert elsewhere.returncode == 0 and elsewhere.stdout == "", elsewhere.stderr
+    there = run_cli(*base, "--profile-namespace", "/ci/images/img-", env=moto_env.env, timeout=120)
+    assert there.returncode == 0, there.stderr
+    assert there.stdout.splitlines() == [f"deleted instance profile {name}", f"deleted role {name}"]
+    bad = run_cli("ami", "cleanup", "--profile-namespace", "img-", env=moto_env.env)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--profile-namespace" in bad.stderr
