@@ -161,7 +161,7 @@ class LaunchSettings:
     tags: tuple[tuple[str, str], ...] = ()  # --resource-tag: on every resource the run creates
     kms_key: str | None = None  # --volume-kms-key (its ARN once checked): every volume encrypted with it
     public_ip: bool | None = None  # False: no public IPv4 even if the subnet maps one (None: its default)
-    lifetime: float = DEFAULT_LIFETIME  # seconds a resource the run creates may live (its deadline tag)
+    deadline: str = ""  # the deadline tag of what the run creates (deadline_after; "": DEFAULT_LIFETIME)
 
 
 OWN_TAGS = 4  # the most tags a run puts on one resource itself (run, deadline, Name and one more)
@@ -187,12 +187,13 @@ def run_tags(
     extra: dict[str, str] | None = None,
     resource: tuple[tuple[str, str], ...] = (),
     *,
-    lifetime: float = DEFAULT_LIFETIME,
+    deadline: str = "",
 ) -> list[dict[str, str]]:
     """The tags of a resource the run creates: ``resource`` (``--resource-tag``; its ``Name`` wins),
     then the run's own, which no ``--resource-tag`` can replace (they start ``imagelint:``): the run
-    id and the deadline (now plus ``lifetime`` and :data:`DEADLINE_MARGIN`), always."""
-    own = {RUN_TAG: run_id, DEADLINE_TAG: deadline_after(lifetime)}
+    id and the deadline (``deadline``, one value for the whole run so its DryRun is its launch; none
+    given: :data:`DEFAULT_LIFETIME` from now), always."""
+    own = {RUN_TAG: run_id, DEADLINE_TAG: deadline or deadline_after(DEFAULT_LIFETIME)}
     tags = {"Name": f"imagelint-{run_id[:8]}", **dict(resource), **own, **(extra or {})}
     return [{"Key": k, "Value": v} for k, v in tags.items()]
 
@@ -300,16 +301,17 @@ def launch_params(
 ) -> dict[str, Any]:
     """The RunInstances request of :func:`launch_instance` (its DryRun pre-flight sends the same)."""
     instance_type = settings.instance_type or DEFAULT_TYPES.get(image.architecture, "t3.medium")
-    life = deadline if deadline > 0 else settings.lifetime  # the dead-man switch's, when there is one
+    # the run's deadline, or the dead-man switch's when there is one
+    life = settings.deadline or deadline_after(deadline if deadline > 0 else DEFAULT_LIFETIME)
     specs = [
         {
             "ResourceType": "instance",
-            "Tags": run_tags(run_id, {"imagelint:image": image.image_id}, settings.tags, lifetime=life),
+            "Tags": run_tags(run_id, {"imagelint:image": image.image_id}, settings.tags, deadline=life),
         },
-        {"ResourceType": "volume", "Tags": run_tags(run_id, resource=settings.tags, lifetime=life)},
+        {"ResourceType": "volume", "Tags": run_tags(run_id, resource=settings.tags, deadline=life)},
     ]
     if settings.tags:  # only then: tagging the interface needs ec2:CreateTags on network-interface
-        interface_tags = run_tags(run_id, resource=settings.tags, lifetime=life)
+        interface_tags = run_tags(run_id, resource=settings.tags, deadline=life)
         specs.append({"ResourceType": "network-interface", "Tags": interface_tags})
     params: dict[str, Any] = {
         "ImageId": image.image_id,
@@ -508,7 +510,7 @@ def create_volume(
         TagSpecifications=[
             {
                 "ResourceType": "volume",
-                "Tags": run_tags(run_id, resource=settings.tags, lifetime=settings.lifetime),
+                "Tags": run_tags(run_id, resource=settings.tags, deadline=settings.deadline),
             }
         ],
         **encrypted(settings.kms_key),

@@ -19,13 +19,15 @@ Two identities:
   placeholders (:data:`REPORT_BUCKET`, :data:`ACCOUNT`...) are filled in by
   :mod:`imagelint.aws.policy_fill`. ``ImagelintNetworkRead`` reads the launch subnet's
   route table and the VPC's endpoints (:mod:`imagelint.aws.network`); ``ImagelintGroup*`` make and
-  remove the run's security group (:mod:`imagelint.aws.run_group`). ``ImagelintRunProfile`` is
-  needed only with ``--create-profile`` (:mod:`imagelint.aws.run_profile`): it lets the runner create
-  roles, but only under the IAM path ``/imagelint/``. ``ImagelintHardened*`` serve hardened accounts:
-  the EBS encryption-by-default pre-flight, the ``--resource-tag`` tags on the launch's network
-  interface and on ``--create-profile``'s role and profile, and a role created only with the
-  ``--permissions-boundary`` policy (replace PERMISSIONS-BOUNDARY; drop ``iam:CreateRole`` from
-  ``ImagelintRunProfile`` to make the boundary compulsory).
+  remove the run's security group (:mod:`imagelint.aws.run_group`). The ``ImagelintRunRole*``,
+  ``ImagelintRunProfile*`` and ``ImagelintPassRunRole`` statements are needed only with
+  ``--create-profile`` (:mod:`imagelint.aws.run_profile`): the runner may create a role only in the
+  run namespace (:class:`Namespace`), only with the permissions boundary (``iam:PermissionsBoundary``,
+  by default AmazonSSMManagedInstanceCore) and the run's tags, attach only that managed policy
+  (``iam:PolicyARN``) and only to a bounded role, and change, pass or delete only roles and profiles
+  carrying the run tag (``tests/aws/test_policy_escalation.py`` evaluates each escalation chain).
+  ``ImagelintHardened*`` serve hardened accounts: the EBS encryption-by-default pre-flight and the
+  ``--resource-tag`` tags on the launch's network interface.
 - **the instance profile's role** (launch mode): ``AmazonSSMManagedInstanceCore`` (attach the AWS
   managed policy) and nothing else: no S3 permission at all. The instance uploads its bundle through
   the presigned URL of its own key (signed by the runner, bound to that host:

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from imagelint.aws.ec2 import DEFAULT_LIFETIME, RUN_TAG, run_tags
+from imagelint.aws.ec2 import RUN_TAG, run_tags
 from imagelint.aws.errors import AwsError, call, paginate
 
 HTTPS_EGRESS = [
@@ -47,11 +47,11 @@ def create_run_group(
     run_id: str,
     tags: tuple[tuple[str, str], ...] = (),
     *,
-    lifetime: float = DEFAULT_LIFETIME,
+    deadline: str = "",
 ) -> str:
     """Create the run's group in ``vpc_id``: HTTPS egress only, no ingress; returns its id.
 
-    The group carries the run tag and its deadline (``lifetime`` s from now; and ``tags``,
+    The group carries the run tag and its ``deadline`` (:func:`imagelint.aws.ec2.run_tags`; and ``tags``,
     ``--resource-tag``) from its create call, so a failure in the rule calls that follow leaves a
     group the run's final sweep finds and deletes (and `ami cleanup`, once past its deadline)."""
     reply = call(
@@ -60,7 +60,7 @@ def create_run_group(
         Description=f"imagelint run {run_id}: HTTPS egress only, no ingress",
         VpcId=vpc_id,
         TagSpecifications=[
-            {"ResourceType": "security-group", "Tags": run_tags(run_id, resource=tags, lifetime=lifetime)}
+            {"ResourceType": "security-group", "Tags": run_tags(run_id, resource=tags, deadline=deadline)}
         ],
     )
     group_id = str(reply["GroupId"])

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from imagelint.aws.ec2 import DEFAULT_LIFETIME, run_tags
+from imagelint.aws.ec2 import run_tags
 from imagelint.aws.errors import AwsError, call, paginate
 from imagelint.aws.policy import INSTANCE_TRUST, Namespace, managed_policy_arn
 
@@ -50,17 +50,17 @@ def create_run_profile(
     *,
     tags: tuple[tuple[str, str], ...] = (),
     boundary: str | None = None,
-    lifetime: float = DEFAULT_LIFETIME,
+    deadline: str = "",
     namespace: Namespace | None = None,
 ) -> str:
-    """The run's role and instance profile; returns the profile's name. Both carry the run tag and
-    the deadline (``lifetime`` s from now) and ``tags`` (``--resource-tag``), in the create calls (IAM
-    then also checks iam:TagRole and iam:TagInstanceProfile); ``boundary``
+    """The run's role and instance profile; returns the profile's name. Both carry the run tag, the
+    ``deadline`` (:func:`imagelint.aws.ec2.run_tags`) and ``tags`` (``--resource-tag``), in the
+    create calls (IAM then also checks iam:TagRole and iam:TagInstanceProfile); ``boundary``
     (``--permissions-boundary``; by default AmazonSSMManagedInstanceCore) is the role's permissions
     boundary. ``namespace`` (``--profile-namespace``): their path and name prefix."""
     where = namespace or Namespace()
     name = where.name(run_id)
-    tagged = {"Tags": run_tags(run_id, resource=tags, lifetime=lifetime)}
+    tagged = {"Tags": run_tags(run_id, resource=tags, deadline=deadline)}
     bounded = {"PermissionsBoundary": boundary or managed_policy_arn(iam.meta.partition)}
     call(
         iam.create_role,

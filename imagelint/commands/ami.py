@@ -435,7 +435,7 @@ def _launch(check: _ImageCheck) -> Report:
         instance_type=instance_type,
         kms_key=kms_key,
         public_ip=public_ip,
-        lifetime=options.per_image_seconds(),
+        deadline=ec2_ops.deadline_after(options.per_image_seconds()),
     )
     group_id: str | None = None
     instance_id: str | None = None
@@ -452,14 +452,14 @@ def _launch(check: _ImageCheck) -> Report:
                 run_id,
                 tags=launch.tags,
                 boundary=options.permissions_boundary,
-                lifetime=launch.lifetime,
+                deadline=launch.deadline,
                 namespace=options.namespace,
             )
             launch = dataclasses.replace(launch, instance_profile=profile)
         if not launch.security_groups:
             progress.phase("creating security group", f"in {where.vpc_id}: HTTPS egress only")
             group_id = run_group.create_run_group(
-                clients.ec2, where.vpc_id, run_id, launch.tags, lifetime=launch.lifetime
+                clients.ec2, where.vpc_id, run_id, launch.tags, deadline=launch.deadline
             )
             launch = dataclasses.replace(launch, security_groups=(group_id,))
         progress.phase("launching", f"{image.image_id} as {instance_type}, run {run_id}")
@@ -607,7 +607,7 @@ def _volume(check: _ImageCheck, host: VolumeHost) -> Report:
     settings = dataclasses.replace(
         options.launch,
         kms_key=volume_key(clients, image, options, progress),
-        lifetime=options.per_image_seconds(),
+        deadline=ec2_ops.deadline_after(options.per_image_seconds()),
     )
     instance_id, zone = host.identity()
     ec2_ops.check_zone(clients.ec2, zone, image)
