@@ -22,10 +22,11 @@ only valid while the credentials that signed them are (whatever ``X-Amz-Expires`
 from __future__ import annotations
 
 import math
+import re
 from datetime import UTC, datetime
 from typing import Any
 
-from imagelint.aws.errors import call, no_credentials
+from imagelint.aws.errors import AwsError, call, no_credentials
 from imagelint.errors import UsageError
 
 ASSUMED_TOKEN_LIFETIME = 3600.0  # seconds left assumed for a session token of unknown expiry
@@ -49,8 +50,23 @@ def parse_expiry(text: str | None) -> datetime | None:
     return value
 
 
-def role_session(role_arn: str, seconds: float, region: str, base: Any = None) -> Any:
-    """A boto3 session whose credentials come from ``AssumeRole(role_arn)`` and refresh themselves."""
+def session_identity(label: str | None) -> str:
+    r"""The RoleSessionName and SourceIdentity of a session for ``label`` (a run id): ``imagelint-``
+    and the label, in the characters and length STS accepts (2-64 of ``\w+=,.@-``); without a label,
+    the time."""
+    text = label or f"{datetime.now(UTC):%Y%m%dT%H%M%S}"
+    return ("imagelint-" + re.sub(r"[^\w+=,.@-]", "-", text))[:64]
+
+
+def role_session(
+    role_arn: str, seconds: float, region: str, base: Any = None, *, label: str | None = None
+) -> Any:
+    """A boto3 session whose credentials come from ``AssumeRole(role_arn)`` and refresh themselves.
+
+    Its session name is :func:`session_identity` of ``label`` (the run id), and so is its
+    ``SourceIdentity``, which CloudTrail keeps on every call of the session and of the roles it goes
+    on to assume; a role whose trust policy does not allow ``sts:SetSourceIdentity`` answers
+    AccessDenied to it: then the session goes on without it (the run id stays in the session name)."""
     import boto3
     from botocore.credentials import DeferredRefreshableCredentials
     from botocore.session import get_session
@@ -73,13 +89,18 @@ def role_session(role_arn: str, seconds: float, region: str, base: Any = None) -
                 "(soak and timeouts): shorten --soak, or run on the first role without --role-arn"
             )
 
+    name = session_identity(label)
+    source_identity = {"SourceIdentity": name} if label else {}
+
     def refresh() -> dict[str, str]:
-        reply = call(
-            sts.assume_role,
-            RoleArn=role_arn,
-            RoleSessionName=f"imagelint-{datetime.now(UTC):%Y%m%dT%H%M%S}",
-            DurationSeconds=duration,
-        )
+        request = {"RoleArn": role_arn, "RoleSessionName": name, "DurationSeconds": duration}
+        try:
+            reply = call(sts.assume_role, **request, **source_identity)
+        except AwsError as exc:
+            if not source_identity or exc.code != "AccessDenied":
+                raise
+            source_identity.clear()  # the trust policy allows no SetSourceIdentity: without it
+            reply = call(sts.assume_role, **request)
         creds = reply["Credentials"]
         return {
             "access_key": creds["AccessKeyId"],
@@ -95,13 +116,13 @@ def role_session(role_arn: str, seconds: float, region: str, base: Any = None) -
     return session
 
 
-def run_session(role_arn: str | None, seconds: float, region: str) -> Any:
+def run_session(role_arn: str | None, seconds: float, region: str, *, label: str | None = None) -> Any:
     """The session of a run that needs credentials for ``seconds``: ``--role-arn``'s refreshing
     one (with slack for the cleanup, and at least an hour: a shorter session sits inside botocore's
     15-minute refresh window and would call AssumeRole before every request), else the
     environment's."""
     if role_arn:
-        return role_session(role_arn, max(seconds + 300, ROLE_FLOOR), region)
+        return role_session(role_arn, max(seconds + 300, ROLE_FLOOR), region, label=label)
     import boto3
 
     return boto3.session.Session()

@@ -28,6 +28,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from imagelint.aws.errors import AwsError, call, paginate, waiter_error
@@ -36,6 +37,11 @@ from imagelint.aws.signals import sdk_call
 from imagelint.errors import UsageError
 
 RUN_TAG = "imagelint:run"
+# when the resource may go: ISO 8601 UTC, its creation plus the run's planned length and a margin;
+# `imagelint ami cleanup` removes only what carries RUN_TAG and a DEADLINE_TAG in the past
+DEADLINE_TAG = "imagelint:deadline"
+DEFAULT_LIFETIME = 3600.0  # seconds a resource may live when the caller plans no length of its own
+DEADLINE_MARGIN = 900.0  # on top of the planned length: the run's own teardown after it
 TAG_KEY_MAX = 128
 TAG_VALUE_MAX = 256
 # EC2 tag keys and values: letters (any language), digits, spaces and + - = . _ : / @
@@ -155,17 +161,40 @@ class LaunchSettings:
     tags: tuple[tuple[str, str], ...] = ()  # --resource-tag: on every resource the run creates
     kms_key: str | None = None  # --volume-kms-key (its ARN once checked): every volume encrypted with it
     public_ip: bool | None = None  # False: no public IPv4 even if the subnet maps one (None: its default)
+    deadline: str = ""  # the deadline tag of what the run creates (deadline_after; "": DEFAULT_LIFETIME)
 
 
-OWN_TAGS = 3  # the most tags a run puts on one resource itself (run, Name and one more)
+OWN_TAGS = 4  # the most tags a run puts on one resource itself (run, deadline, Name and one more)
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+
+
+def deadline_after(seconds: float, now: datetime | None = None) -> str:
+    """The deadline tag's value for a resource created ``now`` that may live ``seconds``."""
+    when = (now or datetime.now(UTC)) + timedelta(seconds=max(0.0, seconds) + DEADLINE_MARGIN)
+    return when.strftime(TIME_FORMAT)
+
+
+def parse_deadline(value: str) -> datetime | None:
+    """A deadline tag's time, or None for a value no run wrote."""
+    try:
+        return datetime.strptime(value, TIME_FORMAT).replace(tzinfo=UTC)
+    except ValueError:
+        return None
 
 
 def run_tags(
-    run_id: str, extra: dict[str, str] | None = None, resource: tuple[tuple[str, str], ...] = ()
+    run_id: str,
+    extra: dict[str, str] | None = None,
+    resource: tuple[tuple[str, str], ...] = (),
+    *,
+    deadline: str = "",
 ) -> list[dict[str, str]]:
     """The tags of a resource the run creates: ``resource`` (``--resource-tag``; its ``Name`` wins),
-    then the run's own, which no ``--resource-tag`` can replace (they start ``imagelint:``)."""
-    tags = {"Name": f"imagelint-{run_id[:8]}", **dict(resource), RUN_TAG: run_id, **(extra or {})}
+    then the run's own, which no ``--resource-tag`` can replace (they start ``imagelint:``): the run
+    id and the deadline (``deadline``, one value for the whole run so its DryRun is its launch; none
+    given: :data:`DEFAULT_LIFETIME` from now), always."""
+    own = {RUN_TAG: run_id, DEADLINE_TAG: deadline or deadline_after(DEFAULT_LIFETIME)}
+    tags = {"Name": f"imagelint-{run_id[:8]}", **dict(resource), **own, **(extra or {})}
     return [{"Key": k, "Value": v} for k, v in tags.items()]
 
 
@@ -272,15 +301,18 @@ def launch_params(
 ) -> dict[str, Any]:
     """The RunInstances request of :func:`launch_instance` (its DryRun pre-flight sends the same)."""
     instance_type = settings.instance_type or DEFAULT_TYPES.get(image.architecture, "t3.medium")
+    # the run's deadline, or the dead-man switch's when there is one
+    life = settings.deadline or deadline_after(deadline if deadline > 0 else DEFAULT_LIFETIME)
     specs = [
         {
             "ResourceType": "instance",
-            "Tags": run_tags(run_id, {"imagelint:image": image.image_id}, settings.tags),
+            "Tags": run_tags(run_id, {"imagelint:image": image.image_id}, settings.tags, deadline=life),
         },
-        {"ResourceType": "volume", "Tags": run_tags(run_id, resource=settings.tags)},
+        {"ResourceType": "volume", "Tags": run_tags(run_id, resource=settings.tags, deadline=life)},
     ]
     if settings.tags:  # only then: tagging the interface needs ec2:CreateTags on network-interface
-        specs.append({"ResourceType": "network-interface", "Tags": run_tags(run_id, resource=settings.tags)})
+        interface_tags = run_tags(run_id, resource=settings.tags, deadline=life)
+        specs.append({"ResourceType": "network-interface", "Tags": interface_tags})
     params: dict[str, Any] = {
         "ImageId": image.image_id,
         "InstanceType": instance_type,
@@ -475,7 +507,12 @@ def create_volume(
         SnapshotId=snapshot_id,
         AvailabilityZone=zone,
         VolumeType="gp3",
-        TagSpecifications=[{"ResourceType": "volume", "Tags": run_tags(run_id, resource=settings.tags)}],
+        TagSpecifications=[
+            {
+                "ResourceType": "volume",
+                "Tags": run_tags(run_id, resource=settings.tags, deadline=settings.deadline),
+            }
+        ],
         **encrypted(settings.kms_key),
     )
     return str(reply["VolumeId"])

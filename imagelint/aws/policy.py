@@ -19,13 +19,15 @@ Two identities:
   placeholders (:data:`REPORT_BUCKET`, :data:`ACCOUNT`...) are filled in by
   :mod:`imagelint.aws.policy_fill`. ``ImagelintNetworkRead`` reads the launch subnet's
   route table and the VPC's endpoints (:mod:`imagelint.aws.network`); ``ImagelintGroup*`` make and
-  remove the run's security group (:mod:`imagelint.aws.run_group`). ``ImagelintRunProfile`` is
-  needed only with ``--create-profile`` (:mod:`imagelint.aws.run_profile`): it lets the runner create
-  roles, but only under the IAM path ``/imagelint/``. ``ImagelintHardened*`` serve hardened accounts:
-  the EBS encryption-by-default pre-flight, the ``--resource-tag`` tags on the launch's network
-  interface and on ``--create-profile``'s role and profile, and a role created only with the
-  ``--permissions-boundary`` policy (replace PERMISSIONS-BOUNDARY; drop ``iam:CreateRole`` from
-  ``ImagelintRunProfile`` to make the boundary compulsory).
+  remove the run's security group (:mod:`imagelint.aws.run_group`). The ``ImagelintRunRole*``,
+  ``ImagelintRunProfile*`` and ``ImagelintPassRunRole`` statements are needed only with
+  ``--create-profile`` (:mod:`imagelint.aws.run_profile`): the runner may create a role only in the
+  run namespace (:class:`Namespace`), only with the permissions boundary (``iam:PermissionsBoundary``,
+  by default AmazonSSMManagedInstanceCore) and the run's tags, attach only that managed policy
+  (``iam:PolicyARN``) and only to a bounded role, and change, pass or delete only roles and profiles
+  carrying the run tag (``tests/aws/test_policy_escalation.py`` evaluates each escalation chain).
+  ``ImagelintHardened*`` serve hardened accounts: the EBS encryption-by-default pre-flight and the
+  ``--resource-tag`` tags on the launch's network interface.
 - **the instance profile's role** (launch mode): ``AmazonSSMManagedInstanceCore`` (attach the AWS
   managed policy) and nothing else: no S3 permission at all. The instance uploads its bundle through
   the presigned URL of its own key (signed by the runner, bound to that host:
@@ -39,16 +41,53 @@ caller's behalf for an encrypted snapshot (:data:`imagelint.aws.kms.IMPLICIT_KMS
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from typing import Any
 
-from imagelint.aws.ec2 import RUN_TAG
+from imagelint.aws.ec2 import DEADLINE_TAG, RUN_TAG
 from imagelint.aws.partitions import Partition, for_partition
 from imagelint.aws.ssm import DOCUMENT
+from imagelint.errors import UsageError
 
 _EC2 = "arn:aws:ec2:*:*:{}/*"  # account-owned EC2 resources (instance, volume, subnet...)
 _IMAGES = ["arn:aws:ec2:*::image/*", "arn:aws:ec2:*::snapshot/*"]  # images and snapshots: no account
 _RUN_RESOURCES = [_EC2.format("instance"), _EC2.format("volume")]
 RUN_PROFILE_PATH = "/imagelint/"  # the IAM path of --create-profile's roles and profiles
+RUN_PROFILE_PREFIX = "imagelint-"  # ... and their names' prefix: together, the run namespace
+RUN_ROLES = f"arn:aws:iam::*:role{RUN_PROFILE_PATH}{RUN_PROFILE_PREFIX}*"
+RUN_PROFILES = f"arn:aws:iam::*:instance-profile{RUN_PROFILE_PATH}{RUN_PROFILE_PREFIX}*"
+SSM_MANAGED_POLICY = "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore"
+_PATH = re.compile(r"/([\x21-\x7e]{1,510}/)?")  # IAM's path: / or /.../, printable ASCII
+_PREFIX = re.compile(r"[\w+=,.@-]{1,27}")  # a role name is at most 64: the prefix and a 36-character run id
+
+
+@dataclass(frozen=True)
+class Namespace:
+    """Where --create-profile's roles and profiles live: their IAM path and name prefix
+    (``--profile-namespace /PATH/PREFIX``, for an organization's naming rule); the runner's policy
+    follows it (:mod:`imagelint.aws.policy_fill`)."""
+
+    path: str = RUN_PROFILE_PATH
+    prefix: str = RUN_PROFILE_PREFIX
+
+    @classmethod
+    def parse(cls, text: str) -> Namespace:
+        """``/PATH/PREFIX`` (the part after the last ``/`` is the name prefix); a UsageError else."""
+        path, _, prefix = text.rpartition("/")
+        path += "/"
+        bad = not text.startswith("/") or any(c in text for c in "*?")
+        if bad or not _PATH.fullmatch(path) or not _PREFIX.fullmatch(prefix):
+            raise UsageError(
+                f"--profile-namespace {text!r}: give /PATH/PREFIX (an IAM path and a role name prefix of "
+                "1-27 of letters, digits and + = , . @ _ -; no * or ?)"
+            )
+        return cls(path, prefix)
+
+    def name(self, run_id: str) -> str:
+        return f"{self.prefix}{run_id}"
+
+
 DEFAULT_REPORT_PREFIX = "imagelint/"  # --report-prefix's default
 
 # Placeholders of the printed policies (`imagelint ami policies` fills them from its options)
@@ -59,7 +98,6 @@ CANDIDATE_TAG = ("CANDIDATE-TAG-KEY", "CANDIDATE-TAG-VALUE")  # the tag the pipe
 FLEET_TAG = ("FLEET-TAG-KEY", "FLEET-TAG-VALUE")  # `fleet --target tag:KEY=VALUE`
 RUN_ROLE_ARN = "RUN-ROLE-ARN"  # --role-arn
 REPORT_KMS_KEY = "REPORT-KMS-KEY"  # fleet --sse-kms-key: the key's ARN
-PERMISSIONS_BOUNDARY = "PERMISSIONS-BOUNDARY"  # --permissions-boundary's policy
 
 # The tags --tag writes (imagelint.commands.ami.verdict_tags): CreateTags may write these keys only
 VERDICT_TAG_KEYS = (
@@ -118,27 +156,36 @@ RUNNER_STATEMENTS: dict[str, Entry] = {
         _RUN_RESOURCES,
         {"StringLike": {f"aws:RequestTag/{RUN_TAG}": "*"}},
     ),
-    # what RunInstances / CreateVolume read or create untagged: the AMI, its snapshots, the subnet,
-    # security groups and the network interface
+    # what RunInstances reads or creates untagged: the AMI (any: a public or shared one too), its
+    # snapshots, the subnet, security groups and the network interface
     "ImagelintCreateFrom": (
-        ("ec2:RunInstances", "ec2:CreateVolume"),
+        ("ec2:RunInstances",),
         [*_IMAGES, *(_EC2.format(t) for t in ("subnet", "security-group", "network-interface"))],
         None,
     ),
+    # volume mode's volume: only from a snapshot of this account carrying the candidate tag (the
+    # gated AMI's), never from a backup or another snapshot the runner could then read
+    "ImagelintVolumeFrom": (("ec2:CreateVolume",), "arn:aws:ec2:*::snapshot/*", {"StringEquals": CANDIDATE}),
     # tags only as part of the creating call (the TagSpecifications), never on an existing resource
     "ImagelintTagOnCreate": (
         ("ec2:CreateTags",),
         [*_RUN_RESOURCES, _EC2.format("security-group")],
         {"StringEquals": {"ec2:CreateAction": ["RunInstances", "CreateVolume", "CreateSecurityGroup"]}},
     ),
-    # destructive actions only on resources carrying the run tag (cleanup and `ami cleanup` too)
+    # destructive actions only on resources carrying the run tag (cleanup and `ami cleanup` too);
+    # AttachVolume is authorised on the volume and on the instance: both the run's ...
     "ImagelintRunResources": (
         ("ec2:TerminateInstances", "ec2:AttachVolume", "ec2:DetachVolume", "ec2:DeleteVolume"),
         _RUN_RESOURCES,
         {"StringLike": {f"aws:ResourceTag/{RUN_TAG}": "*"}},
     ),
-    # volume mode: the runner's own instance, which the run did not create and did not tag
-    "ImagelintRunnerInstance": (("ec2:AttachVolume", "ec2:DetachVolume"), _EC2.format("instance"), None),
+    # ... or, in volume mode, the instance the request comes from (the runner itself: its instance
+    # role's credentials carry ec2:SourceInstanceARN, and aws:ARN is the instance named), no other
+    "ImagelintRunnerInstance": (
+        ("ec2:AttachVolume", "ec2:DetachVolume"),
+        _EC2.format("instance"),
+        {"StringEquals": {"aws:ARN": "${ec2:SourceInstanceARN}"}},
+    ),
     "ImagelintVerdictTags": VERDICT_TAGS,
     # --on-fail only: deregister, deprecate and delete snapshots of this account's AMIs and snapshots
     # that carry the candidate tag (the run did not create them, so its own tag cannot scope them;
@@ -217,31 +264,72 @@ RUNNER_STATEMENTS: dict[str, Entry] = {
         {"StringLike": {"kms:ViaService": "s3.*.amazonaws.com"}},
     ),
     "ImagelintInstanceProfile": (("iam:GetInstanceProfile",), "arn:aws:iam::*:instance-profile/*", None),
-    # RunInstances gives the instance its profile's role: that role only (or a --create-profile
-    # run's own role, under /imagelint/), and only to EC2
+    # RunInstances gives the instance its profile's role, only to EC2: the instance role the user made ...
     "ImagelintPassRole": (
         ("iam:PassRole",),
-        [f"arn:aws:iam::*:role/{INSTANCE_ROLE}", f"arn:aws:iam::*:role{RUN_PROFILE_PATH}*"],
+        f"arn:aws:iam::*:role/{INSTANCE_ROLE}",
         {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
     ),
-    "ImagelintRole": (("sts:AssumeRole",), RUN_ROLE_ARN, None),  # only with --role-arn: that role
-    # only with --create-profile (and for `ami cleanup` of what those runs left): roles and
-    # instance profiles under the run's IAM path only
-    "ImagelintRunProfile": (
-        (
-            "iam:CreateRole",
-            "iam:AttachRolePolicy",
-            "iam:CreateInstanceProfile",
-            "iam:AddRoleToInstanceProfile",
-            "iam:RemoveRoleFromInstanceProfile",
-            "iam:DeleteInstanceProfile",
-            "iam:DetachRolePolicy",
-            "iam:DeleteRolePolicy",
-            "iam:DeleteRole",
-        ),
-        [f"arn:aws:iam::*:role{RUN_PROFILE_PATH}*", f"arn:aws:iam::*:instance-profile{RUN_PROFILE_PATH}*"],
-        None,
+    # ... or a --create-profile run's own role (in the run namespace, carrying the run tag)
+    "ImagelintPassRunRole": (
+        ("iam:PassRole",),
+        RUN_ROLES,
+        {
+            "StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"},
+            "StringLike": {f"aws:ResourceTag/{RUN_TAG}": "*"},
+        },
     ),
+    # only with --role-arn: that role (the run id as the session's SourceIdentity: the role's trust
+    # policy must allow sts:SetSourceIdentity too, or the session goes on without it)
+    "ImagelintRole": (("sts:AssumeRole", "sts:SetSourceIdentity"), RUN_ROLE_ARN, None),
+    # The statements below serve only --create-profile (and `ami cleanup` of what those runs left).
+    # A role is created only in the run namespace, with the permissions boundary (by default
+    # AmazonSSMManagedInstanceCore itself: the role can never do more than the SSM agent needs,
+    # whatever its trust policy says, for which IAM has no condition key) and the run's tags ...
+    "ImagelintRunRoleCreate": (
+        ("iam:CreateRole",),
+        RUN_ROLES,
+        {
+            "StringEquals": {"iam:PermissionsBoundary": SSM_MANAGED_POLICY},
+            "StringLike": {f"aws:RequestTag/{RUN_TAG}": "*", f"aws:RequestTag/{DEADLINE_TAG}": "*"},
+        },
+    ),
+    # ... is given AmazonSSMManagedInstanceCore only, and only while it carries the boundary (AWS's
+    # advice when delegating role creation: the boundary on the attach call too); no inline policy
+    "ImagelintRunRoleAttach": (
+        ("iam:AttachRolePolicy",),
+        RUN_ROLES,
+        {
+            "ArnEquals": {"iam:PolicyARN": SSM_MANAGED_POLICY},
+            "StringEquals": {"iam:PermissionsBoundary": SSM_MANAGED_POLICY},
+            "StringLike": {f"aws:ResourceTag/{RUN_TAG}": "*"},
+        },
+    ),
+    # the run's tags on its role and profile (IAM checks these for Tags in the create calls)
+    "ImagelintRunProfileTags": (
+        ("iam:TagRole", "iam:TagInstanceProfile"),
+        [RUN_ROLES, RUN_PROFILES],
+        {"StringLike": {f"aws:RequestTag/{RUN_TAG}": "*", f"aws:RequestTag/{DEADLINE_TAG}": "*"}},
+    ),
+    "ImagelintRunProfileCreate": (
+        ("iam:CreateInstanceProfile",),
+        RUN_PROFILES,
+        {"StringLike": {f"aws:RequestTag/{RUN_TAG}": "*", f"aws:RequestTag/{DEADLINE_TAG}": "*"}},
+    ),
+    # the profile filled, emptied and deleted, and the role stripped and deleted, only while they
+    # carry the run tag: a role or profile someone else put in the namespace is not the runner's
+    "ImagelintRunProfileChange": (
+        ("iam:AddRoleToInstanceProfile", "iam:RemoveRoleFromInstanceProfile", "iam:DeleteInstanceProfile"),
+        RUN_PROFILES,
+        {"StringLike": {f"aws:ResourceTag/{RUN_TAG}": "*"}},
+    ),
+    "ImagelintRunRoleRemove": (
+        ("iam:DetachRolePolicy", "iam:DeleteRolePolicy", "iam:DeleteRole"),
+        RUN_ROLES,
+        {"StringLike": {f"aws:ResourceTag/{RUN_TAG}": "*"}},
+    ),
+    # `ami cleanup` reads a role's tags before it removes it (ownership: run tag and deadline)
+    "ImagelintRunRoleRead": (("iam:GetRole",), RUN_ROLES, None),
     "ImagelintRunProfileList": (("iam:ListRoles",), "*", None),  # ListRoles has no resource scope
     # hardened accounts. The EBS encryption-by-default pre-flight (neither call has a resource scope)
     "ImagelintHardenedEbsDefault": (
@@ -255,19 +343,6 @@ RUNNER_STATEMENTS: dict[str, Entry] = {
         _EC2.format("network-interface"),
         {"StringEquals": {"ec2:CreateAction": "RunInstances"}},
     ),
-    # --resource-tag with --create-profile: tags in CreateRole / CreateInstanceProfile need these too
-    "ImagelintHardenedProfileTags": (
-        ("iam:TagRole", "iam:TagInstanceProfile"),
-        [f"arn:aws:iam::*:role{RUN_PROFILE_PATH}*", f"arn:aws:iam::*:instance-profile{RUN_PROFILE_PATH}*"],
-        None,
-    ),
-    # --permissions-boundary: the run's role created only with that boundary (replace
-    # PERMISSIONS-BOUNDARY; as AWS documents it, with the condition key iam:PermissionsBoundary)
-    "ImagelintHardenedBoundary": (
-        ("iam:CreateRole",),
-        f"arn:aws:iam::*:role{RUN_PROFILE_PATH}*",
-        {"StringLike": {"iam:PermissionsBoundary": f"arn:aws:iam::*:policy/{PERMISSIONS_BOUNDARY}"}},
-    ),
 }
 
 # API operations authorised by another action than their own name
@@ -278,6 +353,7 @@ NO_PERMISSION = frozenset({"sts:GetCallerIdentity"})
 PERMISSION_ONLY = {
     "iam:PassRole": "checked when RunInstances gives the instance a profile's role",
     "s3:ListBucket": "authorises ListObjects and HeadBucket",
+    "sts:SetSourceIdentity": "checked when AssumeRole carries a SourceIdentity",
 }
 
 
@@ -296,7 +372,6 @@ INSTANCE_TRUST = {
         {"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}
     ],
 }
-SSM_MANAGED_POLICY = "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore"
 
 
 def managed_policy_arn(partition: str) -> str:

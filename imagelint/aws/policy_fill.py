@@ -2,7 +2,8 @@
 
 The policies of :mod:`imagelint.aws.policy` name what only the user knows by placeholders
 (``REPORT-BUCKET``, ``ACCOUNT-ID``, ``CANDIDATE-TAG-KEY``/``-VALUE``, ``FLEET-TAG-KEY``/``-VALUE``,
-``RUN-ROLE-ARN``, ``INSTANCE-ROLE``) and the report prefix by its default (``imagelint/``).
+``RUN-ROLE-ARN``, ``INSTANCE-ROLE``), the report prefix by its default (``imagelint/``) and the run
+role's permissions boundary by its default (AmazonSSMManagedInstanceCore: :func:`bound`).
 :class:`Fill` holds the values given, checked (one line, exit 2, for a malformed one), and
 :func:`fill` writes them into a document (values, ARNs and condition keys alike); a value not given
 keeps its placeholder, so the output stays byte-stable.
@@ -22,6 +23,7 @@ _BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")  # S3's bucket naming 
 _ACCOUNT = re.compile(r"\d{12}")
 _ROLE_NAME = re.compile(r"[\w+=,.@-]{1,64}")  # IAM's role name characters
 _ROLE_ARN = re.compile(r"arn:([a-z-]+):iam::\d{12}:role/[\w+=,.@/-]+")
+_POLICY_ARN = re.compile(r"arn:([a-z-]+):iam::(\d{12}|aws):policy/[\w+=,.@/-]+")
 
 
 def tag_pair(text: str, option: str) -> tuple[str, list[str]]:
@@ -44,6 +46,9 @@ class Fill:
     fleet_tag: str | None = None  # KEY=VALUE[,VALUE...]
     role_arn: str | None = None
     instance_role: str | None = None
+    permissions_boundary: str | None = None  # the run role's boundary (default AmazonSSMManagedInstanceCore)
+    document: str | None = None  # --document NAME[:VERSION] (default AWS-RunShellScript)
+    namespace: str | None = None  # --profile-namespace /PATH/PREFIX (default /imagelint/imagelint-)
 
     def replacements(self, partition: Partition) -> list[tuple[str, str | list[str]]]:
         """(placeholder, value) pairs, the longer placeholders first; checks each value."""
@@ -82,11 +87,33 @@ class Fill:
                     f"the policies in {partition.name}"
                 )
             out.append((policy.RUN_ROLE_ARN, self.role_arn))
+        if self.namespace is not None:
+            given, default = policy.Namespace.parse(self.namespace), policy.Namespace()
+            for kind in ("role", "instance-profile"):
+                out.append((f":{kind}{default.path}{default.prefix}*", f":{kind}{given.path}{given.prefix}*"))
+        if self.document is not None:
+            from imagelint.aws.ssm import DOCUMENT, parse_document
+
+            out.append((f"document/{DOCUMENT}", f"document/{parse_document(self.document)[0]}"))
         if self.instance_role is not None:
             if not _ROLE_NAME.fullmatch(self.instance_role):
                 raise UsageError(f"--instance-role {self.instance_role!r} is not an IAM role name")
             out.append((policy.INSTANCE_ROLE, self.instance_role))
         return out
+
+
+def bound(document: Any, boundary: str) -> Any:
+    """``document`` with every ``iam:PermissionsBoundary`` condition value set to ``boundary`` (the
+    --permissions-boundary the runs give their roles; the same ARN elsewhere, the attachable
+    AmazonSSMManagedInstanceCore, stays)."""
+    if isinstance(document, dict):
+        return {
+            key: boundary if key == "iam:PermissionsBoundary" else bound(value, boundary)
+            for key, value in document.items()
+        }
+    if isinstance(document, list):
+        return [bound(value, boundary) for value in document]
+    return document
 
 
 def fill(document: Any, replacements: list[tuple[str, str | list[str]]]) -> Any:
@@ -129,5 +156,14 @@ def documents(region: str | None = None, values: Fill | None = None) -> dict[str
         },
         partition,
     )
-    filled: dict[str, Any] = fill(docs, (values or Fill()).replacements(partition))
+    values = values or Fill()
+    filled: dict[str, Any] = fill(docs, values.replacements(partition))
+    if values.permissions_boundary is not None:
+        found = _POLICY_ARN.fullmatch(values.permissions_boundary)
+        if not found or found.group(1) != partition.name:
+            raise UsageError(
+                f"--permissions-boundary {values.permissions_boundary!r} is not an IAM policy ARN of "
+                f"partition {partition.name} (arn:{partition.name}:iam::ACCOUNT:policy/NAME)"
+            )
+        filled = bound(filled, values.permissions_boundary)
     return filled

@@ -20,13 +20,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 from imagelint.aws.ec2 import RUN_TAG, run_tags
 from imagelint.aws.errors import AwsError, call, paginate
 
-CREATED_TAG = "imagelint:created"  # ISO 8601 UTC: `imagelint ami cleanup --older-than` reads it
 HTTPS_EGRESS = [
     {
         "IpProtocol": "tcp",
@@ -43,19 +41,26 @@ def group_name(run_id: str) -> str:
     return f"imagelint-{run_id}"
 
 
-def create_run_group(ec2: Any, vpc_id: str, run_id: str, tags: tuple[tuple[str, str], ...] = ()) -> str:
+def create_run_group(
+    ec2: Any,
+    vpc_id: str,
+    run_id: str,
+    tags: tuple[tuple[str, str], ...] = (),
+    *,
+    deadline: str = "",
+) -> str:
     """Create the run's group in ``vpc_id``: HTTPS egress only, no ingress; returns its id.
 
-    The group carries the run tag (and ``tags``, ``--resource-tag``) from its create call, so a
-    failure in the rule calls that follow leaves a group the run's final sweep finds and deletes."""
-    created = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    The group carries the run tag and its ``deadline`` (:func:`imagelint.aws.ec2.run_tags`; and ``tags``,
+    ``--resource-tag``) from its create call, so a failure in the rule calls that follow leaves a
+    group the run's final sweep finds and deletes (and `ami cleanup`, once past its deadline)."""
     reply = call(
         ec2.create_security_group,
         GroupName=group_name(run_id),
         Description=f"imagelint run {run_id}: HTTPS egress only, no ingress",
         VpcId=vpc_id,
         TagSpecifications=[
-            {"ResourceType": "security-group", "Tags": run_tags(run_id, {CREATED_TAG: created}, tags)}
+            {"ResourceType": "security-group", "Tags": run_tags(run_id, resource=tags, deadline=deadline)}
         ],
     )
     group_id = str(reply["GroupId"])

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import re
 import secrets
 import shlex
 import tempfile
@@ -70,7 +71,24 @@ _EOF = "IMAGELINT_COLLECTOR_EOF"
 SSM_DOCUMENT_QUOTA = 64 * 1024  # bytes: a document's content with its runtime parameters
 DOCUMENT_RESERVE = 4 * 1024  # bytes kept for AWS-RunShellScript's own content (about 1 KB)
 MAX_PARAMETERS = SSM_DOCUMENT_QUOTA - DOCUMENT_RESERVE
-DOCUMENT = "AWS-RunShellScript"  # the one SSM document imagelint sends (the runner's policy names it)
+DOCUMENT = "AWS-RunShellScript"  # the SSM document imagelint sends by default (the runner's policy names it)
+_DOCUMENT_NAME = re.compile(r"[a-zA-Z0-9_.-]{3,128}")  # SSM's document name pattern
+_DOCUMENT_VERSION = re.compile(r"([1-9][0-9]*|\$DEFAULT|\$LATEST)")
+
+
+def parse_document(text: str) -> tuple[str, str | None]:
+    """``--document NAME[:VERSION]`` → (NAME, VERSION or None); a UsageError (exit 2) naming the
+    option otherwise. The document must take the parameters AWS-RunShellScript takes (``commands``,
+    ``executionTimeout``): a copy of it pinned by an organization, for one."""
+    name, sep, version = text.partition(":")
+    if not _DOCUMENT_NAME.fullmatch(name) or (sep and not _DOCUMENT_VERSION.fullmatch(version)):
+        raise UsageError(
+            f"--document {text!r}: give NAME[:VERSION] (an SSM document name, 3-128 of a-z A-Z 0-9 _ . -; "
+            "a version number, $DEFAULT or $LATEST)"
+        )
+    return name, version if sep else None
+
+
 BINDING_META = "imagelint-binding"  # the object's x-amz-meta-imagelint-binding: the host's token
 
 
@@ -105,6 +123,8 @@ class RemotePlan:
     owner_full_control: bool = (
         False  # upload with the ACL bucket-owner-full-control (another account's bucket)
     )
+    document: str = DOCUMENT  # --document: the SSM document sent (AWS-RunShellScript's parameters)
+    document_version: str | None = None  # ... and its pinned version (None: its default)
 
     def key(self, instance_id: str, name: str) -> str:
         return f"{self.prefix}{self.run_id}/{instance_id}/{name}"
@@ -247,7 +267,8 @@ def send_request(plan: RemotePlan, *, delivery_timeout: int = 600, marker: str =
     check_parameters(params, plan.instance_id)
     return {
         "InstanceIds": [plan.instance_id],
-        "DocumentName": DOCUMENT,
+        "DocumentName": plan.document,
+        **({"DocumentVersion": plan.document_version} if plan.document_version else {}),
         "Parameters": params,
         "TimeoutSeconds": delivery_timeout,
         "Comment": (marker or f"imagelint run {plan.run_id}")[:MAX_COMMENT],

@@ -71,7 +71,7 @@ AMI_GROUP_DOC = """Check AMIs before they ship, and remove what killed runs left
 
       imagelint ami policies runner > runner-policy.json
 
-      imagelint ami cleanup --older-than 2h
+      imagelint ami cleanup --dry-run
     """
 ami_app = typer.Typer(
     cls=CheckByDefault,
@@ -182,6 +182,22 @@ def ami_check(
             "boundary.",
         ),
     ] = None,
+    document: Annotated[
+        str | None,
+        typer.Option(
+            "--document",
+            help="NAME[:VERSION]: send this SSM document (default AWS-RunShellScript), e.g. your "
+            "organization's pinned copy; it must take AWS-RunShellScript's parameters.",
+        ),
+    ] = None,
+    profile_namespace: Annotated[
+        str | None,
+        typer.Option(
+            "--profile-namespace",
+            help="/PATH/PREFIX of --create-profile's roles and instance profiles (default "
+            "/imagelint/imagelint-), for an organization's naming rule; give ami policies the same.",
+        ),
+    ] = None,
     skip_network_check: Annotated[
         bool,
         typer.Option(
@@ -245,7 +261,9 @@ def ami_check(
     encryption-by-default key is checked (a disabled or deleted one would fail every launch).
     """
     from imagelint.aws.ec2 import LaunchSettings, parse_resource_tags
+    from imagelint.aws.policy import Namespace
     from imagelint.aws.snapshot import SnapshotSettings
+    from imagelint.aws.ssm import DOCUMENT, parse_document
     from imagelint.commands.ami import AmiOptions, Timing, run_ami
     from imagelint.durations import parse_duration
 
@@ -279,6 +297,8 @@ def ami_check(
         create_profile=create_instance_profile,
         network_check=not skip_network_check,
         permissions_boundary=permissions_boundary,
+        document=parse_document(document) if document else (DOCUMENT, None),
+        namespace=Namespace.parse(profile_namespace) if profile_namespace else Namespace(),
     )
     raise typer.Exit(int(run_ami(options).exit_code))
 
@@ -334,6 +354,26 @@ def ami_policies(
         str | None,
         typer.Option("--instance-role", help="Fill in INSTANCE-ROLE: the instance profile's role name."),
     ] = None,
+    permissions_boundary: Annotated[
+        str | None,
+        typer.Option(
+            "--permissions-boundary",
+            help="The --permissions-boundary policy ARN --create-profile runs give their roles (default "
+            "AmazonSSMManagedInstanceCore): the runner may create and attach only with it.",
+        ),
+    ] = None,
+    document: Annotated[
+        str | None,
+        typer.Option("--document", help="The runs' --document NAME[:VERSION]: SendCommand only with it."),
+    ] = None,
+    profile_namespace: Annotated[
+        str | None,
+        typer.Option(
+            "--profile-namespace",
+            help="/PATH/PREFIX of --create-profile's roles and instance profiles (default "
+            "/imagelint/imagelint-), for an organization's naming rule; give ami policies the same.",
+        ),
+    ] = None,
 ) -> None:
     """Print the IAM policies `imagelint ami` needs, as JSON, generated from the code.
 
@@ -361,7 +401,18 @@ def ami_policies(
     from imagelint.aws.policy_fill import Fill, documents
     from imagelint.errors import UsageError
 
-    values = Fill(report_bucket, report_prefix, account, candidate_tag, fleet_tag, role_arn, instance_role)
+    values = Fill(
+        report_bucket,
+        report_prefix,
+        account,
+        candidate_tag,
+        fleet_tag,
+        role_arn,
+        instance_role,
+        permissions_boundary,
+        document,
+        profile_namespace,
+    )
     docs = documents(region, values)
     if name is not None and name not in docs:
         raise UsageError(f"no policy named {name!r}: use one of {', '.join(docs)}")
@@ -381,25 +432,49 @@ def ami_cleanup(
     older_than: Annotated[
         str,
         typer.Option(
-            "--older-than", help="Only resources launched or created longer ago (runs in progress are left)."
+            "--older-than",
+            help="An extra guard: only resources launched or created longer ago (the deadline tag "
+            "already keeps runs in progress).",
         ),
-    ] = "2h",
+    ] = "0s",
+    run: Annotated[
+        str | None,
+        typer.Option(
+            "--run",
+            help="Remove this run's resources now, before their deadline (a run you know is dead: its "
+            "runner was killed; the id is in its log and its imagelint:run tags).",
+        ),
+    ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List, do not remove.")] = False,
     poll: PollOpt = "5s",
     role_arn: RoleArnOpt = None,
+    profile_namespace: Annotated[
+        str | None,
+        typer.Option(
+            "--profile-namespace",
+            help="/PATH/PREFIX of --create-profile's roles and instance profiles (default "
+            "/imagelint/imagelint-), for an organization's naming rule; give ami policies the same.",
+        ),
+    ] = None,
 ) -> None:
     """Remove what earlier AMI runs left behind: instances, volumes and security groups tagged
     imagelint:run, and the roles and instance profiles of --create-profile runs.
 
     A run removes its own instances and volumes in every outcome it lives through; this sweeper
-    covers a runner that was killed outright (SIGKILL, lost network, a CI timeout). Examples:
+    covers a runner that was killed outright (SIGKILL, lost network, a CI timeout). Only what carries
+    both a run's imagelint:run tag and its imagelint:deadline tag, past, is removed (a role or
+    profile also named after that run): a run in progress, however long its soak, and a resource that
+    only looks like a run's are left. Examples:
 
-      imagelint ami cleanup --older-than 2h --dry-run
+      imagelint ami cleanup --dry-run
 
       imagelint ami cleanup --region eu-west-1
+
+      imagelint ami cleanup --run 3f2c…   # a killed run's, before its deadline
     """
     from imagelint import stderr
     from imagelint.aws.cleanup import run_cleanup
+    from imagelint.aws.policy import Namespace
     from imagelint.aws.teardown import CleanupError, Teardown
     from imagelint.durations import parse_duration
 
@@ -412,6 +487,8 @@ def ami_cleanup(
         poll=every,
         role_arn=role_arn,
         teardown=steps,
+        run=run,
+        namespace=Namespace.parse(profile_namespace) if profile_namespace else None,
     ):
         typer.echo(line)
     if steps.failures:

@@ -65,6 +65,7 @@ from imagelint.aws import ssm as ssm_ops
 from imagelint.aws.boot import BootWatch
 from imagelint.aws.clients import Clients, default_region
 from imagelint.aws.errors import AwsError, call, paginate
+from imagelint.aws.policy import Namespace
 from imagelint.aws.progress import Progress
 from imagelint.aws.s3urls import run_expiry
 from imagelint.aws.signals import Interrupted, SignalGuard
@@ -123,6 +124,8 @@ class AmiOptions:
     create_profile: bool = False  # --create-profile: a role and profile for each run
     network_check: bool = True  # --skip-network-check: a refused path is a warning
     permissions_boundary: str | None = None  # --permissions-boundary: of --create-profile's role
+    document: tuple[str, str | None] = (ssm_ops.DOCUMENT, None)  # --document NAME[:VERSION]
+    namespace: Namespace = field(default_factory=Namespace)  # --profile-namespace /PATH/PREFIX
 
     def per_image_seconds(self) -> float:
         """How long one image's launch may take: start, SSM, the soak and the command's margin."""
@@ -190,7 +193,9 @@ def run_ami(
     prepared = prepare(options.run)  # once, and bad -f/--fail-on/--select refused before any launch
     pairs = resolve_images(options)
     clients = clients if clients is not None else {}
-    session = _session(options, pairs, clients)
+    # every image's run id, known before the session: the first names the AWS session (--role-arn)
+    run_ids = {pair: str(uuid.uuid4()) for pair in pairs}
+    session = _session(options, pairs, clients, label=run_ids[pairs[0]] if pairs else None)
     if not 1 <= options.parallel <= MAX_PARALLEL:
         raise UsageError(f"--parallel {options.parallel}: give 1 to {MAX_PARALLEL}")
     for region, _ami in pairs:
@@ -216,6 +221,7 @@ def run_ami(
                     shown,
                     volume_host,
                     teardown,
+                    run_ids[pair],
                 )
             except ImageLintError as exc:
                 if (
@@ -353,8 +359,8 @@ def _check_one(
     progress: Progress,
     volume_host: VolumeHost | None,
     teardown: Teardown,
+    run_id: str,
 ) -> Checked:
-    run_id = str(uuid.uuid4())
     region, ami = pair
     progress.phase("checking image", f"{region}:{ami}")
     image = described or ec2_ops.describe_image(clients.ec2, ami, region)
@@ -411,6 +417,8 @@ def _launch(check: _ImageCheck) -> Report:
         # instance_id and upload_url: once the instance has an id
         soak_seconds=options.soak_seconds,
         soak_interval=options.soak_interval,
+        document=options.document[0],
+        document_version=options.document[1],
     )
     instance_type = preflight(clients, image, options, plan)
     kms_key = volume_key(clients, image, options, progress)
@@ -423,7 +431,11 @@ def _launch(check: _ImageCheck) -> Report:
         progress.log(f"warning: {warning}")
     public_ip = network.public_ip_needed(clients.ec2, where, image.region, bucket_region=bucket_region)
     launch = dataclasses.replace(
-        options.launch, instance_type=instance_type, kms_key=kms_key, public_ip=public_ip
+        options.launch,
+        instance_type=instance_type,
+        kms_key=kms_key,
+        public_ip=public_ip,
+        deadline=ec2_ops.deadline_after(options.per_image_seconds()),
     )
     group_id: str | None = None
     instance_id: str | None = None
@@ -434,14 +446,21 @@ def _launch(check: _ImageCheck) -> Report:
         progress.phase("dry run", f"RunInstances of {image.image_id} (policies, SCPs, tag policies)")
         ec2_ops.dry_run_launch(clients.ec2, image, launch, run_id, deadline=options.per_image_seconds())
         if options.create_profile:
-            progress.phase("creating instance profile", run_profile.profile_name(run_id))
+            progress.phase("creating instance profile", options.namespace.name(run_id))
             profile = run_profile.create_run_profile(
-                clients.get("iam"), run_id, tags=launch.tags, boundary=options.permissions_boundary
+                clients.get("iam"),
+                run_id,
+                tags=launch.tags,
+                boundary=options.permissions_boundary,
+                deadline=launch.deadline,
+                namespace=options.namespace,
             )
             launch = dataclasses.replace(launch, instance_profile=profile)
         if not launch.security_groups:
             progress.phase("creating security group", f"in {where.vpc_id}: HTTPS egress only")
-            group_id = run_group.create_run_group(clients.ec2, where.vpc_id, run_id, launch.tags)
+            group_id = run_group.create_run_group(
+                clients.ec2, where.vpc_id, run_id, launch.tags, deadline=launch.deadline
+            )
             launch = dataclasses.replace(launch, security_groups=(group_id,))
         progress.phase("launching", f"{image.image_id} as {instance_type}, run {run_id}")
         instance_id = run_profile.launch_retrying(
@@ -559,7 +578,7 @@ def _clean_run(
         ),
     )
     if options.create_profile:
-        name = run_profile.profile_name(run_id)
+        name = options.namespace.name(run_id)
         teardown.step(
             f"remove role and instance profile {name}", lambda: _remove_profile(clients, name, progress)
         )
@@ -585,7 +604,11 @@ def _volume(check: _ImageCheck, host: VolumeHost) -> Report:
     run_id, guard, progress, teardown = check.run_id, check.guard, check.progress, check.teardown
     root_snapshot = _root_snapshot(image)
     kms.check_image(clients, image.image_id, [root_snapshot], kms.LAUNCH, mappings=image.mappings)
-    settings = dataclasses.replace(options.launch, kms_key=volume_key(clients, image, options, progress))
+    settings = dataclasses.replace(
+        options.launch,
+        kms_key=volume_key(clients, image, options, progress),
+        deadline=ec2_ops.deadline_after(options.per_image_seconds()),
+    )
     instance_id, zone = host.identity()
     ec2_ops.check_zone(clients.ec2, zone, image)
     volume_id: str | None = None
@@ -680,15 +703,18 @@ def _tag(clients: Clients, checked: Checked, digest: str, progress: Progress) ->
     )
 
 
-def _session(options: AmiOptions, pairs: list[tuple[str, str]], clients: dict[str, Clients]) -> object:
-    """The boto3 session of the run, checked to last it: ``--role-arn``'s refreshing one, or the
-    environment's (refused when it expires before the run can end). Tests pass ``clients``."""
+def _session(
+    options: AmiOptions, pairs: list[tuple[str, str]], clients: dict[str, Clients], *, label: str | None
+) -> object:
+    """The boto3 session of the run, checked to last it: ``--role-arn``'s refreshing one (named after
+    ``label``, a run id), or the environment's (refused when it expires before the run can end).
+    Tests pass ``clients``."""
     from imagelint.aws import credentials
 
     needed = options.run_seconds(len(pairs))
     if clients:
         return next(iter(clients.values())).session
-    session = credentials.run_session(options.role_arn, needed, pairs[0][0])
+    session = credentials.run_session(options.role_arn, needed, pairs[0][0], label=label)
     if options.mode == "launch":
         credentials.check_lifetime(session, needed, role=bool(options.role_arn))
     return session

@@ -1,12 +1,15 @@
 """A small IAM evaluator for the tests: is a request (action, resource ARN, condition context) allowed
 by a statement of a policy? Only what the printed policies use: ``*``/``?`` wildcards per ARN segment,
-the condition operators StringEquals, StringLike, Bool and ForAllValues:StringEquals, and the context
-keys a request carries (request tag keys, the resource's tags and owner as moto has them at the call,
-the SSM document, the S3 bucket and key, the role)."""
+the condition operators StringEquals, StringLike, ArnEquals, ArnLike, Null, Bool and
+ForAllValues:StringEquals, policy variables (``${ec2:SourceInstanceARN}``) in condition values, and
+the context keys a request carries (request tag keys, the resource's tags and owner as moto has them
+at the call, the SSM document, the S3 bucket and key, the role, the permissions boundary and policy
+ARN of IAM calls)."""
 
 from __future__ import annotations
 
 import fnmatch
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,16 +35,38 @@ def _values(value: Any) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else [str(value)]
 
 
+_VARIABLE = re.compile(r"\$\{([^}]+)\}")
+
+
+def _substituted(wanted: Any, context: dict[str, Any]) -> list[str] | None:
+    """The condition's values with their policy variables replaced from the request's context; a
+    variable the request does not carry makes the value match nothing (None when none is left)."""
+    out = []
+    for value in _values(wanted):
+        names = _VARIABLE.findall(value)
+        if any(name not in context for name in names):
+            continue
+        out.append(_VARIABLE.sub(lambda m: str(context[m.group(1)]), value))
+    return out or None
+
+
 def _condition(operator: str, key: str, wanted: Any, context: dict[str, Any]) -> bool:
     if operator == "ForAllValues:StringEquals":  # every value of the key is one of the wanted
         return all(v in _values(wanted) for v in _values(context.get(key, [])))
+    if operator == "Null":  # "true": the key is absent; "false": present
+        return (key not in context) == (str(wanted).lower() == "true")
     if key not in context:
         return False
     value = str(context[key])
-    if operator == "StringEquals":
-        return value in _values(wanted)
+    wanted = _substituted(wanted, context)
+    if wanted is None:
+        return False
+    if operator in ("StringEquals", "ArnEquals"):
+        return value in wanted
     if operator == "StringLike":
-        return any(fnmatch.fnmatchcase(value, w) for w in _values(wanted))
+        return any(fnmatch.fnmatchcase(value, w) for w in wanted)
+    if operator == "ArnLike":
+        return any(_arn_match(w, value) for w in wanted)
     if operator == "Bool":
         return value.lower() in [w.lower() for w in _values(wanted)]
     raise AssertionError(f"the evaluator does not know {operator}")
@@ -103,6 +128,7 @@ LOOKED_UP = {
     "ec2:DeleteSnapshot": "SnapshotId",
     "ec2:EnableImageDeprecation": "ImageId",
     "ec2:CreateTags": "Resources",
+    "ec2:CreateVolume": "SnapshotId",
 }
 
 
@@ -130,4 +156,27 @@ def requests_of(api: str, params: dict[str, Any], facts: dict[str, dict[str, Any
         return [Request("s3:ListBucket", f"arn:aws:s3:::{params['Bucket']}")]
     if api == "sts:AssumeRole":
         return [Request(api, params["RoleArn"])]
+    if api in ("iam:CreateRole", "iam:CreateInstanceProfile"):
+        kind, name = ("role", params["RoleName"]) if api == "iam:CreateRole" else ("instance-profile", None)
+        name = name or params["InstanceProfileName"]
+        arn = f"arn:aws:iam::{ACCOUNT}:{kind}{params.get('Path', '/')}{name}"
+        context = _request_tags(params.get("Tags", []))
+        if "PermissionsBoundary" in params:
+            context["iam:PermissionsBoundary"] = params["PermissionsBoundary"]
+        tagging = "iam:TagRole" if kind == "role" else "iam:TagInstanceProfile"
+        return [Request(api, arn, context)] + ([Request(tagging, arn, context)] if params.get("Tags") else [])
+    if api == "ec2:CreateVolume":  # the snapshot it is made from, and the volume with its request tags
+        tags = [t for spec in params.get("TagSpecifications", []) for t in spec["Tags"]]
+        volume = f"arn:aws:ec2:{REGION}:{ACCOUNT}:volume/*"
+        snapshot = params.get("SnapshotId")
+        made = [Request(api, volume, _request_tags(tags))]
+        return made + (
+            [Request(api, _ec2_arn(snapshot), _ec2_context(facts.get(snapshot, {})))] if snapshot else []
+        )
     return []
+
+
+def _request_tags(tags: list[dict[str, str]]) -> dict[str, Any]:
+    context: dict[str, Any] = {f"aws:RequestTag/{t['Key']}": t["Value"] for t in tags}
+    context["aws:TagKeys"] = [t["Key"] for t in tags]
+    return context

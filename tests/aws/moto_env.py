@@ -195,6 +195,8 @@ class InstanceAgent:
         self.env = env
         self.rootfs: Path | None = None
         self.online = True
+        # the documents it runs as AWS-RunShellScript (an organization's pinned copy: --document)
+        self.shell_documents = {"AWS-RunShellScript"}
         self.fault: str | None = None
         self.faults: dict[str, str | None] = {}
         self.rootfs_for: dict[str, Path] = {}
@@ -293,7 +295,7 @@ class InstanceAgent:
 
     def _run(self, command: dict[str, Any], iid: str) -> None:
         inv = self.invocations[(command["CommandId"], iid)]
-        if command["DocumentName"] != "AWS-RunShellScript":
+        if command["DocumentName"] not in self.shell_documents:
             inv.status, inv.code, inv.stderr = "Failed", 1, f"document {command['DocumentName']} unknown here"
             return
         script = "\n".join(command["Parameters"]["commands"])

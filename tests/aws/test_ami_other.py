@@ -193,33 +193,47 @@ def test_fleet_one_row_per_tagged_instance(moto_env: MotoEnv, sample_image: Path
     assert other not in json.dumps(report)
 
 
-def test_cleanup_removes_only_tagged_orphans(moto_env: MotoEnv) -> None:
+def _tagged(kind: str, **tags: str) -> list[dict]:
+    return [{"ResourceType": kind, "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}]
+
+
+PAST = {"imagelint:run": "old-run", "imagelint:deadline": "2000-01-01T00:00:00Z"}
+
+
+def test_cleanup_removes_only_runs_past_their_deadline(moto_env: MotoEnv) -> None:
+    """Ownership before deletion: the run tag and a deadline in the past. A run in progress (its
+    deadline ahead: a long soak) stays even with --older-than 0s; a look-alike carrying only the run
+    tag (an earlier version's, or a user's) stays; --run names a dead run to remove before its
+    deadline."""
     ec2 = moto_env.client("ec2")
-    tagged = [{"ResourceType": "instance", "Tags": [{"Key": "imagelint:run", "Value": "old-run"}]}]
-    orphan = ec2.run_instances(ImageId=moto_env.image_id, MinCount=1, MaxCount=1, TagSpecifications=tagged)[
-        "Instances"
-    ][0]["InstanceId"]
-    bystander = ec2.run_instances(ImageId=moto_env.image_id, MinCount=1, MaxCount=1)["Instances"][0][
-        "InstanceId"
-    ]
+
+    def launch(specs: list[dict] | None = None) -> str:
+        extra = {"TagSpecifications": specs} if specs else {}
+        reply = ec2.run_instances(ImageId=moto_env.image_id, MinCount=1, MaxCount=1, **extra)
+        return str(reply["Instances"][0]["InstanceId"])
+
+    orphan = launch(_tagged("instance", **PAST))
+    bystander = launch()
+    look_alike = launch(_tagged("instance", **{"imagelint:run": "old-run"}))
+    soaking = launch(
+        _tagged("instance", **{"imagelint:run": "soak", "imagelint:deadline": "2999-01-01T00:00:00Z"})
+    )
     vol = ec2.create_volume(
-        AvailabilityZone="us-east-1a",
-        Size=1,
-        TagSpecifications=[
-            {"ResourceType": "volume", "Tags": [{"Key": "imagelint:run", "Value": "old-run"}]}
-        ],
-    )["VolumeId"]
+        AvailabilityZone="us-east-1a", Size=1, TagSpecifications=_tagged("volume", **PAST)
+    )
     dry = run_cli("ami", "cleanup", "--older-than", "0s", "--dry-run", "--poll", "0.2s", env=moto_env.env)
     assert dry.returncode == 0 and f"would terminate {orphan}" in dry.stdout
-    assert moto_env.alive()["instances"] == [orphan]
+    assert sorted(moto_env.alive()["instances"]) == sorted([orphan, look_alike, soaking])
     proc = run_cli("ami", "cleanup", "--older-than", "0s", "--poll", "0.2s", env=moto_env.env)
     assert proc.returncode == 0, proc.stderr
-    assert f"terminated {orphan} (run old-run)" in proc.stdout and f"deleted {vol}" in proc.stdout
-    assert moto_env.alive() == {"instances": [], "volumes": [], "groups": []}
-    state = ec2.describe_instances(InstanceIds=[bystander])["Reservations"][0]["Instances"][0]["State"][
-        "Name"
-    ]
-    assert state == "running"
+    assert f"terminated {orphan} (run old-run)" in proc.stdout and f"deleted {vol['VolumeId']}" in proc.stdout
+    assert sorted(moto_env.alive()["instances"]) == sorted([look_alike, soaking])
+    assert moto_env.alive()["volumes"] == [] and look_alike not in proc.stdout and soaking not in proc.stdout
+    state = ec2.describe_instances(InstanceIds=[bystander])["Reservations"][0]["Instances"][0]["State"]
+    assert state["Name"] == "running"
+    named = run_cli("ami", "cleanup", "--run", "soak", "--poll", "0.2s", env=moto_env.env)
+    assert named.returncode == 0 and f"terminated {soaking} (run soak)" in named.stdout, named.stderr
+    assert moto_env.alive()["instances"] == [look_alike]
 
 
 def test_tag_values_are_checked_against_ec2_limits() -> None:

@@ -188,7 +188,11 @@ def test_role_chaining_past_an_hour_is_refused_before_anything_runs(moto_env: Mo
 
 
 def test_cleanup_with_a_role_runs_on_the_roles_keys(moto_env: MotoEnv):
-    tags = [{"ResourceType": "instance", "Tags": [{"Key": "imagelint:run", "Value": "old-run"}]}]
+    past = [
+        {"Key": "imagelint:run", "Value": "old-run"},
+        {"Key": "imagelint:deadline", "Value": "2000-01-01T00:00:00Z"},
+    ]
+    tags = [{"ResourceType": "instance", "Tags": past}]
     moto_env.client("ec2").run_instances(
         ImageId=moto_env.image_id, MinCount=1, MaxCount=1, TagSpecifications=tags
     )
@@ -243,8 +247,16 @@ def test_sigkill_of_the_runner_then_cleanup_leaves_nothing(moto_env: MotoEnv, sa
     # the instance carries the dead-man switch
     attr = moto_env.client("ec2").describe_instance_attribute(InstanceId=instance, Attribute="userData")
     assert "shutdown -P +" in base64.b64decode(attr["UserData"]["Value"]).decode()
-    cleanup = run_cli("ami", "cleanup", "--older-than", "0s", "--poll", "0.2s", env=moto_env.env, timeout=120)
+    early = run_cli("ami", "cleanup", "--poll", "0.2s", env=moto_env.env, timeout=120)
+    assert early.returncode == 0 and early.stdout == "", early.stderr  # before its deadline: left
+    run_id = _run_of(moto_env, instance)
+    cleanup = run_cli("ami", "cleanup", "--run", run_id, "--poll", "0.2s", env=moto_env.env, timeout=120)
     assert cleanup.returncode == 0, cleanup.stderr
     assert f"terminated {instance}" in cleanup.stdout
     assert f"deleted security group {group}" in cleanup.stdout
     assert moto_env.alive() == NOTHING
+
+
+def _run_of(env: MotoEnv, instance: str) -> str:
+    (found,) = env.client("ec2").describe_instances(InstanceIds=[instance])["Reservations"][0]["Instances"]
+    return next(t["Value"] for t in found["Tags"] if t["Key"] == "imagelint:run")

@@ -138,6 +138,7 @@ def test_every_call_of_every_flow_is_in_the_runner_policy(
     ec2 = moto_env.client("ec2")
     runner = ec2.run_instances(ImageId=moto_env.image_id, MinCount=1, MaxCount=1)["Instances"][0]
     image, _, _ = encrypted_image(moto_env)
+    _make_candidate(moto_env, image)  # volume mode makes volumes only from candidates' snapshots
     host = LocalTreeHost(runner["InstanceId"], runner["Placement"]["AvailabilityZone"], sample_image)
     volume = AmiOptions(images=[image], mode="volume", timing=timing, run=run)
     assert run_ami(volume, volume_host=host).value == "fail"
@@ -148,9 +149,13 @@ def test_every_call_of_every_flow_is_in_the_runner_policy(
         ImageId=moto_env.image_id,
         MinCount=1,
         MaxCount=1,
-        TagSpecifications=[{"ResourceType": "instance", "Tags": [{"Key": "imagelint:run", "Value": "x"}]}],
+        TagSpecifications=[{"ResourceType": "instance", "Tags": ec2_ops.run_tags("x")}],
     )
-    assert run_cleanup(None, 0, dry_run=False, poll=0.2)
+    # a killed run's instance and role (`ami cleanup --run`: tags read, then removed)
+    from imagelint.aws.run_profile import create_run_profile
+
+    create_run_profile(moto_env.client("iam"), "x")
+    assert run_cleanup(None, 0, dry_run=False, poll=0.2, run="x")
     # the recorder saw the flows' own calls (not only the test's)
     assert {
         "ec2:RunInstances",
@@ -230,7 +235,7 @@ def _check_hardened_permissions(recorded: Recorder) -> None:
     assert roles and profiles and _granting("iam:TagRole") and _granting("iam:TagInstanceProfile")
     bounded = [p for p in recorded.made("iam:CreateRole") if "PermissionsBoundary" in p]
     assert bounded and any(
-        "iam:PermissionsBoundary" in s.get("Condition", {}).get("StringLike", {})
+        "iam:PermissionsBoundary" in s.get("Condition", {}).get("StringEquals", {})
         for s in _granting("iam:CreateRole")
     )
     interfaces = [
@@ -294,6 +299,10 @@ SCOPED = {
     "ImagelintReports",
     "ImagelintVerdictTags",
     "ImagelintOnFail",
+    "ImagelintVolumeFrom",
+    "ImagelintRunRoleCreate",
+    "ImagelintRunProfileCreate",
+    "ImagelintRunProfileTags",
 }
 
 
@@ -308,8 +317,15 @@ def _candidate_image(env: MotoEnv) -> str:
     return str(ami)
 
 
-def _runner_policy(bucket: str) -> dict:
-    return documents(values=dataclasses.replace(FILLED, report_bucket=bucket))["runner"]
+def _make_candidate(env: MotoEnv, ami: str) -> None:
+    ec2 = env.client("ec2", direct=True)
+    snapshots = ec2_ops.mapped_snapshots(ec2.describe_images(ImageIds=[ami])["Images"][0])
+    ec2.create_tags(Resources=[ami, *snapshots], Tags=[{"Key": CANDIDATE_TAG[0], "Value": CANDIDATE_TAG[1]}])
+
+
+def _runner_policy(bucket: str, boundary: str | None = None) -> dict:
+    values = dataclasses.replace(FILLED, report_bucket=bucket, permissions_boundary=boundary)
+    return documents(values=values)["runner"]
 
 
 def _check_scoped_requests(recorded: Recorder) -> None:
@@ -319,7 +335,10 @@ def _check_scoped_requests(recorded: Recorder) -> None:
     runner = _runner_policy(bucket)
     used: set[str] = set()
     for request in recorded.scoped:
-        sids = iam_eval.allowed_by(runner, request)
+        # a run given --permissions-boundary: the policy printed with that boundary
+        boundary = request.context.get("iam:PermissionsBoundary")
+        custom = boundary and boundary != policy.SSM_MANAGED_POLICY
+        sids = iam_eval.allowed_by(_runner_policy(bucket, boundary) if custom else runner, request)
         assert sids, f"refused by the runner policy: {request}"
         used |= set(sids)
     assert {r.action for r in recorded.scoped} >= {
@@ -330,6 +349,10 @@ def _check_scoped_requests(recorded: Recorder) -> None:
         "ec2:CreateTags",
         "ec2:DeregisterImage",
         "ec2:DeleteSnapshot",
+        "ec2:CreateVolume",
+        "iam:CreateRole",
+        "iam:TagRole",
+        "iam:CreateInstanceProfile",
     }
     assert used >= SCOPED, SCOPED - used
 
@@ -440,7 +463,48 @@ def test_the_policies_are_well_formed_and_name_real_actions(index: int) -> None:
 def test_role_arn_needs_only_sts_assume_role(recorded: Recorder, moto_env: MotoEnv):
     from imagelint.aws.credentials import role_session
 
-    session = role_session("arn:aws:iam::123456789012:role/imagelint", 3600, "us-east-1")
+    session = role_session("arn:aws:iam::123456789012:role/imagelint", 3600, "us-east-1", label="run-1")
     assert session.get_credentials().get_frozen_credentials().token
     assert "sts:AssumeRole" in recorded.calls
+    # the run id names the session and is its SourceIdentity (CloudTrail keeps it on every call)
+    (assumed,) = recorded.made("sts:AssumeRole")
+    assert assumed["RoleSessionName"] == assumed["SourceIdentity"] == "imagelint-run-1"
     assert re.fullmatch(r"sts:AssumeRole", next(c for c in recorded.calls if c.startswith("sts:")))
+
+
+def test_a_pinned_document_is_sent_and_the_policy_follows_it(
+    recorded: Recorder, moto_env: MotoEnv, sample_image: Path, tmp_path: Path
+) -> None:
+    """--document NAME:VERSION (an organization's pinned copy of AWS-RunShellScript) is the document
+    SendCommand names, with its version; the policy printed with --document allows it and the
+    default one does not."""
+    from imagelint.aws.ec2 import LaunchSettings
+    from imagelint.commands.ami import AmiOptions, Timing, run_ami
+    from imagelint.formats.outputs import OutputSpec
+    from imagelint.session import RunOptions
+
+    moto_env.agent.rootfs = sample_image
+    moto_env.agent.shell_documents.add("Org-RunShellScript")
+    options = AmiOptions(
+        images=[moto_env.image_id],
+        report_bucket=moto_env.bucket,
+        launch=LaunchSettings(instance_type="t3.micro", instance_profile=moto_env.profile),
+        timing=Timing(poll=0.2, ssm_timeout=30),
+        run=RunOptions(outputs=[OutputSpec("json", tmp_path / "r.json")]),
+        document=("Org-RunShellScript", "3"),
+    )
+    assert run_ami(options).value in ("pass", "fail")
+    (sent,) = recorded.made("ssm:SendCommand")
+    assert (sent["DocumentName"], sent["DocumentVersion"]) == ("Org-RunShellScript", "3")
+    (request,) = [r for r in recorded.scoped if r.action == "ssm:SendCommand" and ":document/" in r.resource]
+    followed = documents(values=dataclasses.replace(FILLED, document="Org-RunShellScript:3"))["runner"]
+    assert iam_eval.allowed_by(followed, request) == ["ImagelintSendDocument"]
+    assert not iam_eval.allowed_by(documents(values=FILLED)["runner"], request)
+
+
+@pytest.mark.parametrize("given", ["ab", "My Doc", "Org-Run:v3", "Org-Run:0"])
+def test_a_malformed_document_is_one_line_exit_2(given: str) -> None:
+    proc = run_cli("ami", "ami-0123456789abcdef0", "--report-bucket", "b", "--document", given)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--document" in proc.stderr, proc.stderr
+    policies = run_cli("ami", "policies", "runner", "--document", given)
+    assert policies.returncode == 2 and "--document" in policies.stderr

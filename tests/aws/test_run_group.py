@@ -70,7 +70,7 @@ def test_hardened_default_group_the_run_uses_its_own_https_only_group_and_remove
     assert launch["ids"] == [group["GroupId"]] and group["GroupId"] != default["GroupId"]
     assert group["GroupName"] == f"imagelint-{run_id}" and group["VpcId"] == default["VpcId"]
     tags = {t["Key"]: t["Value"] for t in group["Tags"]}
-    assert tags["imagelint:run"] == run_id and tags["imagelint:created"].endswith("Z")
+    assert tags["imagelint:run"] == run_id and tags["imagelint:deadline"].endswith("Z")
     assert group["IpPermissions"] == []  # no ingress
     (egress,) = group["IpPermissionsEgress"]  # the allow-all rule it started with is gone
     assert (egress["IpProtocol"], egress["FromPort"], egress["ToPort"]) == ("tcp", 443, 443)
@@ -184,9 +184,10 @@ def test_a_group_held_too_long_is_a_warning_and_cleanup_removes_it_later(
     assert f"warning: security group {group} is still in use after 1s" in capfd.readouterr().err
     moto_env.group_held = 0  # the interface is gone now
     run_id = json.loads((tmp_path / "r.json").read_text())["target"]["run_id"]
-    assert run_cleanup(None, 0, dry_run=True, poll=0.2) == [
+    assert run_cleanup(None, 0, dry_run=True, poll=0.2) == []  # before the run's deadline
+    assert run_cleanup(None, 0, dry_run=True, poll=0.2, run=run_id) == [
         f"would delete security group {group} (run {run_id})"
     ]
-    lines = run_cleanup(None, 0, dry_run=False, poll=0.2)
+    lines = run_cleanup(None, 0, dry_run=False, poll=0.2, run=run_id)
     assert lines[-1].startswith(f"deleted security group {group}")
     assert moto_env.alive() == {"instances": [], "volumes": [], "groups": []}

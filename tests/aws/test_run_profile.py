@@ -118,10 +118,73 @@ def test_cleanup_removes_what_a_killed_run_left(moto_env: MotoEnv, monkeypatch: 
         monkeypatch.setenv(key, value)
     name = create_run_profile(moto_env.client("iam"), "killed-run")
     assert sorted(_run_roles(moto_env)) == [name, name]
-    assert run_cleanup(None, 0, dry_run=True, poll=0.2) == [f"would delete role and instance profile {name}"]
-    assert run_cleanup(None, 0, dry_run=False, poll=0.2) == [
+    assert run_cleanup(None, 0, dry_run=True, poll=0.2) == []  # before its deadline: maybe in progress
+    assert run_cleanup(None, 0, dry_run=True, poll=0.2, run="killed-run") == [
+        f"would delete role and instance profile {name}"
+    ]
+    assert run_cleanup(None, 0, dry_run=False, poll=0.2, run="killed-run") == [
         f"deleted instance profile {name}",
         f"deleted role {name}",
     ]
     assert _run_roles(moto_env) == []
     assert moto_env.client("iam").get_instance_profile(InstanceProfileName=moto_env.profile)  # not a run's
+
+
+def test_the_run_role_is_bounded_and_tagged_by_default(moto_env: MotoEnv) -> None:
+    """Without --permissions-boundary the role's boundary is AmazonSSMManagedInstanceCore; the role
+    and profile carry the run tag and a deadline without --resource-tag."""
+    from imagelint.aws.run_profile import create_run_profile
+
+    iam = moto_env.client("iam")
+    name = create_run_profile(iam, "r-1")
+    role = iam.get_role(RoleName=name)["Role"]
+    assert role["PermissionsBoundary"]["PermissionsBoundaryArn"] == policy.SSM_MANAGED_POLICY
+    for tags in (role["Tags"], iam.get_instance_profile(InstanceProfileName=name)["InstanceProfile"]["Tags"]):
+        found = {t["Key"]: t["Value"] for t in tags}
+        assert found["imagelint:run"] == "r-1" and found["imagelint:deadline"].endswith("Z")
+
+
+def test_cleanup_leaves_a_users_look_alike_role_and_profile(moto_env: MotoEnv) -> None:
+    """A user's own /imagelint/imagelint-ssm-prod role and profile (untagged, or carrying a run tag
+    that is not its name's) survive `ami cleanup`, whose exit is 0; a run's past its deadline goes."""
+    iam = moto_env.client("iam", direct=True)
+    trust = json.dumps(policy.INSTANCE_TRUST)
+    past = [{"Key": "imagelint:deadline", "Value": "2000-01-01T00:00:00Z"}]
+    cases = {
+        "imagelint-ssm-prod": [],
+        "imagelint-ssm-copy": [{"Key": "imagelint:run", "Value": "other"}, *past],  # name ≠ run
+        "imagelint-dead": [{"Key": "imagelint:run", "Value": "dead"}, *past],  # a run's, past its deadline
+    }
+    for name, tags in cases.items():
+        extra = {"Tags": tags} if tags else {}
+        iam.create_role(RoleName=name, Path="/imagelint/", AssumeRolePolicyDocument=trust, **extra)
+        iam.create_instance_profile(InstanceProfileName=name, Path="/imagelint/", **extra)
+        iam.add_role_to_instance_profile(InstanceProfileName=name, RoleName=name)
+    proc = run_cli("ami", "cleanup", "--older-than", "0s", "--poll", "0.2s", env=moto_env.env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(_run_roles(moto_env)) == sorted(["imagelint-ssm-copy", "imagelint-ssm-prod"] * 2)
+    assert proc.stdout.splitlines() == [
+        "deleted instance profile imagelint-dead",
+        "deleted role imagelint-dead",
+    ]
+    survivors = ["imagelint-ssm-copy", "imagelint-ssm-prod"]
+    assert sorted(_run_roles(moto_env)) == sorted(survivors * 2)
+
+
+def test_a_chosen_namespace_is_where_roles_are_made_and_cleaned(moto_env: MotoEnv) -> None:
+    """--profile-namespace /ci/images/img-: the role and profile are made there; `ami cleanup` with the
+    same namespace removes them (here with --run), without it leaves them."""
+    from imagelint.aws.policy import Namespace
+    from imagelint.aws.run_profile import create_run_profile
+
+    iam = moto_env.client("iam", direct=True)
+    name = create_run_profile(iam, "r-9", namespace=Namespace.parse("/ci/images/img-"))
+    assert name == "img-r-9" and iam.get_role(RoleName=name)["Role"]["Path"] == "/ci/images/"
+    base = ("ami", "cleanup", "--run", "r-9", "--poll", "0.2s")
+    elsewhere = run_cli(*base, env=moto_env.env, timeout=120)
+    assert elsewhere.returncode == 0 and elsewhere.stdout == "", elsewhere.stderr
+    there = run_cli(*base, "--profile-namespace", "/ci/images/img-", env=moto_env.env, timeout=120)
+    assert there.returncode == 0, there.stderr
+    assert there.stdout.splitlines() == [f"deleted instance profile {name}", f"deleted role {name}"]
+    bad = run_cli("ami", "cleanup", "--profile-namespace", "img-", env=moto_env.env)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--profile-namespace" in bad.stderr

@@ -158,6 +158,7 @@ def test_the_sweeper_runs_every_removal_and_exits_3_when_one_failed(moto_env: Mo
     from imagelint.aws.run_profile import create_run_profile
 
     tags = [{"ResourceType": "instance", "Tags": [{"Key": "imagelint:run", "Value": "old-run"}]}]
+    tags[0]["Tags"].append({"Key": "imagelint:deadline", "Value": "2099-01-01T00:00:00Z"})
     ec2 = moto_env.client("ec2")
     (instance,) = [
         i["InstanceId"]
@@ -167,7 +168,7 @@ def test_the_sweeper_runs_every_removal_and_exits_3_when_one_failed(moto_env: Mo
     ]
     name = create_run_profile(moto_env.client("iam"), "old-run")
     moto_env.refuse["TerminateInstances"] = DENIED
-    proc = run_cli("ami", "cleanup", "--older-than", "0s", "--poll", "0.2s", env=moto_env.env, timeout=120)
+    proc = run_cli("ami", "cleanup", "--run", "old-run", "--poll", "0.2s", env=moto_env.env, timeout=120)
     assert proc.returncode == 3, proc.stderr
     assert f"terminate {instance}" in proc.stderr and "UnauthorizedOperation" in proc.stderr
     assert proc.stderr.strip().splitlines()[-1].startswith("imagelint: error: cleanup failed")
