@@ -24,7 +24,7 @@ from imagelint.report.escape import for_log
 
 PRELUDE = r"""set -eu
 il_root=${1:-/}
-case $il_root in -*) echo "imagelint fix: the root is a path, not an option (write ./$il_root)" >&2; exit 2 ;; esac
+case $il_root in -*) echo "imagelint fix: the root is a path, not an option (./$il_root)" >&2; exit 2 ;; esac
 case $il_root in /) il_root= ;; *) il_root=${il_root%/} ;; esac
 if [ ! -d "${il_root:-/}" ]; then echo "imagelint fix: ${il_root:-/} is not a directory" >&2; exit 2; fi
 SYSTEMCTL_SKIP_SYSV=1  # the native unit is what is disabled: no update-rc.d pass
