@@ -23,6 +23,7 @@ _BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")  # S3's bucket naming 
 _ACCOUNT = re.compile(r"\d{12}")
 _ROLE_NAME = re.compile(r"[\w+=,.@-]{1,64}")  # IAM's role name characters
 _ROLE_ARN = re.compile(r"arn:([a-z-]+):iam::\d{12}:role/[\w+=,.@/-]+")
+_KMS_KEY_ARN = re.compile(r"arn:([a-z-]+):kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]{1,128}")
 _POLICY_ARN = re.compile(r"arn:([a-z-]+):iam::(\d{12}|aws):policy/[\w+=,.@/-]+")
 
 
@@ -49,6 +50,7 @@ class Fill:
     permissions_boundary: str | None = None  # the run role's boundary (default AmazonSSMManagedInstanceCore)
     document: str | None = None  # --document NAME[:VERSION] (default AWS-RunShellScript)
     namespace: str | None = None  # --profile-namespace /PATH/PREFIX (default /imagelint/imagelint-)
+    sse_kms_key: str | None = None  # fleet --sse-kms-key: the key's ARN (IAM names keys by ARN only)
 
     def replacements(self, partition: Partition) -> list[tuple[str, str | list[str]]]:
         """(placeholder, value) pairs, the longer placeholders first; checks each value."""
@@ -95,6 +97,14 @@ class Fill:
             from imagelint.aws.ssm import DOCUMENT, parse_document
 
             out.append((f"document/{DOCUMENT}", f"document/{parse_document(self.document)[0]}"))
+        if self.sse_kms_key is not None:
+            found = _KMS_KEY_ARN.fullmatch(self.sse_kms_key)
+            if not found or found.group(1) != partition.name:
+                raise UsageError(
+                    f"--sse-kms-key {self.sse_kms_key!r}: the key's ARN in partition {partition.name} "
+                    "(arn:aws:kms:REGION:ACCOUNT:key/ID; an alias cannot scope an IAM statement)"
+                )
+            out.append((policy.REPORT_KMS_KEY, self.sse_kms_key))
         if self.instance_role is not None:
             if not _ROLE_NAME.fullmatch(self.instance_role):
                 raise UsageError(f"--instance-role {self.instance_role!r} is not an IAM role name")

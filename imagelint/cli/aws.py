@@ -374,15 +374,19 @@ def ami_policies(
             "/imagelint/imagelint-), for an organization's naming rule; give ami policies the same.",
         ),
     ] = None,
+    sse_kms_key: Annotated[
+        str | None,
+        typer.Option("--sse-kms-key", help="Fill in REPORT-KMS-KEY: the ARN of fleet's --sse-kms-key."),
+    ] = None,
 ) -> None:
     """Print the IAM policies `imagelint ami` needs, as JSON, generated from the code.
 
     runner: the identity running `imagelint ami check` in launch mode. The placeholders (INSTANCE-ROLE,
-    REPORT-BUCKET, ACCOUNT-ID, CANDIDATE-TAG-KEY/VALUE, FLEET-TAG-KEY/VALUE, RUN-ROLE-ARN) are filled in
-    by the options of the same names; one not given stays a placeholder. instance-trust: the trust
-    policy of the instance profile's role, which needs the AWS managed policy named by
-    instance-role-managed-policy and nothing else (the instance uploads its report through a
-    presigned URL of its own key). snapshot-mode: the identity
+    REPORT-BUCKET, ACCOUNT-ID, CANDIDATE-TAG-KEY/VALUE, FLEET-TAG-KEY/VALUE, RUN-ROLE-ARN,
+    REPORT-KMS-KEY) are filled in by the options of the same names; one not given stays a
+    placeholder. instance-trust: the trust policy of the instance profile's role, which needs the
+    AWS managed policy named by instance-role-managed-policy and nothing else (the instance uploads
+    its report through a presigned URL of its own key). snapshot-mode: the identity
     running --mode snapshot. ARNs and endpoint names are those of --region's partition (botocore's
     endpoint data): arn:aws-cn: and amazonaws.com.cn for cn-north-1. Examples:
 
@@ -412,6 +416,7 @@ def ami_policies(
         permissions_boundary,
         document,
         profile_namespace,
+        sse_kms_key,
     )
     docs = documents(region, values)
     if name is not None and name not in docs:

@@ -149,3 +149,17 @@ def test_verdict_tag_keys_are_those_tag_writes() -> None:
     from imagelint.report.model import Verdict
 
     assert tuple(verdict_tags(Verdict.FAIL, "0" * 64)) == VERDICT_TAG_KEYS
+
+
+def test_the_report_kms_key_is_filled_and_scopes_kms_to_that_key_through_s3() -> None:
+    key = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    runner = documents(values=Fill(report_bucket="reports", sse_kms_key=key))["runner"]
+    assert "REPORT-KMS-KEY" not in json.dumps(runner)
+    via_s3 = {"kms:ViaService": f"s3.{REGION}.amazonaws.com"}
+    assert allowed_by(runner, Request("kms:GenerateDataKey", key, via_s3)) == ["ImagelintReportsKms"]
+    other_key = key.replace("1234abcd", "9999abcd")
+    assert allowed_by(runner, Request("kms:GenerateDataKey", other_key, via_s3)) == []
+    assert allowed_by(runner, Request("kms:Decrypt", key, {})) == []  # only through S3
+    assert "REPORT-KMS-KEY" in json.dumps(RUNNER)  # not given: it stays a placeholder
+    proc = run_cli("ami", "policies", "runner", "--sse-kms-key", "alias/reports")
+    assert proc.returncode == 2 and "an alias cannot scope an IAM statement" in proc.stderr
