@@ -1,17 +1,17 @@
 """Check kinds: the Python half of the rules. Each kind registers itself by name.
 
-The contract and the registry are in :mod:`imagelint.checks.base`; this package's other modules
-(but ``params``) each define kinds, found by discovery on first use of :func:`registry`.
+The contract and the registry are in :mod:`imagelint.checks.base`; the modules that define kinds are
+listed there (``KIND_MODULES``) and imported on first use of :func:`registry`.
 """
 
 from __future__ import annotations
 
 from imagelint.checks.base import (
+    KIND_MODULES,
     CheckContext,
     CheckKind,
     NotApplicable,
     Observation,
-    kind_modules,
     register,
     registry,
     unregister,
@@ -19,12 +19,12 @@ from imagelint.checks.base import (
 from imagelint.checks.params import ParamError
 
 __all__ = [
+    "KIND_MODULES",
     "CheckContext",
     "CheckKind",
     "NotApplicable",
     "Observation",
     "ParamError",
-    "kind_modules",
     "register",
     "registry",
     "unregister",

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from imagelint.diff.policy import ALLOWABLE, DiffPolicy
 from imagelint.report.model import Verdict
 
-FAIL, WARN, NOTE, IGNORE, ALLOWED = "fail", "warn", "note", "ignore", "allowed"
+FAIL, WARN, IGNORE, ALLOWED = "fail", "warn", "ignore", "allowed"
 
 
 def change_action(kind: str, policy: DiffPolicy, unit: str | None = None, *, failing: bool = True) -> str:

@@ -7,33 +7,27 @@ A rendered document reaches a file through :mod:`imagelint.formats.outputs` (and
 from __future__ import annotations
 
 import importlib
-import pkgutil
 
 from imagelint.errors import UsageError
 from imagelint.formats.interface import REPORT, Formatter, RenderOptions
 
+# The formats, by name, in the order help lists them: the one list of them (a module is imported only
+# when its format is used, so a run pays only for the formats it writes). A new format is its module
+# defining ``FORMATTER``, a line here and its test; tests/test_registries.py fails on a module of this
+# package that is neither a format here nor one of HELPERS.
+FORMATS: dict[str, str] = {
+    "text": f"{__name__}.text",
+    "json": f"{__name__}.json_format",  # json would shadow the standard module
+    "sarif": f"{__name__}.sarif",
+    "junit": f"{__name__}.junit",
+    "github": f"{__name__}.github",
+    "markdown": f"{__name__}.markdown",
+    "html": f"{__name__}.html",
+}
 # shared helpers, and renderings of one document that several formats share: not formats
-_NOT_FORMATS = frozenset(
+HELPERS = frozenset(
     {"interface", "outputs", "presentation", "wording", "diff_lines", "units_table", "units_json", "charts"}
 )
-_ORDER = ("text", "json", "sarif", "junit", "github", "markdown")  # how help lists the first ones
-
-
-def _discover() -> dict[str, str]:
-    """format name → module, found by listing this package (nothing is imported): a module
-    ``NAME.py`` (or ``NAME_format.py``, where NAME would shadow a standard module) that defines
-    ``FORMATTER`` is the format NAME. A new format is one module here plus its test."""
-    found = {
-        m.name.removesuffix("_format"): f"{__name__}.{m.name}"
-        for m in pkgutil.iter_modules(__path__)
-        if m.name not in _NOT_FORMATS and not m.name.startswith("_")
-    }
-    ordered = [n for n in _ORDER if n in found] + sorted(n for n in found if n not in _ORDER)
-    return {name: found[name] for name in ordered}
-
-
-# name → module; imported only when used, so a run pays only for the formats it writes
-FORMATS = _discover()
 
 
 def get_formatter(name: str) -> Formatter:
