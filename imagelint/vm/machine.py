@@ -71,6 +71,7 @@ class Machine:
     accel_note: str = ""
     console: Console | None = None
     boot_seconds: float = 0.0
+    powered_on: float = 0.0  # time.monotonic() when QEMU was started
     limit_hit: threading.Event = field(default_factory=threading.Event)
 
     @property
@@ -217,8 +218,8 @@ def booted(spec: MachineSpec) -> Iterator[Machine]:
         make_seed(scratch, public_key, f"imagelint-{os.getpid()}")
         port = free_port()
         machine = Machine(spec, scratch, fmt, port, client_command(key, scratch / "known_hosts", port))
-        started = time.monotonic()
         qemu = _start(machine, public_key)
+        started = machine.powered_on
         watcher = threading.Thread(target=_watch, args=(machine, qemu, stop_watch), daemon=True)
         watcher.start()
         _wait_ssh(machine, qemu, started + spec.boot_timeout)
@@ -244,6 +245,7 @@ def _start(machine: Machine, public_key: str) -> _Qemu:
             machine.accel_note = "/dev/kvm cannot be opened"
         else:
             create_overlay(spec.image, machine.fmt, machine.scratch / "overlay.qcow2")
+            machine.powered_on = time.monotonic()
             qemu = _Qemu(qemu_argv(spec, "kvm", machine.scratch, machine.port, public_key))
             machine.console = qemu.console
             probe_end = time.monotonic() + spec.kvm_probe
@@ -263,6 +265,7 @@ def _start(machine: Machine, public_key: str) -> _Qemu:
             if wanted == "kvm":
                 raise VmError(machine.accel_note, console=qemu.console.last())
     create_overlay(spec.image, machine.fmt, machine.scratch / "overlay.qcow2")
+    machine.powered_on = time.monotonic()
     qemu = _Qemu(qemu_argv(spec, "tcg", machine.scratch, machine.port, public_key))
     machine.console, machine.accel = qemu.console, "tcg"
     return qemu
