@@ -50,7 +50,6 @@ def vm_check(
         typer.Argument(
             metavar="IMAGE",
             dir_okay=False,
-            exists=True,
             help="Disk image (raw, qcow2, vmdk, vhd, vhdx) with a bootloader; never written.",
         ),
     ],

@@ -32,6 +32,8 @@ def _limits() -> None:
 def image_format(image: Path) -> str:
     """The format of ``image``; a :class:`VmError` (inconclusive) naming why it cannot be booted."""
     where = str(image)
+    if not image.is_file():
+        raise VmError("no such file (a disk image file is booted)", where=where)
     try:
         done = subprocess.run(
             ["qemu-img", "info", "--output=json", "--", str(image)],

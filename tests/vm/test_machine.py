@@ -136,3 +136,51 @@ def test_bad_options_are_one_line_and_exit_2(tmp_path: Path) -> None:
         got = run_cli("vm", "check", str(image), *option)
         assert got.returncode == 2, got.stderr
         assert len(got.stderr.strip().splitlines()) == 1, got.stderr
+
+
+def boot_sector(tmp_path: Path, text: bytes) -> Path:
+    """A raw disk whose MBR code writes ``text`` to the first serial port and halts: a guest that
+    prints what it likes on the console from power-on, within a second under TCG."""
+    code = bytes.fromhex(
+        "fc"  # cld
+        "31c0"  # xor ax, ax
+        "8ed8"  # mov ds, ax
+        "be167c"  # mov si, 0x7c16 (the text, below)
+        "baf803"  # mov dx, 0x3f8 (COM1)
+        "ac"  # lodsb
+        "84c0"  # test al, al
+        "7403"  # jz halt
+        "ee"  # out dx, al
+        "ebf8"  # jmp lodsb
+        "f4"  # halt: hlt
+        "ebfd"  # jmp halt
+    )
+    assert len(code) == 0x16 and len(text) < 480 and b"\0" not in text
+    sector = (code + text + b"\0").ljust(510, b"\0") + b"\x55\xaa"
+    image = tmp_path / "printer.raw"
+    image.write_bytes(sector.ljust(1 << 20, b"\0"))
+    return image
+
+
+def test_a_panic_on_the_console_is_inconclusive_with_its_tail_escaped(tmp_path: Path) -> None:
+    need_qemu()
+    hostile = b"Linux version 6.6.6-evil\r\n\x1b[2J::error::pwned\r\nKernel panic - not syncing: hostile\r\n"
+    image = boot_sector(tmp_path, hostile)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    out = tmp_path / "r.json"
+    got = run_cli(
+        "vm", "check", str(image), "--accel", "tcg", "--soak", "0", "--boot-timeout", "5m",
+        "-f", "text", "-f", f"json:{out}",
+        env={"TMPDIR": str(scratch)}, timeout=600,
+    )  # fmt: skip
+    assert got.returncode == 3, got.stderr
+    report = json.loads(out.read_text())
+    assert report["verdict"] == "inconclusive"
+    assert (
+        "the guest's kernel panicked: Kernel panic - not syncing: hostile" in report["errors"][0]["message"]
+    )
+    assert "::error::pwned" in report["facts"]["vm"]["console_tail"]
+    assert "\x1b" not in got.stdout + got.stderr and "\\x1b[2J" in got.stdout
+    assert "console: \\x1b[2J::error::pwned" in got.stdout
+    assert list(scratch.iterdir()) == []
