@@ -73,4 +73,5 @@ class Console(threading.Thread):
 
     def summary(self) -> dict[str, object]:
         with self._lock:
-            return {"bytes": self.total, "kept_bytes": len(self.head) + min(self.tail_size, TAIL)}
+            kept = min(self.total, len(self.head) + min(self.tail_size, TAIL))
+            return {"bytes": self.total, "kept_bytes": kept}

@@ -255,12 +255,14 @@ def _start(machine: Machine, public_key: str) -> _Qemu:
             if qemu.console.banner.is_set() and qemu.proc.poll() is None:
                 machine.accel = "kvm"
                 return qemu
-            why = qemu.said() if qemu.proc.poll() is not None else ""
+            code = qemu.proc.poll()
+            why = qemu.said() if code is not None else ""
             qemu.stop()
             (machine.scratch / "overlay.qcow2").unlink()
             machine.accel_note = (
-                f"KVM probe: no kernel banner on the console within {spec.kvm_probe:.0f} s"
-                + (f" ({why})" if why else "")
+                f"KVM probe: QEMU exited ({code}){': ' + why if why else ''}"
+                if code is not None
+                else f"KVM probe: no kernel banner on the console within {spec.kvm_probe:.0f} s"
             )
             if wanted == "kvm":
                 raise VmError(machine.accel_note, console=qemu.console.last())
