@@ -74,5 +74,6 @@ def test_sudo_is_for_ssh_hosts_only() -> None:
 
 def test_a_client_given_by_the_caller_replaces_the_users_command(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("IMAGELINT_SSH_COMMAND", "ssh -J jump")
-    argv = command_line(parse("ssh://root@127.0.0.1"), sudo=False, client=["ssh", "-F", "/dev/null", "-p", "2200"])
+    client = ["ssh", "-F", "/dev/null", "-p", "2200"]
+    argv = command_line(parse("ssh://root@127.0.0.1"), sudo=False, client=client)
     assert argv == ["ssh", "-F", "/dev/null", "-p", "2200", "--", "root@127.0.0.1", "sh -s"]
