@@ -143,5 +143,5 @@ def _inconclusive(target: dict[str, Any], exc: VmError | RemoteError) -> Report:
     console = exc.console if isinstance(exc, VmError) else ""
     lines = [line[:CONSOLE_LINE_MAX] for line in console.splitlines() if line.strip()][-CONSOLE_LINES:]
     report.notes = [f"console: {line}" for line in lines] or ["console: (nothing printed)"]
-    report.facts["vm"] = {"console_tail": console}
+    report.facts["vm"] = {"accelerator": getattr(exc, "accel", "") or None, "console_tail": console}
     return report

@@ -20,3 +20,4 @@ class VmError(ImageLintError):
     def __init__(self, message: str, *, where: str | None = None, console: str = "") -> None:
         super().__init__(message, where=where)
         self.console = console
+        self.accel = ""  # the accelerator the machine ran under, once one was chosen

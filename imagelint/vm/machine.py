@@ -222,7 +222,11 @@ def booted(spec: MachineSpec) -> Iterator[Machine]:
         started = machine.powered_on
         watcher = threading.Thread(target=_watch, args=(machine, qemu, stop_watch), daemon=True)
         watcher.start()
-        _wait_ssh(machine, qemu, started + spec.boot_timeout)
+        try:
+            _wait_ssh(machine, qemu, started + spec.boot_timeout)
+        except VmError as exc:
+            exc.accel = machine.accel  # the report says under which accelerator the boot failed
+            raise
         machine.boot_seconds = time.monotonic() - started
         yield machine
         machine.check()

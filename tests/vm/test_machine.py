@@ -181,6 +181,23 @@ def test_a_panic_on_the_console_is_inconclusive_with_its_tail_escaped(tmp_path: 
         "the guest's kernel panicked: Kernel panic - not syncing: hostile" in report["errors"][0]["message"]
     )
     assert "::error::pwned" in report["facts"]["vm"]["console_tail"]
+    assert report["facts"]["vm"]["accelerator"] == "tcg"
     assert "\x1b" not in got.stdout + got.stderr and "\\x1b[2J" in got.stdout
     assert "console: \\x1b[2J::error::pwned" in got.stdout
     assert list(scratch.iterdir()) == []
+
+
+def test_accel_kvm_never_falls_back_to_tcg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where KVM works the guest's banner shows within the probe and it panics (kvm); where it does
+    not (no /dev/kvm, or this nested host, where QEMU's KVM aborts), the run says so: never TCG."""
+    need_qemu()
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    image = boot_sector(tmp_path, b"Linux version 6.6.6\r\nKernel panic - not syncing: probe\r\n")
+    spec = MachineSpec(image=image, accel="kvm", boot_timeout=120, kvm_probe=20)
+    with pytest.raises(VmError) as raised, booted(spec):
+        pass
+    message = str(raised.value)
+    if "panicked" in message:
+        assert raised.value.accel == "kvm", message
+    else:
+        assert "/dev/kvm cannot be opened" in message or "KVM probe" in message, message
