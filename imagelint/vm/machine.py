@@ -70,6 +70,7 @@ class Machine:
     accel: str = ""
     accel_note: str = ""
     console: Console | None = None
+    process: _Qemu | None = None  # the QEMU running now: stopped on the way out, whatever happens
     boot_seconds: float = 0.0
     powered_on: float = 0.0  # time.monotonic() when QEMU was started
     limit_hit: threading.Event = field(default_factory=threading.Event)
@@ -211,7 +212,7 @@ def booted(spec: MachineSpec) -> Iterator[Machine]:
     if shutil.which(spec.qemu) is None:
         raise VmError(f"{spec.qemu} is not installed (Debian: qemu-system-x86)")
     scratch = Path(tempfile.mkdtemp(prefix="imagelint-vm-"))  # mode 0700
-    qemu: _Qemu | None = None
+    machine: Machine | None = None
     stop_watch = threading.Event()
     try:
         key, public_key = make_key(scratch)
@@ -233,8 +234,8 @@ def booted(spec: MachineSpec) -> Iterator[Machine]:
     finally:
         with _held_signals():
             stop_watch.set()
-            if qemu is not None:
-                qemu.stop()
+            if machine is not None and machine.process is not None:
+                machine.process.stop()
             shutil.rmtree(scratch, ignore_errors=True)
 
 
@@ -250,7 +251,7 @@ def _start(machine: Machine, public_key: str) -> _Qemu:
         else:
             create_overlay(spec.image, machine.fmt, machine.scratch / "overlay.qcow2")
             machine.powered_on = time.monotonic()
-            qemu = _Qemu(qemu_argv(spec, "kvm", machine.scratch, machine.port, public_key))
+            qemu = machine.process = _Qemu(qemu_argv(spec, "kvm", machine.scratch, machine.port, public_key))
             machine.console = qemu.console
             probe_end = time.monotonic() + spec.kvm_probe
             while qemu.proc.poll() is None and time.monotonic() < probe_end:  # a QEMU that died ends it
@@ -272,7 +273,7 @@ def _start(machine: Machine, public_key: str) -> _Qemu:
                 raise VmError(machine.accel_note, console=qemu.console.last())
     create_overlay(spec.image, machine.fmt, machine.scratch / "overlay.qcow2")
     machine.powered_on = time.monotonic()
-    qemu = _Qemu(qemu_argv(spec, "tcg", machine.scratch, machine.port, public_key))
+    qemu = machine.process = _Qemu(qemu_argv(spec, "tcg", machine.scratch, machine.port, public_key))
     machine.console, machine.accel = qemu.console, "tcg"
     return qemu
 
