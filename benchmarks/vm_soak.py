@@ -4,8 +4,10 @@ Boots ``~/.cache/imagelint-tests/vm-VARIANT.qcow2`` (scripts/build-test-vm-image
 with the real CLI and prints, from the report's ``facts``: the accelerator, power-on to SSH, power-on to
 the collector's start (its first act is the soak's first sample), the soak's cost in the guest (the
 collector's own CPU, user + system with its children, from the shell's ``times``, per second of soak and
-as a share of one vCPU), the whole collection's wall time, and the verdict. The clean variant must pass
-(exit 0); the crashloop variant must fail naming leaky.service.
+as a share of one vCPU; under TCG the guest's CPU is emulated, so this is many times the native cost that
+benchmarks/collector_cost.py measures), the whole collection's wall time, the verdict and the findings per
+part. The clean variant's soak and host parts must have no finding (its image part has the test image's
+own hygiene findings: host keys, caches); the crashloop variant's soak must name leaky.service.
 
     sudo .venv/bin/python benchmarks/vm_soak.py [--variant clean] [--soak 60s] [--boot-timeout 12m]
 """
@@ -63,11 +65,18 @@ def main() -> int:
         print(f"soak cost in guest {cpu:.2f} s CPU over {elapsed:.0f} s ({share:.2f}% of one vCPU)")
     print(f"collection         {vm.get('collect_s')} s (soak, files, systemctl show, bundle)")
     print(f"whole run          {wall:.0f} s, verdict {report['verdict']} (exit {proc.returncode})")
-    failing = [f["message"] for f in report["findings"]]
-    for message in failing[:8]:
-        print(f"  finding: {message}")
-    expected = 0 if args.variant == "clean" else 1
-    return 0 if proc.returncode == expected else 1
+    parts: dict[str, list[str]] = {}
+    for finding in report["findings"]:
+        parts.setdefault(finding["evidence"].get("scope", "?"), []).append(
+            f"{finding['rule_id']} {finding['message']}"
+        )
+    for part in ("image", "host", "soak"):
+        print(f"{part + ' findings':18} {len(parts.get(part, []))}")
+        for line in parts.get(part, [])[:4]:
+            print(f"  {line[:160]}")
+    if args.variant == "clean":
+        return 0 if not parts.get("soak") and not parts.get("host") and proc.returncode in (0, 1) else 1
+    return 0 if any("leaky.service" in line for line in parts.get("soak", [])) else 1
 
 
 if __name__ == "__main__":
