@@ -15,7 +15,10 @@ Either way the run is inconclusive (exit 3), in one line that names the limit an
 read. The defaults leave room for every real workload measured (an audit peaks at ~40 MiB; an EBS
 snapshot read with 16 blocks in flight at ~200 MiB) and can be changed with
 ``IMAGELINT_MEMORY_LIMIT`` (MiB) and ``IMAGELINT_CPU_LIMIT`` (seconds); ``0`` turns a limit off.
-``watch`` runs for days, so it has no CPU limit.
+``watch`` runs for days, so it has no CPU limit. ``vm check`` runs QEMU, a trusted program bounded
+by its own options (guest memory) and the command's deadlines, whose guest memory alone is over the
+default: there the limits are soft only (the hard limits stay as they were), and QEMU is started with
+its soft limits raised back to them (:func:`lifted`), while imagelint's own process keeps the bounds.
 
 :func:`reading` records the subject (an image, a bundle, a report) in a page shared with the
 parent, so that even a child killed by a signal is reported with the file it was reading.
@@ -46,6 +49,7 @@ class Limits:
 
     memory_mib: int = DEFAULT_MEMORY_MIB
     cpu_seconds: int = DEFAULT_CPU_SECONDS
+    soft_only: bool = False  # keep the hard limits, so a trusted child can be given them back
 
     def describe_memory(self) -> str:
         return f"the memory limit ({self.memory_mib} MiB, {MEMORY_VARIABLE})"
@@ -63,21 +67,38 @@ def _number(variable: str, default: int) -> int:
     return int(text)
 
 
-def from_environment(*, daemon: bool = False) -> Limits:
-    """The limits the environment asks for; a daemon (``watch``) has no CPU limit."""
+def from_environment(*, daemon: bool = False, machine: bool = False) -> Limits:
+    """The limits the environment asks for; a daemon (``watch``) has no CPU limit; a command that
+    starts a virtual machine (``vm``) has soft limits only."""
     cpu = 0 if daemon else _number(CPU_VARIABLE, DEFAULT_CPU_SECONDS)
-    return Limits(memory_mib=_number(MEMORY_VARIABLE, DEFAULT_MEMORY_MIB), cpu_seconds=cpu)
+    memory = _number(MEMORY_VARIABLE, DEFAULT_MEMORY_MIB)
+    return Limits(memory_mib=memory, cpu_seconds=cpu, soft_only=machine)
 
 
 def apply(limits: Limits) -> None:
     """Set the rlimits in this process (the child): soft and hard alike, so nothing can raise them."""
     if limits.memory_mib:
         size = limits.memory_mib * 1024 * 1024
-        _lower(resource.RLIMIT_DATA, size)
-        _lower(resource.RLIMIT_AS, size + ADDRESS_SPACE_SLACK)
+        _lower(resource.RLIMIT_DATA, size, _kept(resource.RLIMIT_DATA, limits))
+        _lower(resource.RLIMIT_AS, size + ADDRESS_SPACE_SLACK, _kept(resource.RLIMIT_AS, limits))
     if limits.cpu_seconds:
         # the soft limit sends SIGXCPU; the hard one, a few seconds later, SIGKILL
-        _lower(resource.RLIMIT_CPU, limits.cpu_seconds, limits.cpu_seconds + 5)
+        hard = _kept(resource.RLIMIT_CPU, limits)
+        _lower(resource.RLIMIT_CPU, limits.cpu_seconds, limits.cpu_seconds + 5 if hard is None else hard)
+
+
+def _kept(which: int, limits: Limits) -> int | None:
+    """The hard limit to keep when the limits are soft only; None: lower it with the soft one."""
+    return resource.getrlimit(which)[1] if limits.soft_only else None
+
+
+LIFTED = (resource.RLIMIT_DATA, resource.RLIMIT_AS, resource.RLIMIT_CPU)
+
+
+def lifted() -> None:
+    """In a trusted child (QEMU) of a run with soft limits only: the soft limits raised to the hard."""
+    for which in LIFTED:
+        resource.setrlimit(which, (resource.getrlimit(which)[1],) * 2)
 
 
 def _lower(which: int, soft: int, hard: int | None = None) -> None:

@@ -5,6 +5,7 @@
 #   scripts/install.sh --test   also what the test suite needs: debootstrap, systemd-nspawn, strace,
 #                               systemd-journal-remote, packer, rpm (rpmbuild + an sqlite
 #                               rpmdb for the package inventory), the disk-image tools,
+#                               QEMU (qemu-system-x86, genisoimage, ovmf: vm check),
 #                               prometheus (+ promtool), prometheus-node-exporter, chromium
 #                               and npm with the Mermaid CLI (the report pictures' renderers,
 #                               cached under ~/.cache/imagelint-tests), and the Python test tools
@@ -34,6 +35,10 @@ if [ "$want_test" = 1 ]; then
     command -v sfdisk >/dev/null || packages+=(fdisk)
     command -v mkfs.vfat >/dev/null || packages+=(dosfstools)
     command -v cryptsetup >/dev/null || packages+=(cryptsetup-bin)
+    # vm check: the machine, its NoCloud seed (and isoinfo to read one back), UEFI firmware
+    command -v qemu-system-x86_64 >/dev/null || packages+=(qemu-system-x86)
+    command -v genisoimage >/dev/null || packages+=(genisoimage)
+    [ -e /usr/share/ovmf/OVMF.fd ] || packages+=(ovmf)
     command -v promtool >/dev/null || packages+=(prometheus)  # server + promtool: imagelint watch tests
     command -v prometheus-node-exporter >/dev/null || packages+=(prometheus-node-exporter)
     [ -x /usr/bin/chromium ] || packages+=(chromium)  # draws the Mermaid charts, opens the html report

@@ -25,7 +25,8 @@ def main() -> None:
     from imagelint.cli.box import run_boxed
 
     try:
-        run_limits = limits.from_environment(daemon=_command_name() == "watch")
+        name = _command_name()
+        run_limits = limits.from_environment(daemon=name == "watch", machine=name == "vm")
     except Exception as exc:  # a bad IMAGELINT_*_LIMIT value: a usage error, before any fork
         from imagelint import stderr
 

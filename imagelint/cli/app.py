@@ -536,6 +536,7 @@ def docs_rules(
 from imagelint.cli import aws as _aws_commands  # noqa: E402, F401  (registers `ami`, `fleet`)
 from imagelint.cli import diff as _diff_command  # noqa: E402, F401  (registers `imagelint diff`)
 from imagelint.cli import fix as _fix_command  # noqa: E402, F401  (registers `imagelint fix`)
+from imagelint.cli import vm as _vm_command  # noqa: E402, F401  (registers `imagelint vm`)
 from imagelint.cli import watch as _watch_command  # noqa: E402,F401  (registers `imagelint watch`)
 
 

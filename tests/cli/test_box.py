@@ -139,3 +139,36 @@ def test_a_run_stopped_from_outside_says_terminated_and_is_inconclusive(sent: si
     assert (
         err == f"imagelint: error: /images/big.qcow2: terminated ({sent.name}, from outside); inconclusive\n"
     )
+
+
+def test_vm_limits_bind_imagelint_and_give_qemu_its_memory_back() -> None:
+    """``vm check`` runs under soft limits only: its own allocations still fail, while a trusted child
+    started with ``limits.lifted`` (QEMU, whose guest memory alone is over the limit) gets the hard ones."""
+    allocate = "bytearray(96 << 20)"
+    code = (
+        "import subprocess, sys\n"
+        "from imagelint import limits\n"
+        "from imagelint.cli.box import run_boxed\n"
+        "def command():\n"
+        f"    try:\n        {allocate}\n        return 1\n    except MemoryError:\n        pass\n"
+        f"    child = [sys.executable, '-c', '{allocate}']\n"
+        "    held = subprocess.run(child, capture_output=True).returncode\n"
+        "    lifted = subprocess.run(child, preexec_fn=limits.lifted).returncode\n"
+        "    return 10 * (held != 0) + (lifted == 0)\n"
+        "sys.exit(run_boxed(command, limits.from_environment(machine=True)))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"IMAGELINT_MEMORY_LIMIT": "64", "PATH": "/usr/bin:/bin", **_pythonpath()},
+        check=False,
+    )
+    assert proc.returncode == 11, proc.stderr
+
+
+def _pythonpath() -> dict[str, str]:
+    import os
+
+    return {"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}

@@ -4,7 +4,9 @@ The client is ``ssh`` as the user runs it, so ``~/.ssh/config``, agents, ``Proxy
 and ``known_hosts`` hold as they expect: by default ``ssh -T -o BatchMode=yes`` (no terminal, so the
 stream is binary-clean; no prompt: a host whose key is not known, or changed, is refused by ssh
 itself, never accepted behind the user's back). ``IMAGELINT_SSH_COMMAND`` replaces that command line
-as ``GIT_SSH_COMMAND`` does for git (split as a shell would, never run through one). Then come
+as ``GIT_SSH_COMMAND`` does for git (split as a shell would, never run through one); a caller that
+owns the host (``vm check``: its own key, ``known_hosts`` and port) passes its command line as ``client``
+instead. Then come
 ``-p PORT`` when the spec has one, ``--``, the destination and the remote command of
 :mod:`imagelint.collector.ssh.script`, whose script goes on standard input.
 
@@ -62,10 +64,12 @@ def client_command() -> list[str]:
     return argv
 
 
-def command_line(spec: HostSpec, *, sudo: bool) -> list[str]:
-    """The whole client command line for ``spec`` (never run through a shell)."""
+def command_line(spec: HostSpec, *, sudo: bool, client: list[str] | None = None) -> list[str]:
+    """The whole client command line for ``spec`` (never run through a shell); ``client`` replaces
+    the user's client command (:func:`client_command`) when given."""
     port = ["-p", str(spec.port)] if spec.port is not None else []
-    return [*client_command(), *port, "--", spec.destination, remote_command(sudo=sudo)]
+    before = client_command() if client is None else client
+    return [*before, *port, "--", spec.destination, remote_command(sudo=sudo)]
 
 
 class _Tail(threading.Thread):
@@ -97,10 +101,18 @@ def _feed(stdin: IO[bytes], text: str) -> None:
         pass  # the client is gone: its exit status and stderr say why
 
 
-def collect(spec: HostSpec, plan_text: str, directory: Path, *, sudo: bool, timeout: float) -> Path:
+def collect(
+    spec: HostSpec,
+    plan_text: str,
+    directory: Path,
+    *,
+    sudo: bool,
+    timeout: float,
+    client: list[str] | None = None,
+) -> Path:
     """Run the collector for ``plan_text`` on the host ``spec`` names; the bundle it sent, written
     into ``directory``. A :class:`RemoteError` when there is none (the host's or the client's reason)."""
-    argv = command_line(spec, sudo=sudo)
+    argv = command_line(spec, sudo=sudo, client=client)
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except OSError as exc:

@@ -70,3 +70,10 @@ def test_a_bad_spec_on_the_command_line_is_one_line_and_exit_2() -> None:
 def test_sudo_is_for_ssh_hosts_only() -> None:
     proc = run_cli("audit", "/", "--sudo")
     assert proc.returncode == 2 and "--sudo" in proc.stderr, proc.stderr
+
+
+def test_a_client_given_by_the_caller_replaces_the_users_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("IMAGELINT_SSH_COMMAND", "ssh -J jump")
+    client = ["ssh", "-F", "/dev/null", "-p", "2200"]
+    argv = command_line(parse("ssh://root@127.0.0.1"), sudo=False, client=client)
+    assert argv == ["ssh", "-F", "/dev/null", "-p", "2200", "--", "root@127.0.0.1", "sh -s"]

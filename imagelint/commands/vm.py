@@ -1,0 +1,147 @@
+"""`imagelint vm check IMAGE`: boot a disk image in a throwaway local QEMU machine, audit it and soak it.
+
+Three parts, merged into one report as ``ami check`` merges its own (:func:`imagelint.aws.merge.merge`):
+
+- ``image``: the image-scope rules on the disk image itself, read offline by the disk opener before
+  the boot, so what the boot and imagelint's own access write (the throwaway key in root's
+  ``authorized_keys``, cloud-init's instance state for the seed, a machine id, host keys, a random
+  seed) is never judged as baked into the image;
+- ``host`` and ``soak``: the machine (:mod:`imagelint.vm.machine`) boots the image's own boot path on
+  an overlay and answers over SSH; the same collector and transport as ``soak ssh://HOST`` gather, in
+  one connection, what the host-scope rules read, ``systemctl show`` and the soak's samples; the
+  bundle is judged here as any bundle is.
+
+The report's ``facts.vm`` says what the machine was: accelerator, vCPUs, memory, the guest's kernel,
+its cgroup layout, and how long each step took.
+
+Whatever stops the run before a bundle comes back (no SSH in time, a panic, QEMU exiting, the
+overlay's cap, the collector failing) is an inconclusive report with the reason and the console's
+last lines; SIGINT and SIGTERM stop the machine and remove everything, exit 3.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from imagelint import stderr
+from imagelint.aws.merge import empty_report, merge
+from imagelint.collector.plan import Plan, needs_for
+from imagelint.collector.ssh.spec import HostSpec
+from imagelint.collector.ssh.transport import MARGIN, RemoteError, collect
+from imagelint.errors import UsageError
+from imagelint.report import Report, Verdict
+from imagelint.rulepacks.model import Scope
+from imagelint.session import PreparedRun, RunOptions, audit_opened, evaluate, judge_soak, prepare, publish
+from imagelint.vm import VmError
+from imagelint.vm.machine import Machine, MachineSpec, booted, signals_interrupt
+
+CONSOLE_LINES = 20  # console lines in the report when the collector was never reached
+CONSOLE_LINE_MAX = 300
+
+
+@dataclass(frozen=True)
+class VmOptions:
+    machine: MachineSpec
+    soak_seconds: float = 60.0
+    soak_interval: float = 5.0
+
+
+def run_vm_check(options: VmOptions, run_options: RunOptions) -> Verdict:
+    if options.soak_interval > options.soak_seconds > 0:
+        raise UsageError(
+            f"--interval ({options.soak_interval:g}s) is longer than --soak ({options.soak_seconds:g}s)"
+        )
+    run = prepare(run_options)
+    packs, config = run.rules
+    needs = needs_for(packs, config, (Scope.HOST, Scope.SOAK), runtime=False)
+    plan = Plan(needs, show=True, soak_seconds=options.soak_seconds, soak_interval=options.soak_interval)
+    image = options.machine.image
+    target = {"kind": "vm", "path": str(image)}
+    offline = _image_part(run, image)
+    stderr.line(f"vm: booting {image} ({options.machine.cpus} vCPU, {options.machine.memory_mib} MiB)")
+    with signals_interrupt():
+        try:
+            with booted(options.machine) as machine:
+                soaking = f" and soaking {options.soak_seconds:g} s" if options.soak_seconds else ""
+                stderr.line(
+                    f"vm: SSH after {machine.boot_seconds:.0f} s ({machine.accel}); auditing{soaking}"
+                )
+                collecting_at = time.monotonic()
+                bundle = collect(
+                    HostSpec("127.0.0.1", "root"),
+                    plan.text(),
+                    machine.scratch,
+                    sudo=False,
+                    timeout=options.soak_seconds + MARGIN,
+                    client=machine.ssh,
+                )
+                timing = {
+                    "power_on_to_collector_s": round(collecting_at - machine.powered_on, 1),
+                    "collect_s": round(time.monotonic() - collecting_at, 1),
+                }
+                machine.check()
+                report = merge([offline, *_machine_parts(run, bundle)], target)
+                report.facts["vm"] = _vm_facts(machine, report, timing, options)
+        except (VmError, RemoteError) as exc:
+            report = _inconclusive(target, exc)
+    return publish(report, run_options)
+
+
+def _image_part(run: PreparedRun, image: Path) -> tuple[str, Report]:
+    """The image-scope audit of the disk image as shipped (read offline, never written). An image the
+    disk opener cannot read (a file system it does not know) is an error of this part: the machine
+    is still booted and judged, and the run cannot pass."""
+    from imagelint.errors import ImageLintError
+    from imagelint.openers import open_spec
+
+    try:
+        with open_spec(str(image)) as opened:
+            return "image", audit_opened(run, opened)
+    except ImageLintError as exc:
+        reason = f"the image could not be read offline for the image-scope rules: {exc.message}"
+        return "image", empty_report({"kind": "disk-image", "path": str(image)}, reason)
+
+
+def _machine_parts(run: PreparedRun, bundle: Path) -> list[tuple[str, Report]]:
+    """("host", …) and, with soak samples, ("soak", …) from the booted machine's bundle."""
+    from imagelint.openers import open_spec
+
+    with open_spec(str(bundle), kind="bundle") as opened:
+        if opened.target is None:  # a bundle always opens as a target; this keeps mypy honest
+            return []
+        host = evaluate(run, opened.target, scopes=(Scope.HOST,), sources=opened.sources)
+        parts = [("host", opened.annotate(host))]
+        facts = opened.soak()
+        if facts is not None:
+            parts.append(("soak", judge_soak(run, opened.target, facts)))
+        return parts
+
+
+def _vm_facts(
+    machine: Machine, report: Report, timing: dict[str, float], options: VmOptions
+) -> dict[str, Any]:
+    facts = {**machine.facts(), **timing}
+    soak = report.facts.get("soak", {}).get("soak", {})
+    layout = soak.get("layout", {}) if isinstance(soak, dict) else {}
+    facts["cgroup_layout"] = layout.get("layout") if isinstance(layout, dict) else None
+    facts["soak_s"] = options.soak_seconds
+    accel = f"{facts['accelerator']}{' (' + machine.accel_note + ')' if machine.accel_note else ''}"
+    kernel, cgroups = facts["guest_kernel"] or "unknown", facts["cgroup_layout"] or "unknown"
+    report.notes.insert(
+        0,
+        f"vm: {accel}, {facts['vcpus']} vCPU, {facts['memory_mib']} MiB, guest kernel {kernel}, "
+        f"cgroup {cgroups}, SSH {facts['boot_to_ssh_s']:.0f} s after power-on",
+    )
+    return facts
+
+
+def _inconclusive(target: dict[str, Any], exc: VmError | RemoteError) -> Report:
+    report = empty_report(target, exc.message)
+    console = exc.console if isinstance(exc, VmError) else ""
+    lines = [line[:CONSOLE_LINE_MAX] for line in console.splitlines() if line.strip()][-CONSOLE_LINES:]
+    report.notes = [f"console: {line}" for line in lines] or ["console: (nothing printed)"]
+    report.facts["vm"] = {"accelerator": getattr(exc, "accel", "") or None, "console_tail": console}
+    return report

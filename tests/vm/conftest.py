@@ -1,0 +1,43 @@
+"""The bootable Debian 12 disk images of scripts/build-test-vm-image.sh, built once per machine and cached."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.support import REPO, is_root, need
+
+QEMU = "qemu-system-x86_64"
+
+
+def vm_image(variant: str) -> Path:
+    """``vm-VARIANT.qcow2`` (clean or crashloop), built under the script's lock when absent."""
+    xdg_cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    cache = Path(os.environ.get("IMAGELINT_TEST_CACHE", xdg_cache / "imagelint-tests"))
+    if not (cache / f"vm-{variant}.qcow2").is_file():
+        need(is_root(), "building the bootable test disk image installs a kernel in a chroot: needs root")
+        need(shutil.which("debootstrap") is not None, "debootstrap is not installed")
+    script = REPO / "scripts" / "build-test-vm-image.sh"
+    proc = subprocess.run(
+        ["bash", str(script), "--variant", variant], capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0:
+        pytest.fail(f"building the bootable test disk image ({variant}) failed:\n{proc.stderr[-4000:]}")
+    return Path(proc.stdout.strip().splitlines()[-1])
+
+
+def need_qemu() -> None:
+    need(shutil.which(QEMU) is not None, f"{QEMU} is not installed (Debian: qemu-system-x86)")
+    need(shutil.which("qemu-img") is not None, "qemu-img is not installed (Debian: qemu-utils)")
+    need(shutil.which("genisoimage") is not None, "genisoimage is not installed")
+    need(shutil.which("ssh-keygen") is not None, "ssh-keygen is not installed (Debian: openssh-client)")
+
+
+@pytest.fixture(scope="session")
+def crashloop_vm_image() -> Path:
+    need_qemu()
+    return vm_image("crashloop")
