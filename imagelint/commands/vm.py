@@ -1,6 +1,6 @@
 """`imagelint vm check IMAGE`: boot a disk image in a throwaway local QEMU machine, audit it and soak it.
 
-Three parts, merged into one report as ``ami check`` merges its own (:func:`imagelint.aws.merge.merge`):
+Three parts, merged into one report as ``ami check`` merges its own (:func:`imagelint.report.merge.merge`):
 
 - ``image``: the image-scope rules on the disk image itself, read offline by the disk opener before
   the boot, so what the boot and imagelint's own access write (the throwaway key in root's
@@ -27,12 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from imagelint import stderr
-from imagelint.aws.merge import empty_report, merge
 from imagelint.collector.plan import Plan, needs_for
 from imagelint.collector.ssh.spec import HostSpec
 from imagelint.collector.ssh.transport import MARGIN, RemoteError, collect
 from imagelint.errors import UsageError
 from imagelint.report import Report, Verdict
+from imagelint.report.merge import empty_report, merge
 from imagelint.rulepacks.model import Scope
 from imagelint.session import PreparedRun, RunOptions, audit_opened, evaluate, judge_soak, prepare, publish
 from imagelint.vm import VmError
