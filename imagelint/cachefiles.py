@@ -20,7 +20,8 @@ code, and nothing in it is believed unless this user wrote it on this machine:
   audit's snapshot, config and version) and its payload. The key is per user and per machine: 32
   random bytes kept outside every cache directory, in ``$XDG_STATE_HOME/imagelint/cache.key``
   (``~/.local/state`` without it; same checks, created 0600), mixed with this machine's
-  ``/etc/machine-id``. An entry renamed to another identity, cut short, edited, planted by another
+  ``/etc/machine-id``. With no home (no ``HOME`` and no passwd entry: a container's arbitrary uid)
+  and no XDG directory to stand for it, caches are off for the run, with one note. An entry renamed to another identity, cut short, edited, planted by another
   user, or restored from a cache another machine or key wrote is a miss. Content-addressed entries
   (a block named by its SHA-256) may skip the HMAC: the caller checks the content against the
   authenticated name instead (:meth:`CacheDir.read`'s ``authenticated``).
@@ -90,15 +91,32 @@ def off(name: str) -> bool:
     return name in names or not names <= CACHES
 
 
-def _home_dir(variable: str, default: str) -> Path:
-    return Path(os.environ.get(variable) or str(Path.home() / default))
+def _home_dir(variable: str, default: str) -> Path | None:
+    """``$variable``, else ``~/default``; None (with the one note) when neither is an absolute path:
+    a container's arbitrary uid has no passwd entry, and often no ``HOME``. A relative value would be
+    the working directory's, which is untrusted: XDG says to ignore it, and so does this."""
+    given = os.environ.get(variable, "")
+    if os.path.isabs(given):
+        return Path(given)
+    try:
+        home = Path.home()
+    except (RuntimeError, KeyError, OSError):  # no HOME and no passwd entry for this uid
+        home = Path()
+    if not home.is_absolute():
+        _note(
+            f"caches off: no home directory for uid {os.geteuid()} (HOME unset or not absolute, and no "
+            "passwd entry to stand for it); set XDG_CACHE_HOME and XDG_STATE_HOME to keep them"
+        )
+        return None
+    return home / default
 
 
 def cache_root(name: str) -> Path | None:
-    """Where the cache ``name`` lives; None when it is turned off."""
+    """Where the cache ``name`` lives; None when it is turned off, or there is no home to keep it in."""
     if off(name):
         return None
-    return _home_dir("XDG_CACHE_HOME", ".cache") / "imagelint" / name
+    base = _home_dir("XDG_CACHE_HOME", ".cache")
+    return None if base is None else base / "imagelint" / name
 
 
 def _owned_alone(st: os.stat_result, what: str, *, private: bool = False) -> None:
@@ -150,6 +168,8 @@ def _machine_id() -> bytes:
 def user_key() -> bytes | None:
     """This user's key on this machine (made on first use); None when its file cannot be trusted."""
     state = _home_dir("XDG_STATE_HOME", ".local/state")
+    if state is None:
+        return None
     with _keys_lock:
         if str(state) not in _keys:
             try:
