@@ -20,13 +20,14 @@ code, and nothing in it is believed unless this user wrote it on this machine:
   audit's snapshot, config and version) and its payload. The key is per user and per machine: 32
   random bytes kept outside every cache directory, in ``$XDG_STATE_HOME/imagelint/cache.key``
   (``~/.local/state`` without it; same checks, created 0600), mixed with this machine's
-  ``/etc/machine-id``. With no home (no ``HOME`` and no passwd entry: a container's arbitrary uid)
-  and no XDG directory to stand for it, caches are off for the run, with one note. An entry renamed to another identity, cut short, edited, planted by another
+  ``/etc/machine-id``. An entry renamed to another identity, cut short, edited, planted by another
   user, or restored from a cache another machine or key wrote is a miss. Content-addressed entries
   (a block named by its SHA-256) may skip the HMAC: the caller checks the content against the
   authenticated name instead (:meth:`CacheDir.read`'s ``authenticated``).
 - **Misses, never errors, never verdicts.** Anything that fails a check is a miss (and removed
-  when it sits in our own directory); the run reads the real source instead.
+  when it sits in our own directory); the run reads the real source instead. With no home to keep
+  them in (no ``HOME`` and no passwd entry: a container's arbitrary uid) and no absolute
+  ``XDG_CACHE_HOME``/``XDG_STATE_HOME`` to stand for it, caches are off for the run, with one note.
 - **Atomic and bounded.** Written to a temporary name and renamed, under the directory's ``flock``;
   least recently used entries pruned past a number of files and bytes (a hit touches its entry).
 - ``IMAGELINT_NO_CACHE`` set to a comma-separated list of cache names turns those off

@@ -211,7 +211,11 @@ def units(
 
     ssh_only(root, sudo)
     opening = OpenOptions(
-        partition=partition, region=region, concurrency=concurrency, sudo=sudo, partial_root=allow_partial_root
+        partition=partition,
+        region=region,
+        concurrency=concurrency,
+        sudo=sudo,
+        partial_root=allow_partial_root,
     )
     raise typer.Exit(run_units(root, formats or ["text"], opening))
 
