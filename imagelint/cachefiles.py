@@ -42,6 +42,7 @@ import fcntl
 import hashlib
 import hmac
 import os
+import pwd
 import secrets
 import stat
 import threading
@@ -93,23 +94,26 @@ def off(name: str) -> bool:
 
 
 def _home_dir(variable: str, default: str) -> Path | None:
-    """``$variable``, else ``~/default``; None (with the one note) when neither is an absolute path:
-    a container's arbitrary uid has no passwd entry, and often no ``HOME``. A relative value would be
-    the working directory's, which is untrusted: XDG says to ignore it, and so does this."""
+    """``$variable``, else ``HOME/default``; None (with the one note) when neither is an absolute path.
+
+    A container's arbitrary uid has no passwd entry and often no ``HOME``; a relative or empty value
+    would be the working directory, which is untrusted (XDG says to ignore a relative one)."""
     given = os.environ.get(variable, "")
     if os.path.isabs(given):
         return Path(given)
-    try:
-        home = Path.home()
-    except (RuntimeError, KeyError, OSError):  # no HOME and no passwd entry for this uid
-        home = Path()
-    if not home.is_absolute():
+    home = os.environ.get("HOME")
+    if home is None:  # as Path.home() would, without its RuntimeError when there is no entry
+        try:
+            home = pwd.getpwuid(os.getuid()).pw_dir
+        except KeyError:
+            home = ""
+    if not os.path.isabs(home):
         _note(
-            f"caches off: no home directory for uid {os.geteuid()} (HOME unset or not absolute, and no "
-            "passwd entry to stand for it); set XDG_CACHE_HOME and XDG_STATE_HOME to keep them"
+            f"caches off: no usable home directory for uid {os.getuid()} (HOME unset with no passwd "
+            "entry, or not an absolute path); set XDG_CACHE_HOME and XDG_STATE_HOME to keep them"
         )
         return None
-    return home / default
+    return Path(home) / default
 
 
 def cache_root(name: str) -> Path | None:
