@@ -52,7 +52,7 @@ def test_a_new_kind_of_target_is_one_module(tmp_path: Path, monkeypatch: pytest.
             import contextlib, json, tempfile
             from pathlib import Path
             from imagelint.openers import Opened
-            from imagelint.sampletree import build_tree
+            from imagelint.sampletree import build_image
             from imagelint.targets import RootfsTarget
 
 
