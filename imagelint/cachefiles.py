@@ -25,7 +25,9 @@ code, and nothing in it is believed unless this user wrote it on this machine:
   (a block named by its SHA-256) may skip the HMAC: the caller checks the content against the
   authenticated name instead (:meth:`CacheDir.read`'s ``authenticated``).
 - **Misses, never errors, never verdicts.** Anything that fails a check is a miss (and removed
-  when it sits in our own directory); the run reads the real source instead.
+  when it sits in our own directory); the run reads the real source instead. With no home to keep
+  them in (no ``HOME`` and no passwd entry: a container's arbitrary uid) and no absolute
+  ``XDG_CACHE_HOME``/``XDG_STATE_HOME`` to stand for it, caches are off for the run, with one note.
 - **Atomic and bounded.** Written to a temporary name and renamed, under the directory's ``flock``;
   least recently used entries pruned past a number of files and bytes (a hit touches its entry).
 - ``IMAGELINT_NO_CACHE`` set to a comma-separated list of cache names turns those off
@@ -40,6 +42,7 @@ import fcntl
 import hashlib
 import hmac
 import os
+import pwd
 import secrets
 import stat
 import threading
@@ -90,15 +93,35 @@ def off(name: str) -> bool:
     return name in names or not names <= CACHES
 
 
-def _home_dir(variable: str, default: str) -> Path:
-    return Path(os.environ.get(variable) or str(Path.home() / default))
+def _home_dir(variable: str, default: str) -> Path | None:
+    """``$variable``, else ``HOME/default``; None (with the one note) when neither is an absolute path.
+
+    A container's arbitrary uid has no passwd entry and often no ``HOME``; a relative or empty value
+    would be the working directory, which is untrusted (XDG says to ignore a relative one)."""
+    given = os.environ.get(variable, "")
+    if os.path.isabs(given):
+        return Path(given)
+    home = os.environ.get("HOME")
+    if home is None:  # as Path.home() would, without its RuntimeError when there is no entry
+        try:
+            home = pwd.getpwuid(os.getuid()).pw_dir
+        except KeyError:
+            home = ""
+    if not os.path.isabs(home):
+        _note(
+            f"caches off: no usable home directory for uid {os.getuid()} (HOME unset with no passwd "
+            "entry, or not an absolute path); set XDG_CACHE_HOME and XDG_STATE_HOME to keep them"
+        )
+        return None
+    return Path(home) / default
 
 
 def cache_root(name: str) -> Path | None:
-    """Where the cache ``name`` lives; None when it is turned off."""
+    """Where the cache ``name`` lives; None when it is turned off, or there is no home to keep it in."""
     if off(name):
         return None
-    return _home_dir("XDG_CACHE_HOME", ".cache") / "imagelint" / name
+    base = _home_dir("XDG_CACHE_HOME", ".cache")
+    return None if base is None else base / "imagelint" / name
 
 
 def _owned_alone(st: os.stat_result, what: str, *, private: bool = False) -> None:
@@ -150,6 +173,8 @@ def _machine_id() -> bytes:
 def user_key() -> bytes | None:
     """This user's key on this machine (made on first use); None when its file cannot be trusted."""
     state = _home_dir("XDG_STATE_HOME", ".local/state")
+    if state is None:
+        return None
     with _keys_lock:
         if str(state) not in _keys:
             try:

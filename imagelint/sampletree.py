@@ -2,6 +2,8 @@
 
 An entry is file content (a string) or an object with ``content``, ``mode``, ``link`` or
 ``directory``. Used by the docs' examples, the tests, and ``make demo``'s sample image.
+:func:`build_image` builds a whole image of them: with the marks of an operating system's root
+(:mod:`imagelint.targets.osroot`) that the commands ask of what they audit.
 """
 
 from __future__ import annotations
@@ -26,3 +28,17 @@ def build_tree(root: Path, entries: Mapping[str, object]) -> Path:
         if "mode" in spec:
             host.chmod(int(str(spec["mode"]), 8))
     return root
+
+
+# The marks of an OS root (imagelint/targets/osroot.py) a crafted image needs to be audited as one.
+OS_ROOT_MARKS: dict[str, object] = {
+    "/etc/os-release": "ID=debian\n",
+    "/usr/bin": {"directory": True},
+    "/usr/lib/systemd/systemd": "",
+}
+
+
+def build_image(root: Path, entries: Mapping[str, object]) -> Path:
+    """:func:`build_tree` of an image: ``entries`` over the marks of an OS root (an entry of the same
+    path replaces a mark's)."""
+    return build_tree(root, {**OS_ROOT_MARKS, **entries})

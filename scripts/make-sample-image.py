@@ -10,13 +10,13 @@ from pathlib import Path
 
 import yaml
 
-from imagelint.sampletree import build_tree
+from imagelint.sampletree import build_image
 
 
 def main() -> None:
     spec, dest = Path(sys.argv[1]), Path(sys.argv[2])
     entries = yaml.safe_load(spec.read_text(encoding="utf-8"))["files"]
-    build_tree(dest, entries)
+    build_image(dest, entries)  # the entries, over the marks of an OS root
     print(f"sample image: {dest} ({len(entries)} entries)")
 
 

@@ -14,10 +14,17 @@ from pathlib import Path
 
 import pytest
 
-from imagelint.sampletree import build_tree
+from imagelint.sampletree import build_image, build_tree
 from tests.treerss import MAX_RSS_MIB, run_tree
 
 __all__ = ["MAX_RSS_MIB", "build_tree"]
+
+
+def os_root(root: Path, entries: dict[str, object] | None = None) -> Path:
+    """A crafted tree the CLI may audit: ``entries`` over the marks of an OS root (without them the run
+    is inconclusive, exit 3, unless --allow-partial-root)."""
+    return build_image(root, entries or {})
+
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -290,3 +290,51 @@ def test_no_code_bearing_format_is_read_anywhere() -> None:
             words.append("import marshal")
         for word in words:
             assert word not in text, f"{module}: {word}"
+
+
+@pytest.mark.parametrize(
+    "home",
+    [None, "", "relative/home"],
+    ids=["HOME unset", "HOME empty", "HOME relative"],
+)
+def test_no_home_and_no_passwd_entry_turns_every_cache_off_with_one_note(
+    notes: list[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, home: str | None
+) -> None:
+    """A container's arbitrary uid: no passwd entry (the lookup Path.home falls back to fails), and no
+    HOME or one that is not absolute (it would be the untrusted working directory's). Every cache is
+    a miss, said once; nothing is made in the working directory."""
+    import pwd
+
+    def no_entry(uid: int) -> pwd.struct_passwd:
+        raise KeyError(f"getpwuid(): uid not found: {uid}")
+
+    monkeypatch.setattr(pwd, "getpwuid", no_entry)
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.delenv("XDG_STATE_HOME")
+    if home is None:
+        monkeypatch.delenv("HOME", raising=False)
+    else:
+        monkeypatch.setenv("HOME", home)
+    monkeypatch.chdir(tmp_path)
+    for name in sorted(cachefiles.CACHES):
+        assert cachefiles.cache_root(name) is None
+        assert CacheDir.open(name) is None
+    assert CacheDir.at("audits", tmp_path / "given") is None  # no key to sign its entries with
+    assert cachefiles.user_key() is None
+    assert len(notes) == 1 and notes[0].startswith("caches off: no usable home directory for uid"), notes
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_absolute_xdg_cache_home_stands_for_a_missing_home(
+    notes: list[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import pwd
+
+    def no_entry(uid: int) -> pwd.struct_passwd:
+        raise KeyError(uid)
+
+    monkeypatch.setattr(pwd, "getpwuid", no_entry)
+    monkeypatch.delenv("HOME", raising=False)
+    with CacheDir.open("audits") as store:
+        assert store is not None and store.path == tmp_path / "cache" / "imagelint" / "audits"
+    assert notes == []

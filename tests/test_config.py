@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import build_tree, run_cli
+from tests.support import os_root, run_cli
 
 IMAGE = {
     "/etc/ssh/ssh_host_rsa_key": "-----BEGIN OPENSSH PRIVATE KEY-----\n",
@@ -20,7 +20,7 @@ IMAGE = {
 
 @pytest.fixture
 def image(tmp_path: Path) -> Path:
-    return build_tree(tmp_path / "image", IMAGE)
+    return os_root(tmp_path / "image", IMAGE)
 
 
 def _audit(image: Path, config_text: str, tmp_path: Path, *extra: str) -> tuple[int, dict, str]:

@@ -15,7 +15,7 @@ from imagelint.engine import RunSettings, audit
 from imagelint.report import Outcome
 from imagelint.rulepacks import load_packs
 from imagelint.targets import RootfsTarget
-from tests.support import REPO, build_tree
+from tests.support import REPO, build_tree, os_root
 
 GUIDE = (REPO / "CONTRIBUTING.md").read_text()
 
@@ -80,9 +80,7 @@ def test_a_new_format_is_one_module_and_every_command_takes_it(tmp_path: Path, m
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setitem(imagelint.formats.FORMATS, "tally", "formats.tally")
-    root = build_tree(
-        tmp_path / "image", {"/etc/systemd/system/a.service": "[Service]\nExecStart=/bin/true\n"}
-    )
+    root = os_root(tmp_path / "image", {"/etc/systemd/system/a.service": "[Service]\nExecStart=/bin/true\n"})
     report = audit(RootfsTarget(root), [], Config(), RunSettings())
     out = tmp_path / "out"
     write_outputs(report, [OutputSpec.parse(f"tally:{out}.report")], imagelint.formats.RenderOptions())
@@ -143,9 +141,7 @@ def test_a_new_target_is_one_opener_module_and_every_command_takes_it(tmp_path: 
     del sys.modules["imagelint.openers.mirror"]
     assert "mirror" in [o.kind for o in imagelint.openers.openers()]
 
-    root = build_tree(
-        tmp_path / "image", {"/etc/systemd/system/a.service": "[Service]\nExecStart=/bin/true\n"}
-    )
+    root = os_root(tmp_path / "image", {"/etc/systemd/system/a.service": "[Service]\nExecStart=/bin/true\n"})
     out = tmp_path / "out"
     options = RunOptions(builtin=False, outputs=[OutputSpec.parse(f"json:{out}.report")])
     assert run_audit(f"mirror:{root}", options) is Verdict.PASS

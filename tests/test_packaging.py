@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from imagelint.sampletree import build_tree
+from imagelint.sampletree import build_image
 from tests.support import REPO, run_cli
 
 
@@ -86,7 +86,7 @@ def test_the_wheel_installs_in_a_fresh_venv_and_audits_the_sample(dist: Path, tm
     }
     assert listed == in_repo
     entries = yaml.safe_load((REPO / "examples/sample-image.yaml").read_text())["files"]
-    root = build_tree(tmp_path / "sample", entries)
+    root = build_image(tmp_path / "sample", entries)
     config = str(REPO / "examples/sample.imagelint.yaml")
     audit = subprocess.run(
         [venv / "bin/imagelint", "audit", str(root), "-c", config, "-f", "json"],
@@ -100,7 +100,7 @@ def test_the_wheel_installs_in_a_fresh_venv_and_audits_the_sample(dist: Path, tm
 
 def test_sample_image_shows_the_faults(tmp_path: Path) -> None:
     entries = yaml.safe_load((REPO / "examples/sample-image.yaml").read_text())["files"]
-    root = build_tree(tmp_path / "sample", entries)
+    root = build_image(tmp_path / "sample", entries)
     out = tmp_path / "r.json"
     proc = run_cli(
         "audit", str(root), "-c", str(REPO / "examples/sample.imagelint.yaml"), "-f", f"json:{out}"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.collector.support import collect
-from tests.support import REPO, build_tree, run_cli
+from tests.support import REPO, os_root, run_cli
 
 
 def _drivers() -> set[str]:
@@ -42,7 +42,7 @@ def test_the_engine_has_one_driver() -> None:
 def no_journal(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A small image that keeps no journal, and a config that requires one."""
     base = tmp_path_factory.mktemp("doors")
-    root = build_tree(
+    root = os_root(
         base / "image",
         {
             "/etc/os-release": "ID=debian\nVERSION_ID=12\n",

@@ -30,6 +30,7 @@ from imagelint.cli.application import (
 from imagelint.cli.closedpipe import quiet_on_closed_pipe
 from imagelint.cli.helptext import SUCCESS, command
 from imagelint.cli.options import (
+    AllowPartialRootOpt,
     ConcurrencyOpt,
     ConfigOpt,
     HostsOpt,
@@ -103,6 +104,7 @@ def audit(
     sudo: SudoOpt = False,
     hosts: HostsOpt = None,
     parallel: ParallelOpt = 8,
+    allow_partial_root: AllowPartialRootOpt = False,
     *,
     run: RunOptions,
 ) -> None:
@@ -148,6 +150,7 @@ def audit(
         live=live,
         interactive=sys.stderr.isatty(),
         sudo=sudo,
+        partial_root=allow_partial_root,
     )
     verdict = run_audit(root, options, JournalOptions(journal, require_journal), opening)
     raise typer.Exit(int(verdict.exit_code))
@@ -158,7 +161,8 @@ def audit(
     codes=(ExitCode.PASS, ExitCode.USAGE, ExitCode.INCONCLUSIVE),
     meanings={
         ExitCode.PASS: "listed (problems found in the image are listed too)",
-        ExitCode.INCONCLUSIVE: "inconclusive: the image root does not exist or is not a directory",
+        ExitCode.INCONCLUSIVE: "inconclusive: the image root does not exist, is not a directory, or "
+        "lacks the marks of an operating system's root (see --allow-partial-root)",
     },
     short="List an image's systemd units and its boot chain.",
 )
@@ -185,6 +189,7 @@ def units(
     region: RegionOpt = None,
     concurrency: ConcurrencyOpt = 16,
     sudo: SudoOpt = False,
+    allow_partial_root: AllowPartialRootOpt = False,
 ) -> None:
     """List every systemd unit of an image: state, preset, unit file, drop-ins, and the boot chain.
 
@@ -205,7 +210,13 @@ def units(
     from imagelint.openers import OpenOptions
 
     ssh_only(root, sudo)
-    opening = OpenOptions(partition=partition, region=region, concurrency=concurrency, sudo=sudo)
+    opening = OpenOptions(
+        partition=partition,
+        region=region,
+        concurrency=concurrency,
+        sudo=sudo,
+        partial_root=allow_partial_root,
+    )
     raise typer.Exit(run_units(root, formats or ["text"], opening))
 
 

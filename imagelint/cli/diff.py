@@ -10,7 +10,14 @@ import typer
 
 from imagelint.cli.application import app, friendly, schema_app
 from imagelint.cli.helptext import SUCCESS, command
-from imagelint.cli.options import ConcurrencyOpt, ConfigOpt, NoBuiltinOpt, RegionOpt, RulesOpt
+from imagelint.cli.options import (
+    AllowPartialRootOpt,
+    ConcurrencyOpt,
+    ConfigOpt,
+    NoBuiltinOpt,
+    RegionOpt,
+    RulesOpt,
+)
 from imagelint.errors import ExitCode
 
 DIFF_MEANINGS = {
@@ -19,7 +26,8 @@ DIFF_MEANINGS = {
     "finding)",
     ExitCode.USAGE: "bad usage or config (the message names file:line:column)",
     ExitCode.INCONCLUSIVE: "inconclusive: a side could not be read (in full): no such image or report, "
-    "not a report, an audit that could not read its data",
+    "not a report, an image without the marks of an operating system's root, an audit that could not "
+    "read its data",
 }
 
 
@@ -43,6 +51,7 @@ def diff(
     no_builtin_rules: NoBuiltinOpt = False,
     region: RegionOpt = None,
     concurrency: ConcurrencyOpt = 16,
+    allow_partial_root: AllowPartialRootOpt = False,
     formats: Annotated[
         list[str] | None,
         typer.Option(
@@ -93,7 +102,7 @@ def diff(
     from imagelint.openers import OpenOptions
 
     outputs = OutputSpec.parse_all(formats or ["text"], DIFF)
-    opening = OpenOptions(region=region, concurrency=concurrency)
+    opening = OpenOptions(region=region, concurrency=concurrency, partial_root=allow_partial_root)
     result = run_diff(old, new, config, rules or [], builtin=not no_builtin_rules, opening=opening)
     write_outputs(result, outputs, RenderOptions(), DIFF)
     raise typer.Exit(int(result.verdict.exit_code))

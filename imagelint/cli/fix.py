@@ -11,6 +11,7 @@ import typer
 from imagelint.cli.application import app, friendly
 from imagelint.cli.helptext import command
 from imagelint.cli.options import (
+    AllowPartialRootOpt,
     ConcurrencyOpt,
     ConfigOpt,
     FailOnOpt,
@@ -28,8 +29,8 @@ FIX_MEANINGS = {
     ExitCode.PASS: "the script or the list was printed; with --apply: applied, and the audit now passes",
     ExitCode.FAIL: "with --apply: applied, but findings at or above fail-on remain (listed on stderr)",
     ExitCode.USAGE: "bad usage, rule pack or config; --apply on anything but a directory",
-    ExitCode.INCONCLUSIVE: "inconclusive: the image could not be read (in full), or a path to change "
-    "turned out to be a link",
+    ExitCode.INCONCLUSIVE: "inconclusive: the image could not be read (in full) or lacks the marks of an "
+    "operating system's root, or a path to change turned out to be a link",
 }
 
 
@@ -64,6 +65,7 @@ def fix(
     partition: PartitionOpt = None,
     region: RegionOpt = None,
     concurrency: ConcurrencyOpt = 16,
+    allow_partial_root: AllowPartialRootOpt = False,
 ) -> None:
     """Remediate the image's failing findings with the fixes their rules declare.
 
@@ -105,6 +107,10 @@ def fix(
         github=False,
     )
     opening = OpenOptions(
-        partition=partition, region=region, concurrency=concurrency, interactive=sys.stderr.isatty()
+        partition=partition,
+        region=region,
+        concurrency=concurrency,
+        interactive=sys.stderr.isatty(),
+        partial_root=allow_partial_root,
     )
     raise typer.Exit(run_fix(str(root), options, FixMode(fmt, dry_run, apply), opening))

@@ -94,6 +94,16 @@ PartitionOpt = Annotated[
         help="Disk image: read the root filesystem from partition N (default: the one with /etc/os-release).",
     ),
 ]
+AllowPartialRootOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-partial-root",
+        help="Audit a tree without the marks of an operating system's root (an os-release, a /usr "
+        "directory, an init: /sbin/init, /usr/sbin/init or [/usr]/lib/systemd/systemd) as it is; "
+        "without it such a target is inconclusive (exit 3): an empty directory or a failed mount "
+        "must not pass.",
+    ),
+]
 SudoOpt = Annotated[
     bool,
     typer.Option(

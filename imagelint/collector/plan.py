@@ -98,7 +98,18 @@ def needs_for(
 
         for need in inventory_needs():
             seen.setdefault(need)
+    for need in root_mark_needs():
+        seen.setdefault(need)
     return tuple(seen)
+
+
+def root_mark_needs() -> tuple[PathNeed, ...]:
+    """The marks of an OS root every bundle is asked for before it is judged
+    (:mod:`imagelint.targets.osroot`): metadata is enough (links followed by the collector); the
+    os-release with its content, as the inventory reads it."""
+    from imagelint.targets.osroot import MARK_PATHS, OS_RELEASE
+
+    return tuple(PathNeed(p) if p in OS_RELEASE else PathNeed(p, "metadata") for p in MARK_PATHS)
 
 
 def instance_plan(
@@ -114,4 +125,4 @@ def units_plan() -> Plan:
     """The plan of ``units`` on a host: what the unit index and the inventory read; no live state."""
     from imagelint.checks.systemd import inventory_needs, unit_needs
 
-    return Plan(tuple(dict.fromkeys((*unit_needs(), *inventory_needs()))), show=False)
+    return Plan(tuple(dict.fromkeys((*unit_needs(), *inventory_needs(), *root_mark_needs()))), show=False)

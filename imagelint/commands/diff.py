@@ -72,7 +72,9 @@ def load_side(
     audit with these rules kept from an earlier run, when its opener names it for good)."""
     opening = replace(opening or OpenOptions(), reports=True)
     identity = immutable_key(str(argument), opening) if cache is not None else None
-    key = None if identity is None else f"{identity} {run_key(run)}"
+    # an audit kept under --allow-partial-root never stands in for one that asks for an OS root's marks
+    partial = " partial-root" if opening.partial_root else ""
+    key = None if identity is None else f"{identity} {run_key(run)}{partial}"
     kept = None if key is None or cache is None else cache.get(key)
     cached = None if kept is None else _kept_report(kept)
     if kept is not None and cached is not None:

@@ -119,12 +119,14 @@ def ami_changes(
             pairs.append(VolumePair(device, None, None))  # the same snapshot: the same volume
             continue
         shared: dict[str, Any] = {}
+        # a volume besides the root is a filesystem of its own, not an OS root: no marks asked of it
+        partial = opening.partial_root or device != new.root_device
         try:
             sides = [
                 load_side(
                     Path(f"ebs:{snapshot}"),
                     run,
-                    replace(opening, region=ami.region, side=side, shared=shared),
+                    replace(opening, region=ami.region, side=side, shared=shared, partial_root=partial),
                     cache,
                 )
                 for ami, snapshot, side in ((old, old_snap, "old"), (new, new_snap, "new"))

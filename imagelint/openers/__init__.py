@@ -4,7 +4,8 @@ Every command that takes an image (``audit``, ``units``, both sides of ``diff``,
 modes) turns its argument into a target here and nowhere else, so every command accepts every kind:
 a directory (a mounted image), a disk image file, ``ebs:snap-…``, a collector bundle, the running
 host (``--live``), a running host over SSH (``ssh://[USER@]HOST[:PORT]``) and, where a command asks
-for it (``diff``), a JSON report.
+for it (``diff``), a JSON report. Whatever it is, an image must have the marks of an operating
+system's root (:func:`require_os_root`), or the run is inconclusive.
 
 An opener module defines ``OPENER`` with ``kind``, ``order`` (lower is asked first: a prefix before a
 sniff of the content, a sniff before "any regular file"), ``claims(spec, options)`` and
@@ -48,6 +49,7 @@ class OpenOptions:
     # what an opener that collects on a running host (ssh://) gathers there, made when it is asked
     plan: Callable[[], Plan] | None = None
     sudo: bool = False  # ssh://: run the collector with `sudo -n` (a login that is not root)
+    partial_root: bool = False  # --allow-partial-root: a target without an OS root's marks is audited
 
 
 def _unchanged(report: Report) -> Report:
@@ -125,9 +127,22 @@ def open_spec(spec: str, options: OpenOptions | None = None, *, kind: str | None
         if opener.kind == kind if kind is not None else opener.claims(spec, options):
             limits.now_reading(spec)
             with opener.open(spec, options) as opened:
+                require_os_root(opened, spec, options)
                 yield opened
             return
     raise TargetError("image root does not exist", where=spec)
+
+
+def require_os_root(opened: Opened, spec: str, options: OpenOptions) -> None:
+    """Refuse (exit 3, one line) an opened image that lacks the marks of an operating system's root
+    (:mod:`imagelint.targets.osroot`), unless ``--allow-partial-root``: an empty directory, a failed
+    mount or a half-extracted tree holds no finding because it holds no system. The running host
+    (``--live``) and a JSON report are not images to ask."""
+    if opened.target is None or opened.target.kind == "host" or options.partial_root:
+        return
+    from imagelint.targets.osroot import require_os_root as require
+
+    require(opened.target, spec)
 
 
 def refuse_partition(spec: str, options: OpenOptions) -> None:

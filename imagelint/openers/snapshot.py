@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from imagelint import stderr
 from imagelint.errors import UsageError
-from imagelint.openers import Opened, OpenOptions
+from imagelint.openers import Opened, OpenOptions, require_os_root
 from imagelint.report import Report
 
 if TYPE_CHECKING:
@@ -96,7 +96,10 @@ def open_ami_disks(
             raise_if_failed(disks)
             return machine_facts(report, disks, root_device, clients.region, progress)
 
-        yield Opened(KIND, target, annotate=annotate)
+        opened = Opened(KIND, target, annotate=annotate)
+        root = next((d.snapshot_id for d in disks if d.device_name == root_device), None)
+        require_os_root(opened, f"{PREFIX}{root} ({root_device})" if root else root_device, OpenOptions())
+        yield opened
 
 
 class SnapshotOpener:

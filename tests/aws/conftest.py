@@ -14,9 +14,10 @@ import pytest
 import yaml
 
 from imagelint.aws.policy import ACTION_OF
+from imagelint.sampletree import build_image
 from tests.aws import iam_eval
 from tests.aws.moto_env import MotoEnv
-from tests.support import REPO, build_tree, run_cli
+from tests.support import REPO, run_cli
 
 
 @pytest.fixture
@@ -36,7 +37,7 @@ def aws_env(moto_env: MotoEnv, monkeypatch: pytest.MonkeyPatch) -> MotoEnv:
 @pytest.fixture(scope="session")
 def sample_image(tmp_path_factory: pytest.TempPathFactory) -> Path:
     spec = yaml.safe_load((REPO / "examples" / "sample-image.yaml").read_text(encoding="utf-8"))
-    return build_tree(tmp_path_factory.mktemp("sample") / "rootfs", spec["files"])
+    return build_image(tmp_path_factory.mktemp("sample") / "rootfs", spec["files"])
 
 
 def findings(report: dict[str, Any]) -> set[tuple[str, str, str]]:

@@ -211,3 +211,24 @@ def test_ami_loads_its_config_and_rules_once_whatever_the_number_of_images(
     assert once >= 1
     two_images = ["ami", aws[2], second, "--mode", "snapshot", "-f", "json:/dev/null"]
     assert _config_opens(two_images, config, tmp_path / "ami.log", full_env) == once
+
+
+def test_a_snapshot_whose_root_filesystem_is_not_an_os_root_is_inconclusive(tmp_path: Path) -> None:
+    """An image pipeline that snapshotted a volume before the OS was laid on it (an ext4 with an
+    os-release and nothing else): `ami --mode snapshot` and `audit ebs:snap-…` say which marks of an
+    OS root are missing and exit 3, where they passed it as clean."""
+    need(shutil.which("mke2fs") is not None, "mke2fs is not installed (e2fsprogs)")
+    tree = tmp_path / "tree"
+    (tree / "etc").mkdir(parents=True)
+    (tree / "etc/os-release").write_text("ID=debian\n")
+    disk = tmp_path / "disk.img"
+    subprocess.run(["mke2fs", "-q", "-F", "-t", "ext4", "-d", str(tree), str(disk), "8M"], check=True)
+    with MotoEnv() as moto:
+        snapshot_id, _ = upload_image(moto.client("ebs", direct=True), disk)
+        image_id = register_image(moto.client("ec2"), snapshot_id)
+        for args in (["ami", image_id, "--mode", "snapshot"], ["audit", f"ebs:{snapshot_id}"]):
+            proc = run_cli(*args, env=moto.env, timeout=300)
+            assert proc.returncode == 3, (args, proc.returncode, proc.stderr)
+            refused = [line for line in proc.stderr.splitlines() if "not an operating system's root" in line]
+            assert len(refused) == 1 and "no usr tree" in refused[0] and "no init" in refused[0], proc.stderr
+            assert "no os-release" not in refused[0] and snapshot_id in refused[0], refused

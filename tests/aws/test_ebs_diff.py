@@ -26,11 +26,12 @@ from botocore.exceptions import ClientError
 from botocore.validate import ParamValidator
 
 from imagelint.diff.schema import diff_schema
+from imagelint.sampletree import build_image
 from tests.aws.disk_image import PACKAGE, UNIT, VENDOR_FILES, gpt_ext4_image, vendor_update
 from tests.aws.ebs_upload import register_image, upload_image
 from tests.aws.moto_env import REGION, MotoEnv
 from tests.aws.snapshot_streams import blocks_read, differing
-from tests.support import REPO, build_tree, run_cli
+from tests.support import REPO, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -56,7 +57,7 @@ def vendor_disks(work: Path) -> tuple[Path, Path]:
     import yaml
 
     spec = yaml.safe_load((REPO / "examples" / "sample-image.yaml").read_text(encoding="utf-8"))
-    tree = build_tree(work / "rootfs", {**spec["files"], "/var/lib/dpkg/status": STATUS, **VENDOR_FILES})
+    tree = build_image(work / "rootfs", {**spec["files"], "/var/lib/dpkg/status": STATUS, **VENDOR_FILES})
     old = gpt_ext4_image(tree, work / "old.img")
     return old, vendor_update(old, work / "new.img", tree, work)
 

@@ -16,7 +16,7 @@ import pytest
 from imagelint.report import Verdict
 from tests.aws.moto_env import MotoEnv
 from tests.aws.test_run_profile import _run_roles
-from tests.support import build_tree, run_cli
+from tests.support import os_root, run_cli
 
 DENIED = ("UnauthorizedOperation", "You are not authorized to perform this operation.")
 NOTHING = {"instances": [], "volumes": [], "groups": []}
@@ -33,7 +33,7 @@ def moto_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[MotoEnv]:
 @pytest.fixture(scope="module")
 def passing_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tree IL101 (the only rule selected) has nothing to say about: the audit passes."""
-    return build_tree(tmp_path_factory.mktemp("passing") / "rootfs", {"/etc/os-release": "ID=debian\n"})
+    return os_root(tmp_path_factory.mktemp("passing") / "rootfs")
 
 
 def _ami(env: MotoEnv, tmp_path: Path) -> tuple[Verdict, dict[str, Any]]:

@@ -16,16 +16,22 @@ from collections.abc import Callable
 from pathlib import Path
 
 
-def collect_soak_bundle(work: Path, seconds: float = 0.2, interval: float = 0.1) -> Path:
-    """What the real collector records of a near-empty tree with a short soak on this host
-    (``systemctl show`` included: where no systemd runs, its failure is recorded)."""
+def collect_soak_bundle(
+    work: Path, seconds: float = 0.2, interval: float = 0.1, *, marks: bool = True
+) -> Path:
+    """What the real collector records of a near-empty tree (an OS root's marks only) with a short
+    soak on this host (``systemctl show`` included: where no systemd runs, its failure is recorded)."""
     from imagelint.collector import script_text
     from imagelint.collector.plan import Plan, needs_for
     from imagelint.config import Config
     from imagelint.rulepacks import Scope
     from tests.collector.support import DEFAULT_LIMITS, PACKS
+    from tests.support import os_root
 
-    (work / "root/etc").mkdir(parents=True, exist_ok=True)
+    if marks:
+        os_root(work / "root")
+    else:  # an /etc and nothing else: not an OS root
+        (work / "root/etc").mkdir(parents=True, exist_ok=True)
     plan = Plan(
         needs_for(PACKS, Config(), (Scope.IMAGE,)),
         show=True, soak_seconds=seconds, soak_interval=interval, limits=DEFAULT_LIMITS,

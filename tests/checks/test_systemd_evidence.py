@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from tests.facts.systemd.oracle import NO_PRESET_STATES, list_unit_files, systemctl_available
-from tests.support import REPO, build_tree, need, run_cli
+from tests.support import REPO, need, os_root, run_cli
 
 VENDOR = "usr/lib/systemd/system"
 
@@ -41,7 +41,7 @@ def test_a_prepared_cloud_image_passes(clean_cloud_rootfs: Path, tmp_path: Path)
 
 def test_the_incident_signature_is_critical_offline(tmp_path: Path) -> None:
     entries = yaml.safe_load((REPO / "examples/sample-image.yaml").read_text())["files"]
-    image = build_tree(tmp_path / "sample", entries)
+    image = os_root(tmp_path / "sample", entries)
     code, report = _audit(image, tmp_path, "-c", str(REPO / "examples/sample.imagelint.yaml"))
     critical = [f for f in report["findings"] if f["rule_id"] == "IL206"]
     assert code == 1 and [f["unit"] for f in critical] == ["ecs.service"]
@@ -56,7 +56,7 @@ def test_a_unit_enabled_into_a_target_nothing_starts_is_a_leftover(tmp_path: Pat
         "[Install]\nWantedBy=build-stage.target\n",
         "/usr/bin/true": "",
     }
-    image = build_tree(tmp_path / "img", files)
+    image = os_root(tmp_path / "img", files)
     wants = image / "etc/systemd/system/build-stage.target.wants"
     wants.mkdir(parents=True)
     os.symlink(f"/{VENDOR}/warmup.service", wants / "warmup.service")
@@ -87,7 +87,7 @@ def test_units_prints_presets_where_systemctl_does(debian_rootfs: Path) -> None:
 
 def test_units_and_audit_agree_on_the_sample_boot_chain(tmp_path: Path) -> None:
     entries = yaml.safe_load((REPO / "examples/sample-image.yaml").read_text())["files"]
-    image = build_tree(tmp_path / "sample", entries)
+    image = os_root(tmp_path / "sample", entries)
     proc = run_cli("units", str(image), "--format", "json")
     ecs = next(u for u in json.loads(proc.stdout)["units"] if u["name"] == "ecs.service")
     _, report = _audit(image, tmp_path, "--select", "IL206")

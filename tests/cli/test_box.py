@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import build_tree, run_cli
+from tests.support import os_root, run_cli
 
 
 def _boxed(
@@ -80,7 +80,7 @@ def test_sigterm_to_the_parent_reaches_the_child() -> None:
 
 def test_the_real_cli_under_a_tight_memory_limit_is_inconclusive_with_the_image_named(tmp_path: Path) -> None:
     # a 15 MB sshd_config is under the 16 MiB read cap, and takes more than 40 MiB to read and match
-    root = build_tree(tmp_path / "image", {"/etc/ssh/sshd_config": ("#" * 100 + "\n") * 150_000})
+    root = os_root(tmp_path / "image", {"/etc/ssh/sshd_config": ("#" * 100 + "\n") * 150_000})
     proc = run_cli("audit", str(root), "-f", "text", env={"IMAGELINT_MEMORY_LIMIT": "40"})
     assert proc.returncode == 3
     assert proc.stderr == (

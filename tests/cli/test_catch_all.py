@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.support import build_tree, run_cli
+from tests.support import os_root, run_cli
 
 # The engine breaks as a bug would, after the image was opened; imagelint.cli.main() runs as usual.
 BROKEN = (
@@ -27,7 +27,7 @@ def _broken(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_an_internal_error_is_one_line_exit_3_and_names_where(tmp_path: Path) -> None:
-    root = build_tree(tmp_path / "image", {"/etc/hostname": "x\n"})
+    root = os_root(tmp_path / "image", {"/etc/hostname": "x\n"})
     proc = _broken("audit", str(root))
     assert proc.returncode == 3
     lines = proc.stderr.splitlines()
@@ -39,7 +39,7 @@ def test_an_internal_error_is_one_line_exit_3_and_names_where(tmp_path: Path) ->
 
 
 def test_debug_adds_the_traceback(tmp_path: Path) -> None:
-    root = build_tree(tmp_path / "image", {"/etc/hostname": "x\n"})
+    root = os_root(tmp_path / "image", {"/etc/hostname": "x\n"})
     proc = _broken("audit", str(root), "--debug")
     assert proc.returncode == 3
     assert proc.stderr.startswith("imagelint: error: ")
@@ -56,7 +56,7 @@ def test_an_image_whose_first_read_fails_with_eio_is_one_line_exit_3() -> None:
 
 
 def test_imagelint_debug_in_the_environment_adds_the_traceback_too(tmp_path: Path) -> None:
-    root = build_tree(tmp_path / "image", {"/etc/hostname": "x\n"})
+    root = os_root(tmp_path / "image", {"/etc/hostname": "x\n"})
     env = {**os.environ, "IMAGELINT_DEBUG": "1"}
     proc = subprocess.run(
         [sys.executable, "-c", BROKEN, "audit", str(root)],

@@ -14,7 +14,7 @@ import pytest
 
 from imagelint import __version__
 from imagelint.report.schema import report_schema
-from tests.support import REPO, build_tree, run_cli
+from tests.support import REPO, os_root, run_cli
 
 
 def test_version() -> None:
@@ -64,7 +64,7 @@ def _loaded_by(
 
 
 def test_audit_does_not_import_heavy_modules(tmp_path: Path) -> None:
-    root = build_tree(tmp_path / "image", {"/etc/hostname": "x\n"})
+    root = os_root(tmp_path / "image", {"/etc/hostname": "x\n"})
     heavy = ("boto3", "botocore", "moto", "urllib3", "dissect")
     assert _loaded_by(["audit", str(root), "-f", "json:/dev/null"], heavy) == []
 
@@ -72,7 +72,7 @@ def test_audit_does_not_import_heavy_modules(tmp_path: Path) -> None:
 def test_an_audit_with_kept_packs_and_no_config_parses_no_yaml(tmp_path: Path) -> None:
     """yamlsource's docstring: PyYAML is imported only when a file is parsed. The first audit loads
     the built-in packs and keeps them (rulepacks.cache); the second, with no config file, parses none."""
-    root = build_tree(tmp_path / "image", {"/etc/hostname": "x\n"})
+    root = os_root(tmp_path / "image", {"/etc/hostname": "x\n"})
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
     env.pop("IMAGELINT_NO_CACHE", None)
     args = ["audit", str(root), "-f", "json:/dev/null"]
@@ -83,7 +83,7 @@ def test_an_audit_with_kept_packs_and_no_config_parses_no_yaml(tmp_path: Path) -
 def test_units_imports_neither_the_rule_engine_nor_the_bundle_reader(tmp_path: Path) -> None:
     """``imagelint units`` (commands/units.py's docstring): no rule packs, YAML, jsonschema, check
     kinds, engine or bundle reader are imported to list a directory's units."""
-    root = build_tree(tmp_path / "image", {"/etc/hostname": "x\n"})
+    root = os_root(tmp_path / "image", {"/etc/hostname": "x\n"})
     heavy = (
         "yaml",
         "jsonschema",
@@ -110,7 +110,7 @@ def test_bad_root_is_one_line_and_exit_3(tmp_path: Path, kind: str) -> None:
 
 
 def test_huge_file_in_the_image_is_inconclusive_with_its_path(tmp_path: Path) -> None:
-    root = build_tree(tmp_path / "image", {"/etc/ssh/sshd_config": ""})
+    root = os_root(tmp_path / "image", {"/etc/ssh/sshd_config": ""})
     with open(root / "etc/ssh/sshd_config", "wb") as f:
         f.truncate(2 * 1024**3)
     proc = run_cli("audit", str(root), "--select", "IL110")
@@ -120,8 +120,7 @@ def test_huge_file_in_the_image_is_inconclusive_with_its_path(tmp_path: Path) ->
 
 
 def test_fifo_where_a_file_should_be_is_inconclusive(tmp_path: Path) -> None:
-    root = build_tree(tmp_path / "image", {})
-    (root / "etc").mkdir()
+    root = os_root(tmp_path / "image", {})
     os.mkfifo(root / "etc/machine-id")
     proc = run_cli("audit", str(root), "--select", "IL102", "-f", "json", timeout=30)
     report = json.loads(proc.stdout)
@@ -136,13 +135,13 @@ def test_fifo_where_a_file_should_be_is_inconclusive(tmp_path: Path) -> None:
 
 
 def test_symlink_loop_in_the_image_is_inconclusive(tmp_path: Path) -> None:
-    root = build_tree(tmp_path / "image", {"/root/.ssh": {"link": "/root/.ssh"}})
+    root = os_root(tmp_path / "image", {"/root/.ssh": {"link": "/root/.ssh"}})
     proc = run_cli("audit", str(root), "--select", "IL104")
     assert proc.returncode == 3 and "symlink loop" in proc.stdout
 
 
 def test_absolute_link_to_shadow_is_read_inside_the_image(tmp_path: Path) -> None:
-    root = build_tree(
+    root = os_root(
         tmp_path / "image",
         {"/etc/shadow": "root:*:1::::::\n", "/etc/machine-id": {"link": "/etc/shadow"}},
     )
@@ -151,7 +150,7 @@ def test_absolute_link_to_shadow_is_read_inside_the_image(tmp_path: Path) -> Non
 
 
 def test_non_utf8_content_is_a_warning_and_still_matched(tmp_path: Path) -> None:
-    root = build_tree(tmp_path / "image", {})
+    root = os_root(tmp_path / "image", {})
     (root / "etc/ssh").mkdir(parents=True)
     (root / "etc/ssh/sshd_config").write_bytes(b"# caf\xe9\nPermitRootLogin yes\n")
     proc = run_cli("audit", str(root), "--select", "IL110", "-f", "json")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import REPO, run_cli, run_cli_measured
+from tests.support import REPO, os_root, run_cli, run_cli_measured
 from tests.targets.disk import images
 
 PAGE = REPO / "docs" / "troubleshooting.md"
@@ -35,6 +35,8 @@ ELSEWHERE = {  # row (its first words) -> the test that reproduces it and counts
     "test_a_planted_output_path_is_refused_in_one_line_and_left_alone",
     "a rule pattern runs out of time": "tests/textmatch/test_regex_budget.py::"
     "test_a_pattern_only_python_can_run_that_overruns_its_budget_is_an_error_not_a_pass",
+    "not an operating system's root": "tests/openers/test_os_root.py::"
+    "test_a_target_without_the_marks_of_an_os_root_is_inconclusive",
 }
 HERE = ("an unknown key, a waiver for an unknown rule", "a `-f FORMAT:PATH` is refused")
 
@@ -76,10 +78,7 @@ def test_an_output_into_a_missing_directory_is_one_line(tmp_path: Path) -> None:
 def test_several_root_filesystems_name_the_partitions_and_the_option(tmp_path: Path) -> None:
     filesystems = []
     for name in ("a", "b"):
-        tree = tmp_path / f"tree-{name}"
-        (tree / "etc").mkdir(parents=True)
-        (tree / "usr").mkdir()
-        (tree / "etc/os-release").write_text(f"ID={name}\n")
+        tree = os_root(tmp_path / f"tree-{name}", {"/etc/os-release": f"ID={name}\n"})
         fs = tmp_path / f"{name}.ext4"
         subprocess.run(["mke2fs", "-q", "-t", "ext4", "-d", str(tree), str(fs), "16M"], check=True)
         filesystems.append(fs)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.remedy.trees import differences, listing
-from tests.support import copy_rootfs, run_cli
+from tests.support import copy_rootfs, os_root, run_cli
 
 ECS = (
     "[Service]\nExecStart=/usr/libexec/amazon-ecs-init start\nRestart=on-failure\n\n"
@@ -100,10 +100,7 @@ def test_packer_block_runs_the_same_script(faulty: Path) -> None:
 
 
 def test_apply_refuses_a_disk_image(faulty: Path, tmp_path: Path) -> None:
-    small = tmp_path / "small"
-    (small / "etc").mkdir(parents=True)
-    (small / "usr").mkdir()
-    (small / "etc/machine-id").write_text("0123456789abcdef0123456789abcdef\n")
+    small = os_root(tmp_path / "small", {"/etc/machine-id": "0123456789abcdef0123456789abcdef\n"})
     disk = tmp_path / "disk.img"
     subprocess.run(["mke2fs", "-q", "-t", "ext4", "-d", str(small), str(disk), "8M"], check=True)
     proc = run_cli("fix", str(disk), "--apply")
@@ -122,16 +119,16 @@ def test_apply_refuses_a_bundle(tmp_path: Path) -> None:
 
 
 def test_a_pack_cannot_add_shell(tmp_path: Path) -> None:
-    root = tmp_path / "root"
-    (root / "etc").mkdir(parents=True)
-    (root / "etc/x.conf").write_text("bad\n")
+    root = os_root(tmp_path / "root", {"/etc/x.conf": "bad\n"})
     pack = tmp_path / "pack.yaml"
     pack.write_text(
         "rules:\n  - id: ZZ001\n    name: x\n    title: x\n    severity: high\n    scope: [image]\n"
         "    check: {kind: file.present, paths: [/etc/x.conf]}\n    message: m\n    remediation: r\n"
         "    fix:\n      - {action: remove-path, path: \"/etc/x.conf'; touch pwned; '\"}\n"
     )
-    script = run_cli("fix", str(root), "--no-builtin-rules", "-r", str(pack)).stdout
+    fixed = run_cli("fix", str(root), "--no-builtin-rules", "-r", str(pack))
+    assert fixed.returncode == 0 and "/etc/x.conf" in fixed.stdout, fixed.stderr  # a script was written
+    script = fixed.stdout
     subprocess.run(["sh", "-c", script, "fix", str(root)], check=True, capture_output=True, cwd=tmp_path)
     assert not (tmp_path / "pwned").exists()
     pack.write_text(pack.read_text().replace("action: remove-path", "action: run-command"))

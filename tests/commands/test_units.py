@@ -12,7 +12,7 @@ from imagelint.commands.units import listing_of
 from imagelint.formats.units_json import UNITS_SCHEMA, units_document
 from imagelint.formats.units_table import render_text
 from tests.facts.systemd.oracle import NO_PRESET_STATES, list_unit_files, systemctl_available
-from tests.support import need, run_cli
+from tests.support import need, os_root, run_cli
 
 
 def test_units_json_agrees_with_systemctl(debian_rootfs: Path) -> None:
@@ -50,6 +50,7 @@ def test_units_text_table(debian_rootfs: Path) -> None:
 def test_units_reports_problems_and_bad_usage(tmp_path: Path) -> None:
     from tests.facts.systemd.crafted import VENDOR, write
 
+    os_root(tmp_path)
     write(tmp_path, f"{VENDOR}/garbage.service", b"\xff\xfe[Service\x00\n")
     proc = run_cli("units", str(tmp_path), "--format", "json")
     assert proc.returncode == 0, proc.stderr
@@ -68,7 +69,7 @@ def test_units_reports_problems_and_bad_usage(tmp_path: Path) -> None:
 def test_units_writes_every_format_it_is_given_like_audit(tmp_path: Path) -> None:
     from tests.facts.systemd.crafted import VENDOR, write
 
-    write(tmp_path / "image", f"{VENDOR}/a.service", "[Service]\nExecStart=/bin/true\n")
+    write(os_root(tmp_path / "image"), f"{VENDOR}/a.service", "[Service]\nExecStart=/bin/true\n")
     out = tmp_path / "out" / "units.json"
     out.parent.mkdir()  # a missing directory is refused (tests/formats/test_outputs.py), never created
     proc = run_cli("units", str(tmp_path / "image"), "-f", "text", "-f", f"json:{out}")

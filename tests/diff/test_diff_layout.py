@@ -11,7 +11,7 @@ import pytest
 
 from imagelint.report.escape import for_markdown
 from tests.formats.test_text_report import check_snapshot
-from tests.support import build_tree, run_cli
+from tests.support import os_root, run_cli
 
 AGENT = (
     "[Unit]\nDescription=agent\n[Service]\nExecStart=/usr/bin/agent\n{extra}"
@@ -47,7 +47,7 @@ def _tree(root: Path, *, new: bool) -> Path:
             "link": "/usr/lib/systemd/system/vendor.service"
         }
         entries["/etc/systemd/system/agent.service.d/override.conf"] = "[Service]\nNice=5\n"
-    return build_tree(root, entries)
+    return os_root(root, entries)
 
 
 def _mask(text: str, work: Path) -> str:
@@ -80,9 +80,9 @@ def test_the_layout_pair_changes_one_thing_of_every_unit_and_image_kind(tmp_path
 
 
 def test_hostile_strings_cannot_forge_lines_or_markup(tmp_path: Path) -> None:
-    old = build_tree(tmp_path / "old", {"/etc/os-release": "ID=x\n"})
+    old = os_root(tmp_path / "old", {"/etc/os-release": "ID=x\n"})
     name = "evil::error::x.service"
-    new = build_tree(
+    new = os_root(
         tmp_path / "new",
         {
             "/etc/os-release": "ID=x\n",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.support import REPO, build_tree, run_cli
+from tests.support import REPO, os_root, run_cli
 
 CONFIG = str(REPO / "examples/sample.imagelint.yaml")
 
@@ -17,7 +17,7 @@ def _sample(root: Path, *, binary: bool) -> Path:
     entries = yaml.safe_load((REPO / "examples/sample-image.yaml").read_text())["files"]
     if binary:
         entries["/usr/libexec/amazon-ecs-init"] = {"content": "#!/bin/sh\n", "mode": "0755"}
-    return build_tree(root, entries)
+    return os_root(root, entries)
 
 
 def _audit(root: Path) -> dict:

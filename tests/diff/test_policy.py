@@ -11,7 +11,7 @@ from imagelint.config import config_schema, load_config
 from imagelint.diff.policy import KINDS, DiffPolicy
 from imagelint.diff.verdict import change_action, decide_diff
 from imagelint.report.model import Verdict
-from tests.support import build_tree, run_cli
+from tests.support import os_root, run_cli
 
 
 def test_actions_follow_the_config_and_the_allow_list() -> None:
@@ -37,7 +37,7 @@ def test_the_verdict_fails_first_then_is_inconclusive_on_an_incomplete_side() ->
 def test_a_bad_diff_section_is_refused_with_file_and_line(tmp_path: Path) -> None:
     config = tmp_path / "cfg.yaml"
     config.write_text("version: 1\ndiff:\n  new-boot-units: explode\n")
-    old = build_tree(tmp_path / "old", {"/etc/os-release": "ID=x\n"})
+    old = os_root(tmp_path / "old", {"/etc/os-release": "ID=x\n"})
     proc = run_cli("diff", str(old), str(old), "-c", str(config))
     assert proc.returncode == 2 and f"{config}:3" in proc.stderr, proc.stderr
     config.write_text("version: 1\ndiff:\n  new-boot-unit: fail\n")  # a typo of a kind
@@ -51,7 +51,7 @@ def test_a_bad_diff_section_is_refused_with_file_and_line(tmp_path: Path) -> Non
 
 
 def test_a_report_without_an_inventory_cannot_be_diffed(tmp_path: Path) -> None:
-    root = build_tree(tmp_path / "img", {"/etc/os-release": "ID=x\n"})
+    root = os_root(tmp_path / "img", {"/etc/os-release": "ID=x\n"})
     out = tmp_path / "r.json"
     assert run_cli("audit", str(root), "-f", f"json:{out}").returncode in (0, 1)
     data = json.loads(out.read_text())

@@ -15,7 +15,7 @@ import pytest
 from imagelint.errors import ImageReadError
 from imagelint.facts.packages import MAX_LINE, StanzaError, _Guard, load_packages, parse_header, parse_stanzas
 from imagelint.targets import RootfsTarget
-from tests.support import copy_rootfs, need, run_cli_measured
+from tests.support import copy_rootfs, need, os_root, run_cli_measured
 
 SPEC = """\
 Name: {name}
@@ -143,6 +143,7 @@ def test_a_status_file_over_the_read_cap_is_incomplete(debian_rootfs: Path, tmp_
 
 
 def _rpmdb_with(root: Path, *statements: str) -> Path:
+    os_root(root)  # the CLI audits it: an OS root's marks besides the database
     (root / "var/lib/rpm").mkdir(parents=True)
     with sqlite3.connect(root / RPMDB) as conn:
         for statement in statements:
@@ -210,6 +211,7 @@ def test_a_400_mib_sparse_rpmdb_is_refused_before_it_is_read(tmp_path: Path) -> 
     with open(root / RPMDB, "r+b") as f:
         f.truncate(400 * 1024 * 1024)
     assert os.stat(root / RPMDB).st_blocks * 512 < 10 * 1024 * 1024  # sparse: the test costs no disk
+    os_root(root)
     run_cli_measured("audit", str(root)).assert_one_line(3, RPMDB, "over the 128 MiB rpmdb limit")
 
 
@@ -218,7 +220,7 @@ def test_a_400_mib_sparse_rpmdb_is_refused_before_it_is_read(tmp_path: Path) -> 
     [(b"\n", "stanzas"), (b"a: b\n\n", "stanzas"), (b"x\n", "lines"), (b"Package: x\n", "fields")],
 )
 def test_a_16_mib_status_file_of_tiny_stanzas_is_refused(tmp_path: Path, unit: bytes, why: str) -> None:
-    status = tmp_path / "image/var/lib/dpkg/status"
+    status = os_root(tmp_path / "image") / "var/lib/dpkg/status"
     status.parent.mkdir(parents=True)
     status.write_bytes(unit * ((16 * 1024 * 1024 - 1) // len(unit)))
     run_cli_measured("audit", str(tmp_path / "image")).assert_one_line(3, "/var/lib/dpkg/status", why)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from imagelint.sampletree import build_tree
+from imagelint.sampletree import build_image
 from tests.support import REPO
 
 SAMPLE_CONFIG = REPO / "examples" / "sample.imagelint.yaml"
@@ -17,7 +17,7 @@ COMMAND = re.compile(r"^::(?P<kind>error|warning|notice)(?: (?P<props>[^:]*))?::
 
 def sample_image(dest: Path) -> Path:
     entries = yaml.safe_load((REPO / "examples/sample-image.yaml").read_text())["files"]
-    return build_tree(dest, entries)
+    return build_image(dest, entries)
 
 
 def unescape_data(text: str) -> str:

@@ -24,7 +24,7 @@ from tests.formats.ci_helpers import (
     parse_output_file,
     sample_image,
 )
-from tests.support import build_tree, run_cli
+from tests.support import os_root, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -159,8 +159,7 @@ def test_sarif_anchor_defaults_to_the_config_then_to_none(
 def test_sarif_inconclusive_run_reports_notifications(
     tmp_path: Path, repo: Path, sarif_validator: jsonschema.protocols.Validator
 ) -> None:
-    image = build_tree(tmp_path / "image", {})
-    (image / "etc").mkdir()
+    image = os_root(tmp_path / "image", {})
     os.mkfifo(image / "etc/machine-id")
     code, sarif = _audit_sarif(image, repo, "--select", "IL102")
     sarif_validator.validate(sarif)
@@ -197,8 +196,7 @@ def test_junit_is_read_back_by_junitparser(tmp_path: Path) -> None:
 
 
 def test_junit_reports_unreadable_data_as_error(tmp_path: Path) -> None:
-    image = build_tree(tmp_path / "image", {})
-    (image / "etc").mkdir()
+    image = os_root(tmp_path / "image", {})
     os.mkfifo(image / "etc/machine-id")
     (image / "etc/bad\x01name").write_text("x")  # a control character XML 1.0 cannot carry
     out = tmp_path / "junit.xml"
@@ -230,7 +228,7 @@ def test_annotations_respect_the_display_limit_most_severe_first(tmp_path: Path)
         f"/etc/app/conf{i:02}": {"content": "x\n", "mode": "0666"} for i in range(12)
     }
     entries |= {f"/home/u{i:02}/.bash_history": "ls\n" for i in range(12)}
-    image = build_tree(tmp_path / "image", entries)
+    image = os_root(tmp_path / "image", entries)
     anchor = tmp_path / "odd, name: v1.pkr.hcl"
     anchor.write_text("")
     proc = run_cli(
@@ -279,7 +277,7 @@ def test_github_mode_defaults_and_opt_out(tmp_path: Path) -> None:
 
 def test_step_summary_stays_under_one_mebibyte(tmp_path: Path) -> None:
     entries = {f"/etc/app/{'x' * 180}{i:03}": {"content": "x\n", "mode": "0666"} for i in range(100)}
-    image = build_tree(tmp_path / "image", entries)
+    image = os_root(tmp_path / "image", entries)
     summary = tmp_path / "summary.md"
     summary.write_text("earlier step output\n" + "a" * (1024 * 1024 - 12_000))  # what this step wrote before
     env = {
@@ -300,7 +298,7 @@ def test_step_summary_stays_under_one_mebibyte(tmp_path: Path) -> None:
 def test_markdown_cells_cannot_break_the_table(tmp_path: Path) -> None:
     from markdown_it import MarkdownIt  # CommonMark with GFM tables, raw HTML allowed, as GitHub does
 
-    image = build_tree(tmp_path / "image", {"/etc/a|b<img src=x>": {"content": "x\n", "mode": "0666"}})
+    image = os_root(tmp_path / "image", {"/etc/a|b<img src=x>": {"content": "x\n", "mode": "0666"}})
     proc = run_cli("audit", str(image), "--select", "IL109", "-f", "markdown")
     assert proc.returncode == 1
     rendered = MarkdownIt("commonmark").enable("table").render(proc.stdout)

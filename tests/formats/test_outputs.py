@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from imagelint.formats.outputs import named_paths
-from tests.support import build_tree, is_root, need, run_cli
+from tests.support import build_tree, is_root, need, os_root, run_cli
 
 PASSING = json.dumps({"verdict": "pass", "note": "left by an earlier run"})
 
@@ -40,7 +40,7 @@ def _stale(tmp_path: Path) -> tuple[Path, Path]:
 )
 def test_a_failed_run_leaves_no_earlier_report_behind(tmp_path: Path, args: list[str], code: int) -> None:
     json_path, sarif_path = _stale(tmp_path)
-    tree = build_tree(tmp_path / "tree", {"/etc/hostname": "x\n"})
+    tree = os_root(tmp_path / "tree", {"/etc/hostname": "x\n"})
     filled = [a.replace("{missing}", str(tmp_path / "missing")).replace("{tree}", str(tree)) for a in args]
     proc = run_cli(*filled, "-f", f"json:{json_path}", "--format", f"sarif:{sarif_path}")
     assert proc.returncode == code, proc.stderr
@@ -49,7 +49,7 @@ def test_a_failed_run_leaves_no_earlier_report_behind(tmp_path: Path, args: list
 
 def test_a_run_that_ends_writes_its_own_complete_report(tmp_path: Path) -> None:
     json_path, _ = _stale(tmp_path)
-    tree = build_tree(tmp_path / "tree", {"/etc/machine-id": "0123456789abcdef0123456789abcdef\n"})
+    tree = os_root(tmp_path / "tree", {"/etc/machine-id": "0123456789abcdef0123456789abcdef\n"})
     proc = run_cli("audit", str(tree), "--select", "IL102", f"-fjson:{json_path}")
     assert proc.returncode == 1 and json.loads(json_path.read_text())["verdict"] == "fail"
 
@@ -59,7 +59,7 @@ def test_a_killed_run_leaves_no_earlier_report_behind(tmp_path: Path) -> None:
     json_path, _ = _stale(tmp_path)
     fifo = tmp_path / "journal"
     os.mkfifo(fifo)  # a journal that never comes: the run waits on it
-    tree = build_tree(tmp_path / "tree", {"/etc/hostname": "x\n"})
+    tree = os_root(tmp_path / "tree", {"/etc/hostname": "x\n"})
     exe = Path(sys.executable).parent / "imagelint"
     proc = subprocess.Popen(
         [exe, "audit", str(tree), "--journal", str(fifo), "-f", f"json:{json_path}"],
@@ -74,7 +74,7 @@ def test_a_killed_run_leaves_no_earlier_report_behind(tmp_path: Path) -> None:
 
 
 def test_a_report_named_as_an_input_is_not_removed(tmp_path: Path) -> None:
-    tree = build_tree(tmp_path / "tree", {"/etc/hostname": "x\n"})
+    tree = os_root(tmp_path / "tree", {"/etc/hostname": "x\n"})
     old = tmp_path / "old.json"
     assert run_cli("audit", str(tree), "-f", f"json:{old}").returncode == 0
     proc = run_cli("diff", str(old), str(tree), "-f", f"json:{old}")
@@ -83,7 +83,7 @@ def test_a_report_named_as_an_input_is_not_removed(tmp_path: Path) -> None:
 
 
 def test_a_missing_directory_is_refused_and_not_created(tmp_path: Path) -> None:
-    tree = build_tree(tmp_path / "tree", {"/etc/hostname": "x\n"})
+    tree = os_root(tmp_path / "tree", {"/etc/hostname": "x\n"})
     proc = run_cli("audit", str(tree), "-f", f"json:{tmp_path}/nonexistent/dir/x.json")
     assert proc.returncode == 2 and "does not exist" in proc.stderr and len(proc.stderr.splitlines()) == 1
     assert not (tmp_path / "nonexistent").exists()

@@ -26,7 +26,7 @@ from imagelint.report import Finding, Outcome, Report, ReportError, RuleResult, 
 from imagelint.report.schema import report_schema
 from imagelint.rulepacks import Severity
 from tests.formats.ci_helpers import SARIF_SCHEMA, parse_commands, parse_output_file
-from tests.support import need
+from tests.support import need, os_root
 
 FORMATS = ("text", "json", "sarif", "junit", "github", "markdown", "html")
 BAD_NAME = b"/etc/bad\xffname".decode("utf-8", "surrogateescape")  # what os.fsdecode gives
@@ -224,7 +224,7 @@ def test_github_outputs_survive_any_value(tmp_path: Path) -> None:
 
 
 def _crafted_tree(root: Path) -> Path:
-    (root / "etc").mkdir(parents=True)
+    os_root(root)
     (root / "root/.ssh").mkdir(parents=True)
     bad = os.fsencode(root) + b"/etc/bad\xffname"
     with open(bad, "wb") as f:
@@ -298,7 +298,7 @@ def test_cli_end_to_end_on_a_hostile_tree(
 def test_cli_matched_line_with_undecodable_bytes(
     tmp_path: Path, sarif_validator: jsonschema.protocols.Validator
 ) -> None:
-    tree = tmp_path / "tree"
+    tree = os_root(tmp_path / "tree")
     (tree / "home/u/.ssh").mkdir(parents=True)
     (tree / "home/u/.ssh/authorized_keys").write_bytes(b"ssh-ed25519\xff\x1b]0;t\x07##[error]x AAAA u@h\n")
     env = {"GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"), "GITHUB_OUTPUT": str(tmp_path / "outputs")}

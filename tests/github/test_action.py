@@ -120,6 +120,17 @@ def test_action_refuses_bad_input_with_exit_2(tmp_path: Path, workspace: Path) -
     assert "verdict" not in parse_output_file(outputs)
 
 
+def test_action_fails_a_failed_mount_as_inconclusive(workspace: Path) -> None:
+    """The workflow's mount at $RUNNER_TEMP/rootfs failed: the empty mount point is exit 3, not a pass."""
+    mount_point = workspace / "_temp" / "rootfs"
+    mount_point.mkdir()
+    proc, _, outputs = run_step("audit", workspace, audit_inputs(mount_point))
+    assert proc.returncode == 3, (proc.returncode, proc.stdout, proc.stderr)
+    assert f"{mount_point}: not an operating system's root" in proc.stderr
+    assert parse_output_file(outputs).get("verdict") != "pass"
+    assert not (workspace / "imagelint-report.json").exists()
+
+
 # modules a checkout could plant where `python -m` would find them first
 PLANTED = ("typer.py", "json.py", "yaml.py", "rich.py", "venv.py", "pip.py", "imagelint/__init__.py")
 

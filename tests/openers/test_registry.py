@@ -11,7 +11,7 @@ import pytest
 import imagelint.openers
 from imagelint.errors import TargetError
 from imagelint.openers import OpenOptions, open_spec, openers
-from tests.support import build_tree, run_cli
+from tests.support import os_root, run_cli
 
 
 def test_every_kind_is_found_and_asked_in_order() -> None:
@@ -27,7 +27,7 @@ def test_every_kind_is_found_and_asked_in_order() -> None:
 
 
 def test_a_report_is_a_side_only_where_the_command_asks_for_one(tmp_path: Path) -> None:
-    root = build_tree(tmp_path / "image", {"/etc/hostname": "x\n"})
+    root = os_root(tmp_path / "image", {"/etc/hostname": "x\n"})
     report = tmp_path / "r.json"
     assert run_cli("audit", str(root), "-f", f"json:{report}").returncode == 0
     with open_spec(str(report), OpenOptions(reports=True)) as opened:
@@ -52,7 +52,7 @@ def test_a_new_kind_of_target_is_one_module(tmp_path: Path, monkeypatch: pytest.
             import contextlib, json, tempfile
             from pathlib import Path
             from imagelint.openers import Opened
-            from imagelint.sampletree import build_tree
+            from imagelint.sampletree import build_image
             from imagelint.targets import RootfsTarget
 
 
@@ -67,7 +67,7 @@ def test_a_new_kind_of_target_is_one_module(tmp_path: Path, monkeypatch: pytest.
                 def open(self, spec, options):
                     with tempfile.TemporaryDirectory() as scratch:
                         tree = json.loads(open(spec[len("tree:"):]).read())
-                        yield Opened(self.kind, RootfsTarget(build_tree(Path(scratch) / "root", tree)))
+                        yield Opened(self.kind, RootfsTarget(build_image(Path(scratch) / "root", tree)))
 
 
             OPENER = TreeJsonOpener()

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.support import REPO, build_tree
+from imagelint.sampletree import build_image
+from tests.support import REPO
 
 
 @pytest.fixture(scope="session")
@@ -15,5 +16,5 @@ def sample_image(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bundled faulty sample image (enabled ecs.service, SSH host keys, cloud-init state...)."""
     spec = yaml.safe_load((REPO / "examples" / "sample-image.yaml").read_text(encoding="utf-8"))
     dest = tmp_path_factory.mktemp("sample") / "rootfs"
-    build_tree(dest, spec["files"])
+    build_image(dest, spec["files"])
     return dest

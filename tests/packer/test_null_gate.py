@@ -75,3 +75,14 @@ def test_unreadable_target_is_inconclusive_and_fails_the_build(tmp_path):
     run = build(work, "-var", f"image_root={tmp_path / 'no-such-image'}")
     assert run.returncode != 0, run.output
     assert "Script exited with non-zero exit status: 3" in run.output
+
+
+def test_an_empty_image_root_is_inconclusive_and_fails_the_build(tmp_path):
+    """A mount that failed leaves an empty directory: no OS root's marks, exit 3, the build fails."""
+    work = _workdir(tmp_path)
+    empty = tmp_path / "mnt"
+    empty.mkdir()
+    run = build(work, "-var", f"image_root={empty}")
+    assert run.returncode != 0, run.output
+    assert "Script exited with non-zero exit status: 3" in run.output
+    assert "not an operating system's root" in run.output

@@ -11,8 +11,7 @@ from imagelint.report import Finding, Outcome, Report, ReportError, RuleResult, 
 from imagelint.report.merge import merge
 from imagelint.report.verdict import decide, finding_fails, fold_evidence
 from imagelint.rulepacks import Severity
-from imagelint.sampletree import build_tree
-from tests.support import REPO, run_cli
+from tests.support import REPO, os_root, run_cli
 
 PACK = """\
 pack: {name: data}
@@ -39,7 +38,7 @@ waivers:
 
 def test_a_waiver_on_the_first_hundred_does_not_hide_the_hundred_and_first(tmp_path: Path) -> None:
     """The repro of the review: 101 findings, 100 waived, the cap used to cut the one that fails."""
-    root = build_tree(tmp_path / "img", {f"/data/f{i:03d}": "" for i in range(101)})
+    root = os_root(tmp_path / "img", {f"/data/f{i:03d}": "" for i in range(101)})
     (tmp_path / "pack.yaml").write_text(PACK)
     (tmp_path / "cfg.yaml").write_text(WAIVER)
     out = tmp_path / "report.json"
@@ -187,7 +186,7 @@ FAULTY_UNIT = {
 
 
 def test_an_audit_lists_the_evidence_as_part_of_the_loop_in_every_format(tmp_path: Path) -> None:
-    root = build_tree(tmp_path / "img", FAULTY_UNIT)
+    root = os_root(tmp_path / "img", FAULTY_UNIT)
     (tmp_path / "cfg.yaml").write_text("expected-units: [agent.service]\n")
     out, sarif = tmp_path / "report.json", tmp_path / "report.sarif"
     proc = run_cli(

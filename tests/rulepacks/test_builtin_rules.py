@@ -13,7 +13,7 @@ from imagelint.engine import RunSettings, audit
 from imagelint.report import Outcome
 from imagelint.rulepacks import builtin_pack_paths, load_packs
 from imagelint.targets import RootfsTarget
-from tests.support import build_tree, run_cli
+from tests.support import build_tree, os_root, run_cli
 
 PACKS = load_packs([], builtin=builtin_pack_paths())
 RULES = [r for p in PACKS for r in p.rules]
@@ -165,7 +165,7 @@ def _apt_cache(root: Path, n: int = 1650) -> int:
 
 
 def test_a_full_apt_cache_is_one_finding_with_the_true_count_and_size(tmp_path: Path) -> None:
-    root = build_tree(tmp_path / "image", {"/etc/hostname": "x\n"})
+    root = os_root(tmp_path / "image", {"/etc/hostname": "x\n"})
     total = _apt_cache(root)
     out = tmp_path / "report.json"
     proc = run_cli("audit", str(root), "--select", "IL113", "-f", f"json:{out}")

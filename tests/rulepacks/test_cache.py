@@ -156,7 +156,7 @@ def test_the_planted_cache_of_another_user_runs_nothing_and_changes_no_verdict(t
     in a shared XDG_CACHE_HOME and links each built-in pack's entry to a file the victim owns whose
     first bytes are a pickle. The audit ignores the cache (one note), runs nothing, and still fails."""
     from imagelint.rulepacks.loader import builtin_pack_paths
-    from tests.support import build_tree, run_cli
+    from tests.support import os_root, run_cli
 
     shared = tmp_path / "shared-cache"
     packs = shared / "imagelint" / "packs"
@@ -170,7 +170,7 @@ def test_the_planted_cache_of_another_user_runs_nothing_and_changes_no_verdict(t
     for directory in (shared / "imagelint", packs):
         os.chown(directory, 65534, 65534)
         directory.chmod(0o777)
-    root = build_tree(tmp_path / "image", {"/etc/machine-id": "0123456789abcdef0123456789abcdef\n"})
+    root = os_root(tmp_path / "image", {"/etc/machine-id": "0123456789abcdef0123456789abcdef\n"})
     proc = run_cli(
         "audit", str(root), "--select", "IL102", env={"XDG_CACHE_HOME": str(shared), "IMAGELINT_NO_CACHE": ""}
     )
@@ -184,7 +184,7 @@ def test_fifos_under_every_cache_name_block_nothing(tmp_path: Path) -> None:
     """A FIFO under each pack's entry name (and where the old lock file was) cost no CPU while it
     blocked every command forever; now the audit reads the YAML and ends."""
     from imagelint.rulepacks.loader import builtin_pack_paths
-    from tests.support import build_tree, run_cli
+    from tests.support import os_root, run_cli
 
     packs = tmp_path / "cache" / "imagelint" / "packs"
     packs.mkdir(parents=True, mode=0o700)
@@ -193,7 +193,7 @@ def test_fifos_under_every_cache_name_block_nothing(tmp_path: Path) -> None:
     for pack in builtin_pack_paths():
         name = hashlib.sha256(cache.identity(pack, pack.read_bytes(), builtin=True)).hexdigest()
         os.mkfifo(packs / f"{name}.json", 0o600)
-    root = build_tree(tmp_path / "image", {"/etc/machine-id": "0123456789abcdef0123456789abcdef\n"})
+    root = os_root(tmp_path / "image", {"/etc/machine-id": "0123456789abcdef0123456789abcdef\n"})
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "IMAGELINT_NO_CACHE": ""}
     proc = run_cli("audit", str(root), "--select", "IL102", env=env, timeout=60)
     assert proc.returncode == 1, proc.stdout + proc.stderr

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import build_tree, run_cli
+from tests.support import os_root, run_cli
 
 PACK = """
 pack: {name: lifecycle}
@@ -63,7 +63,7 @@ rules:
 def setup(tmp_path: Path) -> tuple[Path, Path]:
     pack = tmp_path / "lifecycle.yaml"
     pack.write_text(PACK)
-    return build_tree(tmp_path / "image", {"/etc/marker": "x\n"}), pack
+    return os_root(tmp_path / "image", {"/etc/marker": "x\n"}), pack
 
 
 def _audit(setup: tuple[Path, Path], tmp_path: Path, *args: str, config: str = "") -> tuple[int, dict]:

@@ -24,7 +24,7 @@ from imagelint.facts.journal.patterns import (
     TEXT_PATTERNS,
     SignalSpec,
 )
-from tests.support import REPO, build_tree, run_cli, run_cli_measured
+from tests.support import REPO, os_root, run_cli, run_cli_measured
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import regex_hangs
@@ -64,7 +64,7 @@ def _audit(root: Path, tmp_path: Path, *args: str, env: dict[str, str] | None = 
 def test_builtin_rules_on_blank_line_bombs_finish_and_find(
     rule: str, path: str, content: str, line: int, tmp_path: Path
 ) -> None:
-    root = build_tree(tmp_path / "root", {path: content})
+    root = os_root(tmp_path / "root", {path: content})
     proc, report = _audit(root, tmp_path, "--select", rule)
     assert proc.returncode == 1, proc.stderr[-2000:]
     found = [f for f in report["findings"] if f["rule_id"] == rule]
@@ -84,18 +84,18 @@ def test_builtin_rules_on_blank_line_bombs_finish_and_pass(
     rule: str, path: str, content: str, tmp_path: Path
 ) -> None:
     """Nothing to find: the old patterns scanned every blank line from every line start (minutes)."""
-    root = build_tree(tmp_path / "root", {path: content})
+    root = os_root(tmp_path / "root", {path: content})
     proc, report = _audit(root, tmp_path, "--select", rule)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert report["findings"] == [] and report["errors"] == []
 
 
 def test_custom_catastrophic_pattern_runs_in_linear_time(tmp_path: Path) -> None:
-    root = build_tree(tmp_path / "root", {"/etc/target.conf": "a" * 30 + "!"})
+    root = os_root(tmp_path / "root", {"/etc/target.conf": "a" * 30 + "!"})
     proc, report = _audit(root, tmp_path, "--no-builtin-rules", "-r", str(_pack(tmp_path, "(a+)+$")))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert report["findings"] == []
-    root2 = build_tree(tmp_path / "root2", {"/etc/target.conf": "x\n" + "a" * 30 + "\n"})
+    root2 = os_root(tmp_path / "root2", {"/etc/target.conf": "x\n" + "a" * 30 + "\n"})
     proc, report = _audit(root2, tmp_path, "--no-builtin-rules", "-r", str(_pack(tmp_path, "(a+)+$")))
     assert proc.returncode == 1 and [f["line"] for f in report["findings"]] == [2]
 
@@ -103,7 +103,7 @@ def test_custom_catastrophic_pattern_runs_in_linear_time(tmp_path: Path) -> None
 def test_a_pattern_only_python_can_run_that_overruns_its_budget_is_an_error_not_a_pass(
     tmp_path: Path,
 ) -> None:
-    root = build_tree(tmp_path / "root", {"/etc/target.conf": "a" * 40 + "!"})
+    root = os_root(tmp_path / "root", {"/etc/target.conf": "a" * 40 + "!"})
     pack = _pack(tmp_path, r"(a+)+\1$")  # a backreference: RE2 cannot run it
     proc, report = _audit(
         root, tmp_path, "--no-builtin-rules", "-r", str(pack), env={textmatch.BUDGET_ENV: "0.5"}
@@ -159,7 +159,7 @@ def test_journal_patterns_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_undecodable_bytes_are_matched_as_python_would(tmp_path: Path) -> None:
-    root = tmp_path / "root"
+    root = os_root(tmp_path / "root")
     (root / "root/.ssh").mkdir(parents=True)
     (root / "root/.ssh/authorized_keys").write_bytes(b"\n\n\xff\xfe ssh-rsa AAAA\n")
     proc, report = _audit(root, tmp_path, "--select", "IL104")
@@ -180,7 +180,7 @@ def test_sshd_include_bomb_is_an_error_not_a_hang(tmp_path: Path) -> None:
     for level in range(1, 16):
         tree[f"/etc/ssh/l{level}.conf"] = f"Include /etc/ssh/l{level + 1}.conf /etc/ssh/l{level + 1}.conf\n"
     tree["/etc/ssh/l16.conf"] = "PermitRootLogin yes\n"
-    root = build_tree(tmp_path / "root", tree)
+    root = os_root(tmp_path / "root", tree)
     proc, report = _audit(root, tmp_path, "--select", "IL110")
     assert proc.returncode == 3, proc.stderr[-2000:]
     assert any("include bomb" in e["message"] for e in report["errors"])

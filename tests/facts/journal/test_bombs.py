@@ -17,7 +17,7 @@ import pytest
 
 from tests.facts.journal.bombs import KINDS, bomb_journal, normal_journal, peak_rss
 from tests.facts.journal.conftest import have_tools
-from tests.support import run_cli_measured
+from tests.support import os_root, run_cli_measured
 from tests.treerss import MAX_RSS_MIB
 
 MIB = 1024 * 1024
@@ -49,7 +49,7 @@ def test_the_unbombed_journal_reads_in_full(tmp_path: Path) -> None:
 
 def test_a_bomb_makes_the_audit_inconclusive(tmp_path: Path) -> None:
     have_tools()
-    root = tmp_path / "image"
+    root = os_root(tmp_path / "image")
     bomb_journal("zstd", root / "var/log/journal", 1536 * MIB)
     report_path = tmp_path / "report.json"
     run = run_cli_measured("audit", str(root), "--select", "pack:journal", "-f", f"json:{report_path}")

@@ -21,7 +21,7 @@ from tests.facts.journal.exportgen import (
     write_journal,
 )
 from tests.nspawn import booted
-from tests.support import REPO, copy_rootfs, run_cli, wait_for
+from tests.support import REPO, copy_rootfs, os_root, run_cli, wait_for
 
 JOURNAL_RULES = [r["id"] for r in yaml.safe_load((REPO / "rules/journal.yaml").read_text())["rules"]]
 KERNEL_SYMPTOMS = [
@@ -32,6 +32,7 @@ KERNEL_SYMPTOMS = [
 
 
 def _image_with_journal(root: Path, export: bytes) -> Path:
+    os_root(root)
     write_journal(export, root / "var/log/journal")
     return root
 

@@ -22,7 +22,7 @@ from imagelint.facts.journal.signals import entry_matches
 from tests.facts.journal.conftest import have_tools
 from tests.facts.journal.ena_formats import HEALTHY, RESET_CLASS
 from tests.facts.journal.exportgen import Host, write_journal
-from tests.support import run_cli
+from tests.support import os_root, run_cli
 
 NET = "ena 0000:00:05.0 eth0: "  # netdev_*(): PCI address and interface
 DEV = "ena 0000:00:05.0: "  # dev_*(): PCI address only
@@ -490,7 +490,7 @@ def test_resets_in_a_row_and_a_silence_are_told_apart(tmp_path: Path) -> None:
 
 def test_il311_reports_one_reset_with_queue_and_napi_cpu(tmp_path: Path) -> None:
     have_tools()
-    root = tmp_path / "image"
+    root = os_root(tmp_path / "image")
     _journal(root / "var/log/journal", [*BENIGN, *EPISODE_217], step_usec=1_000_000)
     proc = run_cli("audit", str(root), "--select", "IL311", "-f", "json")
     assert proc.returncode == 1, proc.stderr[-2000:]

@@ -248,9 +248,9 @@ def test_an_image_whose_crash_loop_record_is_damaged_is_inconclusive(
     (never 0, never a finding on ecr.service) and the error names the file and the object's offset."""
     import json
 
-    from tests.support import run_cli
+    from tests.support import os_root, run_cli
 
-    root = tmp_path / "image"
+    root = os_root(tmp_path / "image")
     journal_dir = root / "var/log/journal/5c1f1f3c2c9d4ad3b8f3e4a7d9a0b111"
     journal_dir.mkdir(parents=True)
     jb = JournalBytes(written["keyed"])

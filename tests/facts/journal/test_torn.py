@@ -22,7 +22,7 @@ from tests.facts.journal.conftest import JOURNALCTL, have_tools, journalctl_json
 from tests.facts.journal.craft import OBJECT_ENTRY, STATE_ONLINE, JournalBytes
 from tests.facts.journal.exportgen import MACHINE_ID, Host, kubelet_line, write_journal
 from tests.facts.journal.test_journal_rules import JOURNAL_RULES
-from tests.support import run_cli
+from tests.support import os_root, run_cli
 
 DAMAGES = ["zeroed-entries", "unlinked-entries", "offsets-past-the-end", "offsets-into-data"]
 
@@ -35,7 +35,7 @@ def healthy_image(tmp_path_factory: pytest.TempPathFactory) -> Path:
     host.new_boot(1_735_000_000_000_000)
     export = host.kernel("Linux version 6.1.0-28-cloud-amd64", priority="5")
     export += b"".join(kubelet_line(host, i) for i in range(300))
-    root = tmp_path_factory.mktemp("torn") / "image"
+    root = os_root(tmp_path_factory.mktemp("torn") / "image")
     write_journal(export, root / "var/log/journal")
     return root
 

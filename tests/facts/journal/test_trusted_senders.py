@@ -19,7 +19,7 @@ from imagelint.facts.journal.window import restarts_logged_between
 from imagelint.targets.rootfs import RootfsTarget
 from tests.facts.journal.conftest import have_tools
 from tests.facts.journal.exportgen import PID1, Host, forger, user_manager, write_journal
-from tests.support import run_cli
+from tests.support import os_root, run_cli
 
 
 def _cycles(host: Host, unit: str, n: int) -> bytes:
@@ -46,7 +46,7 @@ def mixed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     host.sender = user_manager(1500, 1000)
     export += _cycles(host, "app.service", 4)
     host.sender = PID1
-    root = tmp_path_factory.mktemp("mixed") / "image"
+    root = os_root(tmp_path_factory.mktemp("mixed") / "image")
     write_journal(export, root / "var/log/journal")
     return root
 
@@ -75,7 +75,7 @@ def forged_only(tmp_path_factory: pytest.TempPathFactory) -> Path:
     have_tools()
     host = Host(22, forger(4242, 1000))
     host.new_boot(1_736_000_000_000_000)
-    root = tmp_path_factory.mktemp("forged") / "image"
+    root = os_root(tmp_path_factory.mktemp("forged") / "image")
     write_journal(_cycles(host, "victim.service", 30), root / "var/log/journal")
     return root
 
@@ -99,7 +99,7 @@ def pid1_of_another_uid(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path,
     export += host.pid1(
         "limit-text.service", "Start request repeated too quickly.", code_func="unit_test_start_limit"
     )
-    root = tmp_path_factory.mktemp("pid1-uid") / "image"
+    root = os_root(tmp_path_factory.mktemp("pid1-uid") / "image")
     write_journal(export, root / "var/log/journal")
     return root, genuine
 

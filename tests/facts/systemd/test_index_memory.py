@@ -26,7 +26,7 @@ from imagelint.facts.systemd import UnitIndex, sources
 from imagelint.formats.units_json import units_document, write_units_json
 from imagelint.targets.rootfs import RootfsTarget
 from tests.facts.systemd.crafted import ETC, VENDOR, link, write
-from tests.support import run_cli
+from tests.support import os_root, run_cli
 
 SERVICE = (
     "[Unit]\nDescription=unit {i}\n\n[Service]\nExecStart=/bin/true\n\n"
@@ -35,6 +35,7 @@ SERVICE = (
 
 
 def _tree(root: Path, count: int, *, enable_every: int = 10) -> Path:
+    os_root(root)  # the commands list its units only as an OS root's
     write(root, f"{VENDOR}/multi-user.target", "[Unit]\nDescription=Multi-User\n")
     link(root, f"{VENDOR}/default.target", "multi-user.target")
     for i in range(count):
@@ -89,7 +90,7 @@ def test_units_command_exits_inconclusive_on_a_too_large_directory(
 def test_more_units_than_the_index_holds_is_inconclusive_before_any_is_parsed(tmp_path: Path) -> None:
     from imagelint.facts.systemd.index import MAX_UNITS
 
-    root = tmp_path / "image"
+    root = os_root(tmp_path / "image")
     (root / ETC).mkdir(parents=True)
     for i in range(MAX_UNITS + 1):  # a crafted image: hostile by count alone
         (root / ETC / f"u{i}.service").write_text("[Service]\nExecStart=/bin/true\n")
@@ -145,9 +146,7 @@ def _same_json(root: Path) -> None:
 
 def test_streamed_json_is_the_document(tmp_path: Path, debian_rootfs: Path) -> None:
     _same_json(debian_rootfs)
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    _same_json(empty)
+    _same_json(os_root(tmp_path / "empty"))  # no units: an OS root's marks only
     crafted = _tree(tmp_path / "crafted", 3)
     write(crafted, f"{ETC}/u00001.service.d/a.conf", '[Unit]\nDescription="quoted" é \\ tab\t\n')
     link(crafted, f"{ETC}/alias.service", f"/{ETC}/u00002.service")

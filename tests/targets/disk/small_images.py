@@ -28,12 +28,12 @@ def ext(
     fs_uuid: str | None = None,
     root: bool = True,
 ) -> Path:
-    """A filesystem holding a minimal root (os-release, /usr; none when not ``root``) and ``files``
-    (image path -> text), with the UUID ``fs_uuid`` when given."""
+    """A filesystem holding a minimal root (the marks of an OS root: os-release, /usr, an init; none
+    when not ``root``) and ``files`` (image path -> text), with the UUID ``fs_uuid`` when given."""
     tree = out.parent / f"{out.name}.tree"
     shutil.rmtree(tree, ignore_errors=True)
     tree.mkdir(parents=True)
-    base = {"/etc/os-release": OS_RELEASE, "/usr/.keep": ""} if root else {}
+    base = {"/etc/os-release": OS_RELEASE, "/usr/.keep": "", "/usr/lib/systemd/systemd": ""} if root else {}
     for path, text in {**base, **(files or {})}.items():
         host = tree / path.lstrip("/")
         host.parent.mkdir(parents=True, exist_ok=True)
@@ -88,12 +88,16 @@ def xfs(out: Path) -> Path:
 
 
 def _xfs_protofile(d: Path) -> Path:
-    """An mkfs.xfs prototype file making /etc/os-release and /usr (so the XFS is a root)."""
+    """An mkfs.xfs prototype file making /etc/os-release, /usr and /usr/lib/systemd/systemd (so the
+    XFS is an OS root)."""
     release = d / "os-release.src"
     release.write_text(OS_RELEASE)
+    init = d / "init.src"
+    init.write_text("")
     proto = d / "xfs.proto"
     proto.write_text(
-        f"/dummy\n0 0\nd--755 0 0\netc d--755 0 0\nos-release ---644 0 0 {release}\n$\nusr d--755 0 0\n$\n$\n"
+        f"/dummy\n0 0\nd--755 0 0\netc d--755 0 0\nos-release ---644 0 0 {release}\n$\n"
+        f"usr d--755 0 0\nlib d--755 0 0\nsystemd d--755 0 0\nsystemd ---755 0 0 {init}\n$\n$\n$\n$\n"
     )
     return proto
 

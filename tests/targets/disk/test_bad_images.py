@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from imagelint.errors import extra_hint
-from tests.support import is_root, need, run_cli, run_cli_measured
+from tests.support import is_root, need, os_root, run_cli, run_cli_measured
 from tests.targets.disk import images
 
 
@@ -118,9 +118,7 @@ def test_a_dirty_xfs_log(tmp_path: Path) -> None:
     mnt = Path(tempfile.mkdtemp(prefix="imagelint-xfs-"))
     try:
         subprocess.run(["mount", "-o", "loop", str(fs), str(mnt)], check=True)
-        (mnt / "etc").mkdir()
-        (mnt / "usr").mkdir()
-        (mnt / "etc/os-release").write_text("ID=debian\n")
+        os_root(mnt)
         subprocess.run(["umount", str(mnt)], check=True)
     finally:
         mnt.rmdir()
