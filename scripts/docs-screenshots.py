@@ -35,7 +35,7 @@ from pathlib import Path
 import yaml
 from markdown_it import MarkdownIt
 
-from imagelint.sampletree import build_tree
+from imagelint.sampletree import build_image
 
 ROOT = Path(__file__).resolve().parent.parent
 IMAGES = ROOT / "docs" / "images"
@@ -54,7 +54,7 @@ def sources(workdir: Path) -> dict[str, str]:
     """{picture name: the page it shows}: the sample image's HTML report and its step summary (as HTML)."""
     spec = yaml.safe_load((ROOT / "examples" / "sample-image.yaml").read_text(encoding="utf-8"))
     image = workdir / "build" / "sample-image"
-    build_tree(image, spec["files"])
+    build_image(image, spec["files"])
     config = workdir / "sample.imagelint.yaml"
     sample_config = (ROOT / "examples" / "sample.imagelint.yaml").read_text(encoding="utf-8")
     config.write_text(re.sub(r"expires: \S+", "expires: 2999-12-31", sample_config), encoding="utf-8")

@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 import yaml
 
-from imagelint.sampletree import build_tree
+from imagelint.sampletree import build_image
 from tests.support import REPO
 
 HAND_WRITTEN = sorted(
@@ -136,7 +136,7 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """What every runnable command finds: the sample image, examples/, and the docs' rule pack."""
     work = tmp_path_factory.mktemp("docs-commands")
     spec = yaml.safe_load((REPO / "examples" / "sample-image.yaml").read_text(encoding="utf-8"))
-    build_tree(work / "sample", spec["files"])
+    build_image(work / "sample", spec["files"])
     (work / "examples").symlink_to(REPO / "examples")
     page = (REPO / "docs" / "writing-rules.md").read_text(encoding="utf-8")
     pack = re.search(r"```yaml\n(pack:\n.*?)```", page, re.S)
