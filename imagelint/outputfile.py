@@ -3,7 +3,8 @@ a link someone else planted.
 
 An output path may sit in a checkout anyone can commit to, or in a shared ``/tmp``. So the entry at
 the path is looked at without following it (``lstat`` from a descriptor on its directory) and
-must be absent, or a regular file this user (the effective uid) owns; a symbolic link, a FIFO, a
+must be absent, or a regular file this user (the effective uid; for root under sudo, also the user
+who ran sudo) owns; a symbolic link, a FIFO, a
 directory, any other kind of file, or another user's file is refused with one line (:class:`Refused`,
 exit 2). A character device (``/dev/null``) is written in place and never removed: only root can
 make one, so no one else can have planted it. The new content goes to a fresh temporary in the same
@@ -65,9 +66,20 @@ def _why_not(st: os.stat_result) -> str | None:
         return "is a directory"
     if not stat.S_ISREG(mode):
         return "is not a regular file"
-    if st.st_uid != os.geteuid():
+    if st.st_uid not in _owners():
         return f"is owned by uid {st.st_uid}, not by this user ({os.geteuid()})"
     return None
+
+
+def _owners() -> set[int]:
+    """Whose files a run may replace: its effective uid's, and, for root run through sudo, those of
+    the user who ran sudo (``SUDO_UID``, which sudo itself sets): the Action's ``sudo`` mode audits
+    as root on the runner user's behalf and hands the outputs back to that user."""
+    owners = {os.geteuid()}
+    sudo_uid = os.environ.get("SUDO_UID", "")
+    if owners == {0} and sudo_uid.isdigit():
+        owners.add(int(sudo_uid))
+    return owners
 
 
 @contextlib.contextmanager

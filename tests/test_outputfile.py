@@ -149,3 +149,23 @@ def test_a_character_device_is_written_in_place_and_never_removed(tmp_path: Path
     outputfile.replace(null, b"{}", expected=outputfile.check(null))
     assert _snapshot(null) == before and null.is_char_device()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["null"]
+
+
+def test_root_under_sudo_may_replace_the_invoking_users_file_and_no_one_elses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Action's sudo mode: root writes on the runner user's behalf (SUDO_UID, set by sudo), and
+    hands the outputs back to that user; the next run replaces them. Any other user's file stays refused."""
+    need(is_root(), "chown to another user needs root")
+    path = tmp_path / "report.json"
+    path.write_text("old")
+    os.chown(path, OTHER_UID, OTHER_UID)
+    monkeypatch.delenv("SUDO_UID", raising=False)
+    with pytest.raises(outputfile.Refused, match=f"is owned by uid {OTHER_UID}"):
+        outputfile.check(path)
+    monkeypatch.setenv("SUDO_UID", str(OTHER_UID + 1))  # another user ran sudo
+    with pytest.raises(outputfile.Refused, match=f"is owned by uid {OTHER_UID}"):
+        outputfile.check(path)
+    monkeypatch.setenv("SUDO_UID", str(OTHER_UID))
+    outputfile.replace(path, b"{}", expected=outputfile.check(path))
+    assert path.read_bytes() == b"{}" and not path.is_symlink()
