@@ -103,3 +103,13 @@ def _booted(
             proc.wait(timeout=10)
         if out is not None:
             out.close()
+
+
+@contextlib.contextmanager
+def booted_live(rootfs: Path) -> Iterator[list[str]]:
+    """``rootfs`` booted (a volatile overlay), ready once its systemd answers ``systemctl show``: the
+    command prefix that runs a program in the container."""
+    from imagelint.probes.systemd import collect_live_state
+
+    with booted(rootfs, volatile=True, ready=lambda p: collect_live_state(prefix=p).available) as prefix:
+        yield prefix

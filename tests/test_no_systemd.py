@@ -31,7 +31,7 @@ from imagelint.session import RunOptions, prepare
 from imagelint.targets import RootfsTarget
 from imagelint.watch.loop import Watcher, WatchSettings
 from tests.bundle.support import collect_soak_bundle, rewritten
-from tests.nspawn import booted
+from tests.nspawn import booted_live
 from tests.support import build_tree, is_root, need, run_cli
 
 NOT_BOOTED = "System has not been booted with systemd as init system (PID 1). Can't operate."
@@ -159,9 +159,7 @@ cd {tmp_path}
 @pytest.fixture
 def container(debian_rootfs: Path) -> Iterator[list[str]]:
     need(is_root(), "booting a container needs root")
-    with booted(
-        debian_rootfs, volatile=True, ready=lambda p: collect_live_state(prefix=p).available
-    ) as prefix:
+    with booted_live(debian_rootfs) as prefix:
         yield prefix
 
 

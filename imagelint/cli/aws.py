@@ -19,6 +19,7 @@ from imagelint.cli.helptext import SUCCESS, command, command_help, expand
 from imagelint.cli.options import (
     ConcurrencyOpt,
     PollOpt,
+    ProfileNamespaceOpt,
     RegionOpt,
     ReportPrefixOpt,
     RoleArnOpt,
@@ -190,14 +191,7 @@ def ami_check(
             "organization's pinned copy; it must take AWS-RunShellScript's parameters.",
         ),
     ] = None,
-    profile_namespace: Annotated[
-        str | None,
-        typer.Option(
-            "--profile-namespace",
-            help="/PATH/PREFIX of --create-profile's roles and instance profiles (default "
-            "/imagelint/imagelint-), for an organization's naming rule; give ami policies the same.",
-        ),
-    ] = None,
+    profile_namespace: ProfileNamespaceOpt = None,
     skip_network_check: Annotated[
         bool,
         typer.Option(
@@ -366,14 +360,7 @@ def ami_policies(
         str | None,
         typer.Option("--document", help="The runs' --document NAME[:VERSION]: SendCommand only with it."),
     ] = None,
-    profile_namespace: Annotated[
-        str | None,
-        typer.Option(
-            "--profile-namespace",
-            help="/PATH/PREFIX of --create-profile's roles and instance profiles (default "
-            "/imagelint/imagelint-), for an organization's naming rule; give ami policies the same.",
-        ),
-    ] = None,
+    profile_namespace: ProfileNamespaceOpt = None,
     sse_kms_key: Annotated[
         str | None,
         typer.Option("--sse-kms-key", help="Fill in REPORT-KMS-KEY: the ARN of fleet's --sse-kms-key."),
@@ -453,14 +440,7 @@ def ami_cleanup(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List, do not remove.")] = False,
     poll: PollOpt = "5s",
     role_arn: RoleArnOpt = None,
-    profile_namespace: Annotated[
-        str | None,
-        typer.Option(
-            "--profile-namespace",
-            help="/PATH/PREFIX of --create-profile's roles and instance profiles (default "
-            "/imagelint/imagelint-), for an organization's naming rule; give ami policies the same.",
-        ),
-    ] = None,
+    profile_namespace: ProfileNamespaceOpt = None,
 ) -> None:
     """Remove what earlier AMI runs left behind: instances, volumes and security groups tagged
     imagelint:run, and the roles and instance profiles of --create-profile runs.

@@ -243,5 +243,13 @@ RoleArnOpt = Annotated[
     ),
 ]
 PollOpt = Annotated[str, typer.Option("--poll", help="Polling interval of the AWS calls that wait.")]
+ProfileNamespaceOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--profile-namespace",
+        help="/PATH/PREFIX of --create-profile's roles and instance profiles (default "
+        "/imagelint/imagelint-), for an organization's naming rule; give ami policies the same.",
+    ),
+]
 ReportPrefixOpt = Annotated[str, typer.Option("--report-prefix", help="Key prefix in the report bucket.")]
 SoakIntervalOpt = Annotated[str, typer.Option("--soak-interval", help="Time between soak samples.")]

@@ -17,7 +17,7 @@ from imagelint.probes.systemd import collect_live_state
 from imagelint.report import Outcome
 from imagelint.rulepacks import Scope, builtin_pack_paths, load_packs
 from imagelint.targets import RootfsTarget
-from tests.nspawn import booted
+from tests.nspawn import booted_live
 from tests.support import build_tree
 
 PACKS = load_packs([], builtin=builtin_pack_paths())
@@ -97,9 +97,7 @@ def test_live_needs_the_host_root() -> None:
 
 @pytest.fixture
 def container(debian_rootfs: Path) -> Iterator[list[str]]:
-    with booted(
-        debian_rootfs, volatile=True, ready=lambda p: collect_live_state(prefix=p).available
-    ) as prefix:
+    with booted_live(debian_rootfs) as prefix:
         yield prefix
 
 

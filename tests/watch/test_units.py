@@ -12,12 +12,11 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from imagelint.facts.systemd.live import LiveState, parse_live
-from imagelint.probes.systemd import collect_live_state
 from imagelint.watch import metrics
 from imagelint.watch.loop import Watcher, WatchSettings
 from imagelint.watch.state import SourceStatus, WatchState
 from imagelint.watch.units import MAX_LABELLED_UNITS, UnitTracker, UnitView
-from tests.nspawn import booted
+from tests.nspawn import booted_live
 from tests.watch.procs import promtool
 
 LOOP = "[Unit]\nStartLimitIntervalSec=0\n[Service]\nExecStart=/bin/false\nRestart=always\nRestartSec=300ms\n"
@@ -37,9 +36,7 @@ def exposition(state: WatchState) -> str:
 
 @pytest.fixture
 def container(debian_rootfs: Path) -> Iterator[list[str]]:
-    with booted(
-        debian_rootfs, volatile=True, ready=lambda p: collect_live_state(prefix=p).available
-    ) as prefix:
+    with booted_live(debian_rootfs) as prefix:
         yield prefix
 
 
