@@ -55,13 +55,17 @@ def test_qemu_is_given_the_overlay_on_loopback_never_the_image(tmp_path: Path) -
     assert argv[argv.index("-smp") + 1] == "3" and argv[argv.index("-m") + 1] == "1536"
 
 
-def test_no_ssh_within_the_deadline_is_inconclusive_and_leaves_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """TMPDIR for the machine's scratch directory: empty again once the machine is gone."""
+    path = tmp_path / "tmp"
+    path.mkdir()
+    monkeypatch.setenv("TMPDIR", str(path))
+    return path
+
+
+def test_no_ssh_within_the_deadline_is_inconclusive_and_leaves_nothing(tmp_path: Path, scratch: Path) -> None:
     need_qemu()
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
-    monkeypatch.setenv("TMPDIR", str(scratch))
     spec = MachineSpec(image=blank(tmp_path), accel="tcg", boot_timeout=8)
     with pytest.raises(VmError, match="no SSH within 8 s"), booted(spec):
         pass
@@ -69,13 +73,8 @@ def test_no_ssh_within_the_deadline_is_inconclusive_and_leaves_nothing(
     assert qemu_pids(str(scratch)) == []
 
 
-def test_qemu_failing_is_inconclusive_with_qemus_own_reason(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_qemu_failing_is_inconclusive_with_qemus_own_reason(tmp_path: Path, scratch: Path) -> None:
     need_qemu()
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
-    monkeypatch.setenv("TMPDIR", str(scratch))
     spec = MachineSpec(image=blank(tmp_path), accel="tcg", cpus=4096, boot_timeout=60)
     with pytest.raises(VmError, match=r"QEMU exited \(1\) before SSH answered: .*qemu-system"), booted(spec):
         pass
