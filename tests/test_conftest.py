@@ -36,7 +36,8 @@ def test_passes_unexpectedly():
 def _pytest(tmp_path: Path, body: str, *args: str, no_skip: bool = False) -> subprocess.CompletedProcess[str]:
     """pytest on one file of ``body`` with this suite's conftest and configuration."""
     (tmp_path / "test_cases.py").write_text(body)
-    env = {k: v for k, v in os.environ.items() if k not in ("IMAGELINT_NO_SKIP", "PYTEST_ADDOPTS")}
+    drop = ("IMAGELINT_NO_SKIP", "PYTEST_ADDOPTS")  # and the xdist worker this test may run in
+    env = {k: v for k, v in os.environ.items() if k not in drop and not k.startswith("PYTEST_XDIST")}
     env |= {"IMAGELINT_NO_SKIP": "1"} if no_skip else {}
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
     argv = [sys.executable, "-m", "pytest", "-c", str(REPO / "pyproject.toml"), "--rootdir", str(tmp_path)]

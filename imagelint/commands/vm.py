@@ -102,7 +102,7 @@ def _image_part(run: PreparedRun, image: Path) -> tuple[str, Report]:
             return "image", audit_opened(run, opened)
     except ImageLintError as exc:
         reason = f"the image could not be read offline for the image-scope rules: {exc.message}"
-        return "image", empty_report({"kind": "disk-image", "path": str(image)}, reason)
+        return "image", empty_report({"kind": "disk", "path": str(image)}, reason)
 
 
 def _machine_parts(run: PreparedRun, bundle: Path) -> list[tuple[str, Report]]:

@@ -43,7 +43,7 @@ def test_a_missing_spec_is_one_line(tmp_path: Path) -> None:
 
 
 def test_a_new_kind_of_target_is_one_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """CONTRIBUTING's 'How to add a target': an opener module, found by listing the package."""
+    """CONTRIBUTING's 'How to add a target': an opener module and its line in OPENER_MODULES."""
     package = tmp_path / "extra"
     package.mkdir()
     (package / "tree_json.py").write_text(
@@ -76,6 +76,7 @@ def test_a_new_kind_of_target_is_one_module(tmp_path: Path, monkeypatch: pytest.
     )
     monkeypatch.setattr(imagelint.openers, "__path__", [*imagelint.openers.__path__, str(package)])
     monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(imagelint.openers, "OPENER_MODULES", (*imagelint.openers.OPENER_MODULES, "tree_json"))
     monkeypatch.setattr(imagelint.openers, "_OPENERS", [])
     monkeypatch.setitem(
         __import__("sys").modules, "imagelint.openers.tree_json", __import__("extra.tree_json").tree_json

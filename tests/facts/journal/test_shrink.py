@@ -18,15 +18,14 @@ from imagelint.facts.journal import CorruptJournal, JournalFile, open_path
 from imagelint.facts.journal.errors import FileShrank
 from tests.facts.journal.conftest import journal_file
 from tests.facts.journal.midread import MidRead
-from tests.support import wait_for
+from tests.support import os_root, wait_for
 from tests.watch.procs import IMAGELINT
 
 SMALL = 4096  # what the file is cut to: its header still parses, every object is gone
 
 
 def test_audit_of_a_journal_cut_while_read_is_inconclusive(copied: Path, tmp_path: Path) -> None:
-    root = tmp_path / "image"
-    root.mkdir()
+    root = os_root(tmp_path / "image")
     path = journal_file(copied)
     argv = [IMAGELINT, "audit", str(root), f"--journal={copied}", "--select", "pack:journal", "-f", "json"]
     with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
