@@ -26,6 +26,23 @@ def os_root(root: Path, entries: dict[str, object] | None = None) -> Path:
     return build_image(root, entries or {})
 
 
+def half_extracted_root(root: Path) -> Path:
+    """A usr-merged root tarball cut short: an os-release, /usr and the init's links, not the init."""
+    return build_tree(
+        root,
+        {
+            "/etc/os-release": "ID=debian\n",
+            "/usr/bin/true": "",
+            "/lib": {"link": "usr/lib"},
+            "/sbin": {"link": "usr/sbin"},
+            "/usr/sbin/init": {"link": "/lib/systemd/systemd"},
+            "/etc/systemd/system/multi-user.target.wants/ecs.service": {
+                "link": "/usr/lib/systemd/system/ecs.service"
+            },
+        },
+    )
+
+
 REPO = Path(__file__).resolve().parent.parent
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import build_tree, is_root, need, os_root, run_cli
+from tests.support import build_tree, half_extracted_root, is_root, need, os_root, run_cli
 
 REFUSED = "not an operating system's root"
 
@@ -29,23 +29,6 @@ def _docs(where: Path) -> Path:
     return build_tree(
         where,
         {"/mkdocs.yml": "site_name: x\n", "/docs/index.md": "# Home\n", "/etc/example.conf": "a = 1\n"},
-    )
-
-
-def _half_extracted(where: Path) -> Path:
-    """A usr-merged root tarball cut short: os-release, /usr and the init's links, not the init."""
-    return build_tree(
-        where,
-        {
-            "/etc/os-release": "ID=debian\n",
-            "/usr/bin/true": "",
-            "/lib": {"link": "usr/lib"},
-            "/sbin": {"link": "usr/sbin"},
-            "/usr/sbin/init": {"link": "/lib/systemd/systemd"},
-            "/etc/systemd/system/multi-user.target.wants/ecs.service": {
-                "link": "/usr/lib/systemd/system/ecs.service"
-            },
-        },
     )
 
 
@@ -68,7 +51,7 @@ def _unmounted(where: Path) -> Path:
 TARGETS: dict[str, Callable[[Path], Path]] = {
     "empty directory": _empty,
     "docs folder": _docs,
-    "half-extracted tree": _half_extracted,
+    "half-extracted tree": half_extracted_root,
     "unmounted mount point": _unmounted,
 }
 MISSING = {
@@ -112,7 +95,7 @@ def test_a_target_without_the_marks_of_an_os_root_is_inconclusive(
 
 @pytest.mark.parametrize("door", ["audit", "units", "fix", "diff"])
 def test_allow_partial_root_audits_a_partial_tree_as_it_is(tmp_path: Path, good: Path, door: str) -> None:
-    target = _half_extracted(tmp_path / "rootfs")
+    target = half_extracted_root(tmp_path / "rootfs")
     args = ["diff", str(good), str(target)] if door == "diff" else [door, str(target)]
     proc = run_cli(*args, "--allow-partial-root")
     assert proc.returncode in (0, 1), (proc.returncode, proc.stderr)
@@ -141,7 +124,7 @@ def test_a_disk_image_whose_root_filesystem_lacks_the_init_is_inconclusive(tmp_p
     """mke2fs -d of a half-extracted tree: the disk opener picks its filesystem (it has an
     os-release), and the marks are asked of it as of a directory."""
     need(shutil.which("mke2fs") is not None, "mke2fs is not installed (e2fsprogs)")
-    tree = _half_extracted(tmp_path / "tree")
+    tree = half_extracted_root(tmp_path / "tree")
     image = tmp_path / "disk.img"
     subprocess.run(
         ["mke2fs", "-q", "-F", "-t", "ext4", "-d", str(tree), str(image), "8M"],
@@ -162,7 +145,7 @@ def test_a_bundle_of_a_docs_folder_is_inconclusive_and_of_an_os_root_is_audited(
 
     docs = collect(_docs(tmp_path / "docs"), tmp_path / "w1")
     _refused(run_cli("audit", str(docs)), docs, MISSING["docs folder"])
-    half = collect(_half_extracted(tmp_path / "half"), tmp_path / "w2")
+    half = collect(half_extracted_root(tmp_path / "half"), tmp_path / "w2")
     _refused(run_cli("units", str(half)), half, ["no init"])
     whole = collect(os_root(tmp_path / "whole"), tmp_path / "w3")
     proc = run_cli("audit", str(whole))

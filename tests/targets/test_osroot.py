@@ -10,7 +10,7 @@ import pytest
 from imagelint.errors import TargetError
 from imagelint.targets.osroot import missing_marks, require_os_root
 from imagelint.targets.rootfs import RootfsTarget
-from tests.support import build_tree
+from tests.support import build_tree, half_extracted_root
 
 
 def _missing(root: Path) -> list[str]:
@@ -41,16 +41,7 @@ def test_a_docs_folder_is_not_an_os_root(tmp_path: Path) -> None:
 
 def test_a_half_extracted_tree_lacks_the_init_its_links_point_to(tmp_path: Path) -> None:
     """A usr-merged tarball cut short: the links are there, what they name is not."""
-    build_tree(
-        tmp_path,
-        {
-            "/etc/os-release": "ID=debian\n",
-            "/usr/bin/true": "",
-            "/lib": {"link": "usr/lib"},
-            "/sbin": {"link": "usr/sbin"},
-            "/usr/sbin/init": {"link": "/lib/systemd/systemd"},
-        },
-    )
+    half_extracted_root(tmp_path)
     assert _missing(tmp_path) == ["init"]
 
 
