@@ -17,6 +17,14 @@
 #   IMAGELINT_SUDO          auto|true|false (default auto): run the audit itself as root through
 #                           `sudo -n` when this user is not root (auto: when sudo works without a
 #                           password); an image's /root, /etc/shadow and .ssh are readable by root only
+#   IMAGELINT_SOAK          empty: the offline audit above. A duration (10m, 90s; 0: boot and audit
+#                           only): soak mode, `imagelint vm check --soak=DURATION -- TARGET`, the target a
+#                           disk image file booted in a throwaway QEMU machine (the vm-host step
+#                           installed QEMU and opened /dev/kvm; without KVM it runs under TCG). It runs
+#                           as this user, never through sudo (sudo true is refused): the guest is the
+#                           image's code, QEMU stays unprivileged. No baseline (vm check has no
+#                           --baseline): refused
+#   IMAGELINT_VM_FIRMWARE   soak mode: bios or uefi (empty: vm check's default, bios)
 # imagelint itself writes the annotations, the step summary and the outputs verdict, failed,
 # findings, exit-code and report-sha256; this script adds report-path and sarif-path, and with a
 # baseline runs `imagelint diff BASELINE REPORT` (the new report: nothing is audited twice), adds
@@ -43,7 +51,21 @@ case "$target" in
     -*) echo "imagelint: error: the target input '${target//[^[:alnum:]._\/=*+-]/?}' starts with '-': give a path (./NAME for a file of that name)" >&2
         exit 2 ;;
 esac
-args=(audit --github -f text -f github -f "json:$report")
+soak="${IMAGELINT_SOAK:-}"
+if [ -n "$soak" ]; then
+    args=(vm check --github -f text -f github -f "json:$report" "--soak=$soak")
+    [ -n "${IMAGELINT_VM_FIRMWARE:-}" ] && args+=("--firmware=$IMAGELINT_VM_FIRMWARE")
+    if [ -n "${IMAGELINT_BASELINE:-}" ]; then
+        echo "imagelint: error: the baseline input is not supported with soak (vm check has no --baseline)" >&2
+        exit 2
+    fi
+    if [ "${IMAGELINT_SUDO:-auto}" = true ]; then
+        echo "imagelint: error: the sudo input is true, but soak mode runs the VM as this user, never as root" >&2
+        exit 2
+    fi
+else
+    args=(audit --github -f text -f github -f "json:$report")
+fi
 [ -n "${IMAGELINT_CONFIG:-}" ] && args+=("--config=$IMAGELINT_CONFIG")
 [ -n "${IMAGELINT_FAIL_ON:-}" ] && args+=("--fail-on=$IMAGELINT_FAIL_ON")
 [ -n "$sarif" ] && args+=(-f "sarif:$sarif")
@@ -68,7 +90,7 @@ as_root=()
 case "${IMAGELINT_SUDO:-auto}" in
     false) ;;
     true | auto)
-        if [ "$(id -u)" != 0 ]; then
+        if [ -z "$soak" ] && [ "$(id -u)" != 0 ]; then  # soak mode: never root (true refused above)
             if sudo -n true 2>/dev/null; then
                 python_path="$(command -v -- "$python")" || { echo "imagelint: error: $python: not found" >&2; exit 2; }
                 imagelint=("$python_path" -I -m imagelint)

@@ -8,7 +8,14 @@
 # uploads, ...) never run on a bad image. Needs the disk extra on the Packer host:
 # `pip install 'imagelint[disk] @ git+https://github.com/imagelint/imagelint'` (or '.[disk]' in a clone).
 #
+# With `-var soak=10m`, the second post-processor boots that qcow2 in a throwaway QEMU machine on the
+# Packer host and audits and soaks it (`imagelint vm check`): the image's own bootloader, kernel and
+# units, on an overlay (the image is never written). Its failing or inconclusive verdict stops the
+# chain too. It needs qemu-system-x86, qemu-utils, genisoimage and openssh-client on the Packer host
+# (ovmf for vm_firmware=uefi); KVM when /dev/kvm opens, else TCG (minutes to boot). Empty: no soak.
+#
 #   packer init packer/qemu && packer build -var iso_url=... -var iso_checksum=... packer/qemu
+#   packer build -var iso_url=... -var iso_checksum=... -var soak=10m packer/qemu
 
 packer {
   required_version = ">= 1.7.0"
@@ -54,6 +61,24 @@ variable "report_path" {
   description = "Where the JSON report is written on the Packer host."
 }
 
+variable "soak" {
+  type        = string
+  default     = ""
+  description = "After the offline audit, boot the image and soak it this long (10m, 90s; 0: boot and audit only) with imagelint vm check. Empty: no boot."
+}
+
+variable "vm_firmware" {
+  type        = string
+  default     = "bios"
+  description = "The firmware the soak boots the image with: bios (SeaBIOS) or uefi (OVMF, for an image built with efi_boot)."
+}
+
+variable "soak_report_path" {
+  type        = string
+  default     = "imagelint-vm-report.json"
+  description = "Where the soak's JSON report is written on the Packer host."
+}
+
 locals {
   output_directory = "output"
   image            = "output/disk.qcow2"
@@ -96,6 +121,30 @@ build {
         "if [ -n \"$IMAGELINT_CONFIG\" ]; then set -- \"$@\" \"--config=$IMAGELINT_CONFIG\"; fi",
         "set -- \"$@\" -- \"$IMAGELINT_IMAGE\"",
         "echo \"imagelint gate: $IMAGELINT $*\"",
+        "\"$IMAGELINT\" \"$@\"",
+      ]
+    }
+
+    # Second: with -var soak=DURATION, the same qcow2 booted in a throwaway QEMU machine, audited
+    # running and soaked (`imagelint vm check`); empty soak: this step does nothing.
+    post-processor "shell-local" {
+      environment_vars = [
+        "IMAGELINT=${var.imagelint}",
+        "IMAGELINT_IMAGE=${local.image}",
+        "IMAGELINT_SOAK=${var.soak}",
+        "IMAGELINT_FIRMWARE=${var.vm_firmware}",
+        "IMAGELINT_FAIL_ON=${var.fail_on}",
+        "IMAGELINT_CONFIG=${var.imagelint_config}",
+        "IMAGELINT_REPORT=${var.soak_report_path}",
+      ]
+      inline = [
+        "set -eu",
+        "if [ -z \"$IMAGELINT_SOAK\" ]; then echo 'imagelint soak: skipped (soak is empty)'; exit 0; fi",
+        "set -- vm check \"--soak=$IMAGELINT_SOAK\" \"--firmware=$IMAGELINT_FIRMWARE\" \"--fail-on=$IMAGELINT_FAIL_ON\"",
+        "set -- \"$@\" -f text -f \"json:$IMAGELINT_REPORT\"",
+        "if [ -n \"$IMAGELINT_CONFIG\" ]; then set -- \"$@\" \"--config=$IMAGELINT_CONFIG\"; fi",
+        "set -- \"$@\" -- \"$IMAGELINT_IMAGE\"",
+        "echo \"imagelint soak: $IMAGELINT $*\"",
         "\"$IMAGELINT\" \"$@\"",
       ]
     }

@@ -285,11 +285,12 @@ def _actionlint_repo(tmp_path: Path, workflow_text: str) -> subprocess.Completed
 def test_actionlint_accepts_the_workflows_and_the_example_against_action_yml(tmp_path: Path) -> None:
     proc = subprocess.run([_tool("actionlint"), *map(str, WORKFLOWS)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    # The example's `with:` inputs and `steps.imagelint.outputs.*` checked against this action.yml
-    example = (REPO / "examples/workflows/audit-image.yml").read_text()
-    assert "uses: imagelint/imagelint@v1" in example
-    proc = _actionlint_repo(tmp_path, example.replace("uses: imagelint/imagelint@v1", "uses: ./"))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # The examples' `with:` inputs and `steps.imagelint.outputs.*` checked against this action.yml
+    for name in ("audit-image.yml", "soak-disk-image.yml"):
+        example = (REPO / "examples/workflows" / name).read_text()
+        assert "uses: imagelint/imagelint@v1" in example
+        proc = _actionlint_repo(tmp_path / name, example.replace("uses: imagelint/imagelint@v1", "uses: ./"))
+        assert proc.returncode == 0, name + proc.stdout + proc.stderr
 
 
 AUDITED = [REPO / "action.yml", *WORKFLOWS]
@@ -337,7 +338,7 @@ def test_action_passes_inputs_through_env_never_into_shell() -> None:
     run_steps = [s for s in steps if "run" in s]
     assert run_steps and all("${{" not in s["run"] and s["shell"] == "bash" for s in run_steps)
     scripts = {s["run"].split("/scripts/")[1].rstrip('"') for s in run_steps}
-    assert scripts == {"github-action-install.sh", "github-action-audit.sh"}
+    assert scripts == {"github-action-install.sh", "github-action-vm-host.sh", "github-action-audit.sh"}
     assert all((REPO / "scripts" / name).is_file() for name in scripts)
     declared = set(action["inputs"])
     assert {"target", "config", "fail-on", "formats", "sarif-file", "version"} <= declared

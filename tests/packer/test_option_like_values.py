@@ -44,12 +44,18 @@ IMAGELINT = str(VENV_BIN / "imagelint")
 
 def _gate_steps() -> dict[str, dict[str, Any]]:
     """The inline imagelint steps of the recipes, by name: the last provisioner of the chroot recipe,
-    the first post-processor of the qemu recipe, the first and last provisioner of the provisioner
-    recipe (both run on the Packer host)."""
+    the first post-processor of the qemu recipe and its second (the soak: `vm check`), the first and
+    last provisioner of the provisioner recipe (both run on the Packer host)."""
     chroot = labelled(load_template(CHROOT)["build"][0]["provisioner"])[-1][1]
-    qemu = labelled(load_template(QEMU)["build"][0]["post-processors"][0]["post-processor"])[0][1]
+    qemu = labelled(load_template(QEMU)["build"][0]["post-processors"][0]["post-processor"])
     provisioner = labelled(load_template(PROVISIONER)["build"][0]["provisioner"])
-    return {"chroot": chroot, "qemu": qemu, "collector": provisioner[0][1], "verdict": provisioner[-1][1]}
+    return {
+        "chroot": chroot,
+        "qemu": qemu[0][1],
+        "qemu-soak": qemu[1][1],
+        "collector": provisioner[0][1],
+        "verdict": provisioner[-1][1],
+    }
 
 
 STEPS = _gate_steps()
@@ -71,6 +77,8 @@ def _defaults(image: Path, work: Path) -> dict[str, str]:
         "IMAGELINT_REPORT": str(work / "report.json"),
         "IMAGELINT_BASELINE": "",
         "IMAGELINT_FAIL_ON_NEW": "false",
+        "IMAGELINT_SOAK": "10m",  # the soak step runs (vm check refuses a tree: nothing boots)
+        "IMAGELINT_FIRMWARE": "bios",
     }
 
 
@@ -107,7 +115,8 @@ def test_an_option_like_value_in_a_gate_variable_never_passes(tmp_path: Path, st
             if proc.returncode == 0:
                 assert name == "IMAGELINT_WORK" and (work / value / "collect.sh").is_file(), seen
         elif name in TARGETS:
-            assert proc.returncode == 3 and f"{value}: image root does not exist" in proc.stderr, seen
+            missing = "no such file" if step == "qemu-soak" else "image root does not exist"
+            assert proc.returncode == 3 and f"{value}: {missing}" in proc.stdout + proc.stderr, seen
         else:
             assert proc.returncode in (1, 2, 3), seen
 
