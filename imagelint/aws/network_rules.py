@@ -76,7 +76,7 @@ class Judged:
         """``facts.network`` of the report."""
         return {
             **self.dns.fact(),
-            "judged": list(self.judged),
+            "judged": list(dict.fromkeys(self.judged)),
             "not_judged": list(dict.fromkeys(self.not_judged)),
         }
 
@@ -133,7 +133,7 @@ def judge(
     out = Judged(dns, not_judged=vpc_dns.not_judged(dns, private))
     common = vpc_dns.problems(dns, private)
     if not common:
-        out.judged.append(f"DNS: {', '.join(dns.resolvers())} answer the instance")
+        out.judged.append(f"DNS: the VPC's settings give the instance {', '.join(dns.resolvers())} to ask")
     out.not_judged += _policies(endpoints, targets)
     custom = [s for s in dns.custom if ipaddress.ip_address(s).version == 4]
     out.not_judged += [f"IPv6 DNS server {s}: its rules" for s in dns.custom if s not in custom]
