@@ -20,7 +20,7 @@ see (a default route to a virtual private gateway, a peering connection, a local
 gateway, a Cloud WAN core network; only an IPv6 default route) the run goes ahead with a warning
 that says which, and which endpoints would be missing without it. Endpoints that cover all four
 services make any route irrelevant.
-The security groups and network ACLs on the way are not judged here.
+The security groups, network ACLs and DNS on the way are judged apart (:mod:`imagelint.aws.network_rules`).
 """
 
 from __future__ import annotations
@@ -171,14 +171,23 @@ def _named(endpoint: dict[str, Any], service: str) -> bool:
     return endpoint.get("ServiceName") in (service, f"cn.{service}")
 
 
-def _interface(endpoints: list[dict[str, Any]], service: str) -> bool:
-    return any(
-        e.get("VpcEndpointType") == "Interface"
-        and _named(e, service)
-        and _available(e)
-        and e.get("PrivateDnsEnabled")
-        for e in endpoints
+def interface_endpoint(endpoints: list[dict[str, Any]], service: str) -> dict[str, Any] | None:
+    """The available interface endpoint with private DNS that serves ``service``, if any."""
+    return next(
+        (
+            e
+            for e in endpoints
+            if e.get("VpcEndpointType") == "Interface"
+            and _named(e, service)
+            and _available(e)
+            and e.get("PrivateDnsEnabled")
+        ),
+        None,
     )
+
+
+def _interface(endpoints: list[dict[str, Any]], service: str) -> bool:
+    return interface_endpoint(endpoints, service) is not None
 
 
 def check_reachability(

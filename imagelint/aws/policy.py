@@ -18,7 +18,8 @@ Two identities:
   candidate tag, and ``CreateTags`` only with the verdict's tag keys (``aws:TagKeys``); the
   placeholders (:data:`REPORT_BUCKET`, :data:`ACCOUNT`...) are filled in by
   :mod:`imagelint.aws.policy_fill`. ``ImagelintNetworkRead`` reads the launch subnet's
-  route table and the VPC's endpoints (:mod:`imagelint.aws.network`); ``ImagelintGroup*`` make and
+  route table and the VPC's endpoints (:mod:`imagelint.aws.network`), the network ACLs, security
+  groups and DNS settings on the path (:mod:`imagelint.aws.network_rules`); ``ImagelintGroup*`` make and
   remove the run's security group (:mod:`imagelint.aws.run_group`). The ``ImagelintRunRole*``,
   ``ImagelintRunProfile*`` and ``ImagelintPassRunRole`` statements are needed only with
   ``--create-profile`` (:mod:`imagelint.aws.run_profile`): the runner may create a role only in the
@@ -196,9 +197,17 @@ RUNNER_STATEMENTS: dict[str, Entry] = {
         _IMAGES,
         {"StringEquals": CANDIDATE},
     ),
-    # launch mode: the subnet's path to SSM and S3 (route tables, VPC endpoints), the groups
+    # launch mode: the subnet's path to SSM and S3 (route tables, VPC endpoints), the groups, the
+    # network ACLs and the VPC's DNS (its attributes and DHCP options)
     "ImagelintNetworkRead": (
-        ("ec2:DescribeRouteTables", "ec2:DescribeVpcEndpoints", "ec2:DescribeSecurityGroups"),
+        (
+            "ec2:DescribeRouteTables",
+            "ec2:DescribeVpcEndpoints",
+            "ec2:DescribeSecurityGroups",
+            "ec2:DescribeNetworkAcls",
+            "ec2:DescribeVpcAttribute",
+            "ec2:DescribeDhcpOptions",
+        ),
         "*",
         None,
     ),

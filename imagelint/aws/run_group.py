@@ -7,7 +7,12 @@ launch subnet's VPC, named ``imagelint-<run id>`` and tagged ``imagelint:run=<ru
 call (:func:`imagelint.aws.ec2.run_tags`), removes the egress rules a new group starts with (all
 traffic to ``0.0.0.0/0``, and to ``::/0`` in a VPC with IPv6), and allows only HTTPS (tcp/443) out, to
 ``0.0.0.0/0`` and ``::/0`` (an IPv6 rule needs no IPv6 in the VPC); no ingress. SSM, its message
-endpoints and S3 are all HTTPS.
+endpoints and S3 are all HTTPS. In a VPC whose DHCP options name DNS servers of its own
+(:mod:`imagelint.aws.vpc_dns`), UDP and TCP 53 to each of them too: the agent resolves the endpoints'
+names there. The Amazon resolver (``AmazonProvidedDNS``) needs no rule: security groups do not filter
+it (Amazon VPC User Guide, "Internetwork traffic privacy in Amazon VPC": they "don't filter traffic to
+or from link-local addresses (169.254.0.0/16) or AWS reserved IPv4 addresses (...) including the
+Amazon DNS server address for the VPC").
 
 The group is deleted after the run's instances are terminated. For a while after termination the
 instance's network interface still holds the group and ``DeleteSecurityGroup`` answers
@@ -34,7 +39,25 @@ HTTPS_EGRESS = [
         "Ipv6Ranges": [{"CidrIpv6": "::/0", "Description": "imagelint: SSM and S3 over HTTPS"}],
     }
 ]
+DNS_DESCRIPTION = "imagelint: DNS to the VPC's own DNS server"
 IN_USE_WAIT = 300.0  # seconds of DependencyViolation retries (an ENI can hold the group minutes)
+
+
+def dns_egress(servers: tuple[str, ...]) -> list[dict[str, Any]]:
+    """UDP and TCP 53 to each of the VPC's own DNS servers (IPv4 or IPv6 addresses), one host each."""
+    ranges: dict[str, list[dict[str, str]]] = {}
+    for server in servers:
+        if ":" in server:
+            ranges.setdefault("Ipv6Ranges", []).append(
+                {"CidrIpv6": f"{server}/128", "Description": DNS_DESCRIPTION}
+            )
+        else:
+            ranges.setdefault("IpRanges", []).append(
+                {"CidrIp": f"{server}/32", "Description": DNS_DESCRIPTION}
+            )
+    if not ranges:
+        return []
+    return [{"IpProtocol": protocol, "FromPort": 53, "ToPort": 53, **ranges} for protocol in ("udp", "tcp")]
 
 
 def group_name(run_id: str) -> str:
@@ -48,16 +71,19 @@ def create_run_group(
     tags: tuple[tuple[str, str], ...] = (),
     *,
     deadline: str = "",
+    dns_servers: tuple[str, ...] = (),
 ) -> str:
-    """Create the run's group in ``vpc_id``: HTTPS egress only, no ingress; returns its id.
+    """Create the run's group in ``vpc_id``: HTTPS egress only (and DNS to ``dns_servers``, the VPC's
+    own: :func:`dns_egress`), no ingress; returns its id.
 
     The group carries the run tag and its ``deadline`` (:func:`imagelint.aws.ec2.run_tags`; and ``tags``,
     ``--resource-tag``) from its create call, so a failure in the rule calls that follow leaves a
     group the run's final sweep finds and deletes (and `ami cleanup`, once past its deadline)."""
+    allowed = "HTTPS and DNS" if dns_servers else "HTTPS"
     reply = call(
         ec2.create_security_group,
         GroupName=group_name(run_id),
-        Description=f"imagelint run {run_id}: HTTPS egress only, no ingress",
+        Description=f"imagelint run {run_id}: {allowed} egress only, no ingress",
         VpcId=vpc_id,
         TagSpecifications=[
             {"ResourceType": "security-group", "Tags": run_tags(run_id, resource=tags, deadline=deadline)}
@@ -68,7 +94,8 @@ def create_run_group(
     defaults = [_bare(rule) for group in groups for rule in group.get("IpPermissionsEgress", [])]
     if defaults:
         call(ec2.revoke_security_group_egress, GroupId=group_id, IpPermissions=defaults)
-    call(ec2.authorize_security_group_egress, GroupId=group_id, IpPermissions=HTTPS_EGRESS)
+    rules = HTTPS_EGRESS + dns_egress(dns_servers)
+    call(ec2.authorize_security_group_egress, GroupId=group_id, IpPermissions=rules)
     return group_id
 
 

@@ -136,8 +136,8 @@ def ami_check(
         list[str] | None,
         typer.Option(
             "--security-group",
-            help="Repeatable. Default: a group made for the run (HTTPS egress only, no ingress), "
-            "deleted after it.",
+            help="Repeatable; its egress is judged before launch. Default: a group made for the run "
+            "(HTTPS egress only, and DNS to the VPC's own DNS servers; no ingress), deleted after it.",
         ),
     ] = None,
     instance_profile: Annotated[

@@ -60,7 +60,7 @@ from pathlib import Path
 
 from imagelint import __version__
 from imagelint.aws import ec2 as ec2_ops
-from imagelint.aws import network, offerings, run_group, run_profile
+from imagelint.aws import network, network_rules, offerings, run_group, run_profile
 from imagelint.aws import ssm as ssm_ops
 from imagelint.aws.boot import BootWatch
 from imagelint.aws.clients import Clients, default_region
@@ -429,6 +429,16 @@ def _launch(check: _ImageCheck) -> Report:
         clients.ec2, where, image.region, refuse=options.network_check, bucket_region=bucket_region
     ):
         progress.log(f"warning: {warning}")
+    judged = network_rules.check_filters(
+        clients.ec2,
+        where,
+        image.region,
+        groups=options.launch.security_groups,
+        refuse=options.network_check,
+        bucket_region=bucket_region,
+    )
+    for warning in judged.warnings:
+        progress.log(f"warning: {warning}")
     public_ip = network.public_ip_needed(clients.ec2, where, image.region, bucket_region=bucket_region)
     launch = dataclasses.replace(
         options.launch,
@@ -459,7 +469,12 @@ def _launch(check: _ImageCheck) -> Report:
         if not launch.security_groups:
             progress.phase("creating security group", f"in {where.vpc_id}: HTTPS egress only")
             group_id = run_group.create_run_group(
-                clients.ec2, where.vpc_id, run_id, launch.tags, deadline=launch.deadline
+                clients.ec2,
+                where.vpc_id,
+                run_id,
+                launch.tags,
+                deadline=launch.deadline,
+                dns_servers=judged.dns.custom,
             )
             launch = dataclasses.replace(launch, security_groups=(group_id,))
         progress.phase("launching", f"{image.image_id} as {instance_type}, run {run_id}")
@@ -515,6 +530,7 @@ def _launch(check: _ImageCheck) -> Report:
             labelled = bundle_reports(prepared, bundle)
         report = merge(labelled, {"kind": "ami", "path": image.image_id})
         report.target["instance_id"] = instance_id
+        report.facts["network"] = judged.fact()
         return report
     finally:
         with guard.cleanup():

@@ -5,6 +5,7 @@ through (a warning, never a refusal), the default VPC's subnets; and the CLI's e
 from __future__ import annotations
 
 import re
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -33,15 +34,38 @@ class Vpc:
         self.table = ec2.create_route_table(VpcId=self.vpc)["RouteTable"]["RouteTableId"]
         ec2.associate_route_table(RouteTableId=self.table, SubnetId=self.subnet)
 
-    def endpoints(self, *services: str, private_dns: bool = True) -> None:
-        for service in services:
+    def endpoints(self, *services: str, private_dns: bool = True, group: str | None = None) -> list[str]:
+        """Interface endpoints as a working setup has them: private DNS needs the VPC's DNS hostnames
+        on (botocore's model of CreateVpcEndpoint; moto creates them whatever the attribute), and their
+        group takes HTTPS from the VPC (``group``: another one)."""
+        if private_dns:
+            self.ec2.modify_vpc_attribute(VpcId=self.vpc, EnableDnsHostnames={"Value": True})
+        if group is None:
+            group = self.ec2.create_security_group(
+                GroupName=f"endpoints-{uuid.uuid4().hex[:8]}", Description="endpoints", VpcId=self.vpc
+            )["GroupId"]
+            self.ec2.authorize_security_group_ingress(
+                GroupId=group,
+                IpPermissions=[
+                    {
+                        "IpProtocol": "tcp",
+                        "FromPort": 443,
+                        "ToPort": 443,
+                        "IpRanges": [{"CidrIp": "10.9.0.0/16"}],
+                    }
+                ],
+            )
+        return [
             self.ec2.create_vpc_endpoint(
                 VpcId=self.vpc,
                 ServiceName=service,
                 VpcEndpointType="Interface",
                 SubnetIds=[self.subnet],
                 PrivateDnsEnabled=private_dns,
-            )
+                SecurityGroupIds=[group],
+            )["VpcEndpoint"]["VpcEndpointId"]
+            for service in services
+        ]
 
     def s3_gateway(self, table: str | None = None) -> None:
         self.ec2.create_vpc_endpoint(
