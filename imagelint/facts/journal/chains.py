@@ -4,7 +4,7 @@ and the indexed match (journalctl's ``FIELD=value`` matches) built on them.
 A hash table's bucket heads a chain of objects whose hash falls in that bucket. Every object met
 on a chain must belong to that chain's bucket (a damaged stored hash could otherwise hide the very
 object sought: ``HashMismatch``), chains must move strictly forward through the file and are cut at
-``_MAX_CHAIN`` steps, so a loop is damage instead of a spin. A DATA object found is read with its
+``MAX_CHAIN`` steps, so a loop is damage instead of a spin. A DATA object found is read with its
 payload checked against its hash (see ``objects``), so a damaged one is never skipped as another
 value. A FIELD object's data list links the DATA objects of that field, newest (highest offset)
 first.
@@ -19,7 +19,7 @@ from imagelint.facts.journal.errors import CorruptJournal, HashMismatch
 from imagelint.facts.journal.format import FIELD_OBJECT, FIELD_PAYLOAD_OFFSET, HASH_ITEM, ObjectType
 from imagelint.facts.journal.objects import Value, decode
 
-_MAX_CHAIN = 1_000_000  # hash-chain steps before we call it a loop
+MAX_CHAIN = 1_000_000  # hash-chain steps before we call it a loop
 
 
 class HashChains(EntryArrays):
@@ -50,7 +50,7 @@ class HashChains(EntryArrays):
             if stored == h64 and self._checked_payload(off) == payload:
                 return off
             steps += 1
-            if (nxt and nxt <= off) or steps > _MAX_CHAIN:
+            if (nxt and nxt <= off) or steps > MAX_CHAIN:
                 raise CorruptJournal("data hash chain loops", offset=off)
             off = nxt
         return None
@@ -74,7 +74,7 @@ class HashChains(EntryArrays):
             if field == payload:  # the name sought, under another hash: a damaged hash or name
                 raise HashMismatch("FIELD object's payload does not match its hash", offset=off)
             steps += 1
-            if (nxt and nxt <= off) or steps > _MAX_CHAIN:
+            if (nxt and nxt <= off) or steps > MAX_CHAIN:
                 raise CorruptJournal("field hash chain loops", offset=off)
             off = nxt
         return None

@@ -25,7 +25,7 @@ from imagelint.facts.journal.format import (
     OBJECT_HEADER_SIZE,
     ObjectType,
 )
-from imagelint.facts.journal.objects import _IDS_KEPT, Value
+from imagelint.facts.journal.objects import IDS_KEPT, Value
 from imagelint.facts.journal.paged import PagedBuffer, regular_items, unpack_u32
 from imagelint.facts.journal.selection import FieldSelection
 
@@ -170,7 +170,7 @@ class EntryDecoder(FieldSelection):
 
     def _boot_objects(self) -> dict[int, bytes]:
         """The DATA objects of field ``_BOOT_ID`` (offset → the boot id named), from the FIELD's data
-        list, read once per file (one object per boot; at most ``_IDS_KEPT``) in a file closed cleanly
+        list, read once per file (one object per boot; at most ``IDS_KEPT``) in a file closed cleanly
         (the list of one torn or cut starts where nothing may be left). Damage on the list is a
         problem once, then entries go unchecked against it."""
         found: dict[int, bytes] = {}
@@ -185,7 +185,7 @@ class EntryDecoder(FieldSelection):
 
     def _walk_boot_ids(self, found: dict[int, bytes]) -> None:
         for off in self._field_data("_BOOT_ID"):
-            if len(found) >= _IDS_KEPT:
+            if len(found) >= IDS_KEPT:
                 break
             name, value = self._cache[off]
             if name != "_BOOT_ID":
@@ -197,7 +197,7 @@ class EntryDecoder(FieldSelection):
         memo = self._boot_hex
         boot_hex = memo.get(boot_id)
         if boot_hex is None:
-            if len(memo) >= _IDS_KEPT:
+            if len(memo) >= IDS_KEPT:
                 memo.clear()
             boot_hex = memo[boot_id] = boot_id.hex()
         return boot_hex

@@ -44,9 +44,9 @@ from imagelint.facts.journal.paged import PagedBuffer
 Value = str | bytes
 """A field value: ``str`` when the bytes are valid UTF-8, else the raw ``bytes``."""
 
-_CACHE_LIMIT = 200_000  # decoded shared DATA objects kept per file
-_CACHE_VALUE_LIMIT = 65_536  # larger values are decoded every time rather than kept
-_CACHE_BYTES = 16 * 1024 * 1024  # ... and the values kept add up to at most this much (then it starts over)
+CACHE_LIMIT = 200_000  # decoded shared DATA objects kept per file
+CACHE_VALUE_LIMIT = 65_536  # larger values are decoded every time rather than kept
+CACHE_BYTES = 16 * 1024 * 1024  # ... and the values kept add up to at most this much (then it starts over)
 MAX_VALUE = MAX_DECOMPRESSED
 """The largest DATA payload (``FIELD=value``, uncompressed) read; a larger one is a problem on its entry."""
 ENTRY_BUDGET = 2 * MAX_DECOMPRESSED
@@ -56,11 +56,11 @@ HASH_BUDGET = 4 * MAX_DECOMPRESSED
 """Bytes of DATA payloads one file read may hash to check them: pure Python hashes 4-5 MB/s, so at
 most about 15 s of CPU per file (a journald file is at most 128 MiB, its MESSAGEs a fraction of
 that); past it every further object is a problem: out of budget, never read unchecked."""
-_NAME_MAX = 256  # field names are at most 64 bytes in journald; longer "names" are not wanted by anyone
-_IDS_KEPT = 65_536  # boot ids, field names and verified DATA offsets remembered per file, then forgotten
+NAME_MAX = 256  # field names are at most 64 bytes in journald; longer "names" are not wanted by anyone
+IDS_KEPT = 65_536  # boot ids, field names and verified DATA offsets remembered per file, then forgotten
 _DATA = int(ObjectType.DATA)
-_U64_AT = struct.Struct("<Q")
-_DATA_N_ENTRIES = 56  # DataObject.n_entries
+U64_AT = struct.Struct("<Q")
+DATA_N_ENTRIES = 56  # DataObject.n_entries
 _DATA_NEXT_FIELD = 32  # DataObject.next_field_offset
 
 
@@ -191,11 +191,11 @@ class ObjectReader:
                 f"DATA object's payload does not match its hash (stored {stored:#018x}, "
                 f"payload hashes to {computed:#018x})"
             )
-            if len(self._damaged) < _IDS_KEPT:
+            if len(self._damaged) < IDS_KEPT:
                 self._damaged[off] = reason
             raise HashMismatch(reason, offset=off)
         verified = self._verified
-        if len(verified) >= _IDS_KEPT:
+        if len(verified) >= IDS_KEPT:
             verified.clear()
         verified.add(off)
 
@@ -208,13 +208,13 @@ class ObjectReader:
         return h, next_hash, entry_off, array_off, n_entries
 
     def _payload_head(self, off: int, flags: int, size: int) -> bytes:
-        """At least the first ``_NAME_MAX + 1`` bytes of a compressed DATA payload (all if shorter)."""
+        """At least the first ``NAME_MAX + 1`` bytes of a compressed DATA payload (all if shorter)."""
         if size - self._data_payload > MAX_VALUE:
             raise CorruptJournal(
                 f"DATA object of {size} bytes is larger than the {MAX_VALUE}-byte limit", offset=off
             )
         try:
-            return decompress_prefix(flags, self._buf[off + self._data_payload : off + size], _NAME_MAX + 1)
+            return decompress_prefix(flags, self._buf[off + self._data_payload : off + size], NAME_MAX + 1)
         except CorruptJournal as exc:
             raise CorruptJournal(exc.reason, offset=off) from None
 
@@ -223,8 +223,8 @@ class ObjectReader:
         name = names.get(raw_name)
         if name is None:
             name = raw_name.decode("utf-8", "surrogateescape")
-            if len(raw_name) <= _NAME_MAX:
-                if len(names) >= _IDS_KEPT:
+            if len(raw_name) <= NAME_MAX:
+                if len(names) >= IDS_KEPT:
                     names.clear()
                 names[raw_name] = name
         return name
@@ -251,17 +251,17 @@ class ObjectReader:
         if name is None:
             name = self._name(raw_name)
         value: Value
-        if n <= _CACHE_VALUE_LIMIT:
+        if n <= CACHE_VALUE_LIMIT:
             raw = payload[eq + 1 :]
             try:
                 value = raw.decode("utf-8")
             except UnicodeDecodeError:
                 value = raw
             kv = (name, value)
-            if verify and _U64_AT.unpack(buf[off + _DATA_N_ENTRIES : off + _DATA_N_ENTRIES + 8])[0] > 1:
+            if verify and U64_AT.unpack(buf[off + DATA_N_ENTRIES : off + DATA_N_ENTRIES + 8])[0] > 1:
                 cache = self._cache
                 self._cache_bytes += n
-                if len(cache) >= _CACHE_LIMIT or self._cache_bytes > _CACHE_BYTES:
+                if len(cache) >= CACHE_LIMIT or self._cache_bytes > CACHE_BYTES:
                     cache.clear()
                     self._cache_bytes = n
                 cache[off] = kv
@@ -284,7 +284,7 @@ class ObjectReader:
     def _next_field(self, off: int) -> int:
         """The next DATA object on the FIELD data list of the DATA object at ``off`` (0: none)."""
         at = off + _DATA_NEXT_FIELD
-        nxt: int = _U64_AT.unpack(self._buf[at : at + _U64_AT.size])[0]
+        nxt: int = U64_AT.unpack(self._buf[at : at + U64_AT.size])[0]
         return nxt
 
     def _hash(self, payload: bytes) -> int:

@@ -20,15 +20,15 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from imagelint.facts.journal.chains import _MAX_CHAIN, HashChains
+from imagelint.facts.journal.chains import MAX_CHAIN, HashChains
 from imagelint.facts.journal.errors import CorruptJournal, HashMismatch
 from imagelint.facts.journal.objects import (
-    _CACHE_BYTES,
-    _CACHE_LIMIT,
-    _CACHE_VALUE_LIMIT,
-    _DATA_N_ENTRIES,
-    _NAME_MAX,
-    _U64_AT,
+    CACHE_BYTES,
+    CACHE_LIMIT,
+    CACHE_VALUE_LIMIT,
+    DATA_N_ENTRIES,
+    NAME_MAX,
+    U64_AT,
     Value,
 )
 from imagelint.facts.journal.paged import PagedBuffer
@@ -100,7 +100,7 @@ class FieldSelection(HashChains):
         super().__init__(buf, name, file_size)
         self._selections: dict[frozenset[str], _Selection] = {}
         h = self.header
-        self._chain_limit = min(_MAX_CHAIN, h.n_data if h.n_data is not None else h.n_objects)
+        self._chain_limit = min(MAX_CHAIN, h.n_data if h.n_data is not None else h.n_objects)
 
     def _selection(self, fields: Collection[str]) -> _Selection:
         key = fields if type(fields) is frozenset else frozenset(fields)
@@ -133,7 +133,7 @@ class FieldSelection(HashChains):
                     if kv[0] != name:
                         self._checked_payload(off)  # a damaged name, or a damaged list
                         raise CorruptJournal(f"the data list of field {name} holds another field", offset=off)
-                    if len(kv[1]) <= _CACHE_VALUE_LIMIT:
+                    if len(kv[1]) <= CACHE_VALUE_LIMIT:
                         known[off] = kv
                         sel.size += len(kv[1])
                     else:
@@ -157,8 +157,8 @@ class FieldSelection(HashChains):
             elif (
                 sel.walked >= _WALK_CAP
                 or sel.reads >= _WALK_READS
-                or len(known) >= _CACHE_LIMIT
-                or sel.size > _CACHE_BYTES
+                or len(known) >= CACHE_LIMIT
+                or sel.size > CACHE_BYTES
             ):
                 sel.give_up_walking()
         except CorruptJournal:  # a broken list or a damaged object on it: probe every item instead
@@ -183,7 +183,7 @@ class FieldSelection(HashChains):
         damaged = self._damaged.get(off)
         if damaged is not None:  # met by a walk: its name is not to be trusted either
             raise HashMismatch(damaged, offset=off)
-        flags, size, raw = self._data_head(off, self._data_payload + _NAME_MAX + 1)
+        flags, size, raw = self._data_head(off, self._data_payload + NAME_MAX + 1)
         hit = self._cache.get(off)
         if hit is not None:
             wanted = hit[0] in sel.wanted
@@ -194,27 +194,27 @@ class FieldSelection(HashChains):
             # the name only: a large compressed value of an unwanted field is never decoded whole
             head = self._payload_head(off, flags, size)
             eq = head.find(b"=")
-            if eq == 0 or (eq < 0 and len(head) <= _NAME_MAX):
+            if eq == 0 or (eq < 0 and len(head) <= NAME_MAX):
                 raise CorruptJournal("DATA object payload is not FIELD=value", offset=off)
             wanted = eq > 0 and head[:eq] in sel.wanted_raw
         else:
-            start = self._data_payload  # in ``raw``, which holds the first _NAME_MAX + 1 bytes of payload
-            eq = raw.find(b"=", start, min(size, start + _NAME_MAX + 1))
-            if eq == start or (eq < 0 and size <= start + _NAME_MAX):
+            start = self._data_payload  # in ``raw``, which holds the first NAME_MAX + 1 bytes of payload
+            eq = raw.find(b"=", start, min(size, start + NAME_MAX + 1))
+            if eq == start or (eq < 0 and size <= start + NAME_MAX):
                 raise CorruptJournal("DATA object payload is not FIELD=value", offset=off)
-            # no "=" in the first _NAME_MAX bytes: a name longer than any wanted one
+            # no "=" in the first NAME_MAX bytes: a name longer than any wanted one
             wanted = eq > 0 and raw[start:eq] in sel.wanted_raw
         kv: tuple[str, Value] | bool = self._cache[off] if wanted else False
-        if _U64_AT.unpack_from(raw, _DATA_N_ENTRIES)[0] > 1:
+        if U64_AT.unpack_from(raw, DATA_N_ENTRIES)[0] > 1:
             known = sel.known
-            if len(known) >= _CACHE_LIMIT or sel.size > _CACHE_BYTES:
+            if len(known) >= CACHE_LIMIT or sel.size > CACHE_BYTES:
                 known.clear()
                 sel.unverified.clear()
                 sel.size = 0
                 sel.give_up_walking()
             if kv is False:
                 known[off] = kv
-            elif isinstance(kv, tuple) and len(kv[1]) <= _CACHE_VALUE_LIMIT:
+            elif isinstance(kv, tuple) and len(kv[1]) <= CACHE_VALUE_LIMIT:
                 known[off] = kv
                 sel.size += len(kv[1])
         return kv

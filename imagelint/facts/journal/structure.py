@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import struct
 
-from imagelint.facts.journal.entries import _ENTRY, MAX_ITEMS, REALTIME_MAX
+from imagelint.facts.journal.entries import MAX_ITEMS, REALTIME_MAX
 from imagelint.facts.journal.errors import CorruptJournal
 from imagelint.facts.journal.format import (
     DATA_PAYLOAD_OFFSET_REGULAR,
@@ -25,7 +25,7 @@ from imagelint.facts.journal.format import (
     ObjectType,
     State,
 )
-from imagelint.facts.journal.objects import _U64_AT, ObjectReader
+from imagelint.facts.journal.objects import U64_AT, ObjectReader
 from imagelint.facts.journal.paged import PagedBuffer, unpack_u32, unpack_u64
 
 _TAIL_CHECKED = 64  # the last entries whose headers the structure check reads (where a file tears)
@@ -39,6 +39,7 @@ _OBJECT_MINIMUM = {  # the smallest valid size of each object type (the compact 
     int(ObjectType.TAG): OBJECT_HEADER_SIZE,
 }
 _U32_AT = struct.Struct("<I")
+_ENTRY = int(ObjectType.ENTRY)
 
 
 class StructureCheck(ObjectReader):
@@ -98,7 +99,7 @@ class StructureCheck(ObjectReader):
         elif h.n_entries or h.entry_array_offset:
             raise CorruptJournal("the header counts entries but no objects")
         width = 4 if self.compact else 8
-        item = _U32_AT if self.compact else _U64_AT
+        item = _U32_AT if self.compact else U64_AT
         want = h.n_entries
         found = 0
         last_entry = 0
