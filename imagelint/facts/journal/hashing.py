@@ -6,7 +6,7 @@
   result (c) as the high and the second (b) as the low 32 bits; older files use it for the hash
   tables, and every file uses it for an entry's ``xor_hash``.
 
-The reader checks the hash of every DATA object it decodes (``reader``), so these run once per
+The reader checks the hash of every DATA object it decodes (``objects``), so these run once per
 object read: the message words are unpacked by ``struct`` a chunk at a time (memory stays flat
 whatever the payload's size) and the rounds are written out with local variables, which makes them
 about 1.5 times as fast as the textbook form. Known-answer vectors and real journals check them

@@ -3,9 +3,9 @@
 Every journal file is read this way, wherever it comes from: a disk image or a snapshot gives a
 stream (``pread(offset, length)``) and no descriptor at all, and a file on this host or in a
 directory image may be truncated while it is read, which a mapping answers with SIGBUS (see
-``reader``). :class:`PagedBuffer` offers the two operations the reader uses, slicing and ``find``,
-with at most ``MAX_CACHED`` bytes of pages kept (least recently used first out) so a full scan of any
-journal stays within a fixed memory budget. A slice larger than a few pages is read directly and not
+``reader``). :class:`PagedBuffer` offers the one operation the reader uses, slicing, with at most
+``MAX_CACHED`` bytes of pages kept (least recently used first out) so a full scan of any journal
+stays within a fixed memory budget. A slice larger than a few pages is read directly and not
 cached (the reader caps single values itself).
 
 Pages are small (8 KiB) because indexed reads jump: an analysis that follows a DATA object's entry
@@ -20,10 +20,15 @@ The size is fixed when the file is opened (a journal grows by appending; what a 
 is read by opening it again, see :mod:`imagelint.probes.journal`). A read that comes back short
 inside that size means the file shrank under the reader: it raises ``FileShrank`` rather than hand
 over fewer bytes.
+
+Runs of integers (entry-array items, an entry's items) are read with ``unpack_u32``,
+``unpack_u64`` and ``regular_items``: one slice of exactly the bytes they take, unpacked by a
+``struct`` layout made once per count (a hostile count costs one layout, not a cache of them).
 """
 
 from __future__ import annotations
 
+import struct
 from collections import OrderedDict
 
 from imagelint.facts.journal.errors import CorruptJournal, FileShrank
@@ -41,6 +46,10 @@ MAX_CACHED = 32 * 1024 * 1024
 journal files): a buffer that needs a page when the budget is spent evicts from the buffer holding
 the most, itself included, least recently used first."""
 _DIRECT = 32 * PAGE  # slices at least this long bypass the cache
+_STRUCTS_KEPT = 256  # struct layouts by item count, made when first needed: up to this count they are kept
+_U32: dict[int, struct.Struct] = {}
+_U64: dict[int, struct.Struct] = {}
+_ITEMS_REGULAR: dict[int, struct.Struct] = {}  # regular entry items: the object offsets, hashes skipped
 
 
 class PagedBuffer:
@@ -159,11 +168,6 @@ class PagedBuffer:
         except OSError:
             return False
 
-    def find(self, sub: bytes, start: int = 0, end: int | None = None) -> int:
-        end = self._size if end is None else min(end, self._size)
-        at = self[start:end].find(sub)
-        return -1 if at < 0 else start + at
-
     def close(self) -> None:
         PagedBuffer._cached -= len(self._pages)
         PagedBuffer._open.discard(self)
@@ -173,3 +177,34 @@ class PagedBuffer:
         if not self.closed:
             self.closed = True
             self._f.close()
+
+
+Buffer = bytes | PagedBuffer
+"""What integer runs are read from: a file's pages, or bytes already read from them."""
+
+
+def _layout(table: dict[int, struct.Struct], n: int, fmt: str) -> struct.Struct:
+    s = table.get(n)
+    if s is None:
+        s = struct.Struct("<" + fmt * n if len(fmt) > 1 else f"<{n}{fmt}")
+        if n <= _STRUCTS_KEPT:
+            table[n] = s
+    return s
+
+
+def unpack_u32(buf: Buffer, off: int, n: int) -> tuple[int, ...]:
+    """``n`` little-endian 32-bit integers at ``off``."""
+    s = _U32.get(n) or _layout(_U32, n, "I")
+    return s.unpack(buf[off : off + s.size])
+
+
+def unpack_u64(buf: Buffer, off: int, n: int) -> tuple[int, ...]:
+    """``n`` little-endian 64-bit integers at ``off``."""
+    s = _U64.get(n) or _layout(_U64, n, "Q")
+    return s.unpack(buf[off : off + s.size])
+
+
+def regular_items(buf: Buffer, off: int, n: int) -> tuple[int, ...]:
+    """The object offsets of ``n`` regular (16-byte: offset, hash) entry items at ``off``."""
+    s = _ITEMS_REGULAR.get(n) or _layout(_ITEMS_REGULAR, n, "Q8x")
+    return s.unpack(buf[off : off + s.size])

@@ -273,9 +273,9 @@ def test_hashing_past_the_budget_is_a_problem_not_an_unchecked_read(
 ) -> None:
     """Pure Python hashes a few MB/s: what one file read hashes is bounded, and past the bound the
     objects are a problem on the file (inconclusive), never read without their check."""
-    from imagelint.facts.journal import reader
+    from imagelint.facts.journal import objects
 
-    monkeypatch.setattr(reader, "HASH_BUDGET", 100)
+    monkeypatch.setattr(objects, "HASH_BUDGET", 100)
     path, _jb = _copy(written, "keyed", tmp_path)
     reason = _problem(path)
     assert "to check add up to more than the 100-byte limit" in reason, reason

@@ -1,4 +1,5 @@
-"""Decoding some fields only: the same values as a full decode, and no more DATA objects read than needed."""
+"""Decoding some fields only (``selection``): the same values as a full decode, and no more DATA objects
+read than needed."""
 
 from __future__ import annotations
 
@@ -7,8 +8,7 @@ import shutil
 
 import pytest
 
-from imagelint.facts.journal import JournalFile, analyze_restarts, open_directory
-from imagelint.facts.journal import reader as reader_mod
+from imagelint.facts.journal import JournalFile, analyze_restarts, open_directory, selection
 from imagelint.facts.journal.restarts import _FIELDS
 from tests.facts.journal.conftest import have_tools, journal_file
 from tests.facts.journal.exportgen import Host, write_journal
@@ -59,14 +59,14 @@ def test_restart_analysis_decodes_only_what_it_needs(journals, monkeypatch):
     """Structured records are read for their few shared values; MESSAGE only where a text pattern
     may apply (no MESSAGE_ID) and for the samples; every other DATA object stays unread."""
     decoded: list[str] = []
-    load = reader_mod.JournalFile._load_data
+    load = JournalFile._load_data
 
     def counting(self: JournalFile, off: int, verify: bool = True) -> tuple[str, object]:
         kv = load(self, off, verify)
         decoded.append(kv[0])
         return kv  # type: ignore[return-value]
 
-    monkeypatch.setattr(reader_mod.JournalFile, "_load_data", counting)
+    monkeypatch.setattr(JournalFile, "_load_data", counting)
     with open_directory(journals["keyed"]) as j:
         report = analyze_restarts(j)
         examined = j.scan.entries_examined
@@ -85,7 +85,7 @@ def test_a_walk_over_scattered_objects_stops_at_its_read_budget(tmp_path):
     host.new_boot(1_733_000_000_000_000)
     rng = random.Random(5)
     export = []
-    for i in range(3 * reader_mod._WALK_READS):
+    for i in range(3 * selection._WALK_READS):
         host.at(host.mono + 1000)
         export.append(host.service("app.service", "app", rng.randbytes(4500).hex(), 1000 + i))
     write_journal(b"".join(export), tmp_path, compress=False)
@@ -99,7 +99,7 @@ def test_a_walk_over_scattered_objects_stops_at_its_read_budget(tmp_path):
     sel = jf._selections[fields]
     assert not sel.closed and not sel.walk  # given up: every item probed from then on
     # one walk call (32 steps) may end past the budget, not more
-    assert reader_mod._WALK_READS <= sel.reads < reader_mod._WALK_READS + 40
-    assert sel.walked < 2 * reader_mod._WALK_READS
+    assert selection._WALK_READS <= sel.reads < selection._WALK_READS + 40
+    assert sel.walked < 2 * selection._WALK_READS
     full.close()
     jf.close()
