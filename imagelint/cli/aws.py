@@ -125,12 +125,21 @@ def ami_check(
         typer.Option("--report-bucket", help="S3 bucket for the instance's reports and the final report."),
     ] = None,
     report_prefix: ReportPrefixOpt = "imagelint/",
-    instance_type: Annotated[
-        str | None,
-        typer.Option("--instance-type", help="Default: t3.medium for x86_64 AMIs, t4g.medium for arm64."),
+    instance_types: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--instance-type",
+            help="Default: t3.medium for x86_64 AMIs, t4g.medium for arm64. Repeatable, in order of "
+            "preference: tried in turn when EC2 has no capacity.",
+        ),
     ] = None,
-    subnet: Annotated[
-        str | None, typer.Option("--subnet", help="Subnet id (default: the default VPC's).")
+    subnets: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--subnet",
+            help="Subnet id (default: the default VPC's). Repeatable (one VPC), in order of preference: "
+            "on a capacity error the launch moves to the next subnet's zone, then to the next type.",
+        ),
     ] = None,
     security_groups: Annotated[
         list[str] | None,
@@ -269,12 +278,14 @@ def ami_check(
         report_bucket=report_bucket,
         report_prefix=report_prefix,
         launch=LaunchSettings(
-            instance_type,
-            subnet,
+            instance_types[0] if instance_types else None,
+            subnets[0] if subnets else None,
             tuple(security_groups or ()),
             instance_profile,
             tags=parse_resource_tags(resource_tags or []),
             kms_key=volume_kms_key,
+            more_types=tuple((instance_types or [])[1:]),
+            more_subnets=tuple((subnets or [])[1:]),
         ),
         soak_seconds=parse_duration(soak, "--soak", allow_zero=True),
         soak_interval=parse_duration(soak_interval, "--soak-interval"),

@@ -59,8 +59,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from imagelint import __version__
+from imagelint.aws import capacity, run_group, run_profile
 from imagelint.aws import ec2 as ec2_ops
-from imagelint.aws import network, offerings, run_group, run_profile
 from imagelint.aws import ssm as ssm_ops
 from imagelint.aws.boot import BootWatch
 from imagelint.aws.clients import Clients, default_region
@@ -189,6 +189,7 @@ def run_ami(
         )
     if options.launch.instance_profile and options.create_profile:
         raise UsageError("give --instance-profile or --create-profile, not both")
+    capacity.preferences(options.launch)  # a type or subnet given twice, or too many: before any call
     check_hardening(options)
     prepared = prepare(options.run)  # once, and bad -f/--fail-on/--select refused before any launch
     pairs = resolve_images(options)
@@ -420,22 +421,20 @@ def _launch(check: _ImageCheck) -> Report:
         document=options.document[0],
         document_version=options.document[1],
     )
-    instance_type = preflight(clients, image, options, plan)
+    types, subnets = preflight(clients, image, options, plan)
     kms_key = volume_key(clients, image, options, progress)
-    where = network.placement(clients.ec2, options.launch.subnet)
     bucket_region = clients.presigner(options.report_bucket).region  # launch mode has a bucket
-    offerings.check_offered(clients.ec2, instance_type, where)
-    for warning in network.check_reachability(
-        clients.ec2, where, image.region, refuse=options.network_check, bucket_region=bucket_region
-    ):
-        progress.log(f"warning: {warning}")
-    public_ip = network.public_ip_needed(clients.ec2, where, image.region, bucket_region=bucket_region)
+    where = capacity.plan(
+        clients.ec2,
+        types,
+        subnets,
+        image.region,
+        bucket_region=bucket_region,
+        refuse=options.network_check,
+        log=progress.log,
+    )
     launch = dataclasses.replace(
-        options.launch,
-        instance_type=instance_type,
-        kms_key=kms_key,
-        public_ip=public_ip,
-        deadline=ec2_ops.deadline_after(options.per_image_seconds()),
+        options.launch, kms_key=kms_key, deadline=ec2_ops.deadline_after(options.per_image_seconds())
     )
     group_id: str | None = None
     instance_id: str | None = None
@@ -444,7 +443,10 @@ def _launch(check: _ImageCheck) -> Report:
     try:
         # inside the try: an endpoint that launched anyway is cleaned up by the run tag
         progress.phase("dry run", f"RunInstances of {image.image_id} (policies, SCPs, tag policies)")
-        ec2_ops.dry_run_launch(clients.ec2, image, launch, run_id, deadline=options.per_image_seconds())
+        for candidate in where.candidates:  # an SCP may allow some types or subnets only
+            ec2_ops.dry_run_launch(
+                clients.ec2, image, candidate.applied(launch), run_id, deadline=options.per_image_seconds()
+            )
         if options.create_profile:
             progress.phase("creating instance profile", options.namespace.name(run_id))
             profile = run_profile.create_run_profile(
@@ -462,14 +464,20 @@ def _launch(check: _ImageCheck) -> Report:
                 clients.ec2, where.vpc_id, run_id, launch.tags, deadline=launch.deadline
             )
             launch = dataclasses.replace(launch, security_groups=(group_id,))
-        progress.phase("launching", f"{image.image_id} as {instance_type}, run {run_id}")
-        instance_id = run_profile.launch_retrying(
-            lambda: ec2_ops.launch_instance(
-                clients.ec2, image, launch, run_id, deadline=options.per_image_seconds()
-            ),
-            poll=timing.poll,
-            tries=run_profile.PROFILE_TRIES if options.create_profile else 1,
-        )
+        first = where.candidates[0]
+        progress.phase("launching", f"{image.image_id} as {first.label}, run {run_id}")
+
+        def launch_at(candidate: capacity.Candidate) -> str:
+            settings = candidate.applied(launch)
+            return run_profile.launch_retrying(
+                lambda: ec2_ops.launch_instance(
+                    clients.ec2, image, settings, run_id, deadline=options.per_image_seconds()
+                ),
+                poll=timing.poll,
+                tries=run_profile.PROFILE_TRIES if options.create_profile else 1,
+            )
+
+        instance_id, attempts = capacity.launch_across(where.candidates, launch_at, progress.log)
         progress.log(f"launched {instance_id} (run {run_id})")
         ec2_ops.wait_running(clients.ec2, instance_id, poll=timing.poll, timeout=timing.running_timeout)
         progress.phase("waiting for SSM", instance_id)
@@ -515,6 +523,7 @@ def _launch(check: _ImageCheck) -> Report:
             labelled = bundle_reports(prepared, bundle)
         report = merge(labelled, {"kind": "ami", "path": image.image_id})
         report.target["instance_id"] = instance_id
+        report.facts["launch"] = {"attempts": [a.to_dict() for a in attempts]}
         return report
     finally:
         with guard.cleanup():
@@ -722,8 +731,9 @@ def _session(
 
 def preflight(
     clients: Clients, image: ec2_ops.ImageInfo, options: AmiOptions, plan: ssm_ops.RemotePlan
-) -> str:
-    """The launch-mode checks (:mod:`imagelint.aws.preflight`); returns the instance type to launch."""
+) -> tuple[list[str], list[str | None]]:
+    """The launch-mode checks (:mod:`imagelint.aws.preflight`); returns the instance types to launch
+    and the subnets (None: a default one), each in order of preference."""
     from imagelint.aws import kms
     from imagelint.aws import preflight as checks
 
@@ -737,9 +747,12 @@ def preflight(
     )
     if options.launch.instance_profile:
         checks.check_instance_profile(clients.get("iam"), options.launch.instance_profile)
-    checks.check_subnet(clients.ec2, options.launch.subnet)
+    types, subnets = capacity.preferences(options.launch)
+    for subnet in subnets:
+        checks.check_subnet(clients.ec2, subnet)
     kms.check_image(clients, image.image_id, image.snapshots, kms.LAUNCH, mappings=image.mappings)
-    return ec2_ops.instance_type_for(clients.ec2, image, options.launch)
+    given = [dataclasses.replace(options.launch, instance_type=t) for t in types]
+    return [ec2_ops.instance_type_for(clients.ec2, image, settings) for settings in given], subnets
 
 
 def volume_key(

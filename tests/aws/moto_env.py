@@ -68,10 +68,12 @@ still uses answers ``DependencyViolation`` (moto deletes it), and so do the next
 requests after that (the terminated instance's network interface holding the group for a while); the
 next ``env.profile_lag`` ``RunInstances`` that name an instance profile answer ``InvalidParameterValue``
 ``Invalid IAM Instance Profile name`` (IAM's eventual consistency: EC2 does not know a profile for some
-seconds after its creation); ``env.on_call[action]`` is called with each EC2 request's form before it is
-forwarded; an access key in ``env.expired_keys`` gets ``ExpiredToken`` for any request;
-``env.seen_keys`` lists the access key of every request, ``env.seen_calls`` each with its query-protocol
-``Action``.
+seconds after its creation); ``env.launch_faults[(subnet, instance_type)] = code`` answers every
+RunInstances (not its DryRun) launching that type in that subnet (``"*"``: any subnet, none given too)
+with that error, as EC2 answers ``InsufficientInstanceCapacity`` and moto never does;
+``env.on_call[action]`` is called with each EC2 request's form before it is forwarded; an access
+key in ``env.expired_keys`` gets ``ExpiredToken`` for any request; ``env.seen_keys`` lists the
+access key of every request, ``env.seen_calls`` each with its query-protocol ``Action``.
 S3 and SSM answers per host (issue 48): ``env.s3_faults[instance_id] = (status, code)`` answers every
 GET of that instance's bundle with that S3 error (``InternalError`` 500, ``SlowDown`` 503,
 ``ExpiredToken``, ``KMS.DisabledException``, ``AccessDenied`` from KMS; the paths asked are in
@@ -714,6 +716,7 @@ class MotoEnv:
         self.answered_throttled: list[str] = []
         self.group_held = 0  # DependencyViolation answers to DeleteSecurityGroup after termination
         self.profile_lag = 0  # RunInstances answered "Invalid IAM Instance Profile" (a new profile)
+        self.launch_faults: dict[tuple[str, str], str] = {}  # (subnet or "*", type) → RunInstances error
         self.on_call: dict[str, Callable[[dict[str, list[str]]], None]] = {}
         self.expired_keys: set[str] = set()
         self.seen_keys: list[str] = []
@@ -813,6 +816,9 @@ class MotoEnv:
                 f"Value ({profile}) for parameter iamInstanceProfile.name is invalid. "
                 "Invalid IAM Instance Profile name",
             )
+        launch_fault = self._launch_fault(form) if action == "RunInstances" else None
+        if launch_fault:
+            return _ec2_error(launch_fault, "We currently do not have sufficient capacity (injected).")
         if self.take_throttle(action):
             scope = re.search(r"Credential=[^/]+/[^/]+/[^/]+/([^/]+)/", authorization)
             ec2 = scope is None or scope.group(1) == "ec2"
@@ -827,6 +833,14 @@ class MotoEnv:
                 kind = "InvalidVolume.NotFound" if ids[0].startswith("vol-") else "InvalidInstanceID.NotFound"
                 return _ec2_error(kind, f"The ID '{ids[0]}' does not exist")
         return None
+
+    def _launch_fault(self, form: dict[str, list[str]]) -> str | None:
+        """The error :attr:`launch_faults` gives this RunInstances (never to its DryRun), or None."""
+        if not self.launch_faults or dry_run(form):
+            return None
+        subnet = (form.get("SubnetId") or form.get("NetworkInterface.1.SubnetId") or [""])[0]
+        kind = (form.get("InstanceType") or [""])[0]
+        return self.launch_faults.get((subnet, kind)) or self.launch_faults.get(("*", kind))
 
     def take_throttle(self, action: str) -> bool:
         """Whether to answer this call of ``action`` throttled (:attr:`throttle_calls` counts down)."""
