@@ -18,6 +18,8 @@ from imagelint.cli.application import MARKUP, app, friendly
 from imagelint.cli.helptext import SUCCESS, command, command_help, expand
 from imagelint.cli.options import (
     ConcurrencyOpt,
+    DocumentOpt,
+    KeepBundlesOpt,
     PollOpt,
     ProfileNamespaceOpt,
     RegionOpt,
@@ -192,14 +194,8 @@ def ami_check(
             "boundary.",
         ),
     ] = None,
-    document: Annotated[
-        str | None,
-        typer.Option(
-            "--document",
-            help="NAME[:VERSION]: send this SSM document (default AWS-RunShellScript), e.g. your "
-            "organization's pinned copy; it must take AWS-RunShellScript's parameters.",
-        ),
-    ] = None,
+    document: DocumentOpt = None,
+    keep_bundles: KeepBundlesOpt = False,
     profile_namespace: ProfileNamespaceOpt = None,
     skip_network_check: Annotated[
         bool,
@@ -266,7 +262,7 @@ def ami_check(
     from imagelint.aws.ec2 import LaunchSettings, parse_resource_tags
     from imagelint.aws.policy import Namespace
     from imagelint.aws.snapshot import SnapshotSettings
-    from imagelint.aws.ssm import DOCUMENT, parse_document
+    from imagelint.aws.ssm import parse_document
     from imagelint.commands.ami import AmiOptions, Timing, run_ami
     from imagelint.durations import parse_duration
 
@@ -302,7 +298,8 @@ def ami_check(
         create_profile=create_instance_profile,
         network_check=not skip_network_check,
         permissions_boundary=permissions_boundary,
-        document=parse_document(document) if document else (DOCUMENT, None),
+        document=parse_document(document),
+        keep_bundles=keep_bundles,
         namespace=Namespace.parse(profile_namespace) if profile_namespace else Namespace(),
     )
     raise typer.Exit(int(run_ami(options).exit_code))
@@ -547,14 +544,8 @@ def fleet(
             "of unknown expiry counts as one hour. Default: $AWS_CREDENTIAL_EXPIRATION.",
         ),
     ] = None,
-    keep_bundles: Annotated[
-        bool,
-        typer.Option(
-            "--keep-bundles",
-            help="Leave each instance's bundle in the bucket once read (by default it is deleted: it "
-            "holds files such as the image's /etc/shadow).",
-        ),
-    ] = False,
+    keep_bundles: KeepBundlesOpt = False,
+    document: DocumentOpt = None,
     bucket_owner: Annotated[
         str | None,
         typer.Option(
@@ -592,6 +583,7 @@ def fleet(
           --soak 5m -f json:fleet.json
     """
     from imagelint.aws.credentials import parse_expiry
+    from imagelint.aws.ssm import parse_document
     from imagelint.commands.fleet import FleetOptions, run_fleet
     from imagelint.durations import parse_duration
 
@@ -611,6 +603,7 @@ def fleet(
         allow_unmanaged=allow_unmanaged,
         credentials_expire_at=parse_expiry(credentials_expire_at),
         keep_bundles=keep_bundles,
+        document=parse_document(document),
         bucket_owner=bucket_owner or "",
         sse_kms_key=sse_kms_key or "",
     )

@@ -125,6 +125,7 @@ class AmiOptions:
     network_check: bool = True  # --skip-network-check: a refused path is a warning
     permissions_boundary: str | None = None  # --permissions-boundary: of --create-profile's role
     document: tuple[str, str | None] = (ssm_ops.DOCUMENT, None)  # --document NAME[:VERSION]
+    keep_bundles: bool = False  # --keep-bundles: leave the instance's bundle in the bucket once read
     namespace: Namespace = field(default_factory=Namespace)  # --profile-namespace /PATH/PREFIX
 
     def per_image_seconds(self) -> float:
@@ -401,6 +402,8 @@ class _ImageCheck:
 
 
 def _launch(check: _ImageCheck) -> Report:
+    from imagelint.aws.kms import caller_account
+
     clients, image, options, prepared = check.clients, check.image, check.options, check.prepared
     run_id, guard, progress, teardown = check.run_id, check.guard, check.progress, check.teardown
     timing = options.timing
@@ -420,6 +423,7 @@ def _launch(check: _ImageCheck) -> Report:
         soak_interval=options.soak_interval,
         document=options.document[0],
         document_version=options.document[1],
+        bucket_owner=caller_account(clients),  # ExpectedBucketOwner on every request on the bucket
     )
     types, subnets = preflight(clients, image, options, plan)
     kms_key = volume_key(clients, image, options, progress)
@@ -519,11 +523,16 @@ def _launch(check: _ImageCheck) -> Report:
         progress.phase("collecting", f"s3://{plan.bucket}/{plan.key(instance_id, ssm_ops.BUNDLE)}")
         with tempfile.TemporaryDirectory(prefix="imagelint-run-") as scratch:
             bundle = ssm_ops.fetch_bundle(clients.s3, plan, instance_id, invocation, Path(scratch))
+            left = None if options.keep_bundles else ssm_ops.discard_bundle(clients.s3, plan, instance_id)
+            if left:
+                progress.log(f"warning: {left}")
             progress.phase("analysing", f"{bundle.stat().st_size:,} bytes from {instance_id}")
             labelled = bundle_reports(prepared, bundle)
         report = merge(labelled, {"kind": "ami", "path": image.image_id})
         report.target["instance_id"] = instance_id
         report.facts["launch"] = {"attempts": [a.to_dict() for a in attempts]}
+        if left:
+            report.warnings.append(ReportError(left, where="bundle"))
         return report
     finally:
         with guard.cleanup():

@@ -77,12 +77,13 @@ access key of every request, ``env.seen_calls`` each with its query-protocol ``A
 S3 and SSM answers per host (issue 48): ``env.s3_faults[instance_id] = (status, code)`` answers every
 GET of that instance's bundle with that S3 error (``InternalError`` 500, ``SlowDown`` 503,
 ``ExpiredToken``, ``KMS.DisabledException``, ``AccessDenied`` from KMS; the paths asked are in
-``env.s3_gets``); ``env.ssm_refuse[operation] = [code, n]`` answers the next ``n`` calls of that SSM
-operation (``-1``: every one) with that error; an instance in ``env.lost_send_replies`` has its next
-``SendCommand`` carried out and its reply lost (the connection closed unanswered). What S3 and a central
-bucket's policy refuse and moto does not: ``env.bucket_owners[bucket] = account`` refuses (403) a request
-whose ``x-amz-expected-bucket-owner`` names another account and records each request on that bucket
-in ``env.s3_requests`` (method, path, the owner it expected); a bucket in ``env.sse_kms_required`` /
+``env.s3_gets``); ``env.bundle_delete_fault = (status, code)`` answers every DELETE of a bundle;
+``env.ssm_refuse[operation] = [code, n]`` answers the next ``n`` calls of that SSM operation (``-1``:
+every one) with that error; an instance in ``env.lost_send_replies`` has its next ``SendCommand``
+carried out and its reply lost (the connection closed unanswered). What S3 and a central bucket's policy
+refuse and moto does not: ``env.bucket_owners[bucket] = account`` refuses (403) a request whose
+``x-amz-expected-bucket-owner`` names another account and records each request on that bucket in
+``env.s3_requests`` (method, path, the owner it expected); a bucket in ``env.sse_kms_required`` /
 ``env.full_control_required`` refuses an upload without ``x-amz-server-side-encryption: aws:kms`` /
 ``x-amz-acl: bucket-owner-full-control``.
 
@@ -735,6 +736,7 @@ class MotoEnv:
         # instance id → (HTTP status, S3 error code) answered to every GET of that instance's bundle
         self.s3_faults: dict[str, tuple[int, str]] = {}
         self.s3_gets: list[str] = []  # the paths of the bundle GETs the front answered with a fault
+        self.bundle_delete_fault: tuple[int, str] | None = None  # answered to every DELETE of a bundle
         # SSM operation → [error code, how many answers left (-1: every one)]
         self.ssm_refuse: dict[str, list[Any]] = {}
         self.lost_send_replies: set[str] = set()  # instances whose next SendCommand's reply is lost
@@ -768,7 +770,10 @@ class MotoEnv:
         return None
 
     def s3_fault(self, method: str, path: str) -> tuple[int, str] | None:
-        """The injected answer to an S3 request, or None (a GET of a faulty instance's bundle only)."""
+        """The injected answer to an S3 request, or None (a GET of a faulty instance's bundle, and
+        :attr:`bundle_delete_fault` to a DELETE of any bundle)."""
+        if method == "DELETE" and "/bundle.tar.gz" in path:
+            return self.bundle_delete_fault
         if method != "GET" or "/bundle.tar.gz" not in path:
             return None
         for iid, fault in self.s3_faults.items():
