@@ -14,10 +14,12 @@ SCPs and tag policies (:func:`imagelint.aws.ec2.dry_run_launch`), all before any
 Launch mode (default), per AMI: describe and check the image → launch one throwaway instance
 (IMDSv2 required, terminates on shutdown, tagged ``imagelint:run=<run id>`` with its volumes, in the
 run's own HTTPS-egress-only security group unless ``--security-group`` is given:
-:mod:`imagelint.aws.run_group`) →
+:mod:`imagelint.aws.run_group`; moved to the next subnet or instance type when EC2 has no
+capacity: :mod:`imagelint.aws.capacity`) →
 wait until running and Online in SSM → send the POSIX-shell collector (:mod:`imagelint.aws.ssm`,
 :mod:`imagelint.collector`): it gathers what the loaded rules read, ``systemctl show`` and the soak's
-samples into a bundle and uploads it to a presigned URL → download the bundle and analyse it here,
+samples into a bundle and uploads it to a presigned URL → download the bundle (deleted from the
+bucket once read unless ``--keep-bundles``; a refused delete is a warning) and analyse it here,
 with the local config and packs (:mod:`imagelint.bundle`) → terminate. Volume mode: create a volume from the
 root snapshot in this runner's zone, attach, mount read-only, audit offline, unmount, detach, delete.
 Snapshot mode (the offline mode to use; volume mode stays for accounts that forbid the EBS direct

@@ -104,4 +104,5 @@ def test_fleet_document_is_what_the_policy_follows(
 
 def test_a_malformed_fleet_document_is_one_line_exit_2() -> None:
     proc = run_cli("fleet", "--target", "tag:Role=x", "--report-bucket", "b", "--document", "Org-Run:v3")
-    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--document" in proc.stderr, proc.stderr
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "--document 'Org-Run:v3': give NAME[:VERSION]" in proc.stderr  # parse_document's line
