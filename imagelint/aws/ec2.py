@@ -162,6 +162,9 @@ class LaunchSettings:
     kms_key: str | None = None  # --volume-kms-key (its ARN once checked): every volume encrypted with it
     public_ip: bool | None = None  # False: no public IPv4 even if the subnet maps one (None: its default)
     deadline: str = ""  # the deadline tag of what the run creates (deadline_after; "": DEFAULT_LIFETIME)
+    # --instance-type and --subnet given again: tried in order when EC2 has no room (imagelint.aws.capacity)
+    more_types: tuple[str, ...] = ()
+    more_subnets: tuple[str, ...] = ()
 
 
 OWN_TAGS = 4  # the most tags a run puts on one resource itself (run, deadline, Name and one more)

@@ -76,10 +76,13 @@ _DOCUMENT_NAME = re.compile(r"[a-zA-Z0-9_.-]{3,128}")  # SSM's document name pat
 _DOCUMENT_VERSION = re.compile(r"([1-9][0-9]*|\$DEFAULT|\$LATEST)")
 
 
-def parse_document(text: str) -> tuple[str, str | None]:
-    """``--document NAME[:VERSION]`` → (NAME, VERSION or None); a UsageError (exit 2) naming the
-    option otherwise. The document must take the parameters AWS-RunShellScript takes (``commands``,
-    ``executionTimeout``): a copy of it pinned by an organization, for one."""
+def parse_document(text: str | None) -> tuple[str, str | None]:
+    """``--document NAME[:VERSION]`` → (NAME, VERSION or None), :data:`DOCUMENT` when not given; a
+    UsageError (exit 2) naming the option otherwise. The document must take the parameters
+    AWS-RunShellScript takes (``commands``, ``executionTimeout``): a copy of it pinned by an
+    organization, for one."""
+    if text is None:
+        return DOCUMENT, None
     name, sep, version = text.partition(":")
     if not _DOCUMENT_NAME.fullmatch(name) or (sep and not _DOCUMENT_VERSION.fullmatch(version)):
         raise UsageError(
@@ -415,3 +418,14 @@ def delete_bundle(s3: Any, plan: RemotePlan, instance_id: str) -> None:
     """Delete the instance's bundle (it holds files such as the image's ``/etc/shadow``) once it has
     been read; an AwsError when S3 refuses."""
     call(s3.delete_object, Bucket=plan.bucket, Key=plan.key(instance_id, BUNDLE), **owner_params(plan))
+
+
+def discard_bundle(s3: Any, plan: RemotePlan, instance_id: str) -> str | None:
+    """:func:`delete_bundle`, once the bundle has been read (``ami check`` and ``fleet``, unless
+    ``--keep-bundles``); when S3 refuses, the warning line naming the object left (the report is not
+    lost for it), else None."""
+    try:
+        delete_bundle(s3, plan, instance_id)
+    except AwsError as exc:
+        return f"could not delete s3://{plan.bucket}/{plan.key(instance_id, BUNDLE)}: {exc.message}"
+    return None

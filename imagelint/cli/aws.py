@@ -18,6 +18,8 @@ from imagelint.cli.application import MARKUP, app, friendly
 from imagelint.cli.helptext import SUCCESS, command, command_help, expand
 from imagelint.cli.options import (
     ConcurrencyOpt,
+    DocumentOpt,
+    KeepBundlesOpt,
     PollOpt,
     ProfileNamespaceOpt,
     RegionOpt,
@@ -125,12 +127,21 @@ def ami_check(
         typer.Option("--report-bucket", help="S3 bucket for the instance's reports and the final report."),
     ] = None,
     report_prefix: ReportPrefixOpt = "imagelint/",
-    instance_type: Annotated[
-        str | None,
-        typer.Option("--instance-type", help="Default: t3.medium for x86_64 AMIs, t4g.medium for arm64."),
+    instance_types: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--instance-type",
+            help="Default: t3.medium for x86_64 AMIs, t4g.medium for arm64. Repeatable, in order of "
+            "preference: tried in turn when EC2 has no capacity.",
+        ),
     ] = None,
-    subnet: Annotated[
-        str | None, typer.Option("--subnet", help="Subnet id (default: the default VPC's).")
+    subnets: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--subnet",
+            help="Subnet id (default: the default VPC's). Repeatable (one VPC), in order of preference: "
+            "on a capacity error the launch moves to the next subnet's zone, then to the next type.",
+        ),
     ] = None,
     security_groups: Annotated[
         list[str] | None,
@@ -183,14 +194,8 @@ def ami_check(
             "boundary.",
         ),
     ] = None,
-    document: Annotated[
-        str | None,
-        typer.Option(
-            "--document",
-            help="NAME[:VERSION]: send this SSM document (default AWS-RunShellScript), e.g. your "
-            "organization's pinned copy; it must take AWS-RunShellScript's parameters.",
-        ),
-    ] = None,
+    document: DocumentOpt = None,
+    keep_bundles: KeepBundlesOpt = False,
     profile_namespace: ProfileNamespaceOpt = None,
     skip_network_check: Annotated[
         bool,
@@ -257,7 +262,7 @@ def ami_check(
     from imagelint.aws.ec2 import LaunchSettings, parse_resource_tags
     from imagelint.aws.policy import Namespace
     from imagelint.aws.snapshot import SnapshotSettings
-    from imagelint.aws.ssm import DOCUMENT, parse_document
+    from imagelint.aws.ssm import parse_document
     from imagelint.commands.ami import AmiOptions, Timing, run_ami
     from imagelint.durations import parse_duration
 
@@ -269,12 +274,14 @@ def ami_check(
         report_bucket=report_bucket,
         report_prefix=report_prefix,
         launch=LaunchSettings(
-            instance_type,
-            subnet,
+            instance_types[0] if instance_types else None,
+            subnets[0] if subnets else None,
             tuple(security_groups or ()),
             instance_profile,
             tags=parse_resource_tags(resource_tags or []),
             kms_key=volume_kms_key,
+            more_types=tuple((instance_types or [])[1:]),
+            more_subnets=tuple((subnets or [])[1:]),
         ),
         soak_seconds=parse_duration(soak, "--soak", allow_zero=True),
         soak_interval=parse_duration(soak_interval, "--soak-interval"),
@@ -291,7 +298,8 @@ def ami_check(
         create_profile=create_instance_profile,
         network_check=not skip_network_check,
         permissions_boundary=permissions_boundary,
-        document=parse_document(document) if document else (DOCUMENT, None),
+        document=parse_document(document),
+        keep_bundles=keep_bundles,
         namespace=Namespace.parse(profile_namespace) if profile_namespace else Namespace(),
     )
     raise typer.Exit(int(run_ami(options).exit_code))
@@ -536,14 +544,8 @@ def fleet(
             "of unknown expiry counts as one hour. Default: $AWS_CREDENTIAL_EXPIRATION.",
         ),
     ] = None,
-    keep_bundles: Annotated[
-        bool,
-        typer.Option(
-            "--keep-bundles",
-            help="Leave each instance's bundle in the bucket once read (by default it is deleted: it "
-            "holds files such as the image's /etc/shadow).",
-        ),
-    ] = False,
+    keep_bundles: KeepBundlesOpt = False,
+    document: DocumentOpt = None,
     bucket_owner: Annotated[
         str | None,
         typer.Option(
@@ -581,6 +583,7 @@ def fleet(
           --soak 5m -f json:fleet.json
     """
     from imagelint.aws.credentials import parse_expiry
+    from imagelint.aws.ssm import parse_document
     from imagelint.commands.fleet import FleetOptions, run_fleet
     from imagelint.durations import parse_duration
 
@@ -600,6 +603,7 @@ def fleet(
         allow_unmanaged=allow_unmanaged,
         credentials_expire_at=parse_expiry(credentials_expire_at),
         keep_bundles=keep_bundles,
+        document=parse_document(document),
         bucket_owner=bucket_owner or "",
         sse_kms_key=sse_kms_key or "",
     )

@@ -253,3 +253,21 @@ ProfileNamespaceOpt = Annotated[
 ]
 ReportPrefixOpt = Annotated[str, typer.Option("--report-prefix", help="Key prefix in the report bucket.")]
 SoakIntervalOpt = Annotated[str, typer.Option("--soak-interval", help="Time between soak samples.")]
+DocumentOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--document",
+        metavar="NAME[:VERSION]",
+        help="Send this SSM document (default AWS-RunShellScript), e.g. your organization's pinned copy; "
+        "it must take AWS-RunShellScript's parameters. The runner policy must name it (ami policies "
+        "--document).",
+    ),
+]
+KeepBundlesOpt = Annotated[
+    bool,
+    typer.Option(
+        "--keep-bundles",
+        help="Leave each instance's bundle in the bucket once read (by default it is deleted: it holds "
+        "files such as the image's /etc/shadow).",
+    ),
+]

@@ -14,10 +14,12 @@ SCPs and tag policies (:func:`imagelint.aws.ec2.dry_run_launch`), all before any
 Launch mode (default), per AMI: describe and check the image → launch one throwaway instance
 (IMDSv2 required, terminates on shutdown, tagged ``imagelint:run=<run id>`` with its volumes, in the
 run's own HTTPS-egress-only security group unless ``--security-group`` is given:
-:mod:`imagelint.aws.run_group`) →
+:mod:`imagelint.aws.run_group`; moved to the next subnet or instance type when EC2 has no
+capacity: :mod:`imagelint.aws.capacity`) →
 wait until running and Online in SSM → send the POSIX-shell collector (:mod:`imagelint.aws.ssm`,
 :mod:`imagelint.collector`): it gathers what the loaded rules read, ``systemctl show`` and the soak's
-samples into a bundle and uploads it to a presigned URL → download the bundle and analyse it here,
+samples into a bundle and uploads it to a presigned URL → download the bundle (deleted from the
+bucket once read unless ``--keep-bundles``; a refused delete is a warning) and analyse it here,
 with the local config and packs (:mod:`imagelint.bundle`) → terminate. Volume mode: create a volume from the
 root snapshot in this runner's zone, attach, mount read-only, audit offline, unmount, detach, delete.
 Snapshot mode (the offline mode to use; volume mode stays for accounts that forbid the EBS direct
@@ -59,8 +61,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from imagelint import __version__
+from imagelint.aws import capacity, run_group, run_profile
 from imagelint.aws import ec2 as ec2_ops
-from imagelint.aws import network, network_rules, offerings, run_group, run_profile
 from imagelint.aws import ssm as ssm_ops
 from imagelint.aws.boot import BootWatch
 from imagelint.aws.clients import Clients, default_region
@@ -125,6 +127,7 @@ class AmiOptions:
     network_check: bool = True  # --skip-network-check: a refused path is a warning
     permissions_boundary: str | None = None  # --permissions-boundary: of --create-profile's role
     document: tuple[str, str | None] = (ssm_ops.DOCUMENT, None)  # --document NAME[:VERSION]
+    keep_bundles: bool = False  # --keep-bundles: leave the instance's bundle in the bucket once read
     namespace: Namespace = field(default_factory=Namespace)  # --profile-namespace /PATH/PREFIX
 
     def per_image_seconds(self) -> float:
@@ -189,6 +192,7 @@ def run_ami(
         )
     if options.launch.instance_profile and options.create_profile:
         raise UsageError("give --instance-profile or --create-profile, not both")
+    capacity.preferences(options.launch)  # a type or subnet given twice, or too many: before any call
     check_hardening(options)
     prepared = prepare(options.run)  # once, and bad -f/--fail-on/--select refused before any launch
     pairs = resolve_images(options)
@@ -400,6 +404,8 @@ class _ImageCheck:
 
 
 def _launch(check: _ImageCheck) -> Report:
+    from imagelint.aws.kms import caller_account
+
     clients, image, options, prepared = check.clients, check.image, check.options, check.prepared
     run_id, guard, progress, teardown = check.run_id, check.guard, check.progress, check.teardown
     timing = options.timing
@@ -419,33 +425,24 @@ def _launch(check: _ImageCheck) -> Report:
         soak_interval=options.soak_interval,
         document=options.document[0],
         document_version=options.document[1],
+        bucket_owner=caller_account(clients),  # ExpectedBucketOwner on every request on the bucket
     )
-    instance_type = preflight(clients, image, options, plan)
+    types, subnets = preflight(clients, image, options, plan)
     kms_key = volume_key(clients, image, options, progress)
-    where = network.placement(clients.ec2, options.launch.subnet)
     bucket_region = clients.presigner(options.report_bucket).region  # launch mode has a bucket
-    offerings.check_offered(clients.ec2, instance_type, where)
-    for warning in network.check_reachability(
-        clients.ec2, where, image.region, refuse=options.network_check, bucket_region=bucket_region
-    ):
-        progress.log(f"warning: {warning}")
-    judged = network_rules.check_filters(
+    where = capacity.plan(
         clients.ec2,
-        where,
+        types,
+        subnets,
         image.region,
+        bucket_region=bucket_region,
         groups=options.launch.security_groups,
         refuse=options.network_check,
-        bucket_region=bucket_region,
+        log=progress.log,
     )
-    for warning in judged.warnings:
-        progress.log(f"warning: {warning}")
-    public_ip = network.public_ip_needed(clients.ec2, where, image.region, bucket_region=bucket_region)
+    judged = where.judged
     launch = dataclasses.replace(
-        options.launch,
-        instance_type=instance_type,
-        kms_key=kms_key,
-        public_ip=public_ip,
-        deadline=ec2_ops.deadline_after(options.per_image_seconds()),
+        options.launch, kms_key=kms_key, deadline=ec2_ops.deadline_after(options.per_image_seconds())
     )
     group_id: str | None = None
     instance_id: str | None = None
@@ -454,7 +451,10 @@ def _launch(check: _ImageCheck) -> Report:
     try:
         # inside the try: an endpoint that launched anyway is cleaned up by the run tag
         progress.phase("dry run", f"RunInstances of {image.image_id} (policies, SCPs, tag policies)")
-        ec2_ops.dry_run_launch(clients.ec2, image, launch, run_id, deadline=options.per_image_seconds())
+        for candidate in where.candidates:  # an SCP may allow some types or subnets only
+            ec2_ops.dry_run_launch(
+                clients.ec2, image, candidate.applied(launch), run_id, deadline=options.per_image_seconds()
+            )
         if options.create_profile:
             progress.phase("creating instance profile", options.namespace.name(run_id))
             profile = run_profile.create_run_profile(
@@ -477,14 +477,20 @@ def _launch(check: _ImageCheck) -> Report:
                 dns_servers=judged.dns.custom,
             )
             launch = dataclasses.replace(launch, security_groups=(group_id,))
-        progress.phase("launching", f"{image.image_id} as {instance_type}, run {run_id}")
-        instance_id = run_profile.launch_retrying(
-            lambda: ec2_ops.launch_instance(
-                clients.ec2, image, launch, run_id, deadline=options.per_image_seconds()
-            ),
-            poll=timing.poll,
-            tries=run_profile.PROFILE_TRIES if options.create_profile else 1,
-        )
+        first = where.candidates[0]
+        progress.phase("launching", f"{image.image_id} as {first.label}, run {run_id}")
+
+        def launch_at(candidate: capacity.Candidate) -> str:
+            settings = candidate.applied(launch)
+            return run_profile.launch_retrying(
+                lambda: ec2_ops.launch_instance(
+                    clients.ec2, image, settings, run_id, deadline=options.per_image_seconds()
+                ),
+                poll=timing.poll,
+                tries=run_profile.PROFILE_TRIES if options.create_profile else 1,
+            )
+
+        instance_id, attempts = capacity.launch_across(where.candidates, launch_at, progress.log)
         progress.log(f"launched {instance_id} (run {run_id})")
         ec2_ops.wait_running(clients.ec2, instance_id, poll=timing.poll, timeout=timing.running_timeout)
         progress.phase("waiting for SSM", instance_id)
@@ -526,11 +532,17 @@ def _launch(check: _ImageCheck) -> Report:
         progress.phase("collecting", f"s3://{plan.bucket}/{plan.key(instance_id, ssm_ops.BUNDLE)}")
         with tempfile.TemporaryDirectory(prefix="imagelint-run-") as scratch:
             bundle = ssm_ops.fetch_bundle(clients.s3, plan, instance_id, invocation, Path(scratch))
+            left = None if options.keep_bundles else ssm_ops.discard_bundle(clients.s3, plan, instance_id)
+            if left:
+                progress.log(f"warning: {left}")
             progress.phase("analysing", f"{bundle.stat().st_size:,} bytes from {instance_id}")
             labelled = bundle_reports(prepared, bundle)
         report = merge(labelled, {"kind": "ami", "path": image.image_id})
         report.target["instance_id"] = instance_id
         report.facts["network"] = judged.fact()
+        report.facts["launch"] = {"attempts": [a.to_dict() for a in attempts]}
+        if left:
+            report.warnings.append(ReportError(left, where="bundle"))
         return report
     finally:
         with guard.cleanup():
@@ -738,8 +750,9 @@ def _session(
 
 def preflight(
     clients: Clients, image: ec2_ops.ImageInfo, options: AmiOptions, plan: ssm_ops.RemotePlan
-) -> str:
-    """The launch-mode checks (:mod:`imagelint.aws.preflight`); returns the instance type to launch."""
+) -> tuple[list[str], list[str | None]]:
+    """The launch-mode checks (:mod:`imagelint.aws.preflight`); returns the instance types to launch
+    and the subnets (None: a default one), each in order of preference."""
     from imagelint.aws import kms
     from imagelint.aws import preflight as checks
 
@@ -753,9 +766,12 @@ def preflight(
     )
     if options.launch.instance_profile:
         checks.check_instance_profile(clients.get("iam"), options.launch.instance_profile)
-    checks.check_subnet(clients.ec2, options.launch.subnet)
+    types, subnets = capacity.preferences(options.launch)
+    for subnet in subnets:
+        checks.check_subnet(clients.ec2, subnet)
     kms.check_image(clients, image.image_id, image.snapshots, kms.LAUNCH, mappings=image.mappings)
-    return ec2_ops.instance_type_for(clients.ec2, image, options.launch)
+    given = [dataclasses.replace(options.launch, instance_type=t) for t in types]
+    return [ec2_ops.instance_type_for(clients.ec2, image, settings) for settings in given], subnets
 
 
 def volume_key(

@@ -108,6 +108,7 @@ class FleetOptions:
     keep_bundles: bool = False  # leave the bundles in the bucket once read
     bucket_owner: str = ""  # the account that owns the bucket ("": the caller's own)
     sse_kms_key: str = ""  # upload the bundles with SSE-KMS under this key
+    document: tuple[str, str | None] = (ssm_ops.DOCUMENT, None)  # --document NAME[:VERSION]
 
 
 ACCOUNT = re.compile(r"[0-9]{12}")
@@ -221,6 +222,8 @@ def run_fleet(options: FleetOptions) -> Verdict:
         bucket_owner=owner,
         sse_kms_key=options.sse_kms_key,
         owner_full_control=foreign,
+        document=options.document[0],
+        document_version=options.document[1],
     )
     preflight.check_bucket(
         clients.s3,
@@ -607,12 +610,9 @@ def _reports(
             "imagelint-fleet-",
             lambda own: ssm_ops.fetch_bundle(s3, plan, row.instance_id, row.invocation, own),
         )
-        if not keep_bundles:
-            try:
-                ssm_ops.delete_bundle(s3, plan, row.instance_id)
-            except AwsError as exc:
-                key = plan.key(row.instance_id, ssm_ops.BUNDLE)
-                warnings.append(ReportError(f"could not delete s3://{plan.bucket}/{key}: {exc.message}"))
+        left = None if keep_bundles else ssm_ops.discard_bundle(s3, plan, row.instance_id)
+        if left:
+            warnings.append(ReportError(left))
         return path
 
     with ThreadPoolExecutor(FETCHES_AT_ONCE) as pool:

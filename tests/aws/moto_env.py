@@ -68,19 +68,22 @@ still uses answers ``DependencyViolation`` (moto deletes it), and so do the next
 requests after that (the terminated instance's network interface holding the group for a while); the
 next ``env.profile_lag`` ``RunInstances`` that name an instance profile answer ``InvalidParameterValue``
 ``Invalid IAM Instance Profile name`` (IAM's eventual consistency: EC2 does not know a profile for some
-seconds after its creation); ``env.on_call[action]`` is called with each EC2 request's form before it is
-forwarded; an access key in ``env.expired_keys`` gets ``ExpiredToken`` for any request;
-``env.seen_keys`` lists the access key of every request, ``env.seen_calls`` each with its query-protocol
-``Action``.
+seconds after its creation); ``env.launch_faults[(subnet, instance_type)] = code`` answers every
+RunInstances (not its DryRun) launching that type in that subnet (``"*"``: any subnet, none given too)
+with that error, as EC2 answers ``InsufficientInstanceCapacity`` and moto never does;
+``env.on_call[action]`` is called with each EC2 request's form before it is forwarded; an access
+key in ``env.expired_keys`` gets ``ExpiredToken`` for any request; ``env.seen_keys`` lists the
+access key of every request, ``env.seen_calls`` each with its query-protocol ``Action``.
 S3 and SSM answers per host (issue 48): ``env.s3_faults[instance_id] = (status, code)`` answers every
 GET of that instance's bundle with that S3 error (``InternalError`` 500, ``SlowDown`` 503,
 ``ExpiredToken``, ``KMS.DisabledException``, ``AccessDenied`` from KMS; the paths asked are in
-``env.s3_gets``); ``env.ssm_refuse[operation] = [code, n]`` answers the next ``n`` calls of that SSM
-operation (``-1``: every one) with that error; an instance in ``env.lost_send_replies`` has its next
-``SendCommand`` carried out and its reply lost (the connection closed unanswered). What S3 and a central
-bucket's policy refuse and moto does not: ``env.bucket_owners[bucket] = account`` refuses (403) a request
-whose ``x-amz-expected-bucket-owner`` names another account and records each request on that bucket
-in ``env.s3_requests`` (method, path, the owner it expected); a bucket in ``env.sse_kms_required`` /
+``env.s3_gets``); ``env.bundle_delete_fault = (status, code)`` answers every DELETE of a bundle;
+``env.ssm_refuse[operation] = [code, n]`` answers the next ``n`` calls of that SSM operation (``-1``:
+every one) with that error; an instance in ``env.lost_send_replies`` has its next ``SendCommand``
+carried out and its reply lost (the connection closed unanswered). What S3 and a central bucket's policy
+refuse and moto does not: ``env.bucket_owners[bucket] = account`` refuses (403) a request whose
+``x-amz-expected-bucket-owner`` names another account and records each request on that bucket in
+``env.s3_requests`` (method, path, the owner it expected); a bucket in ``env.sse_kms_required`` /
 ``env.full_control_required`` refuses an upload without ``x-amz-server-side-encryption: aws:kms`` /
 ``x-amz-acl: bucket-owner-full-control``.
 
@@ -714,6 +717,7 @@ class MotoEnv:
         self.answered_throttled: list[str] = []
         self.group_held = 0  # DependencyViolation answers to DeleteSecurityGroup after termination
         self.profile_lag = 0  # RunInstances answered "Invalid IAM Instance Profile" (a new profile)
+        self.launch_faults: dict[tuple[str, str], str] = {}  # (subnet or "*", type) → RunInstances error
         self.on_call: dict[str, Callable[[dict[str, list[str]]], None]] = {}
         self.expired_keys: set[str] = set()
         self.seen_keys: list[str] = []
@@ -732,6 +736,7 @@ class MotoEnv:
         # instance id → (HTTP status, S3 error code) answered to every GET of that instance's bundle
         self.s3_faults: dict[str, tuple[int, str]] = {}
         self.s3_gets: list[str] = []  # the paths of the bundle GETs the front answered with a fault
+        self.bundle_delete_fault: tuple[int, str] | None = None  # answered to every DELETE of a bundle
         # SSM operation → [error code, how many answers left (-1: every one)]
         self.ssm_refuse: dict[str, list[Any]] = {}
         self.lost_send_replies: set[str] = set()  # instances whose next SendCommand's reply is lost
@@ -765,7 +770,10 @@ class MotoEnv:
         return None
 
     def s3_fault(self, method: str, path: str) -> tuple[int, str] | None:
-        """The injected answer to an S3 request, or None (a GET of a faulty instance's bundle only)."""
+        """The injected answer to an S3 request, or None (a GET of a faulty instance's bundle, and
+        :attr:`bundle_delete_fault` to a DELETE of any bundle)."""
+        if method == "DELETE" and "/bundle.tar.gz" in path:
+            return self.bundle_delete_fault
         if method != "GET" or "/bundle.tar.gz" not in path:
             return None
         for iid, fault in self.s3_faults.items():
@@ -813,6 +821,9 @@ class MotoEnv:
                 f"Value ({profile}) for parameter iamInstanceProfile.name is invalid. "
                 "Invalid IAM Instance Profile name",
             )
+        launch_fault = self._launch_fault(form) if action == "RunInstances" else None
+        if launch_fault:
+            return _ec2_error(launch_fault, "We currently do not have sufficient capacity (injected).")
         if self.take_throttle(action):
             scope = re.search(r"Credential=[^/]+/[^/]+/[^/]+/([^/]+)/", authorization)
             ec2 = scope is None or scope.group(1) == "ec2"
@@ -827,6 +838,14 @@ class MotoEnv:
                 kind = "InvalidVolume.NotFound" if ids[0].startswith("vol-") else "InvalidInstanceID.NotFound"
                 return _ec2_error(kind, f"The ID '{ids[0]}' does not exist")
         return None
+
+    def _launch_fault(self, form: dict[str, list[str]]) -> str | None:
+        """The error :attr:`launch_faults` gives this RunInstances (never to its DryRun), or None."""
+        if not self.launch_faults or dry_run(form):
+            return None
+        subnet = (form.get("SubnetId") or form.get("NetworkInterface.1.SubnetId") or [""])[0]
+        kind = (form.get("InstanceType") or [""])[0]
+        return self.launch_faults.get((subnet, kind)) or self.launch_faults.get(("*", kind))
 
     def take_throttle(self, action: str) -> bool:
         """Whether to answer this call of ``action`` throttled (:attr:`throttle_calls` counts down)."""

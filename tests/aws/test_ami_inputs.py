@@ -99,6 +99,7 @@ def test_ami_ships_config_and_rule_packs(moto_env: MotoEnv, sample_image: Path, 
         str(extra),
         "-f",
         f"json:{out}",
+        "--keep-bundles",
         env=moto_env.env,
     )
     assert proc.returncode == 1, proc.stderr
