@@ -44,6 +44,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from imagelint.report.jsonindent import dumps_indented
+
 # -- the representation -------------------------------------------------------------------------------
 
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
@@ -320,9 +322,11 @@ def _json_escape(match: re.Match[str]) -> str:
 
 def json_text(data: Any, *, indent: int | None = 2, sort_keys: bool = False) -> str:
     """``data`` as JSON text that is valid UTF-8 and safe to print: the same value ``json.dumps`` gives."""
-    text = json.dumps(
-        clean_tree(data), indent=indent, sort_keys=sort_keys, ensure_ascii=False, allow_nan=False
-    )
+    cleaned = clean_tree(data)
+    if indent is None:
+        text = json.dumps(cleaned, sort_keys=sort_keys, ensure_ascii=False, allow_nan=False)
+    else:  # json.dumps would leave its C encoder for a generator-based one (jsonindent's docstring)
+        text = dumps_indented(cleaned, indent, sort_keys=sort_keys)
     text = _JSON_RAW.sub(_json_escape, text)
     # "##[" can only be inside a string here; a JSON line never starts with "::"
     return neutralise_commands(text, colon="\\u003a", bracket="\\u005b")
