@@ -12,7 +12,7 @@ JSON has no form for a TypeError.
 from __future__ import annotations
 
 from collections.abc import Callable
-from json.encoder import encode_basestring  # type: ignore[attr-defined]  # C, not in the stubs
+from json.encoder import encode_basestring  # the C escaper when _json is there, as json.dumps uses
 from typing import Any
 
 _quote: Callable[[str], str] = encode_basestring
