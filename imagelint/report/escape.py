@@ -44,8 +44,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from imagelint.report.jsonindent import dumps_indented
-
 # -- the representation -------------------------------------------------------------------------------
 
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
@@ -329,6 +327,8 @@ def json_text(data: Any, *, indent: int | None = 2, sort_keys: bool = False) -> 
     if indent is None:
         text = json.dumps(cleaned, sort_keys=sort_keys, ensure_ascii=False, allow_nan=False)
     else:  # json.dumps would leave its C encoder for a generator-based one (jsonindent's docstring)
+        from imagelint.report.jsonindent import dumps_indented  # here: every stderr line imports escape
+
         text = dumps_indented(cleaned, indent, sort_keys=sort_keys)
     text = _JSON_RAW.sub(_json_escape, text)
     # "##[" can only be inside a string here; a JSON line never starts with "::"
