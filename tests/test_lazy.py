@@ -33,3 +33,15 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
     import imagelint.report
 
     assert getattr_("Finding") is imagelint.report.Finding
+
+
+@pytest.mark.parametrize("package", ["imagelint.report", "imagelint.rulepacks", "imagelint.facts.journal"])
+def test_every_exported_name_imports(package: str) -> None:
+    """Each name a lazy package lists in ``__all__`` comes from the module its map names (a name
+    moved to another module without the map following fails here, not at a user's first use)."""
+    code = (
+        f"import importlib\npackage = importlib.import_module({package!r})\n"
+        "print(sorted(n for n in package.__all__ if getattr(package, n, None) is None))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "[]", proc.stdout

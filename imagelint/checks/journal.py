@@ -70,9 +70,9 @@ def journal_gaps(ctx: CheckContext, journal: Any) -> None:
 
 
 def _restarts(ctx: CheckContext) -> Any:
+    journal = journal_of(ctx)  # first: an image without a journal never loads the analyses
     from imagelint.facts.journal import analyze_restarts
 
-    journal = journal_of(ctx)
     report = ctx.fact("journal.restarts", lambda: analyze_restarts(journal))
     journal_gaps(ctx, journal)
     return report
@@ -220,6 +220,7 @@ class JournalSignal(_JournalKind[SignalParams]):
                 raise ParamError(["pattern"], exc.message) from None
 
     def evaluate(self, ctx: CheckContext, params: SignalParams) -> list[Observation]:
+        journal = journal_of(ctx)  # first: an image without a journal never loads the analyses
         from imagelint.facts.journal import SIGNALS, SignalSpec, count_signal
 
         if params.signal is not None:
@@ -227,7 +228,6 @@ class JournalSignal(_JournalKind[SignalParams]):
         else:
             assert params.match is not None  # validate: exactly one of signal and match
             spec = SignalSpec("custom", dict(params.match), params.pattern)
-        journal = journal_of(ctx)
         key = ("journal.signal", spec.name, repr(sorted(spec.matches.items())), spec.message)
         report = ctx.fact(key, lambda: count_signal(journal, spec))
         journal_gaps(ctx, journal)
@@ -289,10 +289,10 @@ class JournalEnaResets(_JournalKind[EnaResetParams]):
     }
 
     def evaluate(self, ctx: CheckContext, params: EnaResetParams) -> list[Observation]:
+        journal = journal_of(ctx)  # first: an image without a journal never loads the analyses
         from imagelint.facts.journal import analyze_ena_resets
 
         gap = params.gap
-        journal = journal_of(ctx)
         report = ctx.fact(("journal.ena_resets", gap), lambda: analyze_ena_resets(journal, gap=gap))
         journal_gaps(ctx, journal)
         per: dict[tuple[str, str], list[Any]] = {}

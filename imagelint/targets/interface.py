@@ -67,7 +67,8 @@ class ImageStat(NamedTuple):
     @classmethod
     def from_os(cls, path: str, st: os.stat_result) -> ImageStat:
         mode = st.st_mode
-        return cls(path, kind_of(mode), mode & _S_IMODE, st.st_uid, st.st_gid, st.st_size)
+        kind = _KINDS.get(mode & _S_IFMT, FileKind.OTHER)  # kind_of, inlined: one call less per entry
+        return cls(path, kind, mode & _S_IMODE, st.st_uid, st.st_gid, st.st_size)
 
     @classmethod
     def from_mode(cls, path: str, mode: int, uid: int, gid: int, size: int) -> ImageStat:

@@ -22,6 +22,7 @@ keeps an account of it (:meth:`ResolvingTarget.damaged`) so that no damage it me
 from __future__ import annotations
 
 import fnmatch
+import operator
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, cast
@@ -96,6 +97,9 @@ def _has_magic(part: str) -> bool:
 
 def _as_path(parts: Parts) -> str:
     return "/" + "/".join(parts)
+
+
+_by_name = operator.itemgetter(0)  # of a (name, lstat) pair
 
 
 def entry_path(image_dir: str, name: str) -> str:
@@ -257,10 +261,11 @@ class ResolvingTarget:
         except OSError as exc:
             raise self._damage(image_path, "cannot list directory", exc) from None
 
-    def _hint_dirs(self, dirs: list[Parts]) -> None:
-        """Tell a backend that takes read hints (:class:`DirectoryHints`) which directories come next."""
-        if dirs and callable(getattr(self.backend, "prefetch_dirs", None)):
-            cast(DirectoryHints, self.backend).prefetch_dirs(dirs)
+    def _hint_dirs(self, parent: Parts, names: list[str]) -> None:
+        """Tell a backend that takes read hints (:class:`DirectoryHints`) which directories of ``parent``
+        come next (nothing is built for one that takes none: a walk asks once per directory)."""
+        if names and callable(getattr(self.backend, "prefetch_dirs", None)):
+            cast(DirectoryHints, self.backend).prefetch_dirs([(*parent, name) for name in names])
 
     def _scan(self, image_dir: str, parts: Parts) -> list[tuple[str, ImageStat]]:
         """(name, lstat) of each entry of a resolved directory, sorted by name; [] when it is gone."""
@@ -272,7 +277,7 @@ class ResolvingTarget:
             raise ImageReadError(
                 image_dir, f"more than {MAX_DIR_ENTRIES:,} entries in one directory; not read in full"
             )
-        return [] if entries is None else sorted(entries, key=lambda p: p[0])
+        return [] if entries is None else sorted(entries, key=_by_name)
 
     # -- content -----------------------------------------------------------------------------
 
@@ -401,7 +406,7 @@ class ResolvingTarget:
                 if st.kind is FileKind.DIR:
                     subdirs.append(name)
             del entries
-            self._hint_dirs([(*resolved, name) for name in subdirs])  # listed next, depth first
+            self._hint_dirs(resolved, subdirs)  # listed next, depth first
             levels.append((image_dir, resolved, iter(subdirs)))
             while levels:
                 parent_dir, parent, names = levels[-1]

@@ -142,10 +142,12 @@ class _HostDirectory:
         fd = self._open_dir(parts)
         if fd is None:
             return None
+        prefix = entry_path(image_dir, "")  # each entry's path is this and its name
+        from_os = ImageStat.from_os
         try:
             with os.scandir(fd) as it:
                 return [
-                    (e.name, ImageStat.from_os(entry_path(image_dir, e.name), e.stat(follow_symlinks=False)))
+                    (e.name, from_os(prefix + e.name, e.stat(follow_symlinks=False)))
                     for e in itertools.islice(it, limit + 1)
                 ]
         finally:

@@ -69,6 +69,16 @@ def test_audit_does_not_import_heavy_modules(tmp_path: Path) -> None:
     assert _loaded_by(["audit", str(root), "-f", "json:/dev/null"], heavy) == []
 
 
+def test_an_audit_of_an_image_without_a_journal_loads_no_journal_analysis(tmp_path: Path) -> None:
+    """facts.journal's names are imported on first use, and the journal kinds ask for their analysis
+    only once a journal was found: an image without one never loads the analyses (and their compiled
+    kernel wordings)."""
+    root = os_root(tmp_path / "image", {"/etc/hostname": "x\n"})
+    analyses = tuple(f"imagelint.facts.journal.{m}" for m in ("ena", "restarts", "signals"))
+    loaded = _loaded_by(["audit", str(root), "-f", "json:/dev/null"], ("imagelint.facts.journal", *analyses))
+    assert loaded == ["imagelint.facts.journal"]
+
+
 def test_an_audit_with_kept_packs_and_no_config_parses_no_yaml(tmp_path: Path) -> None:
     """yamlsource's docstring: PyYAML is imported only when a file is parsed. The first audit loads
     the built-in packs and keeps them (rulepacks.cache); the second, with no config file, parses none."""

@@ -10,6 +10,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import asdict
 
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from imagelint.report import Finding, ReportError
 from imagelint.report.escape import (
@@ -136,6 +137,21 @@ def test_neutralise_commands_reads_lines_as_the_runner_does() -> None:
         "x ##\\x5berror]f\n#\u00ad#\\x5bx]"
     )
     assert neutralise_commands('  "k": "##[x"', bracket="\\u005b") == '  "k": "##\\u005bx"'
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=":: \t\r\n\u200b\u00ad\u3000a#[", max_size=40))
+def test_no_line_of_neutralised_text_is_a_command(text: str) -> None:
+    """Whatever the colons, ignorable characters and line breaks around them (neutralise_commands
+    looks for two colons before it reads the text line by line), no line the runner reads starts
+    a command, and a text without one is returned as it is."""
+    out = neutralise_commands(text)
+    ignorable = "\u200b\u00ad"
+    for line in out.replace("\r", "\n").split("\n"):
+        head = line.lstrip(" \t\u3000" + ignorable)
+        assert not (head.startswith(":") and head[1:].lstrip(ignorable).startswith(":")), (text, out)
+    if "\\x3a" not in out and "\\x5b" not in out:
+        assert out == text
 
 
 def test_markdown_strings_are_inert() -> None:

@@ -26,23 +26,28 @@ json``, values are never nulled for size and control characters stay in strings.
 
 from __future__ import annotations
 
-from imagelint.facts.journal.ena import EnaEpisode, EnaReport, analyze_ena_resets
-from imagelint.facts.journal.errors import CorruptJournal, JournalError, UnsupportedJournal
-from imagelint.facts.journal.journal import Journal, compare_keys
-from imagelint.facts.journal.patterns import SIGNALS, SignalSpec
-from imagelint.facts.journal.reader import META_FIELDS, Entry, JournalFile
-from imagelint.facts.journal.restarts import ExitStatus, RestartReport, UnitRestarts, analyze_restarts
-from imagelint.facts.journal.scan import FileReport, FileStatus, JournalScan
-from imagelint.facts.journal.signals import SignalBoot, SignalReport, count_signal
-from imagelint.facts.journal.sources import (
-    IMAGE_JOURNAL_DIRS,
-    JournalRequest,
-    image_journal_files,
-    open_directory,
-    open_files,
-    open_image,
-    open_path,
-)
+from typing import TYPE_CHECKING
+
+from imagelint import lazy
+
+if TYPE_CHECKING:
+    from imagelint.facts.journal.ena import EnaEpisode, EnaReport, analyze_ena_resets
+    from imagelint.facts.journal.errors import CorruptJournal, JournalError, UnsupportedJournal
+    from imagelint.facts.journal.journal import Journal, compare_keys
+    from imagelint.facts.journal.patterns import SIGNALS, SignalSpec
+    from imagelint.facts.journal.reader import META_FIELDS, Entry, JournalFile
+    from imagelint.facts.journal.restarts import ExitStatus, RestartReport, UnitRestarts, analyze_restarts
+    from imagelint.facts.journal.scan import FileReport, FileStatus, JournalScan
+    from imagelint.facts.journal.signals import SignalBoot, SignalReport, count_signal
+    from imagelint.facts.journal.sources import (
+        IMAGE_JOURNAL_DIRS,
+        JournalRequest,
+        image_journal_files,
+        open_directory,
+        open_files,
+        open_image,
+        open_path,
+    )
 
 __all__ = [
     "IMAGE_JOURNAL_DIRS",
@@ -76,3 +81,27 @@ __all__ = [
     "open_image",
     "open_path",
 ]
+# Imported on first use (imagelint.lazy): an audit of an image without a journal opens none and
+# never loads the analyses and their compiled kernel wordings (ena, patterns, restarts, signals).
+__getattr__ = lazy.exports(
+    __name__,
+    {
+        "ena": ("EnaEpisode", "EnaReport", "analyze_ena_resets"),
+        "errors": ("CorruptJournal", "JournalError", "UnsupportedJournal"),
+        "journal": ("Journal", "compare_keys"),
+        "patterns": ("SIGNALS", "SignalSpec"),
+        "reader": ("META_FIELDS", "Entry", "JournalFile"),
+        "restarts": ("ExitStatus", "RestartReport", "UnitRestarts", "analyze_restarts"),
+        "scan": ("FileReport", "FileStatus", "JournalScan"),
+        "signals": ("SignalBoot", "SignalReport", "count_signal"),
+        "sources": (
+            "IMAGE_JOURNAL_DIRS",
+            "JournalRequest",
+            "image_journal_files",
+            "open_directory",
+            "open_files",
+            "open_image",
+            "open_path",
+        ),
+    },
+)
