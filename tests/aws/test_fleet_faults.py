@@ -15,7 +15,7 @@ import jsonschema
 import pytest
 
 from imagelint.report.schema import report_schema
-from tests.aws.fleet_scale import launch
+from tests.aws.fleet_scale import launch, scratch_in_memory
 from tests.aws.moto_env import MotoEnv
 from tests.support import run_cli
 
@@ -28,7 +28,8 @@ def _fleet_here(env: MotoEnv, out: Path, monkeypatch: pytest.MonkeyPatch, **opti
     """`imagelint fleet --target tag:Role=faults --poll 0.2s --max-concurrency 10`, in this process
     and with the waits of a throttled call short: botocore retries a call RETRIED times (standard
     mode) and a throttled SendCommand is first retried after at most 0.05 s (the CLI's 1 s, doubling
-    in both), so the run takes seconds where the same throttling costs the CLI a minute of backoff.
+    in both), so the run takes seconds where the same throttling costs the CLI a minute of backoff;
+    the bundles are extracted and removed on tmpfs (:func:`tests.aws.fleet_scale.scratch_in_memory`).
     Its exit code."""
     from imagelint.aws import clients
     from imagelint.commands.fleet import FleetOptions, run_fleet
@@ -42,7 +43,8 @@ def _fleet_here(env: MotoEnv, out: Path, monkeypatch: pytest.MonkeyPatch, **opti
         target="tag:Role=faults", report_bucket=env.bucket, poll=0.2, max_concurrency="10",
         send_backoff=0.05, run=RunOptions(outputs=[OutputSpec("json", out)]), **options,
     )  # fmt: skip
-    return int(run_fleet(fleet).exit_code)
+    with scratch_in_memory():
+        return int(run_fleet(fleet).exit_code)
 
 
 def _rows(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
