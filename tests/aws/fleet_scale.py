@@ -95,7 +95,7 @@ def run_large_fleet(
         offline_grace=offline_grace,
         run=RunOptions(outputs=[OutputSpec("json", out)], select=["IL101"]),
     )
-    with _scratch_in_memory():
+    with scratch_in_memory():
         started = time.monotonic()
         verdict = run_fleet(options)
         seconds = time.monotonic() - started
@@ -105,7 +105,7 @@ def run_large_fleet(
 
 
 @contextlib.contextmanager
-def _scratch_in_memory() -> Iterator[None]:
+def scratch_in_memory() -> Iterator[None]:
     """Temporary files and directories go to /dev/shm (tmpfs) for the duration, if it exists."""
     shm = Path("/dev/shm")
     if not shm.is_dir():

@@ -15,16 +15,36 @@ import jsonschema
 import pytest
 
 from imagelint.report.schema import report_schema
-from tests.aws.fleet_scale import launch
+from tests.aws.fleet_scale import launch, scratch_in_memory
 from tests.aws.moto_env import MotoEnv
 from tests.support import run_cli
 
+# botocore's retries of a call in the runs of _fleet_here: its ``max_attempts`` counts the retries,
+# each call is at most RETRIED + 1 requests (the CLI's clients: ten, tests/aws/test_client_retries.py)
+RETRIED = 3
 
-def _fleet(env: MotoEnv, out: Path, *args: str):
-    return run_cli(
-        "fleet", "--target", "tag:Role=faults", "--report-bucket", env.bucket, "--poll", "0.2s",
-        "--max-concurrency", "10", "-f", f"json:{out}", *args, env=env.env, timeout=600,
+
+def _fleet_here(env: MotoEnv, out: Path, monkeypatch: pytest.MonkeyPatch, **options: Any) -> int:
+    """`imagelint fleet --target tag:Role=faults --poll 0.2s --max-concurrency 10`, in this process
+    and with the waits of a throttled call short: botocore retries a call RETRIED times (standard
+    mode) and a throttled SendCommand is first retried after at most 0.05 s (the CLI's 1 s, doubling
+    in both), so the run takes seconds where the same throttling costs the CLI a minute of backoff;
+    the bundles are extracted and removed on tmpfs (:func:`tests.aws.fleet_scale.scratch_in_memory`).
+    Its exit code."""
+    from imagelint.aws import clients
+    from imagelint.commands.fleet import FleetOptions, run_fleet
+    from imagelint.formats.outputs import OutputSpec
+    from imagelint.session import RunOptions
+
+    for key, value in env.env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(clients, "RETRIES", {"max_attempts": RETRIED, "mode": "standard"})
+    fleet = FleetOptions(
+        target="tag:Role=faults", report_bucket=env.bucket, poll=0.2, max_concurrency="10",
+        send_backoff=0.05, run=RunOptions(outputs=[OutputSpec("json", out)]), **options,
     )  # fmt: skip
+    with scratch_in_memory():
+        return int(run_fleet(fleet).exit_code)
 
 
 def _rows(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -44,9 +64,9 @@ def _bundles_left(env: MotoEnv) -> list[str]:
 
 @pytest.mark.slow
 def test_a_refused_download_of_one_host_is_its_row_and_the_others_are_judged(
-    moto_env: MotoEnv, sample_image: Path, tmp_path: Path
+    moto_env: MotoEnv, sample_image: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 48, item 3: S3 refuses one host's GetObject (a 500 and SlowDown past botocore's ten
+    """Issue 48, item 3: S3 refuses one host's GetObject (a 500 and SlowDown past botocore's
     attempts, ExpiredToken, KMS.DisabledException, a 403 from KMS), and ListCommands answers
     AccessDeniedException at every poll: each refused host is a no-report row naming the error, the
     one good host is judged (the sample image fails), the report is written, exit 1."""
@@ -58,8 +78,7 @@ def test_a_refused_download_of_one_host_is_its_row_and_the_others_are_judged(
     moto_env.s3_faults.update(zip(faulty, faults, strict=True))
     moto_env.ssm_refuse["ListCommands"] = ["AccessDeniedException", -1]
     out = tmp_path / "fleet.json"
-    proc = _fleet(moto_env, out)
-    assert proc.returncode == 1, proc.stderr  # the good host fails: a fail is never hidden
+    assert _fleet_here(moto_env, out, monkeypatch) == 1  # the good host fails: a fail is never hidden
     report = json.loads(out.read_text())
     jsonschema.validate(report, report_schema())
     rows = _rows(report)
@@ -71,9 +90,9 @@ def test_a_refused_download_of_one_host_is_its_row_and_the_others_are_judged(
     assert "kms:Decrypt" in rows[faulty[4]]["reason"]  # a 403 from KMS is not "did not upload"
     assert {e["where"] for e in report["errors"]} == set(faulty)
     assert report["facts"]["command"]["list_errors"] > 0  # ListCommands really failed, polls went on
-    # each faulty bundle was asked for (the 500 and SlowDown ten times each: botocore's retries)
-    for iid in faulty:
-        assert any(f"/{iid}/bundle.tar.gz" in p for p in moto_env.s3_gets)
+    # each faulty bundle was asked for; the 500 and SlowDown by every request botocore made
+    asked = [sum(f"/{iid}/bundle.tar.gz" in p for p in moto_env.s3_gets) for iid in faulty]
+    assert asked[:2] == [RETRIED + 1] * 2 and all(asked), asked
     # the good host's bundle is deleted once read; the ones never read are still there
     assert _bundles_left(moto_env) == sorted(
         f"imagelint/{report['target']['run_id']}/{iid}/bundle.tar.gz" for iid in faulty
@@ -82,7 +101,7 @@ def test_a_refused_download_of_one_host_is_its_row_and_the_others_are_judged(
 
 @pytest.mark.slow
 def test_a_lost_sendcommand_reply_is_found_by_its_marker_and_a_throttled_host_holds_no_one_up(
-    moto_env: MotoEnv, clean_rootfs: Path, tmp_path: Path
+    moto_env: MotoEnv, clean_rootfs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Issue 48, item 8: SSM takes one host's command but its reply is lost (the connection drops):
     the command is found by the send's unique Comment, not sent again, and the host is judged. One
@@ -93,8 +112,8 @@ def test_a_lost_sendcommand_reply_is_found_by_its_marker_and_a_throttled_host_ho
     moto_env.lost_send_replies.add(lost)
     moto_env.send_faults[throttled] = "ThrottlingException"
     out = tmp_path / "fleet.json"
-    proc = _fleet(moto_env, out, "--keep-bundles")
-    assert proc.returncode == 3, proc.stderr  # the throttled host is an error, no host fails
+    code = _fleet_here(moto_env, out, monkeypatch, keep_bundles=True)
+    assert code == 3  # the throttled host is an error, no host fails
     report = json.loads(out.read_text())
     jsonschema.validate(report, report_schema())
     rows = _rows(report)

@@ -132,10 +132,16 @@ def test_a_failed_cleanup_step_turns_a_pass_into_exit_3_and_the_report_still_say
 
 
 def test_throttling_in_the_cleanup_is_ridden_out(
-    moto_env: MotoEnv, sample_image: Path, tmp_path: Path
+    moto_env: MotoEnv, sample_image: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 37's case: DescribeInstances throttled after TerminateInstances, past botocore's own four
-    attempts; IAM throttled too. The steps are run again with backoff: nothing left, no failure."""
+    """Issue 37's case: DescribeInstances throttled after TerminateInstances, past botocore's own
+    attempts; IAM throttled too. The steps are run again with backoff: nothing left, no failure.
+    botocore makes two attempts here, without its adaptive rate (the run's clients make ten, adaptive:
+    tests/aws/test_client_retries.py), so every throttle past the second reaches the run's own loops,
+    and without them a step would fail; the run takes seconds, not botocore's minute of backoff."""
+    from imagelint.aws import clients
+
+    monkeypatch.setattr(clients, "RETRIES", {"max_attempts": 2, "mode": "standard"})
     moto_env.agent.rootfs = sample_image
 
     def throttle() -> None:

@@ -74,3 +74,4 @@ def test_a_host_whose_bundle_would_fill_the_scratch_space_is_its_row(
     assert (rows[clean.spec()]["coverage"], rows[clean.spec()]["verdict"]) == ("checked", "pass")
     assert [e["where"] for e in report["errors"]] == [faulty.spec()]
     assert left == []  # every host's scratch removed
+    assert faulty.scratch_left() == [] and clean.scratch_left() == []  # and the hosts' own

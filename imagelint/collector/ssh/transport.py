@@ -16,6 +16,8 @@ What comes back is hostile: a header of at most :data:`HEADER_MAX` bytes, then a
 by :mod:`imagelint.bundle` as any other. Standard input stays open while the host works: closing it
 (done, or given up: ^C, the deadline, a bound) is what makes the host stop and remove its scratch
 directory, and the client is waited for so that the removal is over when :func:`collect` returns.
+The runner's end of standard output is closed then too: a client still holding what the host sent of a
+bundle the runner gave up on (no room for it, over the bound) cannot block on a pipe no one reads.
 """
 
 from __future__ import annotations
@@ -139,6 +141,9 @@ def collect(
         writer.join(timeout=5)
         with contextlib.suppress(OSError):
             proc.stdin.close()  # the host stops and removes its scratch directory
+        # what is left of the stream (a bundle refused, or cut) goes unread: the client's next write
+        # fails, where it would block on the full pipe with what the host already sent, and never end
+        proc.stdout.close()
         try:
             proc.wait(timeout=AFTER_CLOSE)
         except subprocess.TimeoutExpired:

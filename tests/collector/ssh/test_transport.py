@@ -65,3 +65,24 @@ def test_a_host_that_never_answers_is_stopped_at_the_deadline(
     monkeypatch.setenv("IMAGELINT_SSH_COMMAND", "sh -c 'exec sleep 600' remote")
     with pytest.raises(RemoteError, match="no bundle within 1 s; stopped"):
         collect(parse("ssh://h"), "", tmp_path, sudo=False, timeout=1)
+
+
+def test_a_bundle_given_up_does_not_leave_the_client_blocked_until_it_is_killed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bundle the runner refuses (here: over MAX_BUNDLE; a full scratch space is the same path) is
+    not read. The client still has the rest to deliver, as ssh has what the host already sent: the
+    runner closes its end of the stream, so the client's next write fails and it ends by itself,
+    instead of blocking on a pipe no one reads until AFTER_CLOSE has passed and it is killed."""
+    import subprocess
+
+    from imagelint.collector import MAX_BUNDLE
+
+    header = f"imagelint-ssh 1 ok {MAX_BUNDLE + 1}"
+    monkeypatch.setenv("IMAGELINT_SSH_COMMAND", f"sh -c 'echo {header}; exec cat /dev/zero' remote")
+    killed: list[object] = []
+    kill = subprocess.Popen.kill
+    monkeypatch.setattr(subprocess.Popen, "kill", lambda self: (killed.append(self.args), kill(self))[-1])
+    with pytest.raises(RemoteError, match="not read"):
+        collect(parse("ssh://h"), "", tmp_path, sudo=False, timeout=300)
+    assert killed == []
