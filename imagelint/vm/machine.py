@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from imagelint.facts.journal.console import ConsoleLog
 from imagelint.limits import lifted
 from imagelint.vm import VmError
 from imagelint.vm.access import client_command, make_key, make_seed, smbios_credential
@@ -73,11 +74,18 @@ class Machine:
     process: _Qemu | None = None  # the QEMU running now: stopped on the way out, whatever happens
     boot_seconds: float = 0.0
     powered_on: float = 0.0  # time.monotonic() when QEMU was started
+    powered_on_wall: float = 0.0  # time.time() then: the console's printk times count from it
     limit_hit: threading.Event = field(default_factory=threading.Event)
 
     @property
     def kernel(self) -> str | None:
         return self.console.kernel if self.console else None
+
+    def console_log(self) -> ConsoleLog | None:
+        """The console's kernel lines for the signal rules (complete once QEMU is stopped)."""
+        if self.console is None:
+            return None
+        return self.console.log(int(self.powered_on_wall * 1_000_000))
 
     def facts(self) -> dict[str, object]:
         return {
@@ -213,6 +221,7 @@ def booted(spec: MachineSpec) -> Iterator[Machine]:
         raise VmError(f"{spec.qemu} is not installed (Debian: qemu-system-x86)")
     scratch = Path(tempfile.mkdtemp(prefix="imagelint-vm-"))  # mode 0700
     machine: Machine | None = None
+    failed: VmError | None = None
     stop_watch = threading.Event()
     try:
         key, public_key = make_key(scratch)
@@ -231,11 +240,16 @@ def booted(spec: MachineSpec) -> Iterator[Machine]:
         machine.boot_seconds = time.monotonic() - started
         yield machine
         machine.check()
+    except VmError as exc:
+        failed = exc
+        raise
     finally:
         with _held_signals():
             stop_watch.set()
             if machine is not None and machine.process is not None:
                 machine.process.stop()
+            if failed is not None and machine is not None:
+                failed.log = machine.console_log()  # whole now: QEMU is stopped, its console read
             shutil.rmtree(scratch, ignore_errors=True)
 
 
@@ -250,7 +264,7 @@ def _start(machine: Machine, public_key: str) -> _Qemu:
             machine.accel_note = "/dev/kvm cannot be opened"
         else:
             create_overlay(spec.image, machine.fmt, machine.scratch / "overlay.qcow2")
-            machine.powered_on = time.monotonic()
+            machine.powered_on, machine.powered_on_wall = time.monotonic(), time.time()
             qemu = machine.process = _Qemu(qemu_argv(spec, "kvm", machine.scratch, machine.port, public_key))
             machine.console = qemu.console
             probe_end = time.monotonic() + spec.kvm_probe
@@ -272,7 +286,7 @@ def _start(machine: Machine, public_key: str) -> _Qemu:
             if wanted == "kvm":
                 raise VmError(machine.accel_note, console=qemu.console.last())
     create_overlay(spec.image, machine.fmt, machine.scratch / "overlay.qcow2")
-    machine.powered_on = time.monotonic()
+    machine.powered_on, machine.powered_on_wall = time.monotonic(), time.time()
     qemu = machine.process = _Qemu(qemu_argv(spec, "tcg", machine.scratch, machine.port, public_key))
     machine.console, machine.accel = qemu.console, "tcg"
     return qemu

@@ -20,7 +20,7 @@ import pytest
 
 from tests.support import run_cli
 from tests.vm.conftest import need_qemu, vm_image
-from tests.vm.test_machine import qemu_pids
+from tests.vm.test_machine import boot_sector, qemu_pids
 
 pytestmark = pytest.mark.serial  # a whole VM for minutes
 
@@ -73,3 +73,40 @@ def test_the_crashloop_image_boots_and_its_soak_names_the_unit_from_the_v2_count
     assert digest(crashloop_vm_image) == before  # the image was never written
     assert list(scratch.iterdir()) == []  # overlay, seed, key: gone
     assert qemu_pids(str(scratch)) == []
+
+
+def test_kernel_lines_on_the_console_are_judged_by_the_journal_rules_before_ssh_ever_answers(
+    tmp_path: Path,
+) -> None:
+    """A guest whose kernel soft-locks and panics before any shell: the soft lockup is the journal's
+    IL314 finding, found on the console (``scope: console``), escaped in every output; the panic is the
+    run's reason, the console's tail in the report; a benign kernel line is no finding."""
+    need_qemu()
+    hostile = (
+        b"[    0.000000] Linux version 6.6.6-evil\r\n"
+        b"[    0.100000] rcu: Hierarchical RCU implementation.\r\n"
+        b"[   31.000000] watchdog: BUG: soft lockup - CPU#0 stuck for 23s! [\x1b[2J::error::pwn:1]\r\n"
+        b"[   32.000000] Kernel panic - not syncing: softlockup: hung tasks\r\n"
+    )
+    image = boot_sector(tmp_path, hostile)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    out = tmp_path / "r.json"
+    got = run_cli(
+        "vm", "check", str(image), "--accel", "tcg", "--soak", "0", "--boot-timeout", "5m",
+        "-f", "text", "-f", "github", "-f", f"json:{out}",
+        env={"TMPDIR": str(scratch)}, timeout=600,
+    )  # fmt: skip
+    assert got.returncode == 1, got.stderr  # a failing finding, whatever else could not be judged
+    report = json.loads(out.read_text())
+    (lockup,) = [f for f in report["findings"] if f["evidence"].get("scope") == "console"]
+    assert lockup["rule_id"] == "IL314" and lockup["evidence"]["boot"] == "console"
+    assert (
+        lockup["evidence"]["sample"] == "watchdog: BUG: soft lockup - CPU#0 stuck for 23s! [::error::pwn:1]"
+    )
+    assert any("kernel panicked" in e["message"] for e in report["errors"])
+    assert "Kernel panic" in report["facts"]["vm"]["console_tail"]
+    assert report["facts"]["console"]["console"]["entries_examined"] == 4
+    assert "\x1b" not in got.stdout + got.stderr
+    assert not [line for line in got.stdout.splitlines() if line.startswith("::error::pwn")]
+    assert list(scratch.iterdir()) == []
