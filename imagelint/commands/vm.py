@@ -151,10 +151,13 @@ def _vm_facts(
     facts["soak_s"] = options.soak_seconds
     accel = f"{facts['accelerator']}{' (' + machine.accel_note + ')' if machine.accel_note else ''}"
     kernel, cgroups = facts["guest_kernel"] or "unknown", facts["cgroup_layout"] or "unknown"
+    firmware = (
+        f"{'UEFI (OVMF)' if facts['firmware'] == 'uefi' else 'BIOS (SeaBIOS)'}: {machine.firmware_note}"
+    )
     report.notes.insert(
         0,
-        f"vm: {accel}, {facts['vcpus']} vCPU, {facts['memory_mib']} MiB, guest kernel {kernel}, "
-        f"cgroup {cgroups}, SSH {facts['boot_to_ssh_s']:.0f} s after power-on",
+        f"vm: {accel}, {firmware}, {facts['vcpus']} vCPU, {facts['memory_mib']} MiB, guest kernel "
+        f"{kernel}, cgroup {cgroups}, SSH {facts['boot_to_ssh_s']:.0f} s after power-on",
     )
     return facts
 
@@ -182,6 +185,13 @@ def _inconclusive(
     parts = [offline, ("vm", empty_report(target, exc.message)), *_console_part(run, image, log)]
     report = merge(parts, target)
     lines = [line[:CONSOLE_LINE_MAX] for line in tail.splitlines() if line.strip()][-CONSOLE_LINES:]
+    firmware = exc.firmware if isinstance(exc, VmError) else ""
+    if firmware:
+        report.notes.append(f"vm: firmware {firmware}")
     report.notes += [f"console: {line}" for line in lines] or ["console: (nothing printed)"]
-    report.facts["vm"] = {"accelerator": getattr(exc, "accel", "") or None, "console_tail": tail}
+    report.facts["vm"] = {
+        "accelerator": getattr(exc, "accel", "") or None,
+        "firmware": firmware or None,
+        "console_tail": tail,
+    }
     return report

@@ -26,3 +26,4 @@ class VmError(ImageLintError):
         self.console = console
         self.accel = ""  # the accelerator the machine ran under, once one was chosen
         self.log: ConsoleLog | None = None  # the console's kernel lines, once the machine is stopped
+        self.firmware = ""  # the firmware the machine booted, and why
