@@ -48,6 +48,7 @@ from imagelint.session import (
 )
 from imagelint.vm import VmError
 from imagelint.vm.console import ConsoleTarget
+from imagelint.vm.disk import allocated
 from imagelint.vm.machine import Machine, MachineSpec, booted, signals_interrupt
 
 CONSOLE_LINES = 20  # console lines in the report when the collector was never reached
@@ -98,6 +99,7 @@ def run_vm_check(options: VmOptions, run_options: RunOptions) -> Verdict:
                 }
                 machine.check()
                 parts = _machine_parts(run, bundle)
+                timing.update(overlay_bytes=allocated(machine.scratch / "overlay.qcow2"))  # gone after
             # QEMU is stopped: the console is whole
             report = merge([offline, *parts, *_console_part(run, image, machine.console_log())], target)
             report.facts["vm"] = _vm_facts(machine, report, timing, options)
@@ -144,7 +146,7 @@ def _machine_parts(run: PreparedRun, bundle: Path) -> list[tuple[str, Report]]:
 def _vm_facts(
     machine: Machine, report: Report, timing: dict[str, float], options: VmOptions
 ) -> dict[str, Any]:
-    facts = {**machine.facts(), **timing}
+    facts = {**machine.facts(), **timing}  # the overlay's size as it was before it was removed
     soak = report.facts.get("soak", {}).get("soak", {})
     layout = soak.get("layout", {}) if isinstance(soak, dict) else {}
     facts["cgroup_layout"] = layout.get("layout") if isinstance(layout, dict) else None
