@@ -24,6 +24,7 @@ from imagelint.targets.interface import Target
 
 if TYPE_CHECKING:
     from imagelint.collector.plan import Plan
+    from imagelint.facts.journal.console import ConsoleLog
     from imagelint.facts.soak import SoakFacts
     from imagelint.openers import Opened, OpenOptions
     from imagelint.report.baseline import Baseline
@@ -155,6 +156,25 @@ def judge_soak(run: PreparedRun, target: Target, facts: SoakFacts) -> Report:
         report.errors.append(ReportError(note, where="soak"))
         report.verdict = decide(report)
     return report
+
+
+def judge_console(run: PreparedRun, target: Target, log: ConsoleLog) -> Report:
+    """A machine's serial console judged by the rules that read only the journal's kernel lines
+    (ENA resets, lockups, stalls, hung tasks, OOM kills: ``CheckKind.kernel_lines_only``), through
+    the same checks and signal specs as a journal, its kernel lines read as one (the other rules
+    are not run: the console holds nothing else they read). ``target`` is what the report names."""
+    from imagelint.checks import registry
+    from imagelint.facts.journal import JournalRequest
+
+    kinds = registry()
+
+    def reads_console(rule: Rule) -> bool:
+        check = rule.check
+        return not (check.when or check.unless) and kinds[check.kind].kernel_lines_only(check.arguments)
+
+    packs = tuple(replace(pack, rules=[r for r in pack.rules if reads_console(r)]) for pack in run.packs)
+    request = JournalRequest(console=log, required=True)
+    return evaluate(replace(run, packs=packs), target, scopes=(Scope.HOST,), sources=(request,))
 
 
 def soak_bundle(run: PreparedRun, spec: str, opening: OpenOptions | None = None) -> Report:

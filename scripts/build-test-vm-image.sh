@@ -3,11 +3,14 @@
 # disk, cloud-init (NoCloud), openssh-server, cgroup v2 (bookworm's default).
 #
 # Usage: scripts/build-test-vm-image.sh [--variant clean|crashloop] [DEST]
-#   clean      the image as a build leaves it (the default)
+#   clean      the image as it should ship (the default): no SSH host keys (cloud-init makes them at
+#              first boot), no machine id of D-Bus's own, no password logins, no apt caches
 #   crashloop  the same plus leaky.service, enabled: it writes a small file under /var/tmp (page cache
 #              charged to its memory cgroup), exits 1 and is restarted every second for ever
 #              (StartLimitIntervalSec=0), so each restart leaves a dying memory cgroup behind
 # DEST defaults to ${IMAGELINT_TEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/imagelint-tests}/vm-VARIANT.qcow2.
+# The cache key is this script's SHA-256 and the variant, kept in DEST.recipe beside the image: an
+# image built by another version of the recipe (or with no key) is built again.
 #
 # The recipe (../shared/DESIGN.md, "QEMU here"): the minimal test tree (scripts/build-test-rootfs.sh),
 # the kernel, initramfs-tools, cloud-init and GRUB's i386-pc modules installed with apt inside it
@@ -29,7 +32,9 @@ case "$variant" in clean | crashloop) ;; *) echo "build-test-vm-image: unknown v
 cache="${IMAGELINT_TEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/imagelint-tests}"
 dest="${1:-$cache/vm-$variant.qcow2}"
 
-if [ -f "$dest" ]; then
+recipe="$(sha256sum < "$0" | cut -d' ' -f1) $variant"
+fresh() { [ -f "$dest" ] && [ "$(cat "$dest.recipe" 2>/dev/null)" = "$recipe" ]; }
+if fresh; then
     echo "$dest"
     exit 0
 fi
@@ -41,7 +46,7 @@ done
 mkdir -p "$(dirname "$dest")"
 exec 9>"$dest.lock"
 flock 9
-if [ -f "$dest" ]; then  # another run built it while we waited
+if fresh; then  # another run built it while we waited
     echo "$dest"
     exit 0
 fi
@@ -109,6 +114,15 @@ EOF
     ln -sf /etc/systemd/system/leaky.service "$tree/etc/systemd/system/multi-user.target.wants/leaky.service"
 fi
 
+# what a shipped image must not carry (imagelint's own image rules: IL101, IL103, IL111, IL113)
+rm -f "$tree"/etc/ssh/ssh_host_*_key "$tree"/etc/ssh/ssh_host_*_key.pub  # cloud-init makes them at boot
+if [ -e "$tree/var/lib/dbus/machine-id" ]; then
+    ln -sf /etc/machine-id "$tree/var/lib/dbus/machine-id"
+fi
+mkdir -p "$tree/etc/ssh/sshd_config.d"
+echo 'PasswordAuthentication no' > "$tree/etc/ssh/sshd_config.d/50-imagelint-test.conf"
+rm -f "$tree"/var/cache/apt/*.bin
+
 kernel=$(cd "$tree/boot" && ls vmlinuz-* | sort -V | tail -n 1)
 version=${kernel#vmlinuz-}
 mkdir -p "$tree/boot/grub/i386-pc"
@@ -141,5 +155,7 @@ dd if="$work/root.ext4" of="$work/disk.raw" bs=1M seek=1 conv=notrunc,sparse sta
 dd if="$work/boot.img" of="$work/disk.raw" bs=440 count=1 conv=notrunc status=none
 dd if="$work/core.img" of="$work/disk.raw" bs=512 seek=1 conv=notrunc status=none
 qemu-img convert -O qcow2 "$work/disk.raw" "$work/image.qcow2"
+rm -f "$dest.recipe"  # the key names the image beside it: never a new key on an old image
 mv "$work/image.qcow2" "$dest"
+echo "$recipe" > "$work/recipe" && mv "$work/recipe" "$dest.recipe"
 echo "$dest"

@@ -4,7 +4,7 @@
 #   scripts/install.sh          runtime only (enough for `make demo`)
 #   scripts/install.sh --test   also what the test suite needs: debootstrap, systemd-nspawn, strace,
 #                               systemd-journal-remote, packer, rpm (rpmbuild + an sqlite
-#                               rpmdb for the package inventory), the disk-image tools,
+#                               rpmdb for the package inventory), the disk-image tools (gdisk too),
 #                               QEMU (qemu-system-x86, genisoimage, ovmf: vm check),
 #                               prometheus (+ promtool), prometheus-node-exporter, chromium
 #                               and npm with the Mermaid CLI (the report pictures' renderers,
@@ -33,6 +33,7 @@ if [ "$want_test" = 1 ]; then
     command -v pvcreate >/dev/null || packages+=(lvm2)
     command -v mke2fs >/dev/null || packages+=(e2fsprogs)
     command -v sfdisk >/dev/null || packages+=(fdisk)
+    command -v sgdisk >/dev/null || packages+=(gdisk)  # GPT type codes (ESP, BIOS boot): --firmware auto
     command -v mkfs.vfat >/dev/null || packages+=(dosfstools)
     command -v cryptsetup >/dev/null || packages+=(cryptsetup-bin)
     # vm check: the machine, its NoCloud seed (and isoinfo to read one back), UEFI firmware

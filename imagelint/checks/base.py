@@ -200,6 +200,11 @@ class CheckKind(ABC, Generic[P]):
     def validate(self, params: P) -> None:
         """Semantic checks beyond the schema (compile regexes...). Raise ParamError."""
 
+    def kernel_lines_only(self, params: P) -> bool:
+        """Whether the check reads nothing but the journal's kernel lines, so that a machine's serial
+        console (:mod:`imagelint.facts.journal.console`) is judged by it as a journal is."""
+        return False
+
     @abstractmethod
     def evaluate(self, ctx: CheckContext, params: P) -> list[Observation]:
         """Observations found on the target. Raise NotApplicable when the subject is absent.

@@ -40,15 +40,22 @@ def journal_of(ctx: CheckContext) -> Any:
     request = ctx.source(JournalRequest) or JournalRequest()
 
     def build() -> Any:
-        journal = open_path(request.path) if request.path else open_image(ctx.target)
+        if request.console is not None:
+            from imagelint.facts.journal.console import open_console
+
+            journal: Any = open_console(request.console)
+        else:
+            journal = open_path(request.path) if request.path else open_image(ctx.target)
+        name = "console" if request.console is not None else "journal"
 
         def account() -> dict[str, object]:
             # Called once, when the report is made (the engine renders the recorded facts before it
             # takes the notes): only then has every analysis run, so the note counts what they read.
-            ctx.note("journal: " + journal.scan.note())
-            return journal.scan.to_dict()
+            ctx.note(f"{name}: " + journal.scan.note())
+            said: dict[str, object] = journal.scan.to_dict()
+            return said
 
-        ctx.record("journal", account)
+        ctx.record(name, account)
         return journal
 
     journal = ctx.fact("journal", build)
@@ -219,15 +226,25 @@ class JournalSignal(_JournalKind[SignalParams]):
             except textmatch.PatternError as exc:
                 raise ParamError(["pattern"], exc.message) from None
 
-    def evaluate(self, ctx: CheckContext, params: SignalParams) -> list[Observation]:
-        journal = journal_of(ctx)  # first: an image without a journal never loads the analyses
-        from imagelint.facts.journal import SIGNALS, SignalSpec, count_signal
+    def kernel_lines_only(self, params: SignalParams) -> bool:
+        from imagelint.facts.journal.patterns import KERNEL
+
+        return dict(self._spec(params).matches) == KERNEL
+
+    @staticmethod
+    def _spec(params: SignalParams) -> Any:
+        from imagelint.facts.journal import SIGNALS, SignalSpec
 
         if params.signal is not None:
-            spec = SIGNALS[params.signal]
-        else:
-            assert params.match is not None  # validate: exactly one of signal and match
-            spec = SignalSpec("custom", dict(params.match), params.pattern)
+            return SIGNALS[params.signal]
+        assert params.match is not None  # validate: exactly one of signal and match
+        return SignalSpec("custom", dict(params.match), params.pattern)
+
+    def evaluate(self, ctx: CheckContext, params: SignalParams) -> list[Observation]:
+        journal = journal_of(ctx)  # first: an image without a journal never loads the analyses
+        from imagelint.facts.journal import count_signal
+
+        spec = self._spec(params)
         key = ("journal.signal", spec.name, repr(sorted(spec.matches.items())), spec.message)
         report = ctx.fact(key, lambda: count_signal(journal, spec))
         journal_gaps(ctx, journal)
@@ -287,6 +304,9 @@ class JournalEnaResets(_JournalKind[EnaResetParams]):
         "sample": "one line",
         "boot": "boot id",
     }
+
+    def kernel_lines_only(self, params: EnaResetParams) -> bool:
+        return True  # the kernel's ENA driver lines (_TRANSPORT=kernel) and nothing else
 
     def evaluate(self, ctx: CheckContext, params: EnaResetParams) -> list[Observation]:
         journal = journal_of(ctx)  # first: an image without a journal never loads the analyses

@@ -69,7 +69,14 @@ def vm_check(
             help="auto: KVM when /dev/kvm works and the guest's kernel prints within seconds, else TCG.",
         ),
     ] = "auto",
-    firmware: Annotated[str, typer.Option("--firmware", help="bios (SeaBIOS) or uefi (OVMF).")] = "bios",
+    firmware: Annotated[
+        str,
+        typer.Option(
+            "--firmware",
+            help="auto: UEFI (OVMF) for a GPT disk with an EFI System Partition and no BIOS boot path, "
+            "else BIOS (SeaBIOS); or bios, uefi.",
+        ),
+    ] = "auto",
     disk_limit: Annotated[
         str, typer.Option("--disk-limit", help="Most the guest may write (the overlay's size): 4G.")
     ] = "4G",
@@ -95,8 +102,8 @@ def vm_check(
 
     if accel not in ("auto", "kvm", "tcg"):
         raise UsageError(f"--accel {accel!r}: auto, kvm or tcg")
-    if firmware not in ("bios", "uefi"):
-        raise UsageError(f"--firmware {firmware!r}: bios or uefi")
+    if firmware not in ("auto", "bios", "uefi"):
+        raise UsageError(f"--firmware {firmware!r}: auto, bios or uefi")
     machine = MachineSpec(
         image=image,
         cpus=cpus,

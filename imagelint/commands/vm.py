@@ -21,6 +21,7 @@ last lines; SIGINT and SIGTERM stop the machine and remove everything, exit 3.
 
 from __future__ import annotations
 
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,11 +32,23 @@ from imagelint.collector.plan import Plan, needs_for
 from imagelint.collector.ssh.spec import HostSpec
 from imagelint.collector.ssh.transport import MARGIN, RemoteError, collect
 from imagelint.errors import UsageError
+from imagelint.facts.journal.console import ConsoleLog
 from imagelint.report import Report, Verdict
 from imagelint.report.merge import empty_report, merge
 from imagelint.rulepacks.model import Scope
-from imagelint.session import PreparedRun, RunOptions, audit_opened, evaluate, judge_soak, prepare, publish
+from imagelint.session import (
+    PreparedRun,
+    RunOptions,
+    audit_opened,
+    evaluate,
+    judge_console,
+    judge_soak,
+    prepare,
+    publish,
+)
 from imagelint.vm import VmError
+from imagelint.vm.console import ConsoleTarget
+from imagelint.vm.disk import allocated
 from imagelint.vm.machine import Machine, MachineSpec, booted, signals_interrupt
 
 CONSOLE_LINES = 20  # console lines in the report when the collector was never reached
@@ -62,9 +75,11 @@ def run_vm_check(options: VmOptions, run_options: RunOptions) -> Verdict:
     target = {"kind": "vm", "path": str(image)}
     offline = _image_part(run, image)
     stderr.line(f"vm: booting {image} ({options.machine.cpus} vCPU, {options.machine.memory_mib} MiB)")
+    reached: Machine | None = None
     with signals_interrupt():
         try:
             with booted(options.machine) as machine:
+                reached = machine
                 soaking = f" and soaking {options.soak_seconds:g} s" if options.soak_seconds else ""
                 stderr.line(
                     f"vm: SSH after {machine.boot_seconds:.0f} s ({machine.accel}); auditing{soaking}"
@@ -83,10 +98,18 @@ def run_vm_check(options: VmOptions, run_options: RunOptions) -> Verdict:
                     "collect_s": round(time.monotonic() - collecting_at, 1),
                 }
                 machine.check()
-                report = merge([offline, *_machine_parts(run, bundle)], target)
-                report.facts["vm"] = _vm_facts(machine, report, timing, options)
+                parts = _machine_parts(run, bundle)
+                timing.update(overlay_bytes=allocated(machine.scratch / "overlay.qcow2"))  # gone after
+            # QEMU is stopped: the console is whole
+            report = merge([offline, *parts, *_console_part(run, image, machine.console_log())], target)
+            report.facts["vm"] = _vm_facts(machine, report, timing, options)
         except (VmError, RemoteError) as exc:
-            report = _inconclusive(target, exc)
+            if isinstance(exc, VmError):
+                log, tail = exc.log, exc.console
+            else:  # the collector failed: the machine is stopped, its console whole
+                log = reached.console_log() if reached else None
+                tail = reached.console.last() if reached and reached.console else ""
+            report = _inconclusive(run, image, target, offline, exc, (log, tail))
     return publish(report, run_options)
 
 
@@ -123,25 +146,54 @@ def _machine_parts(run: PreparedRun, bundle: Path) -> list[tuple[str, Report]]:
 def _vm_facts(
     machine: Machine, report: Report, timing: dict[str, float], options: VmOptions
 ) -> dict[str, Any]:
-    facts = {**machine.facts(), **timing}
+    facts = {**machine.facts(), **timing}  # the overlay's size as it was before it was removed
     soak = report.facts.get("soak", {}).get("soak", {})
     layout = soak.get("layout", {}) if isinstance(soak, dict) else {}
     facts["cgroup_layout"] = layout.get("layout") if isinstance(layout, dict) else None
     facts["soak_s"] = options.soak_seconds
     accel = f"{facts['accelerator']}{' (' + machine.accel_note + ')' if machine.accel_note else ''}"
     kernel, cgroups = facts["guest_kernel"] or "unknown", facts["cgroup_layout"] or "unknown"
+    firmware = (
+        f"{'UEFI (OVMF)' if facts['firmware'] == 'uefi' else 'BIOS (SeaBIOS)'}: {machine.firmware_note}"
+    )
     report.notes.insert(
         0,
-        f"vm: {accel}, {facts['vcpus']} vCPU, {facts['memory_mib']} MiB, guest kernel {kernel}, "
-        f"cgroup {cgroups}, SSH {facts['boot_to_ssh_s']:.0f} s after power-on",
+        f"vm: {accel}, {firmware}, {facts['vcpus']} vCPU, {facts['memory_mib']} MiB, guest kernel "
+        f"{kernel}, cgroup {cgroups}, SSH {facts['boot_to_ssh_s']:.0f} s after power-on",
     )
     return facts
 
 
-def _inconclusive(target: dict[str, Any], exc: VmError | RemoteError) -> Report:
-    report = empty_report(target, exc.message)
-    console = exc.console if isinstance(exc, VmError) else ""
-    lines = [line[:CONSOLE_LINE_MAX] for line in console.splitlines() if line.strip()][-CONSOLE_LINES:]
-    report.notes = [f"console: {line}" for line in lines] or ["console: (nothing printed)"]
-    report.facts["vm"] = {"accelerator": getattr(exc, "accel", "") or None, "console_tail": console}
+def _console_part(run: PreparedRun, image: Path, log: ConsoleLog | None) -> list[tuple[str, Report]]:
+    """("console", …): the console's kernel lines judged by the journal's kernel-line rules; their
+    findings say ``scope: console``. None when QEMU never ran."""
+    if log is None:
+        return []
+    with tempfile.TemporaryDirectory(prefix="imagelint-console-") as empty:
+        return [("console", judge_console(run, ConsoleTarget(Path(empty), image), log))]
+
+
+def _inconclusive(
+    run: PreparedRun,
+    image: Path,
+    target: dict[str, Any],
+    offline: tuple[str, Report],
+    exc: VmError | RemoteError,
+    console: tuple[ConsoleLog | None, str],
+) -> Report:
+    """Why the machine could not be judged, beside what was: the image read offline and the console's
+    kernel lines (a lockup before SSH answered is a finding), with the console's last lines."""
+    log, tail = console
+    parts = [offline, ("vm", empty_report(target, exc.message)), *_console_part(run, image, log)]
+    report = merge(parts, target)
+    lines = [line[:CONSOLE_LINE_MAX] for line in tail.splitlines() if line.strip()][-CONSOLE_LINES:]
+    firmware = exc.firmware if isinstance(exc, VmError) else ""
+    if firmware:
+        report.notes.append(f"vm: firmware {firmware}")
+    report.notes += [f"console: {line}" for line in lines] or ["console: (nothing printed)"]
+    report.facts["vm"] = {
+        "accelerator": getattr(exc, "accel", "") or None,
+        "firmware": firmware or None,
+        "console_tail": tail,
+    }
     return report

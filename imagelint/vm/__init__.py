@@ -11,6 +11,10 @@ from __future__ import annotations
 
 from imagelint.errors import ExitCode, ImageLintError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from imagelint.facts.journal.console import ConsoleLog
+
 
 class VmError(ImageLintError):
     """The machine could not be booted or reached: inconclusive, with the console's tail when there is one."""
@@ -21,3 +25,5 @@ class VmError(ImageLintError):
         super().__init__(message, where=where)
         self.console = console
         self.accel = ""  # the accelerator the machine ran under, once one was chosen
+        self.log: ConsoleLog | None = None  # the console's kernel lines, once the machine is stopped
+        self.firmware = ""  # the firmware the machine booted, and why

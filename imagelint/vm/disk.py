@@ -88,3 +88,28 @@ def allocated(path: Path) -> int:
         return os.stat(path).st_blocks * 512
     except OSError:
         return 0
+
+
+def choose_firmware(image: Path) -> tuple[str, str]:
+    """``("uefi" | "bios", why)`` for ``--firmware auto``, from the image's partition table read
+    through the disk readers (:mod:`imagelint.targets.disk.boot`): a GPT disk with an EFI System
+    Partition and neither a BIOS boot partition nor MBR boot code boots under UEFI only (OVMF);
+    anything else has a BIOS path (SeaBIOS), which is also the choice when the table cannot be read."""
+    from imagelint.errors import ImageLintError
+    from imagelint.targets.disk.boot import boot_layout
+    from imagelint.targets.disk.open import raw_disk
+
+    try:
+        with raw_disk(image) as disk:
+            layout = boot_layout(disk, str(image))
+    except ImageLintError as exc:
+        return "bios", f"the partition table could not be read ({exc.message}): BIOS, the default"
+    if layout.uefi_only:
+        return "uefi", "GPT with an EFI System Partition, no BIOS boot partition and no MBR boot code"
+    have = [
+        *(["an EFI System Partition"] if layout.esp else []),
+        *(["a BIOS boot partition"] if layout.bios_boot else []),
+        *(["boot code in the MBR"] if layout.mbr_code else []),
+    ]
+    table = {"gpt": "GPT", "mbr": "MBR partition table", "none": "no partition table"}[layout.table]
+    return "bios", f"{table} with {' and '.join(have)}" if have else f"{table}, no EFI System Partition"

@@ -26,15 +26,16 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO
 
+from imagelint.facts.journal.console import ConsoleLog
 from imagelint.limits import lifted
 from imagelint.vm import VmError
 from imagelint.vm.access import client_command, make_key, make_seed, smbios_credential
 from imagelint.vm.console import Console
-from imagelint.vm.disk import allocated, create_overlay, image_format
+from imagelint.vm.disk import allocated, choose_firmware, create_overlay, image_format
 
 KVM_PROBE = 20.0  # seconds for the kernel's banner under KVM before falling back to TCG
 SSH_RETRY = 5.0  # seconds between ssh attempts
@@ -51,7 +52,7 @@ class MachineSpec:
     cpus: int = 2
     memory_mib: int = 2048
     accel: str = "auto"  # auto | kvm | tcg
-    firmware: str = "bios"  # bios | uefi
+    firmware: str = "auto"  # auto | bios | uefi
     boot_timeout: float = 600.0
     overlay_limit: int = 4 << 30  # bytes the overlay may hold
     kvm_probe: float = KVM_PROBE
@@ -69,15 +70,23 @@ class Machine:
     ssh: list[str]
     accel: str = ""
     accel_note: str = ""
+    firmware_note: str = ""  # why this firmware (``--firmware auto`` reads the partition table)
     console: Console | None = None
     process: _Qemu | None = None  # the QEMU running now: stopped on the way out, whatever happens
     boot_seconds: float = 0.0
     powered_on: float = 0.0  # time.monotonic() when QEMU was started
+    powered_on_wall: float = 0.0  # time.time() then: the console's printk times count from it
     limit_hit: threading.Event = field(default_factory=threading.Event)
 
     @property
     def kernel(self) -> str | None:
         return self.console.kernel if self.console else None
+
+    def console_log(self) -> ConsoleLog | None:
+        """The console's kernel lines for the signal rules (complete once QEMU is stopped)."""
+        if self.console is None:
+            return None
+        return self.console.log(int(self.powered_on_wall * 1_000_000))
 
     def facts(self) -> dict[str, object]:
         return {
@@ -88,6 +97,7 @@ class Machine:
             "vcpus": self.spec.cpus,
             "memory_mib": self.spec.memory_mib,
             "firmware": self.spec.firmware,
+            "firmware_note": self.firmware_note,
             "guest_kernel": self.kernel,
             "boot_to_ssh_s": round(self.boot_seconds, 1),
             "overlay_bytes": allocated(self.scratch / "overlay.qcow2"),
@@ -203,22 +213,34 @@ def qemu_argv(spec: MachineSpec, accel: str, scratch: Path, port: int, public_ke
     return argv
 
 
+def resolve_firmware(spec: MachineSpec) -> tuple[MachineSpec, str]:
+    """``spec`` with its firmware chosen (``auto``: from the image's partition table,
+    :func:`imagelint.vm.disk.choose_firmware`), and why."""
+    if spec.firmware != "auto":
+        return spec, f"--firmware {spec.firmware}"
+    firmware, why = choose_firmware(spec.image)
+    return replace(spec, firmware=firmware), why
+
+
 @contextlib.contextmanager
 def booted(spec: MachineSpec) -> Iterator[Machine]:
     """The machine, booted and answering over SSH; stopped and removed on the way out."""
     fmt = image_format(spec.image)
+    spec, firmware_note = resolve_firmware(spec)
     if spec.firmware == "uefi" and not OVMF.is_file():
-        raise VmError(f"--firmware uefi needs {OVMF} (Debian: ovmf)")
+        raise VmError(f"UEFI ({firmware_note}) needs {OVMF} (Debian: ovmf)", where=str(spec.image))
     if shutil.which(spec.qemu) is None:
         raise VmError(f"{spec.qemu} is not installed (Debian: qemu-system-x86)")
     scratch = Path(tempfile.mkdtemp(prefix="imagelint-vm-"))  # mode 0700
     machine: Machine | None = None
+    failed: VmError | None = None
     stop_watch = threading.Event()
     try:
         key, public_key = make_key(scratch)
         make_seed(scratch, public_key, f"imagelint-{os.getpid()}")
         port = free_port()
         machine = Machine(spec, scratch, fmt, port, client_command(key, scratch / "known_hosts", port))
+        machine.firmware_note = firmware_note
         qemu = _start(machine, public_key)
         started = machine.powered_on
         watcher = threading.Thread(target=_watch, args=(machine, qemu, stop_watch), daemon=True)
@@ -231,11 +253,17 @@ def booted(spec: MachineSpec) -> Iterator[Machine]:
         machine.boot_seconds = time.monotonic() - started
         yield machine
         machine.check()
+    except VmError as exc:
+        failed = exc
+        raise
     finally:
         with _held_signals():
             stop_watch.set()
             if machine is not None and machine.process is not None:
                 machine.process.stop()
+            if failed is not None and machine is not None:
+                failed.log = machine.console_log()  # whole now: QEMU is stopped, its console read
+                failed.firmware = f"{machine.spec.firmware}: {machine.firmware_note}"
             shutil.rmtree(scratch, ignore_errors=True)
 
 
@@ -250,7 +278,7 @@ def _start(machine: Machine, public_key: str) -> _Qemu:
             machine.accel_note = "/dev/kvm cannot be opened"
         else:
             create_overlay(spec.image, machine.fmt, machine.scratch / "overlay.qcow2")
-            machine.powered_on = time.monotonic()
+            machine.powered_on, machine.powered_on_wall = time.monotonic(), time.time()
             qemu = machine.process = _Qemu(qemu_argv(spec, "kvm", machine.scratch, machine.port, public_key))
             machine.console = qemu.console
             probe_end = time.monotonic() + spec.kvm_probe
@@ -272,7 +300,7 @@ def _start(machine: Machine, public_key: str) -> _Qemu:
             if wanted == "kvm":
                 raise VmError(machine.accel_note, console=qemu.console.last())
     create_overlay(spec.image, machine.fmt, machine.scratch / "overlay.qcow2")
-    machine.powered_on = time.monotonic()
+    machine.powered_on, machine.powered_on_wall = time.monotonic(), time.time()
     qemu = machine.process = _Qemu(qemu_argv(spec, "tcg", machine.scratch, machine.port, public_key))
     machine.console, machine.accel = qemu.console, "tcg"
     return qemu

@@ -6,7 +6,9 @@ whose leaky.service restarts every second leaving a dying memory cgroup each tim
 client and collector, soaked for 60 s. The soak must name leaky.service from the v2 counters, the
 report must say what the machine was, the image must be unchanged, and nothing may be left behind.
 The image scope is judged on the disk image read offline (the boot's own writes are not the image's).
-The clean variant passing is in benchmarks/vm_soak.py (a second boot does not fit the suite's time).
+The clean variant (an image cleaned as it should ship) passes whole: image, host, soak and console.
+The other boots: a signal while the collector runs, and a guest outgrowing --disk-limit. The console's
+kernel lines are judged on a boot sector that prints them (seconds, no real boot).
 """
 
 from __future__ import annotations
@@ -14,13 +16,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.support import run_cli
+from tests.support import REPO, run_cli
 from tests.vm.conftest import need_qemu, vm_image
-from tests.vm.test_machine import qemu_pids
+from tests.vm.test_machine import boot_sector, qemu_pids
 
 pytestmark = pytest.mark.serial  # a whole VM for minutes
 
@@ -29,6 +35,12 @@ pytestmark = pytest.mark.serial  # a whole VM for minutes
 def crashloop_vm_image() -> Path:
     need_qemu()
     return vm_image("crashloop")
+
+
+@pytest.fixture(scope="module")
+def clean_vm_image() -> Path:
+    need_qemu()
+    return vm_image("clean")
 
 
 def digest(path: Path) -> str:
@@ -73,3 +85,167 @@ def test_the_crashloop_image_boots_and_its_soak_names_the_unit_from_the_v2_count
     assert digest(crashloop_vm_image) == before  # the image was never written
     assert list(scratch.iterdir()) == []  # overlay, seed, key: gone
     assert qemu_pids(str(scratch)) == []
+
+
+def test_kernel_lines_on_the_console_are_judged_by_the_journal_rules_before_ssh_ever_answers(
+    tmp_path: Path,
+) -> None:
+    """A guest whose kernel soft-locks and panics before any shell: the soft lockup is the journal's
+    IL314 finding, found on the console (``scope: console``), escaped in every output; the panic is the
+    run's reason, the console's tail in the report; a benign kernel line is no finding."""
+    need_qemu()
+    hostile = (
+        b"[    0.000000] Linux version 6.6.6-evil\r\n"
+        b"[    0.100000] rcu: Hierarchical RCU implementation.\r\n"
+        b"[   31.000000] watchdog: BUG: soft lockup - CPU#0 stuck for 23s! [\x1b[2J::error::pwn:1]\r\n"
+        b"[   32.000000] Kernel panic - not syncing: softlockup: hung tasks\r\n"
+    )
+    image = boot_sector(tmp_path, hostile)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    out = tmp_path / "r.json"
+    got = run_cli(
+        "vm", "check", str(image), "--accel", "tcg", "--soak", "0", "--boot-timeout", "5m",
+        "-f", "text", "-f", "github", "-f", f"json:{out}",
+        env={"TMPDIR": str(scratch)}, timeout=600,
+    )  # fmt: skip
+    assert got.returncode == 1, got.stderr  # a failing finding, whatever else could not be judged
+    report = json.loads(out.read_text())
+    (lockup,) = [f for f in report["findings"] if f["evidence"].get("scope") == "console"]
+    assert lockup["rule_id"] == "IL314" and lockup["evidence"]["boot"] == "console"
+    assert (
+        lockup["evidence"]["sample"] == "watchdog: BUG: soft lockup - CPU#0 stuck for 23s! [::error::pwn:1]"
+    )
+    assert any("kernel panicked" in e["message"] for e in report["errors"])
+    assert "Kernel panic" in report["facts"]["vm"]["console_tail"]
+    assert report["facts"]["console"]["console"]["entries_examined"] == 4
+    assert "\x1b" not in got.stdout + got.stderr
+    assert not [line for line in got.stdout.splitlines() if line.startswith("::error::pwn")]
+    assert list(scratch.iterdir()) == []
+
+
+def group_members(pgid: int) -> list[int]:
+    """Processes whose process group is ``pgid`` (from /proc/PID/stat, after the command's parenthesis)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[2]) == pgid:
+                found.append(int(entry.name))
+    return found
+
+
+def holding(marker: str) -> list[str]:
+    """Command lines that name ``marker`` (QEMU's overlay, the ssh client's key: the scratch directory)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if marker.encode() in cmdline:
+                found.append(cmdline.replace(b"\0", b" ").decode(errors="replace")[:200])
+    return found
+
+
+@pytest.mark.parametrize("how", ["SIGTERM to the process", "SIGINT to its process group (Ctrl-C)"])
+def test_a_signal_while_collecting_stops_the_machine_and_leaves_nothing(
+    clean_vm_image: Path, tmp_path: Path, how: str
+) -> None:
+    """Once SSH answered and the collector runs (its ssh client holds the throwaway key), SIGTERM
+    (a CI runner's timeout) or SIGINT to the whole foreground group (Ctrl-C) ends the run: exit 3 as
+    documented, QEMU's process group gone, no ssh client left, overlay, seed and key removed."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    out = tmp_path / "r.json"
+    exe = Path(sys.executable).parent / "imagelint"
+    proc = subprocess.Popen(
+        [str(exe), "vm", "check", str(clean_vm_image), "--soak", "10m", "--boot-timeout", "12m",
+         "-f", f"json:{out}"],
+        env={**os.environ, "TMPDIR": str(scratch), "NO_COLOR": "1"},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, start_new_session=True,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    said = []
+    for line in proc.stderr:  # the run ends by itself at the boot deadline: this loop is bounded
+        said.append(line)
+        if "; auditing and soaking" in line:
+            break
+    assert said and "; auditing and soaking" in said[-1], "".join(said)
+    deadline = time.monotonic() + 120
+    while not any(" -i " in c and c.startswith("ssh ") for c in holding(str(scratch))):
+        assert time.monotonic() < deadline and proc.poll() is None, holding(str(scratch))
+        time.sleep(0.5)
+    (qemu,) = qemu_pids(str(scratch))
+    qemu_group = os.getpgid(qemu)
+    assert qemu_group != proc.pid  # QEMU in its own group, the ssh client in imagelint's
+    time.sleep(5)  # well into the collection
+    if how.startswith("SIGTERM"):
+        proc.send_signal(signal.SIGTERM)
+    else:
+        os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=180)
+    assert proc.returncode == 3, err
+    assert "Traceback" not in err
+    if how.startswith("SIGTERM"):  # Ctrl-C also ends the ssh client: either may be seen first
+        assert "interrupted" in err, err
+    assert group_members(qemu_group) == [] and group_members(proc.pid) == []
+    assert holding(str(scratch)) == []
+    assert list(scratch.iterdir()) == []  # overlay, seed, key
+    assert not out.exists() or json.loads(out.read_text())["verdict"] != "pass"
+
+
+def test_a_guest_writing_past_the_disk_limit_is_stopped_and_its_real_console_is_judged(
+    clean_vm_image: Path, tmp_path: Path
+) -> None:
+    """The real guest's own boot writes (journal, cloud-init, host keys: several MiB in its first
+    minute) outgrow ``--disk-limit 2M``: the machine is stopped, the run inconclusive, nothing left. The
+    console it printed until then, a real 6.1 kernel's boot, is read as kernel lines and raises nothing."""
+    image = clean_vm_image
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    out = tmp_path / "r.json"
+    got = run_cli(
+        "vm", "check", str(image), "--soak", "0", "--disk-limit", "2M", "--boot-timeout", "12m",
+        "-f", f"json:{out}",
+        env={"TMPDIR": str(scratch), "PYTHONPATH": os.environ.get("PYTHONPATH", "")},
+        timeout=1200,
+    )  # fmt: skip
+    assert got.returncode == 3, got.stderr[-3000:]
+    report = json.loads(out.read_text())
+    said = [e["message"] for e in report["errors"]]
+    assert "the overlay grew past 2,097,152 bytes; the machine was stopped" in said, said
+    console = report["facts"]["console"]["console"]
+    assert console["files_read"] == 1 and console["entries_examined"] > 100  # the kernel's boot lines
+    assert not [f for f in report["findings"] if f["evidence"]["scope"] == "console"]
+    assert qemu_pids(str(scratch)) == [] and list(scratch.iterdir()) == []
+
+
+def test_the_clean_image_passes_whole_image_host_soak_and_console(
+    clean_vm_image: Path, tmp_path: Path
+) -> None:
+    """The clean variant is an image cleaned as it should ship (scripts/build-test-vm-image.sh): no part
+    raises a finding or an error, so the run passes, exit 0; the crashloop variant's soak names its unit."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    out = tmp_path / "report.json"
+    got = run_cli(
+        "vm", "check", str(clean_vm_image), "--soak", "60s", "--interval", "5s", "--boot-timeout", "12m",
+        "-f", f"json:{out}", "-f", "text",
+        env={"TMPDIR": str(scratch), "PYTHONPATH": os.environ.get("PYTHONPATH", "")},
+        timeout=1800,
+    )  # fmt: skip
+    report = json.loads(out.read_text())
+    assert [(f["evidence"]["scope"], f["rule_id"], f["message"]) for f in report["findings"]] == []
+    assert report["errors"] == [] and report["verdict"] == "pass", report["errors"]
+    assert got.returncode == 0, got.stderr[-3000:]
+    parts = {name for name in ("image", "host", "soak", "console") if name in report["facts"]}
+    assert parts == {"image", "host", "soak", "console"}, sorted(report["facts"])
+    assert report["facts"]["soak"]["soak"]["cut_short"] is False
+    assert report["facts"]["console"]["console"]["entries_examined"] > 100  # a real kernel's boot lines
+    assert report["facts"]["vm"]["overlay_bytes"] > 0 and report["facts"]["vm"]["firmware"] == "bios"
+    assert list(scratch.iterdir()) == [] and qemu_pids(str(scratch)) == []

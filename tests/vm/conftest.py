@@ -14,11 +14,20 @@ from tests.support import REPO, is_root, need
 QEMU = "qemu-system-x86_64"
 
 
+def _cache() -> Path:
+    xdg_cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return Path(os.environ.get("IMAGELINT_TEST_CACHE", xdg_cache / "imagelint-tests"))
+
+
+def cached_vm_image(variant: str) -> Path | None:
+    """``vm-VARIANT.qcow2`` when it is built already (read-only uses that need not build it)."""
+    image = _cache() / f"vm-{variant}.qcow2"
+    return image if image.is_file() else None
+
+
 def vm_image(variant: str) -> Path:
     """``vm-VARIANT.qcow2`` (clean or crashloop), built under the script's lock when absent."""
-    xdg_cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    cache = Path(os.environ.get("IMAGELINT_TEST_CACHE", xdg_cache / "imagelint-tests"))
-    if not (cache / f"vm-{variant}.qcow2").is_file():
+    if cached_vm_image(variant) is None:
         need(is_root(), "building the bootable test disk image installs a kernel in a chroot: needs root")
         need(shutil.which("debootstrap") is not None, "debootstrap is not installed")
     script = REPO / "scripts" / "build-test-vm-image.sh"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from imagelint.vm.console import HEAD, LINE_MAX, TAIL, Console
+from imagelint.vm.console import HEAD, KERNEL_KEPT, LINE_MAX, TAIL, Console
 
 
 def fed(*chunks: bytes) -> Console:
@@ -42,3 +42,25 @@ def test_a_line_without_end_is_cut_and_a_hostile_banner_stays_a_version() -> Non
 def test_the_last_lines_are_what_the_guest_printed_last() -> None:
     console = fed(*[f"line {n}\n".encode() for n in range(100_000)])
     assert console.last().splitlines()[-1] == "line 99999"
+
+
+def test_every_kernel_line_is_kept_for_the_signal_rules_to_its_budget_and_the_rest_counted() -> None:
+    lockup = b"[  120.000001] watchdog: BUG: soft lockup - CPU#0 stuck for 22s! [kworker/0:1:12]"
+    chatter = b"[  OK  ] Started leaky.service.\r\n" * 1000  # userspace's lines: not the kernel's
+    console = fed(chatter, lockup[:30], lockup[30:] + b"\r\n", chatter)
+    log = console.log(1_000_000)
+    assert log.lines == (lockup + b"\r",) and log.dropped == 0 and log.powered_on_usec == 1_000_000
+
+    line = b"[    1.000000] " + b"x" * 1000 + b"\n"
+    printed = KERNEL_KEPT // len(line) + 50
+    flood = fed(*[line] * printed)  # a kernel that never stops printing
+    log = flood.log(0)
+    assert flood.kernel_bytes <= KERNEL_KEPT and log.dropped >= 40
+    assert len(log.lines) + log.dropped == printed
+    assert flood.summary()["kernel_lines_dropped"] == flood.log(0).dropped
+
+
+def test_the_last_words_without_a_newline_are_read_when_the_console_ends() -> None:
+    console = Console(io.BytesIO(b"[    9.000000] Kernel panic - not syncing: Fatal exception"))
+    console.run()
+    assert console.panic is not None and len(console.log(0).lines) == 1

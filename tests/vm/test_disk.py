@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from imagelint.vm import VmError
-from imagelint.vm.disk import allocated, create_overlay, image_format
+from imagelint.vm.disk import allocated, choose_firmware, create_overlay, image_format
+from tests.support import need
+from tests.targets.disk.test_boot import gpt, with_boot_code
 from tests.vm.conftest import need_qemu
 
 
@@ -60,3 +62,46 @@ def test_the_guests_writes_land_in_the_overlay_never_in_the_image(tmp_path: Path
     )
     assert hashlib.sha256(image.read_bytes()).hexdigest() == before
     assert allocated(overlay) >= grown + (4 << 20)
+
+
+@pytest.mark.parametrize("fmt", ["qcow2", "vmdk", "vhdx"])
+def test_auto_firmware_reads_the_table_inside_the_container(tmp_path: Path, fmt: str) -> None:
+    need_qemu()
+    raw = gpt(tmp_path, "ef00", "8300")
+    image = tmp_path / f"esp.{fmt}"
+    subprocess.run(["qemu-img", "convert", "-q", "-O", fmt, str(raw), str(image)], check=True)
+    firmware, why = choose_firmware(image)
+    assert firmware == "uefi", why
+    assert why == "GPT with an EFI System Partition, no BIOS boot partition and no MBR boot code"
+
+
+def test_auto_firmware_is_bios_for_any_bios_path_and_says_which(tmp_path: Path) -> None:
+    assert choose_firmware(gpt(tmp_path, "ef02", "ef00", name="hybrid.raw")) == (
+        "bios",
+        "GPT with an EFI System Partition and a BIOS boot partition",
+    )
+    assert choose_firmware(with_boot_code(gpt(tmp_path, "ef00", name="grub.raw"))) == (
+        "bios",
+        "GPT with an EFI System Partition and boot code in the MBR",
+    )
+    blank = tmp_path / "blank.raw"
+    blank.write_bytes(bytes(1 << 20))
+    assert choose_firmware(blank) == ("bios", "no partition table, no EFI System Partition")
+
+
+def test_auto_firmware_on_a_table_it_cannot_read_is_bios_with_the_reason(tmp_path: Path) -> None:
+    disk = gpt(tmp_path, "ef00")
+    with disk.open("r+b") as out:
+        out.seek(512 + 80)  # the GPT header's entry count
+        out.write(b"\xff\xff\xff\xff")
+    firmware, why = choose_firmware(disk)
+    assert firmware == "bios" and why.startswith("the partition table could not be read (corrupt GPT")
+
+
+def test_the_test_images_grub_on_the_mbr_is_bios(tmp_path: Path) -> None:
+    from tests.vm.conftest import cached_vm_image
+
+    image = cached_vm_image("crashloop")
+    need(image is not None, "the crashloop test VM image is not built (scripts/build-test-vm-image.sh)")
+    assert image is not None
+    assert choose_firmware(image) == ("bios", "MBR partition table with boot code in the MBR")

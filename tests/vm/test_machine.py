@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from imagelint.vm import VmError
-from imagelint.vm.machine import MachineSpec, booted, qemu_argv
-from tests.support import REPO, run_cli
+from imagelint.vm.machine import OVMF, MachineSpec, booted, qemu_argv, resolve_firmware
+from tests.support import REPO, need, run_cli
 from tests.vm.conftest import need_qemu
 
 pytestmark = pytest.mark.serial  # each test runs QEMU
@@ -176,9 +176,8 @@ def test_a_panic_on_the_console_is_inconclusive_with_its_tail_escaped(tmp_path: 
     assert got.returncode == 3, got.stderr
     report = json.loads(out.read_text())
     assert report["verdict"] == "inconclusive"
-    assert (
-        "the guest's kernel panicked: Kernel panic - not syncing: hostile" in report["errors"][0]["message"]
-    )
+    said = [e["message"] for e in report["errors"]]
+    assert "the guest's kernel panicked: Kernel panic - not syncing: hostile" in said, said
     assert "::error::pwned" in report["facts"]["vm"]["console_tail"]
     assert report["facts"]["vm"]["accelerator"] == "tcg"
     assert "\x1b" not in got.stdout + got.stderr and "\\x1b[2J" in got.stdout
@@ -200,3 +199,29 @@ def test_accel_kvm_never_falls_back_to_tcg(tmp_path: Path, monkeypatch: pytest.M
         assert raised.value.accel == "kvm", message
     else:
         assert "/dev/kvm cannot be opened" in message or "KVM probe" in message, message
+
+
+def test_auto_firmware_boots_an_esp_only_gpt_disk_under_ovmf_and_says_why(tmp_path: Path) -> None:
+    """The disk's table decides: OVMF for a GPT with only an EFI System Partition (an empty one here:
+    the firmware finds no loader, SSH never answers), and the report says which firmware and why."""
+    from tests.targets.disk.test_boot import gpt
+
+    need_qemu()
+    need(OVMF.is_file(), f"{OVMF} is not installed (Debian: ovmf)")
+    image = gpt(tmp_path, "ef00")
+    spec, why = resolve_firmware(MachineSpec(image=image))
+    assert spec.firmware == "uefi" and why.startswith("GPT with an EFI System Partition")
+    argv = qemu_argv(spec, "tcg", tmp_path, 2200, "ssh-ed25519 AAAA x")
+    assert argv[argv.index("-bios") + 1] == str(OVMF) and argv[argv.index("-machine") + 1] == "q35"
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    out = tmp_path / "r.json"
+    got = run_cli(
+        "vm", "check", str(image), "--accel", "tcg", "--soak", "0", "--boot-timeout", "20s",
+        "-f", "text", "-f", f"json:{out}", env={"TMPDIR": str(scratch)}, timeout=300,
+    )  # fmt: skip
+    assert got.returncode == 3, got.stderr
+    vm = json.loads(out.read_text())["facts"]["vm"]
+    assert vm["firmware"] == f"uefi: {why}"
+    assert f"vm: firmware uefi: {why}" in got.stdout
+    assert list(scratch.iterdir()) == []

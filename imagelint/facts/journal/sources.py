@@ -27,6 +27,7 @@ from imagelint.facts.journal.scan import FileReport, FileStatus, JournalScan
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # kept off the import path: a host directory needs neither (importing costs ms)
+    from imagelint.facts.journal.console import ConsoleLog
     from imagelint.targets.interface import RandomAccessFile, Target
 
 IMAGE_JOURNAL_DIRS = ("/var/log/journal", "/run/log/journal")
@@ -34,11 +35,13 @@ IMAGE_JOURNAL_DIRS = ("/var/log/journal", "/run/log/journal")
 
 @dataclass(frozen=True)
 class JournalRequest:
-    """Where a run reads the journal (a host directory or file; None: the target's own journal), and
-    whether having no journal at all is an error rather than "not applicable"."""
+    """Where a run reads the journal (a host directory or file, a console's kernel lines; neither: the
+    target's own journal), and whether having no journal at all is an error rather than "not
+    applicable"."""
 
     path: str | None = None
     required: bool = False
+    console: ConsoleLog | None = None  # a machine's serial console, read as a journal (``console``)
 
 
 def is_journal_name(name: str) -> bool:

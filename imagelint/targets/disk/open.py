@@ -8,9 +8,10 @@ the table; for LVM, the partition holding the physical volume). Every failure is
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -128,6 +129,19 @@ def open_disk_file(path: str | os.PathLike[str], *, partition: int | None = None
     fmt = container_format(fh)
     disk = _open_container(fmt, fh, where)
     return open_disk_target(disk, description=where, partition=partition, container=fmt)
+
+
+@contextlib.contextmanager
+def raw_disk(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+    """The raw disk a disk image file holds (its container read as :func:`open_disk_file` reads it),
+    for what reads the disk itself rather than its filesystems; the file is closed on the way out."""
+    require_dissect()
+    where = os.fspath(path)
+    fh = open_image_file(where)
+    try:
+        yield _open_container(container_format(fh), fh, where)
+    finally:
+        fh.close()
 
 
 def _open_container(fmt: str, fh: BinaryIO, where: str) -> Any:
