@@ -1,5 +1,5 @@
 # imagelint: the two set-up commands the README gives, and a few conveniences.
-.PHONY: demo test test-quick lint docs bench clean
+.PHONY: demo test test-vm test-quick lint docs bench clean
 
 VENV := .venv
 BIN := $(VENV)/bin
@@ -17,7 +17,8 @@ demo:
 ## test: install everything the tests need (system packages too) and run the whole suite: first every
 ## test not marked serial on TEST_WORKERS xdist workers, a test file per worker (its module fixtures
 ## are built once), then the serial ones alone (tests/conftest.py); each phase names its ten slowest
-## tests and ends with one line naming and counting what did not run as written (skips, xfail, xpass)
+## tests and ends with one line naming and counting what did not run as written (skips, xfail, xpass);
+## the VM boots beyond the first (marked vm_boots) are `make test-vm`
 # one worker per CPU this process may use (nproc honours CPU affinity)
 TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 # marks this machine cannot run, left out of both phases: CI on GitHub's runners (cgroup v2 only)
@@ -28,9 +29,16 @@ NOT_EXCLUDED := $(foreach mark,$(TEST_EXCLUDE), and not $(mark))
 DURATIONS := --durations=10
 test:
 	scripts/install.sh --test
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not serial$(NOT_EXCLUDED)" $(DURATIONS); parallel=$$?; \
-	  $(BIN)/python -m pytest -m "serial$(NOT_EXCLUDED)" $(DURATIONS); serial=$$?; \
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not serial and not vm_boots$(NOT_EXCLUDED)" $(DURATIONS); parallel=$$?; \
+	  $(BIN)/python -m pytest -m "serial and not vm_boots$(NOT_EXCLUDED)" $(DURATIONS); serial=$$?; \
 	  test $$parallel -eq 0 -a $$serial -eq 0
+
+## test-vm: the VM boots `make test` leaves out (tests marked vm_boots: the clean image passing whole,
+## signals and the disk cap during a real run, UEFI, the Action's soak mode), one at a time; minutes
+## each under TCG, seconds with KVM (GitHub's CI runs them there)
+test-vm:
+	scripts/install.sh --test
+	$(BIN)/python -m pytest -m "vm_boots$(NOT_EXCLUDED)" $(DURATIONS)
 
 ## test-quick: the tests of the inner layers (parsers, checks, rule packs, report, diff, config), no
 ## root, no container, nothing slow or serial: about 250 CPU-seconds (2 to 3 minutes on 2 idle cores),

@@ -1,5 +1,6 @@
 """`make test` as make would run it (``make -n``: nothing runs): every test runs in exactly one of its
-two phases whatever marks it carries, the marks a machine leaves out are left out of both, the
+two phases whatever marks it carries (the VM boots marked vm_boots in neither: `make test-vm` runs
+them, and only them), the marks a machine leaves out are left out of both, the
 workers follow the CPUs, and CI runs this very command; `make test-quick` names paths that exist."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from _pytest.mark.expression import Expression
 
 from tests.support import REPO, need
 
-MARKS = ("serial", "slow", "root", "cgroup_v1")
+MARKS = ("serial", "slow", "root", "cgroup_v1", "vm_boots")
 
 
 def _pytest_runs(target: str = "test", **variables: str) -> list[list[str]]:
@@ -50,7 +51,8 @@ def test_every_test_runs_in_exactly_one_phase_the_parallel_one_first() -> None:
     parallel, serial = _pytest_runs()
     for marks in _every_mark_set():
         phases = [name for name, run in (("parallel", parallel), ("serial", serial)) if _selects(run, marks)]
-        assert phases == (["serial"] if "serial" in marks else ["parallel"]), marks
+        expected = [] if "vm_boots" in marks else ["serial"] if "serial" in marks else ["parallel"]
+        assert phases == expected, marks
     assert "-n" in parallel and parallel[parallel.index("--dist") + 1] == "loadfile"
     assert "-n" not in serial  # alone, one test at a time
     assert "--durations=10" in parallel and "--durations=10" in serial
@@ -60,7 +62,14 @@ def test_a_mark_this_machine_cannot_run_is_left_out_of_both_phases_and_nothing_e
     runs = _pytest_runs(TEST_EXCLUDE="cgroup_v1")
     for marks in _every_mark_set():
         selected = sum(_selects(run, marks) for run in runs)
-        assert selected == (0 if "cgroup_v1" in marks else 1), marks
+        assert selected == (0 if marks & {"cgroup_v1", "vm_boots"} else 1), marks
+
+
+def test_make_test_vm_runs_the_vm_boots_alone_and_nothing_else() -> None:
+    (run,) = _pytest_runs("test-vm")
+    assert "-n" not in run  # one VM at a time
+    for marks in _every_mark_set():
+        assert _selects(run, marks) == ("vm_boots" in marks), marks
 
 
 def test_the_workers_follow_the_cpus_this_process_may_use() -> None:
@@ -76,11 +85,13 @@ def test_ci_runs_the_readmes_test_command_and_leaves_out_what_githubs_runners_la
     script = (REPO / ".ci/run").read_text().strip().splitlines()
     assert script[-1] == "make test" and "export IMAGELINT_NO_SKIP=1" in script
     workflow = yaml.safe_load((REPO / ".github/workflows/ci.yml").read_text())
-    (job,) = workflow["jobs"].values()
-    assert job["runs-on"] == "ubuntu-latest"
-    (command,) = [step["run"] for step in job["steps"] if "run" in step]
-    words = shlex.split(command)
-    assert words[-1] == ".ci/run" and "TEST_EXCLUDE=cgroup_v1" in words  # cgroup v2 only there
+    commands = {}
+    for name, job in workflow["jobs"].items():
+        assert job["runs-on"] == "ubuntu-latest", name
+        (commands[name],) = [shlex.split(step["run"]) for step in job["steps"] if "run" in step]
+    assert commands["test"][-1] == ".ci/run" and "TEST_EXCLUDE=cgroup_v1" in commands["test"]  # v2 only
+    # the VM boots make test leaves out run there with KVM, where a skip fails the job as in .ci/run
+    assert commands["vm"][-2:] == ["make", "test-vm"] and "IMAGELINT_NO_SKIP=1" in commands["vm"]
 
 
 def test_the_quick_subset_names_paths_that_exist_and_leaves_out_the_slow_the_root_and_the_serial() -> None:

@@ -6,9 +6,10 @@ whose leaky.service restarts every second leaving a dying memory cgroup each tim
 client and collector, soaked for 60 s. The soak must name leaky.service from the v2 counters, the
 report must say what the machine was, the image must be unchanged, and nothing may be left behind.
 The image scope is judged on the disk image read offline (the boot's own writes are not the image's).
-The clean variant (an image cleaned as it should ship) passes whole: image, host, soak and console.
-The other boots: a signal while the collector runs, and a guest outgrowing --disk-limit. The console's
-kernel lines are judged on a boot sector that prints them (seconds, no real boot).
+The console's kernel lines are judged on a boot sector that prints them (seconds, no real boot).
+Marked vm_boots, so `make test-vm` runs them and `make test` does not (each is minutes of TCG; GitHub's
+CI runs them with KVM): the clean variant (an image cleaned as it should ship) passing whole (image,
+host, soak and console), a signal while the collector runs, and a guest outgrowing --disk-limit.
 """
 
 from __future__ import annotations
@@ -152,6 +153,7 @@ def holding(marker: str) -> list[str]:
     return found
 
 
+@pytest.mark.vm_boots  # more minutes of TCG: `make test-vm` (and GitHub CI, with KVM)
 @pytest.mark.parametrize("how", ["SIGTERM to the process", "SIGINT to its process group (Ctrl-C)"])
 def test_a_signal_while_collecting_stops_the_machine_and_leaves_nothing(
     clean_vm_image: Path, tmp_path: Path, how: str
@@ -199,6 +201,7 @@ def test_a_signal_while_collecting_stops_the_machine_and_leaves_nothing(
     assert not out.exists() or json.loads(out.read_text())["verdict"] != "pass"
 
 
+@pytest.mark.vm_boots  # more minutes of TCG: `make test-vm` (and GitHub CI, with KVM)
 def test_a_guest_writing_past_the_disk_limit_is_stopped_and_its_real_console_is_judged(
     clean_vm_image: Path, tmp_path: Path
 ) -> None:
@@ -225,6 +228,7 @@ def test_a_guest_writing_past_the_disk_limit_is_stopped_and_its_real_console_is_
     assert qemu_pids(str(scratch)) == [] and list(scratch.iterdir()) == []
 
 
+@pytest.mark.vm_boots  # more minutes of TCG: `make test-vm` (and GitHub CI, with KVM)
 def test_the_clean_image_passes_whole_image_host_soak_and_console(
     clean_vm_image: Path, tmp_path: Path
 ) -> None:

@@ -201,6 +201,7 @@ def test_accel_kvm_never_falls_back_to_tcg(tmp_path: Path, monkeypatch: pytest.M
         assert "/dev/kvm cannot be opened" in message or "KVM probe" in message, message
 
 
+@pytest.mark.vm_boots  # more minutes of TCG: `make test-vm` (and GitHub CI, with KVM)
 def test_auto_firmware_boots_an_esp_only_gpt_disk_under_ovmf_and_says_why(tmp_path: Path) -> None:
     """The disk's table decides: OVMF for a GPT with only an EFI System Partition (an empty one here:
     the firmware finds no loader, SSH never answers), and the report says which firmware and why."""
