@@ -2,9 +2,13 @@
 # Build (once) a bootable Debian 12 disk image for imagelint's VM tests: its own kernel, GRUB on an MBR
 # disk, cloud-init (NoCloud), openssh-server, cgroup v2 (bookworm's default).
 #
-# Usage: scripts/build-test-vm-image.sh [--variant clean|crashloop] [DEST]
+# Usage: scripts/build-test-vm-image.sh [--variant clean|crashloop|nocloud] [DEST]
 #   clean      the image as it should ship (the default): no SSH host keys (cloud-init makes them at
 #              first boot), no machine id of D-Bus's own, no password logins, no apt caches
+#   nocloud    the clean image without cloud-init: reached only through the systemd credential
+#              ssh.authorized_keys.root (SMBIOS type 11, systemd 252+'s tmpfiles provision.conf); a
+#              oneshot unit (imagelint-hostkeys.service) runs `ssh-keygen -A` before ssh.service, as
+#              cloud-init would have made the host keys
 #   crashloop  the same plus leaky.service, enabled: it writes a small file under /var/tmp (page cache
 #              charged to its memory cgroup), exits 1 and is restarted every second for ever
 #              (StartLimitIntervalSec=0), so each restart leaves a dying memory cgroup behind
@@ -25,10 +29,10 @@ set -euo pipefail
 
 variant=clean
 if [ "${1:-}" = "--variant" ]; then
-    variant="${2:?--variant needs clean or crashloop}"
+    variant="${2:?--variant needs clean, crashloop or nocloud}"
     shift 2
 fi
-case "$variant" in clean | crashloop) ;; *) echo "build-test-vm-image: unknown variant $variant" >&2; exit 2 ;; esac
+case "$variant" in clean | crashloop | nocloud) ;; *) echo "build-test-vm-image: unknown variant $variant" >&2; exit 2 ;; esac
 cache="${IMAGELINT_TEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/imagelint-tests}"
 dest="${1:-$cache/vm-$variant.qcow2}"
 
@@ -78,18 +82,46 @@ mount -t sysfs sysfs "$tree/sys"
 mount --bind /dev "$tree/dev"
 mount --bind /dev/pts "$tree/dev/pts"
 chroot "$tree" apt-get update -qq >&2
+cloud_init=cloud-init
+[ "$variant" = nocloud ] && cloud_init=
 DEBIAN_FRONTEND=noninteractive chroot "$tree" apt-get install -y -qq --no-install-recommends \
-    linux-image-cloud-amd64 initramfs-tools cloud-init grub-pc-bin sudo e2fsprogs >&2
+    linux-image-cloud-amd64 initramfs-tools $cloud_init grub-pc-bin sudo e2fsprogs >&2
 for m in dev/pts dev sys proc; do umount "$tree/$m"; done
 rm -f "$tree/usr/sbin/policy-rc.d" "$tree/etc/resolv.conf"
 rm -rf "$tree"/var/lib/apt/lists/* "$tree"/var/cache/apt/archives/*.deb
 
-# cloud-init: the NoCloud seed only (users, keys); the network is systemd-networkd's
-cat > "$tree/etc/cloud/cloud.cfg.d/90-imagelint-test.cfg" <<'EOF'
+if [ "$variant" = nocloud ]; then
+    # never installed above; the purge takes whatever the base tree might carry of it
+    DEBIAN_FRONTEND=noninteractive chroot "$tree" dpkg --purge cloud-init >/dev/null 2>&1 || true
+    rm -rf "$tree/etc/cloud"
+    # the host keys cloud-init would have made at first boot
+    cat > "$tree/etc/systemd/system/imagelint-hostkeys.service" <<'EOF'
+[Unit]
+Description=Make the SSH host keys the image ships without
+Before=ssh.service
+ConditionPathExists=!/etc/ssh/ssh_host_ed25519_key
+
+[Service]
+Type=oneshot
+ExecStart=/usr/bin/ssh-keygen -A
+
+[Install]
+WantedBy=multi-user.target
+RequiredBy=ssh.service
+EOF
+    mkdir -p "$tree/etc/systemd/system/ssh.service.requires"
+    ln -sf /etc/systemd/system/imagelint-hostkeys.service \
+        "$tree/etc/systemd/system/ssh.service.requires/imagelint-hostkeys.service"
+    ln -sf /etc/systemd/system/imagelint-hostkeys.service \
+        "$tree/etc/systemd/system/multi-user.target.wants/imagelint-hostkeys.service"
+else
+    # cloud-init: the NoCloud seed only (users, keys); the network is systemd-networkd's
+    cat > "$tree/etc/cloud/cloud.cfg.d/90-imagelint-test.cfg" <<'EOF'
 datasource_list: [NoCloud, None]
 network: {config: disabled}
 locale: C.UTF-8
 EOF
+fi
 mkdir -p "$tree/etc/systemd/network"
 printf '[Match]\nName=en* eth*\n\n[Network]\nDHCP=yes\n' > "$tree/etc/systemd/network/20-wired.network"
 ln -sf /lib/systemd/system/systemd-networkd.service \
@@ -115,7 +147,7 @@ EOF
 fi
 
 # what a shipped image must not carry (imagelint's own image rules: IL101, IL103, IL111, IL113)
-rm -f "$tree"/etc/ssh/ssh_host_*_key "$tree"/etc/ssh/ssh_host_*_key.pub  # cloud-init makes them at boot
+rm -f "$tree"/etc/ssh/ssh_host_*_key "$tree"/etc/ssh/ssh_host_*_key.pub  # made at first boot
 if [ -e "$tree/var/lib/dbus/machine-id" ]; then
     ln -sf /etc/machine-id "$tree/var/lib/dbus/machine-id"
 fi
