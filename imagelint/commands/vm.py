@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,7 @@ from imagelint.vm import VmError
 from imagelint.vm.console import ConsoleTarget
 from imagelint.vm.disk import allocated
 from imagelint.vm.machine import Machine, MachineSpec, booted, signals_interrupt
+from imagelint.vm.reachable import Access, decide, undetermined
 
 CONSOLE_LINES = 20  # console lines in the report when the collector was never reached
 CONSOLE_LINE_MAX = 300
@@ -73,7 +74,17 @@ def run_vm_check(options: VmOptions, run_options: RunOptions) -> Verdict:
     plan = Plan(needs, show=True, soak_seconds=options.soak_seconds, soak_interval=options.soak_interval)
     image = options.machine.image
     target = {"kind": "vm", "path": str(image)}
-    offline = _image_part(run, image)
+    offline, access = _image_part(run, image)
+    refusal = access.refusal
+    if refusal is not None:  # neither way in: no boot at all
+        stderr.line(f"vm: {refusal}")
+        report = merge([offline, ("vm", empty_report(target, refusal))], target)
+        report.facts["vm"] = {"access": access.facts()}
+        return publish(report, run_options)
+    options = replace(
+        options, machine=replace(options.machine, seed=access.seed, credential=access.credential)
+    )
+    stderr.line(f"vm: offering the key by {' and '.join(access.offered)}")
     stderr.line(f"vm: booting {image} ({options.machine.cpus} vCPU, {options.machine.memory_mib} MiB)")
     reached: Machine | None = None
     with signals_interrupt():
@@ -102,30 +113,34 @@ def run_vm_check(options: VmOptions, run_options: RunOptions) -> Verdict:
                 timing.update(overlay_bytes=allocated(machine.scratch / "overlay.qcow2"))  # gone after
             # QEMU is stopped: the console is whole
             report = merge([offline, *parts, *_console_part(run, image, machine.console_log())], target)
-            report.facts["vm"] = _vm_facts(machine, report, timing, options)
+            report.facts["vm"] = {**_vm_facts(machine, report, timing, options), "access": access.facts()}
         except (VmError, RemoteError) as exc:
             if isinstance(exc, VmError):
                 log, tail = exc.log, exc.console
             else:  # the collector failed: the machine is stopped, its console whole
                 log = reached.console_log() if reached else None
                 tail = reached.console.last() if reached and reached.console else ""
-            report = _inconclusive(run, image, target, offline, exc, (log, tail))
+            report = _inconclusive(run, image, target, offline, exc, (log, tail), access)
     return publish(report, run_options)
 
 
-def _image_part(run: PreparedRun, image: Path) -> tuple[str, Report]:
-    """The image-scope audit of the disk image as shipped (read offline, never written). An image the
-    disk opener cannot read (a file system it does not know) is an error of this part: the machine
-    is still booted and judged, and the run cannot pass."""
+def _image_part(run: PreparedRun, image: Path) -> tuple[tuple[str, Report], Access]:
+    """The image-scope audit of the disk image as shipped (read offline, never written), and from the
+    same opened image the ways in it takes (:mod:`imagelint.vm.reachable`). An image the disk opener
+    cannot read (a file system it does not know) is an error of this part: the machine is still
+    booted, offered both ways, and judged, and the run cannot pass."""
     from imagelint.errors import ImageLintError
     from imagelint.openers import open_spec
 
     try:
         with open_spec(str(image)) as opened:
-            return "image", audit_opened(run, opened)
+            report = audit_opened(run, opened)
+            assert opened.target is not None  # audit_opened refuses a target-less opening
+            return ("image", report), decide(opened.target)
     except ImageLintError as exc:
         reason = f"the image could not be read offline for the image-scope rules: {exc.message}"
-        return "image", empty_report({"kind": "disk", "path": str(image)}, reason)
+        part = ("image", empty_report({"kind": "disk", "path": str(image)}, reason))
+        return part, undetermined("the image could not be read offline")
 
 
 def _machine_parts(run: PreparedRun, bundle: Path) -> list[tuple[str, Report]]:
@@ -180,6 +195,7 @@ def _inconclusive(
     offline: tuple[str, Report],
     exc: VmError | RemoteError,
     console: tuple[ConsoleLog | None, str],
+    access: Access,
 ) -> Report:
     """Why the machine could not be judged, beside what was: the image read offline and the console's
     kernel lines (a lockup before SSH answered is a finding), with the console's last lines."""
@@ -192,6 +208,7 @@ def _inconclusive(
         report.notes.append(f"vm: firmware {firmware}")
     report.notes += [f"console: {line}" for line in lines] or ["console: (nothing printed)"]
     report.facts["vm"] = {
+        "access": access.facts(),
         "accelerator": getattr(exc, "accel", "") or None,
         "firmware": firmware or None,
         "console_tail": tail,

@@ -57,6 +57,8 @@ class MachineSpec:
     overlay_limit: int = 4 << 30  # bytes the overlay may hold
     kvm_probe: float = KVM_PROBE
     qemu: str = "qemu-system-x86_64"
+    seed: bool = True  # offer the key by a NoCloud seed (cloud-init: :mod:`imagelint.vm.reachable`)
+    credential: bool = True  # and by the SMBIOS credential ssh.authorized_keys.root (systemd 252+)
 
 
 @dataclass
@@ -199,10 +201,8 @@ def qemu_argv(spec: MachineSpec, accel: str, scratch: Path, port: int, public_ke
         "-nodefaults",
         "-drive",
         f"file={scratch / 'overlay.qcow2'},format=qcow2,if=virtio,cache=unsafe",
-        "-drive",
-        f"file={scratch / 'seed.iso'},format=raw,media=cdrom,readonly=on",
-        "-smbios",
-        smbios_credential(public_key),
+        *(["-drive", f"file={scratch / 'seed.iso'},format=raw,media=cdrom,readonly=on"] if spec.seed else []),
+        *(["-smbios", smbios_credential(public_key)] if spec.credential else []),
         "-netdev",
         f"user,id=n0,hostfwd=tcp:127.0.0.1:{port}-:22",
         "-device",
@@ -237,7 +237,8 @@ def booted(spec: MachineSpec) -> Iterator[Machine]:
     stop_watch = threading.Event()
     try:
         key, public_key = make_key(scratch)
-        make_seed(scratch, public_key, f"imagelint-{os.getpid()}")
+        if spec.seed:
+            make_seed(scratch, public_key, f"imagelint-{os.getpid()}")
         port = free_port()
         machine = Machine(spec, scratch, fmt, port, client_command(key, scratch / "known_hosts", port))
         machine.firmware_note = firmware_note
@@ -336,8 +337,8 @@ def _wait_ssh(machine: Machine, qemu: _Qemu, deadline: float) -> None:
         left = deadline - time.monotonic()
         if left <= 0:
             raise VmError(
-                f"no SSH within {machine.spec.boot_timeout:.0f} s of power-on (the image must accept a "
-                "NoCloud seed (cloud-init) or the ssh.authorized_keys.root credential (systemd 252+))",
+                f"no SSH within {machine.spec.boot_timeout:.0f} s of power-on (the key was offered by "
+                f"{_offered(machine.spec)})",
                 where=where,
                 console=qemu.console.last(),
             )
@@ -349,6 +350,14 @@ def _wait_ssh(machine: Machine, qemu: _Qemu, deadline: float) -> None:
         except subprocess.TimeoutExpired:
             pass
         time.sleep(min(SSH_RETRY, max(0.0, deadline - time.monotonic())))
+
+
+def _offered(spec: MachineSpec) -> str:
+    ways = [
+        *(["a NoCloud seed (cloud-init)"] if spec.seed else []),
+        *(["the ssh.authorized_keys.root credential (systemd 252+)"] if spec.credential else []),
+    ]
+    return " and ".join(ways) or "no way at all"
 
 
 @contextlib.contextmanager

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import REPO, run_cli
+from tests.support import REPO, need, os_root, run_cli
 from tests.vm.conftest import need_qemu, vm_image
 from tests.vm.test_machine import boot_sector, qemu_pids
 
@@ -42,6 +43,12 @@ def crashloop_vm_image() -> Path:
 def clean_vm_image() -> Path:
     need_qemu()
     return vm_image("clean")
+
+
+@pytest.fixture(scope="module")
+def nocloud_vm_image() -> Path:
+    need_qemu()
+    return vm_image("nocloud")
 
 
 def digest(path: Path) -> str:
@@ -123,6 +130,43 @@ def test_kernel_lines_on_the_console_are_judged_by_the_journal_rules_before_ssh_
     assert "\x1b" not in got.stdout + got.stderr
     assert not [line for line in got.stdout.splitlines() if line.startswith("::error::pwn")]
     assert list(scratch.iterdir()) == []
+
+
+def test_an_image_that_takes_neither_way_in_is_refused_before_any_boot_in_one_line(tmp_path: Path) -> None:
+    """No cloud-init and systemd 247 (before SMBIOS credentials), read offline from a real ext4 disk
+    image: exit 3 at once, one escaped line saying what is missing, no QEMU, no scratch file; the
+    report says what was read (facts.vm.access) beside the image part."""
+    need(shutil.which("mke2fs") is not None, "mke2fs is not installed (Debian: e2fsprogs)")
+    tree = os_root(
+        tmp_path / "tree",
+        {
+            "/usr/sbin/sshd": "",
+            "/lib/systemd/libsystemd-shared-247.so": "",
+        },
+    )
+    image = tmp_path / "old.ext4"
+    subprocess.run(["mke2fs", "-q", "-t", "ext4", "-d", str(tree), str(image), "16M"], check=True)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    out = tmp_path / "r.json"
+    got = run_cli(
+        "vm", "check", str(image), "--soak", "0", "--boot-timeout", "20s", "-f", f"json:{out}",
+        env={"TMPDIR": str(scratch), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}, timeout=300,
+    )  # fmt: skip
+    line = (
+        "vm: no cloud-init (/usr/bin/cloud-init), and systemd 247 < 252 does not take "
+        "ssh.authorized_keys.root: this image cannot be reached to soak it"
+    )
+    assert got.returncode == 3, got.stderr
+    assert got.stderr.splitlines().count(line) == 1, got.stderr
+    assert "booting" not in got.stderr and "Traceback" not in got.stderr
+    report = json.loads(out.read_text())
+    assert report["verdict"] == "inconclusive"
+    assert [e["message"] for e in report["errors"]] == [line.removeprefix("vm: ")]
+    assert report["facts"]["vm"]["access"]["offered"] == []
+    assert report["facts"]["vm"]["access"]["systemd_version"] == 247
+    assert "image" in report["facts"]  # the image part was read offline all the same
+    assert list(scratch.iterdir()) == [] and qemu_pids(str(scratch)) == []
 
 
 def group_members(pgid: int) -> list[int]:
@@ -252,4 +296,33 @@ def test_the_clean_image_passes_whole_image_host_soak_and_console(
     assert report["facts"]["soak"]["soak"]["cut_short"] is False
     assert report["facts"]["console"]["console"]["entries_examined"] > 100  # a real kernel's boot lines
     assert report["facts"]["vm"]["overlay_bytes"] > 0 and report["facts"]["vm"]["firmware"] == "bios"
+    assert list(scratch.iterdir()) == [] and qemu_pids(str(scratch)) == []
+
+
+@pytest.mark.vm_boots  # more minutes of TCG: `make test-vm` (and GitHub CI, with KVM)
+def test_an_image_without_cloud_init_is_reached_through_the_smbios_credential_alone(
+    nocloud_vm_image: Path, tmp_path: Path
+) -> None:
+    """The nocloud variant has no cloud-init, Debian 12's systemd 252 and its tmpfiles provision.conf:
+    decided offline before the boot, only the SMBIOS credential is offered (no seed), and SSH answers
+    through it: root's authorized key is the one systemd-tmpfiles installed from the credential."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    out = tmp_path / "report.json"
+    got = run_cli(
+        "vm", "check", str(nocloud_vm_image), "--soak", "0", "--boot-timeout", "12m",
+        "-f", f"json:{out}", "-f", "text",
+        env={"TMPDIR": str(scratch), "PYTHONPATH": os.environ.get("PYTHONPATH", "")},
+        timeout=1500,
+    )  # fmt: skip
+    report = json.loads(out.read_text())
+    assert "vm: offering the key by smbios-credential" in got.stderr, got.stderr[-3000:]
+    vm = report["facts"]["vm"]
+    assert vm["access"]["offered"] == ["smbios-credential"], vm["access"]
+    assert vm["access"]["systemd_version"] == 252
+    assert vm["access"]["nocloud_seed"] == "no cloud-init (/usr/bin/cloud-init)"
+    assert "/usr/lib/tmpfiles.d/provision.conf" in vm["access"]["smbios_credential"]
+    assert report["errors"] == [], report["errors"]  # SSH answered and the collector ran
+    assert vm["boot_to_ssh_s"] > 0 and "host" in report["facts"]
+    assert got.returncode == {"pass": 0, "fail": 1}[report["verdict"]], got.stderr[-3000:]
     assert list(scratch.iterdir()) == [] and qemu_pids(str(scratch)) == []

@@ -26,7 +26,7 @@ def cached_vm_image(variant: str) -> Path | None:
 
 
 def vm_image(variant: str) -> Path:
-    """``vm-VARIANT.qcow2`` (clean or crashloop), built under the script's lock when absent."""
+    """``vm-VARIANT.qcow2`` (clean, crashloop or nocloud), built under the script's lock when absent."""
     if cached_vm_image(variant) is None:
         need(is_root(), "building the bootable test disk image installs a kernel in a chroot: needs root")
         need(shutil.which("debootstrap") is not None, "debootstrap is not installed")

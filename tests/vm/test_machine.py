@@ -55,6 +55,14 @@ def test_qemu_is_given_the_overlay_on_loopback_never_the_image(tmp_path: Path) -
     assert argv[argv.index("-smp") + 1] == "3" and argv[argv.index("-m") + 1] == "1536"
 
 
+@pytest.mark.parametrize(("seed", "credential"), [(True, True), (False, True), (True, False)])
+def test_only_the_ways_in_the_image_takes_are_offered(tmp_path: Path, seed: bool, credential: bool) -> None:
+    spec = MachineSpec(image=Path("/images/base.qcow2"), seed=seed, credential=credential)
+    argv = qemu_argv(spec, "tcg", tmp_path, 2200, "ssh-ed25519 AAAA x")
+    assert (f"file={tmp_path / 'seed.iso'},format=raw,media=cdrom,readonly=on" in argv) is seed
+    assert ("-smbios" in argv) is credential
+
+
 @pytest.fixture
 def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """TMPDIR for the machine's scratch directory: empty again once the machine is gone."""
