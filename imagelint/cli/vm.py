@@ -86,11 +86,12 @@ def vm_check(
     """Boot a disk image in a throwaway local QEMU machine, then audit and soak it over SSH.
 
     The image boots its own bootloader and kernel on a temporary overlay (the image is never
-    written); a throwaway key reaches root through a NoCloud seed (cloud-init) and a systemd
-    credential (ssh.authorized_keys.root). The same collector as `soak ssh://HOST` audits the
-    running machine and soaks it; one report, as `ami check` gives, says the accelerator, vCPUs,
-    memory, guest kernel and cgroup layout. The machine and its files are removed afterwards,
-    also on Ctrl-C or SIGTERM. Examples:
+    written); a throwaway key reaches root through a NoCloud seed (cloud-init) or a systemd
+    credential (ssh.authorized_keys.root, systemd 252+), whichever the image takes, read from the
+    image before the boot: an image that takes neither is not booted (exit 3). The same collector
+    as `soak ssh://HOST` audits the running machine and soaks it; one report, as `ami check` gives,
+    says the accelerator, vCPUs, memory, guest kernel and cgroup layout. The machine and its files
+    are removed afterwards, also on Ctrl-C or SIGTERM. Examples:
 
       imagelint vm check output/debian-12.qcow2 --soak 10m
 

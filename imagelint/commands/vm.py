@@ -11,6 +11,10 @@ Three parts, merged into one report as ``ami check`` merges its own (:func:`imag
   one connection, what the host-scope rules read, ``systemctl show`` and the soak's samples; the
   bundle is judged here as any bundle is.
 
+Before the boot, from the same opened image, :mod:`imagelint.vm.reachable` decides which ways in
+the image takes (the NoCloud seed, the SMBIOS credential); only those are offered, and an image that
+takes neither is not booted: one line says what is missing, the report carries it, exit 3.
+
 The report's ``facts.vm`` says what the machine was: accelerator, vCPUs, memory, the guest's kernel,
 its cgroup layout, and how long each step took.
 

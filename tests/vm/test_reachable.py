@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
 
 from imagelint.targets.rootfs import RootfsTarget
-from imagelint.vm.reachable import decide, systemd_version
-from tests.support import os_root
+from imagelint.vm.reachable import MIN_SYSTEMD, SHARED_LIBRARY, decide, systemd_version
+from imagelint.vm.reachable import PROVISION as PROVISION_PATHS
+from imagelint.vm.reachable import SSHD as SSHD_PATHS
+from tests.support import REPO, os_root
 
 # Debian 12's /usr/lib/tmpfiles.d/provision.conf, the lines that matter
 PROVISION = (
@@ -120,3 +122,21 @@ def test_the_newest_of_several_libraries_is_the_version_and_hostile_names_are_ig
         },
     )
     assert systemd_version(tree) == 253
+
+
+def test_the_docs_say_what_is_read_before_the_boot_and_the_refusal_as_it_is_printed(tmp_path: Path) -> None:
+    """docs/vm.md's Access step names every file this module reads and quotes a real refusal line."""
+    text = (REPO / "docs" / "vm.md").read_text()
+    section = " ".join(text.split("**Access, decided before the boot.**")[1].split("3. **Boot.**")[0].split())
+    named = [
+        "/usr/bin/cloud-init",
+        "/etc/cloud",
+        "/etc/cloud/cloud-init.disabled",
+        *SSHD_PATHS,
+        *(str(PurePosixPath(pattern).parent) for pattern in SHARED_LIBRARY),
+        *(f"{PurePosixPath(path).parent}/" for path in PROVISION_PATHS),
+        f"systemd is {MIN_SYSTEMD} or later",
+    ]
+    assert [name for name in named if f"`{name}`" not in section and name not in section] == []
+    refusal = decide(target(tmp_path, {**SSHD, **systemd("247")})).refusal
+    assert f"`{refusal}`" in section
