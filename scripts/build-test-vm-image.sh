@@ -114,6 +114,9 @@ EOF
         "$tree/etc/systemd/system/ssh.service.requires/imagelint-hostkeys.service"
     ln -sf /etc/systemd/system/imagelint-hostkeys.service \
         "$tree/etc/systemd/system/multi-user.target.wants/imagelint-hostkeys.service"
+    # enabled on purpose, as the image's presets say (imagelint's IL203 asks that of an enabled unit)
+    mkdir -p "$tree/etc/systemd/system-preset"
+    echo 'enable imagelint-hostkeys.service' > "$tree/etc/systemd/system-preset/50-imagelint-test.preset"
 else
     # cloud-init: the NoCloud seed only (users, keys); the network is systemd-networkd's
     cat > "$tree/etc/cloud/cloud.cfg.d/90-imagelint-test.cfg" <<'EOF'
