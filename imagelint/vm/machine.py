@@ -40,6 +40,10 @@ from imagelint.vm.disk import allocated, choose_firmware, create_overlay, image_
 KVM_PROBE = 20.0  # seconds for the kernel's banner under KVM before falling back to TCG
 SSH_RETRY = 5.0  # seconds between ssh attempts
 SSH_ATTEMPT = 45.0  # seconds one `ssh ... true` may take
+SETTLE_ATTEMPT = 300.0  # seconds one wait for cloud-init to finish may take (retried to the deadline)
+# cloud-init restarts sshd in its config stage (set_passwords), after sshd first answers: the collector's
+# connection would be reset. With the seed offered, the guest is ready once cloud-init has finished.
+SETTLE = "command -v cloud-init >/dev/null 2>&1 && cloud-init status --wait >/dev/null 2>&1; true"
 STOP_GRACE = 10.0  # seconds QEMU has to exit on SIGTERM before SIGKILL
 WATCH_EVERY = 2.0  # seconds between checks of QEMU, the console and the overlay
 QEMU_STDERR_KEPT = 4096
@@ -318,9 +322,16 @@ def _watch(machine: Machine, qemu: _Qemu, stop: threading.Event) -> None:
 
 
 def _wait_ssh(machine: Machine, qemu: _Qemu, deadline: float) -> None:
-    """Retry ``ssh ... true`` until it succeeds; a :class:`VmError` on a panic, QEMU's exit, the deadline."""
+    """Retry ``ssh ... true`` until it succeeds, then (seed offered) until cloud-init has finished
+    (:data:`SETTLE`); a :class:`VmError` on a panic, QEMU's exit, the deadline."""
+    _retry_ssh(machine, qemu, deadline, "true", SSH_ATTEMPT)
+    if machine.spec.seed:
+        _retry_ssh(machine, qemu, deadline, SETTLE, SETTLE_ATTEMPT)
+
+
+def _retry_ssh(machine: Machine, qemu: _Qemu, deadline: float, command: str, longest: float) -> None:
     where = str(machine.spec.image)
-    argv = [*machine.ssh, "--", "root@127.0.0.1", "true"]
+    argv = [*machine.ssh, "--", "root@127.0.0.1", command]
     while True:
         machine.check()
         if qemu.console.panic:
@@ -336,14 +347,16 @@ def _wait_ssh(machine: Machine, qemu: _Qemu, deadline: float) -> None:
             )
         left = deadline - time.monotonic()
         if left <= 0:
+            within = f"within {machine.spec.boot_timeout:.0f} s of power-on"
             raise VmError(
-                f"no SSH within {machine.spec.boot_timeout:.0f} s of power-on (the key was offered by "
-                f"{_offered(machine.spec)})",
+                f"no SSH {within} (the key was offered by {_offered(machine.spec)})"
+                if command == "true"
+                else f"SSH answered, but cloud-init had not finished {within}",
                 where=where,
                 console=qemu.console.last(),
             )
         try:
-            attempt = min(SSH_ATTEMPT, left)
+            attempt = min(longest, left)
             done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=attempt)
             if done.returncode == 0:
                 return

@@ -126,6 +126,10 @@ def test_kernel_lines_on_the_console_are_judged_by_the_journal_rules_before_ssh_
     )
     assert any("kernel panicked" in e["message"] for e in report["errors"])
     assert "Kernel panic" in report["facts"]["vm"]["console_tail"]
+    # a boot sector has no file system to read offline: both ways in are offered, and the report says why
+    access = report["facts"]["vm"]["access"]
+    assert access["offered"] == ["nocloud-seed", "smbios-credential"]
+    assert access["nocloud_seed"].startswith("offered: the image could not be read offline")
     assert report["facts"]["console"]["console"]["entries_examined"] == 4
     assert "\x1b" not in got.stdout + got.stderr
     assert not [line for line in got.stdout.splitlines() if line.startswith("::error::pwn")]
@@ -145,7 +149,9 @@ def test_an_image_that_takes_neither_way_in_is_refused_before_any_boot_in_one_li
         },
     )
     image = tmp_path / "old.ext4"
-    subprocess.run(["mke2fs", "-q", "-t", "ext4", "-d", str(tree), str(image), "16M"], check=True)
+    subprocess.run(
+        ["mke2fs", "-q", "-t", "ext4", "-d", str(tree), str(image), "16M"], check=True, capture_output=True
+    )
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     out = tmp_path / "r.json"
