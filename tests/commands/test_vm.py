@@ -175,6 +175,39 @@ def test_an_image_that_takes_neither_way_in_is_refused_before_any_boot_in_one_li
     assert list(scratch.iterdir()) == [] and qemu_pids(str(scratch)) == []
 
 
+def test_a_refused_image_whose_offline_part_already_fails_exits_1_without_booting(tmp_path: Path) -> None:
+    """The verdict decides: a host private key baked in (IL101) fails the image part read offline, so
+    the refused image exits 1, not 3, as docs/vm.md says; still no boot."""
+    need(shutil.which("mke2fs") is not None, "mke2fs is not installed (Debian: e2fsprogs)")
+    tree = os_root(
+        tmp_path / "tree",
+        {
+            "/lib/systemd/libsystemd-shared-247.so": "",
+            "/etc/ssh/ssh_host_ed25519_key": {
+                "content": "-----BEGIN OPENSSH PRIVATE KEY-----\nx\n-----END OPENSSH PRIVATE KEY-----\n",
+                "mode": "600",
+            },
+        },
+    )
+    image = tmp_path / "keyed.ext4"
+    subprocess.run(
+        ["mke2fs", "-q", "-t", "ext4", "-d", str(tree), str(image), "16M"], check=True, capture_output=True
+    )
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    out = tmp_path / "r.json"
+    got = run_cli(
+        "vm", "check", str(image), "--soak", "0", "-f", f"json:{out}",
+        env={"TMPDIR": str(scratch), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}, timeout=300,
+    )  # fmt: skip
+    assert got.returncode == 1, got.stderr
+    assert "vm: no sshd (/usr/sbin/sshd or /usr/bin/sshd) in the image" in got.stderr
+    assert "booting" not in got.stderr
+    report = json.loads(out.read_text())
+    assert any(f["rule_id"] == "IL101" and f["evidence"]["scope"] == "image" for f in report["findings"])
+    assert list(scratch.iterdir()) == [] and qemu_pids(str(scratch)) == []
+
+
 def group_members(pgid: int) -> list[int]:
     """Processes whose process group is ``pgid`` (from /proc/PID/stat, after the command's parenthesis)."""
     found = []
