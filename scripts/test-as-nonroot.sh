@@ -32,7 +32,8 @@ clone="$home/imagelint"
 as_user() { runuser -u "$user" -- env -u IMAGELINT_NO_SKIP HOME="$home" "$@"; }
 # cloned as root (git refuses to read a repository another user owns), then handed to the user
 [ -d "$clone/.git" ] || git clone -q --no-checkout "$PWD" "$clone"
-git -C "$clone" fetch -q "$PWD" HEAD && git -C "$clone" checkout -q --detach FETCH_HEAD
+clone_git() { git -c safe.directory="$clone" -C "$clone" "$@"; }
+clone_git fetch -q "$PWD" HEAD && clone_git checkout -q --detach FETCH_HEAD
 chown -R "$user:" "$clone"
 pip=(python -m pip install -q)
 [ -n "${IMAGELINT_WHEELHOUSE:-}" ] && pip+=(--no-index --find-links "$IMAGELINT_WHEELHOUSE")
