@@ -53,7 +53,7 @@ if [ ! -x "$src/.venv/bin/python" ] || [ -n "${IMAGELINT_WHEELHOUSE:-}" ]; then
 fi
 
 # Boot: systemd as PID 1, a network namespace of its own (its sshd binds :22 there, not on this host)
-mkdir -p "$cache"
+mkdir -p "$cache" "$root/root/.cache/imagelint-tests"
 systemd-nspawn -q -D "$root" --register=no --keep-unit --private-network --boot -M "$machine" \
     "${binds[@]}" --overlay="$cache::/root/.cache/imagelint-tests" >"$work/console.log" 2>&1 &
 nspawn=$!
@@ -61,7 +61,8 @@ stop() { kill -TERM "$nspawn" 2>/dev/null; wait "$nspawn" 2>/dev/null || true; }
 trap stop EXIT
 init=""
 for _ in $(seq 300); do
-    init=$(cat "/proc/$nspawn/task/$nspawn/children" 2>/dev/null | cut -d' ' -f1)
+    kill -0 "$nspawn" 2>/dev/null || break
+    init=$(cut -d' ' -f1 "/proc/$nspawn/task/$nspawn/children" 2>/dev/null || true)
     if [ -n "$init" ]; then
         inside=(nsenter -t "$init" -m -u -i -n -p --)
         state=$("${inside[@]}" systemctl is-system-running 2>/dev/null || true)
