@@ -31,9 +31,13 @@ machine="imagelint-laptop-$$"
 if [ ! -f "$root/.laptop-ready" ]; then
     image=$(bash scripts/build-test-rootfs.sh --flavour ssh | tail -n 1)
     rm -rf "$root.tmp" && cp -a --reflink=auto "$image" "$root.tmp"
+    # what scripts/install.sh --test installs, but for the large ones (chromium, npm, QEMU's machine,
+    # packer) and the container tools (debootstrap, systemd-nspawn): their tests skip, saying so
     systemd-nspawn -q -D "$root.tmp" --register=no --keep-unit --resolv-conf=copy-host bash -c \
         'export DEBIAN_FRONTEND=noninteractive; apt-get update -qq && apt-get install -y -qq \
-         --no-install-recommends python3 python3-venv git strace ca-certificates procps iproute2 >/dev/null'
+         --no-install-recommends python3 python3-venv git make strace ca-certificates procps iproute2 \
+         systemd-journal-remote rpm qemu-utils xfsprogs lvm2 e2fsprogs fdisk dosfstools cryptsetup-bin \
+         sudo genisoimage prometheus prometheus-node-exporter >/dev/null'
     touch "$root.tmp/.laptop-ready"
     rm -rf "$root" && mv "$root.tmp" "$root"
 fi
@@ -54,6 +58,10 @@ fi
 
 # Boot: systemd as PID 1, a network namespace of its own (its sshd binds :22 there, not on this host)
 mkdir -p "$cache" "$root/root/.cache/imagelint-tests"
+# /tmp on disk: nspawn's own /tmp is a tmpfs of 10% of the RAM, and the suite keeps every test's
+# tmp_path (copies of the Debian trees among them) until the session ends
+rm -rf "$work/tmp" && mkdir -m 1777 "$work/tmp"
+binds+=(--bind="$work/tmp:/tmp")
 systemd-nspawn -q -D "$root" --register=no --keep-unit --private-network --boot -M "$machine" \
     "${binds[@]}" --overlay="$cache::/root/.cache/imagelint-tests" >"$work/console.log" 2>&1 &
 nspawn=$!
