@@ -10,8 +10,8 @@
 # checkout's HEAD into its home (a path it owns; commit first), builds its own venv with the system
 # python3 and runs the suite as that user (`runuser`), its caches under its own ~/.cache.
 # IMAGELINT_WHEELHOUSE=DIR installs from a directory of wheels (`pip wheel -w DIR '.[disk,watch]'
-# --group test`; built by another Python, add what
-# Debian 12's python3 (3.11.2) needs, e.g. pymdown-extensions<13) instead of the index. Run as a user that is not root, it runs the suite in this
+# --group test`; built by another Python, add what Debian 12's python3 3.11.2 needs, e.g.
+# pymdown-extensions<13) instead of the index. Run as a user that is not root, it runs the suite in this
 # checkout with ./.venv. TEST_WORKERS (default 1) and `nice -n 19`: a shared machine stays usable.
 set -euo pipefail
 cd "$(dirname "$0")/.."
