@@ -35,7 +35,7 @@ if [ ! -f "$root/.laptop-ready" ]; then
     # packer) and the container tools (debootstrap, systemd-nspawn): their tests skip, saying so
     systemd-nspawn -q -D "$root.tmp" --register=no --keep-unit --resolv-conf=copy-host bash -c \
         'export DEBIAN_FRONTEND=noninteractive; apt-get update -qq && apt-get install -y -qq \
-         --no-install-recommends python3 python3-venv git make strace ca-certificates procps iproute2 \
+         --no-install-recommends python3 python3-venv git make strace curl ca-certificates procps iproute2 \
          systemd-journal-remote rpm qemu-utils xfsprogs lvm2 e2fsprogs fdisk dosfstools cryptsetup-bin \
          sudo genisoimage prometheus prometheus-node-exporter >/dev/null'
     touch "$root.tmp/.laptop-ready"
@@ -89,6 +89,12 @@ run() {
     "${inside[@]}" systemd-run --quiet --wait --pipe --collect -p Nice=19 -p WorkingDirectory=/src/imagelint \
         -E HOME=/root -E LANG=C.UTF-8 -E PATH=/src/imagelint/.venv/bin:/usr/sbin:/usr/bin:/sbin:/bin \
         /src/imagelint/.venv/bin/python -m pytest "$@"
+}
+# the tests that build a wheel (pip, hatchling) read the wheelhouse: the booted container has no network
+[ -n "${IMAGELINT_WHEELHOUSE:-}" ] && run() {
+    "${inside[@]}" systemd-run --quiet --wait --pipe --collect -p Nice=19 -p WorkingDirectory=/src/imagelint \
+        -E HOME=/root -E LANG=C.UTF-8 -E PATH=/src/imagelint/.venv/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+        -E PIP_NO_INDEX=1 -E PIP_FIND_LINKS=/wheels /src/imagelint/.venv/bin/python -m pytest "$@"
 }
 set +e
 run -n "$workers" --dist loadfile -m "not serial" "$@"; parallel=$?
