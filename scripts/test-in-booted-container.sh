@@ -84,17 +84,13 @@ done
     || { echo "test-in-booted-container: the container did not come up with sshd on :22" >&2; tail "$work/console.log" >&2; exit 1; }
 echo "test-in-booted-container: PID 1 is $("${inside[@]}" cat /proc/1/comm), system $state, sshd on :22" >&2
 
-# each phase as a service of the container's systemd, as a developer's shell would start it
+# each phase as a service of the container's systemd, as a developer's shell would start it; the
+# tests that build a wheel (pip, hatchling) read the wheelhouse: the booted container has no network
+env=(-E HOME=/root -E LANG=C.UTF-8 -E PATH=/src/imagelint/.venv/bin:/usr/sbin:/usr/bin:/sbin:/bin)
+[ -n "${IMAGELINT_WHEELHOUSE:-}" ] && env+=(-E PIP_NO_INDEX=1 -E PIP_FIND_LINKS=/wheels)
 run() {
     "${inside[@]}" systemd-run --quiet --wait --pipe --collect -p Nice=19 -p WorkingDirectory=/src/imagelint \
-        -E HOME=/root -E LANG=C.UTF-8 -E PATH=/src/imagelint/.venv/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-        /src/imagelint/.venv/bin/python -m pytest "$@"
-}
-# the tests that build a wheel (pip, hatchling) read the wheelhouse: the booted container has no network
-[ -n "${IMAGELINT_WHEELHOUSE:-}" ] && run() {
-    "${inside[@]}" systemd-run --quiet --wait --pipe --collect -p Nice=19 -p WorkingDirectory=/src/imagelint \
-        -E HOME=/root -E LANG=C.UTF-8 -E PATH=/src/imagelint/.venv/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-        -E PIP_NO_INDEX=1 -E PIP_FIND_LINKS=/wheels /src/imagelint/.venv/bin/python -m pytest "$@"
+        "${env[@]}" /src/imagelint/.venv/bin/python -m pytest "$@"
 }
 set +e
 run -n "$workers" --dist loadfile -m "not serial" "$@"; parallel=$?
