@@ -20,7 +20,7 @@ import typer
 from imagelint.cli.app import app
 from imagelint.config import config_schema
 from imagelint.docs import PAGES
-from tests.support import REPO
+from tests.support import REPO, need
 
 SNIPPET = re.compile(r'^--8<-- "([^":]+)(?::[\w-]+)?"$', re.M)
 # what the site's snippets include besides docs/ (mkdocs.yml: pymdownx.snippets, base_path ".")
@@ -126,7 +126,7 @@ def test_the_site_builds_strict_with_its_snippets(tmp_path: Path) -> None:
 def test_a_page_of_the_site_renders_in_chromium(tmp_path: Path) -> None:
     from tests.formats import browsers
 
-    assert browsers.CHROMIUM.exists(), "Debian's chromium is not installed (scripts/install.sh --test)"
+    need(browsers.CHROMIUM.exists(), "Debian's chromium is not installed (scripts/install.sh --test)")
     site = tmp_path / "site"
     assert _build(REPO, site).returncode == 0
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))

@@ -125,6 +125,7 @@ def test_watch_judges_a_manager_that_does_not_answer_inconclusive(tmp_path: Path
 def test_a_process_tree_whose_pid_1_is_not_systemd_is_not_applicable_everywhere(tmp_path: Path) -> None:
     """``audit --live``, ``soak`` and ``watch`` run in a PID namespace whose PID 1 is a shell, with
     ``/run/systemd`` hidden under a tmpfs where the machine has one (so ``sd_booted()`` says no)."""
+    need(is_root(), "a PID namespace of its own (unshare --pid) needs root")
     need(shutil.which("unshare") is not None, "unshare (util-linux) is not installed")
     exe = Path(shutil.which("imagelint") or "/work/main/.venv/bin/imagelint")
     need(exe.exists(), "the imagelint command is not installed")

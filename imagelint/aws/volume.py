@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import os
 import subprocess
 import tempfile
 import time
@@ -43,13 +44,32 @@ def _short(name: str) -> str:
     return name.rsplit("/", 1)[-1].removeprefix("xv").removeprefix("s").removeprefix("d")
 
 
+def _lock_file(path: Path) -> int:
+    """A descriptor of the runner-wide lock file, whoever made it: read-only (flock needs no more), so
+    a user opens the one root made (0644), and never through a symlink planted in the shared directory.
+    Opened before it is created: a file another user owns in a sticky directory refuses O_CREAT, even
+    for root (fs.protected_regular)."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        try:
+            return os.open(path, flags)
+        except FileNotFoundError:
+            pass
+        try:
+            return os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:  # made meanwhile by another run
+            return os.open(path, flags)
+    except OSError as err:
+        raise TargetError(f"cannot open the lock of the device names {path}: {err.strerror}") from None
+
+
 @contextlib.contextmanager
 def device_slot(ec2: Any, instance_id: str, lock_dir: Path | None = None) -> Iterator[str]:
     """A device name free on this runner; hold the context until the attachment is in use."""
     from imagelint.aws.ec2 import describe_instance
 
     directory = lock_dir or (LOCK_DIR if LOCK_DIR.is_dir() else Path(tempfile.gettempdir()))
-    with open(directory / "imagelint-attach.lock", "w") as lock:
+    with open(_lock_file(directory / "imagelint-attach.lock"), "rb") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             mapped = describe_instance(ec2, instance_id).get("BlockDeviceMappings", [])

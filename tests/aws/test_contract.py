@@ -6,7 +6,11 @@ StateReason, no default VPC, paged answers, base64 console output, 403 for a mis
 from __future__ import annotations
 
 import base64
+import os
+import shutil
+import tempfile
 from datetime import UTC, datetime
+from pathlib import Path
 
 import boto3
 import pytest
@@ -16,7 +20,8 @@ from imagelint.aws import ec2 as ec2_ops
 from imagelint.aws import preflight
 from imagelint.aws.errors import AwsError, call, missing_object
 from imagelint.aws.volume import device_slot
-from imagelint.errors import UsageError
+from imagelint.errors import TargetError, UsageError
+from tests.support import is_root, need
 
 AMI = "ami-0123456789abcdef0"
 IID = "i-0123456789abcdef0"
@@ -420,6 +425,38 @@ def test_device_slot_skips_mapped_names(ec2, tmp_path):
     )
     with device_slot(ec2, IID, tmp_path) as name:
         assert name == "/dev/sdh"
+
+
+def test_device_slot_takes_the_lock_file_another_user_made(ec2, tmp_path):
+    """The runner-wide lock is one file in a shared directory: a user who is not root takes the one a
+    root run made (0644), and a symlink planted in its place is refused, not followed."""
+    need(is_root(), "a lock file of another owner, then dropping to nobody, needs root")
+    shared = Path(tempfile.mkdtemp(prefix="imagelint-lock-"))  # pytest's tmp_path is root's alone
+    try:
+        shared.chmod(0o1777)
+        (shared / "imagelint-attach.lock").touch(mode=0o644)
+        # one answer: the child consumes its copy of the queue, then this process its own
+        ec2.stub.add_response("describe_instances", _instance("running"), {"InstanceIds": [IID]})
+        child = os.fork()
+        if child == 0:  # nobody, as a runner user would be
+            code = 1
+            try:
+                os.setgid(65534)
+                os.setuid(65534)
+                with device_slot(ec2, IID, shared) as name:
+                    code = 0 if name == "/dev/sdf" else 2
+            finally:
+                os._exit(code)
+        assert os.waitpid(child, 0)[1] == 0
+        with device_slot(ec2, IID, shared) as name:  # and root the same file
+            assert name == "/dev/sdf"
+        (shared / "imagelint-attach.lock").unlink()
+        (shared / "imagelint-attach.lock").symlink_to(tmp_path / "elsewhere")
+        with pytest.raises(TargetError, match="cannot open the lock"), device_slot(ec2, IID, shared):
+            pass
+        assert not (tmp_path / "elsewhere").exists()
+    finally:
+        shutil.rmtree(shared)
 
 
 def test_zone_outside_the_ami_region_is_refused(ec2):

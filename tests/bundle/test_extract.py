@@ -215,7 +215,10 @@ def test_pax_records_that_make_tarfile_quadratic_are_bounded_in_all(tmp_path: Pa
     members = b"".join(one + _header(f"./f{i}", tarfile.REGTYPE, 0) for i in range(100))
     path = tmp_path / "slow.tar"
     path.write_bytes(members + b"\0" * 1024)
-    with pytest.raises(BundleError, match="bytes of pax headers"):
+    # the tarfile of Python before 3.11.4 (Debian 12's 3.11.2) refuses these records itself, at the
+    # first header; a newer one parses each (bounded by MAX_EXTENDED) and our total bound refuses them
+    words = "bytes of pax headers" if hasattr(tarfile, "data_filter") else "not a readable tar archive"
+    with pytest.raises(BundleError, match=words):
         extract(path)
 
 

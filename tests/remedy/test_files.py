@@ -18,6 +18,7 @@ from imagelint.remedy.plan import Plan, Step
 from imagelint.remedy.rootdir import RootDir
 from imagelint.remedy.script import render_script
 from tests.remedy.trees import differences, listing
+from tests.support import is_root, need
 
 SHADOWS = {
     "hashed": "root:$6$salt$hash:20000:0:99999:7:::\ndaemon:*:20000:0:99999:7:::\n",
@@ -53,6 +54,7 @@ def _run_script(plan: Plan, root: Path) -> None:
 
 @pytest.mark.parametrize("case", sorted(SHADOWS))
 def test_lock_password_writes_shadow_as_passwd_does(tmp_path: Path, case: str) -> None:
+    need(is_root(), "the real passwd -R needs root")
     by_passwd = _tree(tmp_path, "passwd", SHADOWS[case])
     subprocess.run(["passwd", "-R", str(by_passwd), "-l", "root"], check=True, capture_output=True)
     expected = (by_passwd / "etc/shadow").read_text()

@@ -15,6 +15,7 @@ from imagelint.errors import RulePackError
 from imagelint.rulepacks import cache
 from imagelint.rulepacks.loader import load_pack
 from tests.rulepacks.test_loader import GOOD_RULE
+from tests.support import is_root, need
 
 
 @pytest.fixture
@@ -167,6 +168,7 @@ def test_the_planted_cache_of_another_user_runs_nothing_and_changes_no_verdict(t
     for pack in builtin_pack_paths():
         name = hashlib.sha256(cache.identity(pack, pack.read_bytes(), builtin=True)).hexdigest()
         (packs / f"{name}.json").symlink_to(victim_file)
+    need(is_root(), "chown to another user needs root")
     for directory in (shared / "imagelint", packs):
         os.chown(directory, 65534, 65534)
         directory.chmod(0o777)

@@ -3,24 +3,26 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.facts.journal.exportgen import JOURNAL_REMOTE, MACHINE_ID, large_history, scenario, write_journal
+from tests.facts.journal.exportgen import (
+    MACHINE_ID,
+    large_history,
+    need_journal_remote,
+    scenario,
+    write_journal,
+)
 from tests.support import need
 
 JOURNALCTL = shutil.which("journalctl")
 
 
 def have_tools() -> None:
-    need(
-        os.access(JOURNAL_REMOTE, os.X_OK),
-        f"{JOURNAL_REMOTE} is not installed (package systemd-journal-remote)",
-    )
+    need_journal_remote()
     need(JOURNALCTL is not None, "journalctl is not installed")
 
 
