@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import subprocess
@@ -91,6 +92,26 @@ def cache_root() -> Path:
 
 def is_root() -> bool:
     return os.geteuid() == 0
+
+
+@functools.cache
+def loop_devices_work() -> bool:
+    """Whether this process can attach a file to a loop device (root, util-linux, and a machine that
+    lends loop devices: a container often has none)."""
+    import shutil
+    import tempfile
+
+    if not is_root() or shutil.which("losetup") is None:
+        return False
+    with tempfile.NamedTemporaryFile() as backing:
+        backing.truncate(1 << 20)
+        attach = subprocess.run(
+            ["losetup", "--find", "--show", backing.name], capture_output=True, text=True, check=False
+        )
+        if attach.returncode != 0:
+            return False
+        subprocess.run(["losetup", "-d", attach.stdout.strip()], capture_output=True, check=False)
+    return True
 
 
 def copy_rootfs(src: Path, dest: Path) -> Path:

@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -127,7 +128,7 @@ def test_a_process_tree_whose_pid_1_is_not_systemd_is_not_applicable_everywhere(
     ``/run/systemd`` hidden under a tmpfs where the machine has one (so ``sd_booted()`` says no)."""
     need(is_root(), "a PID namespace of its own (unshare --pid) needs root")
     need(shutil.which("unshare") is not None, "unshare (util-linux) is not installed")
-    exe = Path(shutil.which("imagelint") or "/work/main/.venv/bin/imagelint")
+    exe = Path(sys.executable).with_name("imagelint")  # the venv running these tests
     need(exe.exists(), "the imagelint command is not installed")
     script = f"""
 set -u

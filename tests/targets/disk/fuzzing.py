@@ -27,6 +27,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.support import loop_devices_work
 from tests.targets.disk import small_images
 
 ADDRESS_SPACE = 1 << 30  # on top of what the forking process already has
@@ -161,7 +162,7 @@ def build_corpus(d: Path) -> dict[str, Path]:
     d.mkdir(parents=True, exist_ok=True)
     done = d / "corpus.done"
     names = ["ext4", "gpt", "mbr", "xfs", "qcow2", "vmdk", "vmdk-stream", "vhdx", "vhd"]
-    if os.geteuid() == 0 and shutil.which("pvcreate"):
+    if shutil.which("pvcreate") and loop_devices_work():
         names.append("lvm")
     corpus = {name: d / f"base.{name}" for name in names}
     if done.exists():

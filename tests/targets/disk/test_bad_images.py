@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from imagelint.errors import extra_hint
-from tests.support import is_root, need, os_root, run_cli, run_cli_measured
+from tests.support import is_root, loop_devices_work, need, os_root, run_cli, run_cli_measured
 from tests.targets.disk import images
 
 
@@ -87,6 +87,7 @@ def test_an_unsupported_filesystem(tmp_path: Path) -> None:
 
 def _copied_while_mounted(fs: Path, tmp_path: Path) -> Path:
     """A copy of the filesystem image taken while it is mounted and written to (not cleanly unmounted)."""
+    need(loop_devices_work(), "mounting an image needs a loop device (root, one this machine lends)")
     mnt = Path(tempfile.mkdtemp(prefix="imagelint-dirty-"))
     copy = tmp_path / f"dirty-{fs.name}"
     try:

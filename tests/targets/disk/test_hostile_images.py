@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import is_root, need, run_cli
+from tests.support import loop_devices_work, need, run_cli
 from tests.targets.disk import small_images
 from tests.treerss import MAX_RSS_MIB, TreeRun, run_tree
 
@@ -198,8 +198,8 @@ def test_a_gpt_of_0xffffffff_entries(tmp_path: Path, root_fs: Path) -> None:
 
 
 def test_an_lvm_pv_with_a_huge_metadata_area(tmp_path: Path, root_fs: Path) -> None:
-    need(is_root(), "LVM on a loop device needs root")
     _tools("pvcreate", "losetup")
+    need(loop_devices_work(), "LVM on a loop device needs root and a loop device this machine lends")
     disk = small_images.lvm(tmp_path / "lvm.raw", root_fs)
     assert run_cli("audit", str(disk), "--no-builtin-rules").returncode == 0
     # the metadata area header is at 4096; its first raw location's size at +40+8
