@@ -112,7 +112,7 @@ def blank_disk(tmp_path: Path) -> Path:
     ("extra", "said"),
     [
         ({"IMAGELINT_SOAK": "forever"}, "--soak"),
-        ({"IMAGELINT_SOAK": "10m", "IMAGELINT_VM_FIRMWARE": "efi"}, "--firmware 'efi': bios or uefi"),
+        ({"IMAGELINT_SOAK": "10m", "IMAGELINT_VM_FIRMWARE": "efi"}, "--firmware 'efi': auto, bios or uefi"),
         ({"IMAGELINT_SOAK": "10m", "IMAGELINT_BASELINE": "previous.json"}, "baseline input is not supported"),
         ({"IMAGELINT_SOAK": "10m", "IMAGELINT_SUDO": "true"}, "never as root"),
         ({"IMAGELINT_SOAK": "10m", "IMAGELINT_SUDO": "sometimes"}, "the sudo input"),
