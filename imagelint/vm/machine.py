@@ -389,16 +389,25 @@ def _held_signals() -> Iterator[None]:
 
 @contextlib.contextmanager
 def signals_interrupt() -> Iterator[None]:
-    """Within the block, SIGTERM raises KeyboardInterrupt as SIGINT does, so the machine's cleanup runs."""
+    """Within the block, SIGTERM raises KeyboardInterrupt as SIGINT does, so the machine's cleanup runs,
+    and only the first one does: Ctrl-C reaches every process of the group, the box's parent passes
+    it on to the child again, and a second KeyboardInterrupt raised inside the cleanups the first
+    started (the collector's ssh client being waited for) left the scratch directory behind."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    interrupted = False
 
     def handler(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
+        nonlocal interrupted
+        if not interrupted:
+            interrupted = True
+            raise KeyboardInterrupt
 
-    old = signal.signal(signal.SIGTERM, handler)
+    held = (signal.SIGINT, signal.SIGTERM)
+    old = {number: signal.signal(number, handler) for number in held}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, old)
+        for number, previous in old.items():
+            signal.signal(number, previous)
