@@ -208,6 +208,58 @@ def test_a_refused_image_whose_offline_part_already_fails_exits_1_without_bootin
     assert list(scratch.iterdir()) == [] and qemu_pids(str(scratch)) == []
 
 
+def reachable_bare_ext4(tmp_path: Path, entries: dict[str, object]) -> Path:
+    """A bare ext4 filesystem image (no partition table) that takes the NoCloud seed (cloud-init, sshd)."""
+    need(shutil.which("mke2fs") is not None, "mke2fs is not installed (Debian: e2fsprogs)")
+    tree = os_root(
+        tmp_path / "tree",
+        {"/usr/sbin/sshd": "", "/usr/bin/cloud-init": "", "/etc/cloud/cloud.cfg": "", **entries},
+    )
+    image = tmp_path / "bare.ext4"
+    subprocess.run(
+        ["mke2fs", "-q", "-t", "ext4", "-d", str(tree), str(image), "16M"], check=True, capture_output=True
+    )
+    return image
+
+
+def test_a_bare_filesystem_with_no_kernel_in_boot_is_refused_before_any_boot_in_one_line(
+    tmp_path: Path,
+) -> None:
+    """No partition table, so no bootloader: the kernel must come from /boot, and there is none there.
+    Exit 3 at once (today: a boot that waits in SeaBIOS to the deadline), no QEMU, no scratch file."""
+    image = reachable_bare_ext4(tmp_path, {"/boot/config-6.1.0-10-cloud-amd64": ""})
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    out = tmp_path / "r.json"
+    got = run_cli(
+        "vm", "check", str(image), "--soak", "0", "--boot-timeout", "20s", "-f", f"json:{out}",
+        env={"TMPDIR": str(scratch), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}, timeout=300,
+    )  # fmt: skip
+    line = "vm: a bare filesystem image with no kernel in /boot cannot be booted"
+    assert got.returncode == 3, got.stderr
+    assert got.stderr.splitlines().count(line) == 1, got.stderr
+    assert "booting" not in got.stderr and "Traceback" not in got.stderr
+    report = json.loads(out.read_text())
+    assert [e["message"] for e in report["errors"]] == [line.removeprefix("vm: ")]
+    assert report["facts"]["vm"]["boot"] == "direct-kernel"
+    assert report["facts"]["vm"]["access"]["offered"] == ["nocloud-seed"]
+    assert list(scratch.iterdir()) == [] and qemu_pids(str(scratch)) == []
+
+
+@pytest.mark.parametrize("firmware", ["bios", "uefi"])
+def test_a_firmware_asked_for_a_bare_filesystem_is_a_usage_error(tmp_path: Path, firmware: str) -> None:
+    """A bare filesystem has no bootloader for any firmware to start: --firmware bios|uefi is refused
+    (exit 2, one line), not silently overridden."""
+    image = reachable_bare_ext4(
+        tmp_path, {"/boot/vmlinuz-6.1.0-10-cloud-amd64": "k", "/boot/initrd.img-6.1.0-10-cloud-amd64": "i"}
+    )
+    got = run_cli("vm", "check", str(image), "--soak", "0", "--firmware", firmware, timeout=300)
+    assert got.returncode == 2, got.stderr
+    said = [line for line in got.stderr.splitlines() if f"--firmware {firmware}" in line]
+    assert len(said) == 1 and "bare filesystem" in said[0] and "leave --firmware auto" in said[0], got.stderr
+    assert "booting" not in got.stderr and "Traceback" not in got.stderr
+
+
 def group_members(pgid: int) -> list[int]:
     """Processes whose process group is ``pgid`` (from /proc/PID/stat, after the command's parenthesis)."""
     found = []
