@@ -14,6 +14,9 @@ Three parts, merged into one report as ``ami check`` merges its own (:func:`imag
 Before the boot, from the same opened image, :mod:`imagelint.vm.reachable` decides which ways in
 the image takes (the NoCloud seed, the SMBIOS credential); only those are offered, and an image that
 takes neither is not booted: one line says what is missing, the report carries it, exit 3.
+A bare filesystem image (the disk opener found no partition table: the root filesystem is the whole
+disk) has no bootloader: it is booted by the kernel and initrd its /boot offers, read from the same
+opened image (:mod:`imagelint.vm.kernel`); none there is one line, exit 3, before any boot.
 
 The report's ``facts.vm`` says what the machine was: accelerator, vCPUs, memory, the guest's kernel,
 its cgroup layout, and how long each step took.
