@@ -9,7 +9,8 @@ The image scope is judged on the disk image read offline (the boot's own writes 
 The console's kernel lines are judged on a boot sector that prints them (seconds, no real boot).
 Marked vm_boots, so `make test-vm` runs them and `make test` does not (each is minutes of TCG; GitHub's
 CI runs them with KVM): the clean variant (an image cleaned as it should ship) passing whole (image,
-host, soak and console), a signal while the collector runs, and a guest outgrowing --disk-limit.
+host, soak and console), a signal while the collector runs, a guest outgrowing --disk-limit, and the
+clean variant's root partition carved out as a bare ext4 filesystem, booted by its own kernel.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import REPO, need, os_root, run_cli
-from tests.vm.conftest import need_qemu, vm_image
+from tests.vm.conftest import carve_root, need_qemu, vm_image
 from tests.vm.test_machine import boot_sector, qemu_pids
 
 pytestmark = pytest.mark.serial  # a whole VM for minutes
@@ -253,7 +254,9 @@ def test_a_firmware_asked_for_a_bare_filesystem_is_a_usage_error(tmp_path: Path,
     image = reachable_bare_ext4(
         tmp_path, {"/boot/vmlinuz-6.1.0-10-cloud-amd64": "k", "/boot/initrd.img-6.1.0-10-cloud-amd64": "i"}
     )
-    got = run_cli("vm", "check", str(image), "--soak", "0", "--firmware", firmware, timeout=300)
+    got = run_cli(
+        "vm", "check", str(image), "--soak", "0", "--boot-timeout", "20s", "--firmware", firmware, timeout=300
+    )
     assert got.returncode == 2, got.stderr
     said = [line for line in got.stderr.splitlines() if f"--firmware {firmware}" in line]
     assert len(said) == 1 and "bare filesystem" in said[0] and "leave --firmware auto" in said[0], got.stderr
@@ -387,6 +390,37 @@ def test_the_clean_image_passes_whole_image_host_soak_and_console(
     assert report["facts"]["soak"]["soak"]["cut_short"] is False
     assert report["facts"]["console"]["console"]["entries_examined"] > 100  # a real kernel's boot lines
     assert report["facts"]["vm"]["overlay_bytes"] > 0 and report["facts"]["vm"]["firmware"] == "bios"
+    assert list(scratch.iterdir()) == [] and qemu_pids(str(scratch)) == []
+
+
+@pytest.mark.vm_boots  # more minutes of TCG: `make test-vm` (and GitHub CI, with KVM)
+def test_a_bare_root_filesystem_is_booted_by_the_kernel_in_its_boot_and_reached(
+    clean_vm_image: Path, tmp_path: Path
+) -> None:
+    """The clean image's root partition carved out (a bare ext4 filesystem: what some pipelines ship)
+    has no bootloader: it boots by the kernel and initrd of its own /boot, root=UUID=, and SSH answers;
+    the image is not written, and nothing is left behind."""
+    bare = carve_root(clean_vm_image, tmp_path / "root.ext4")
+    before = digest(bare)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    out = tmp_path / "report.json"
+    got = run_cli(
+        "vm", "check", str(bare), "--soak", "0", "--boot-timeout", "12m", "-f", f"json:{out}",
+        env={"TMPDIR": str(scratch), "PYTHONPATH": os.environ.get("PYTHONPATH", "")},
+        timeout=1500,
+    )  # fmt: skip
+    report = json.loads(out.read_text())
+    vm = report["facts"]["vm"]
+    assert report["errors"] == [], (report["errors"], got.stderr[-3000:])  # SSH answered, the collector ran
+    assert vm["boot"] == "direct-kernel" and vm["firmware"] == "bios", vm
+    assert vm["kernel_file"].startswith("/boot/vmlinuz-6.1.0-") and vm["kernel_file"].endswith("-cloud-amd64")
+    assert vm["cmdline"].startswith("root=UUID=") and "console=ttyS0,115200" in vm["cmdline"]
+    assert vm["boot_why"].startswith("no partition table, a bare filesystem: /vmlinuz points to vmlinuz-")
+    assert vm["guest_kernel"] == vm["kernel_file"].removeprefix("/boot/vmlinuz-")  # the console's banner
+    assert {"image", "host", "console"} <= set(report["facts"])
+    assert got.returncode == {"pass": 0, "fail": 1}[report["verdict"]], got.stderr[-3000:]
+    assert digest(bare) == before
     assert list(scratch.iterdir()) == [] and qemu_pids(str(scratch)) == []
 
 
