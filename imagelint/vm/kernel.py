@@ -80,7 +80,7 @@ class DirectBoot:
 
 
 def version_key(version: str) -> tuple[tuple[int, int | str], ...]:
-    """6.1.0-10 before 6.1.0-9 the wrong way round no more: numbers compared as numbers."""
+    """Sort key of a kernel version: its digit runs compared as numbers (6.1.0-10 after 6.1.0-9)."""
     return tuple((0, int(run)) if run.isdigit() else (1, run) for run in re.findall(r"\d+|\D+", version))
 
 
@@ -110,7 +110,10 @@ def plan(target: Target, uuid: str, where: str) -> DirectBoot:
     version, initrd, why = chosen
     kernel = f"/boot/vmlinuz-{version}"
     for path, limit in ((kernel, KERNEL_LIMIT), (initrd, INITRD_LIMIT)):
-        stat = target.stat(path)
+        try:
+            stat = target.stat(path)
+        except ImageLintError as exc:
+            raise VmError(f"cannot read {path}: {exc.message}", where=where) from None
         size = stat.size if stat is not None else 0
         if size > limit:
             raise VmError(
