@@ -161,6 +161,8 @@ def _boot_and_judge(
                 log = reached.console_log() if reached else None
                 tail = reached.console.last() if reached and reached.console else ""
             report = _inconclusive(run, image, target, offline, exc, (log, tail), access)
+            direct = options.machine.direct
+            report.facts["vm"].update(direct.facts() if direct else {"boot": "bootloader"})
     return report
 
 

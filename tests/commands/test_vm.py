@@ -247,6 +247,35 @@ def test_a_bare_filesystem_with_no_kernel_in_boot_is_refused_before_any_boot_in_
     assert list(scratch.iterdir()) == [] and qemu_pids(str(scratch)) == []
 
 
+def test_a_bare_filesystem_whose_kernel_qemu_cannot_load_is_inconclusive_with_qemus_reason(
+    tmp_path: Path,
+) -> None:
+    """/boot/vmlinuz-V holds no kernel: QEMU refuses it at once (the real QEMU's own words), the run is
+    inconclusive, the report says it was a direct kernel boot of that file, nothing is left behind."""
+    need_qemu()
+    version = "6.1.0-10-cloud-amd64"
+    image = reachable_bare_ext4(
+        tmp_path, {f"/boot/vmlinuz-{version}": "not a kernel\n", f"/boot/initrd.img-{version}": "i"}
+    )
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    out = tmp_path / "r.json"
+    got = run_cli(
+        "vm", "check", str(image), "--soak", "0", "--accel", "tcg", "--boot-timeout", "60s",
+        "-f", f"json:{out}",
+        env={"TMPDIR": str(scratch), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}, timeout=300,
+    )  # fmt: skip
+    assert got.returncode == 3, got.stderr
+    assert f"booting vmlinuz-{version} directly (root=UUID=" in got.stderr
+    report = json.loads(out.read_text())
+    [error] = [e["message"] for e in report["errors"]]
+    assert error.startswith("QEMU exited (1) before SSH answered"), error
+    vm = report["facts"]["vm"]
+    assert vm["boot"] == "direct-kernel" and vm["kernel_file"] == f"/boot/vmlinuz-{version}", vm
+    assert vm["firmware"].startswith("bios: direct kernel boot (no partition table")
+    assert list(scratch.iterdir()) == [] and qemu_pids(str(scratch)) == []
+
+
 @pytest.mark.parametrize("firmware", ["bios", "uefi"])
 def test_a_firmware_asked_for_a_bare_filesystem_is_a_usage_error(tmp_path: Path, firmware: str) -> None:
     """A bare filesystem has no bootloader for any firmware to start: --firmware bios|uefi is refused
