@@ -14,6 +14,9 @@ Three parts, merged into one report as ``ami check`` merges its own (:func:`imag
 Before the boot, from the same opened image, :mod:`imagelint.vm.reachable` decides which ways in
 the image takes (the NoCloud seed, the SMBIOS credential); only those are offered, and an image that
 takes neither is not booted: one line says what is missing, the report carries it, exit 3.
+A bare filesystem image (the disk opener found no partition table: the root filesystem is the whole
+disk) has no bootloader: it is booted by the kernel and initrd its /boot offers, read from the same
+opened image (:mod:`imagelint.vm.kernel`); none there is one line, exit 3, before any boot.
 
 The report's ``facts.vm`` says what the machine was: accelerator, vCPUs, memory, the guest's kernel,
 its cgroup layout, and how long each step took.
@@ -25,11 +28,12 @@ last lines; SIGINT and SIGTERM stop the machine and remove everything, exit 3.
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from imagelint import stderr
 from imagelint.collector.plan import Plan, needs_for
@@ -50,12 +54,20 @@ from imagelint.session import (
     prepare,
     publish,
 )
-from imagelint.vm import VmError
+from imagelint.targets.interface import Target
+from imagelint.vm import VmError, kernel
 from imagelint.vm.console import ConsoleTarget
 from imagelint.vm.disk import allocated
+from imagelint.vm.kernel import DirectBoot
 from imagelint.vm.machine import Machine, MachineSpec, booted, signals_interrupt
 from imagelint.vm.reachable import Access, decide, undetermined
 
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from imagelint.targets.disk.open import BareFilesystem
+
+_ImagePart = tuple[tuple[str, Report], Access, Target | None]
 CONSOLE_LINES = 20  # console lines in the report when the collector was never reached
 CONSOLE_LINE_MAX = 300
 
@@ -78,16 +90,40 @@ def run_vm_check(options: VmOptions, run_options: RunOptions) -> Verdict:
     plan = Plan(needs, show=True, soak_seconds=options.soak_seconds, soak_interval=options.soak_interval)
     image = options.machine.image
     target = {"kind": "vm", "path": str(image)}
-    offline, access = _image_part(run, image)
-    refusal = access.refusal
-    if refusal is not None:  # neither way in: no boot at all
-        stderr.line(f"vm: {refusal}")
-        report = merge([offline, ("vm", empty_report(target, refusal))], target)
-        report.facts["vm"] = {"access": access.facts()}
-        return publish(report, run_options)
-    options = replace(
-        options, machine=replace(options.machine, seed=access.seed, credential=access.credential)
-    )
+    with _image_part(run, image) as (offline, access, opened):
+        direct: DirectBoot | None = None
+        refusal = access.refusal
+        bare = _bare(opened)
+        if bare is not None:
+            if options.machine.firmware != "auto":
+                raise UsageError(
+                    f"--firmware {options.machine.firmware}: {image} is a bare filesystem (no partition "
+                    "table, no bootloader), booted by its own kernel directly; leave --firmware auto"
+                )
+            if refusal is None:
+                try:
+                    assert opened is not None
+                    direct = kernel.plan(opened, bare.uuid, str(image))
+                except VmError as exc:
+                    refusal = exc.message
+        if refusal is not None:  # no way in, or nothing to boot: no boot at all
+            stderr.line(f"vm: {refusal}")
+            report = merge([offline, ("vm", empty_report(target, refusal))], target)
+            report.facts["vm"] = {"access": access.facts(), **({"boot": "direct-kernel"} if bare else {})}
+            return publish(report, run_options)
+        machine = replace(options.machine, seed=access.seed, credential=access.credential, direct=direct)
+        if direct is not None:
+            stderr.line(f"vm: {direct.why}; booting {direct.kernel_name} directly ({direct.append()})")
+        report = _boot_and_judge(run, replace(options, machine=machine), plan.text(), offline, access)
+    return publish(report, run_options)
+
+
+def _boot_and_judge(
+    run: PreparedRun, options: VmOptions, plan_text: str, offline: tuple[str, Report], access: Access
+) -> Report:
+    """Boot the machine, collect its bundle and judge it, beside the image read offline."""
+    image = options.machine.image
+    target = {"kind": "vm", "path": str(image)}
     stderr.line(f"vm: offering the key by {' and '.join(access.offered)}")
     stderr.line(f"vm: booting {image} ({options.machine.cpus} vCPU, {options.machine.memory_mib} MiB)")
     reached: Machine | None = None
@@ -102,7 +138,7 @@ def run_vm_check(options: VmOptions, run_options: RunOptions) -> Verdict:
                 collecting_at = time.monotonic()
                 bundle = collect(
                     HostSpec("127.0.0.1", "root"),
-                    plan.text(),
+                    plan_text,
                     machine.scratch,
                     sudo=False,
                     timeout=options.soak_seconds + MARGIN,
@@ -125,26 +161,40 @@ def run_vm_check(options: VmOptions, run_options: RunOptions) -> Verdict:
                 log = reached.console_log() if reached else None
                 tail = reached.console.last() if reached and reached.console else ""
             report = _inconclusive(run, image, target, offline, exc, (log, tail), access)
-    return publish(report, run_options)
+            direct = options.machine.direct
+            report.facts["vm"].update(direct.facts() if direct else {"boot": "bootloader"})
+    return report
 
 
-def _image_part(run: PreparedRun, image: Path) -> tuple[tuple[str, Report], Access]:
-    """The image-scope audit of the disk image as shipped (read offline, never written), and from the
-    same opened image the ways in it takes (:mod:`imagelint.vm.reachable`). An image the disk opener
-    cannot read (a file system it does not know) is an error of this part: the machine is still
-    booted, offered both ways, and judged, and the run cannot pass."""
+@contextlib.contextmanager
+def _image_part(run: PreparedRun, image: Path) -> Iterator[_ImagePart]:
+    """The image-scope audit of the disk image as shipped (read offline, never written), from the
+    same opened image the ways in it takes (:mod:`imagelint.vm.reachable`), and the opened image
+    itself, kept open for a direct kernel boot to read its /boot. An image the disk opener cannot
+    read (a file system it does not know) is an error of this part: the machine is still booted,
+    offered both ways, and judged, and the run cannot pass."""
     from imagelint.errors import ImageLintError
     from imagelint.openers import open_spec
 
-    try:
-        with open_spec(str(image)) as opened:
+    with contextlib.ExitStack() as stack:
+        try:
+            opened = stack.enter_context(open_spec(str(image)))
             report = audit_opened(run, opened)
             assert opened.target is not None  # audit_opened refuses a target-less opening
-            return ("image", report), decide(opened.target)
-    except ImageLintError as exc:
-        reason = f"the image could not be read offline for the image-scope rules: {exc.message}"
-        part = ("image", empty_report({"kind": "disk", "path": str(image)}, reason))
-        return part, undetermined("the image could not be read offline")
+            found: _ImagePart = ("image", report), decide(opened.target), opened.target
+        except ImageLintError as exc:
+            reason = f"the image could not be read offline for the image-scope rules: {exc.message}"
+            part = ("image", empty_report({"kind": "disk", "path": str(image)}, reason))
+            found = part, undetermined("the image could not be read offline"), None
+        yield found
+
+
+def _bare(target: Target | None) -> BareFilesystem | None:
+    """The whole-disk root filesystem of a bare filesystem image (no partition table), else None."""
+    from imagelint.targets.disk.open import BareFilesystem
+
+    bare = getattr(target, "bare", None)
+    return bare if isinstance(bare, BareFilesystem) else None
 
 
 def _machine_parts(run: PreparedRun, bundle: Path) -> list[tuple[str, Report]]:
@@ -172,8 +222,11 @@ def _vm_facts(
     facts["soak_s"] = options.soak_seconds
     accel = f"{facts['accelerator']}{' (' + machine.accel_note + ')' if machine.accel_note else ''}"
     kernel, cgroups = facts["guest_kernel"] or "unknown", facts["cgroup_layout"] or "unknown"
+    direct = machine.spec.direct
     firmware = (
-        f"{'UEFI (OVMF)' if facts['firmware'] == 'uefi' else 'BIOS (SeaBIOS)'}: {machine.firmware_note}"
+        f"direct kernel boot of {direct.kernel_name} ({direct.why})"
+        if direct is not None
+        else f"{'UEFI (OVMF)' if facts['firmware'] == 'uefi' else 'BIOS (SeaBIOS)'}: {machine.firmware_note}"
     )
     report.notes.insert(
         0,

@@ -2,7 +2,8 @@
 
 Beside ``aws`` in the layers: it boots and reaches a machine, and runs no rules of its own. The
 machine (:mod:`.machine`) boots the image's own boot path on a temporary qcow2 overlay (the image is
-never written, :mod:`.disk`), gives the guest a throwaway key through a NoCloud seed and a systemd
+never written, :mod:`.disk`; a bare filesystem image, which has no boot path, by its own kernel:
+:mod:`.kernel`), gives the guest a throwaway key through a NoCloud seed and a systemd
 SMBIOS credential (:mod:`.access`), captures its serial console from power-on, bounded
 (:mod:`.console`), and leaves nothing behind: its process group stopped, its scratch directory removed.
 """

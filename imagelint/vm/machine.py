@@ -36,6 +36,7 @@ from imagelint.vm import VmError
 from imagelint.vm.access import client_command, make_key, make_seed, smbios_credential
 from imagelint.vm.console import Console
 from imagelint.vm.disk import allocated, choose_firmware, create_overlay, image_format
+from imagelint.vm.kernel import DirectBoot
 
 KVM_PROBE = 20.0  # seconds for the kernel's banner under KVM before falling back to TCG
 SSH_RETRY = 5.0  # seconds between ssh attempts
@@ -63,6 +64,7 @@ class MachineSpec:
     qemu: str = "qemu-system-x86_64"
     seed: bool = True  # offer the key by a NoCloud seed (cloud-init: :mod:`imagelint.vm.reachable`)
     credential: bool = True  # and by the SMBIOS credential ssh.authorized_keys.root (systemd 252+)
+    direct: DirectBoot | None = None  # a bare filesystem image: its kernel booted by QEMU (:mod:`.kernel`)
 
 
 @dataclass
@@ -104,6 +106,7 @@ class Machine:
             "memory_mib": self.spec.memory_mib,
             "firmware": self.spec.firmware,
             "firmware_note": self.firmware_note,
+            **(self.spec.direct.facts() if self.spec.direct else {"boot": "bootloader"}),
             "guest_kernel": self.kernel,
             "boot_to_ssh_s": round(self.boot_seconds, 1),
             "overlay_bytes": allocated(self.scratch / "overlay.qcow2"),
@@ -214,12 +217,18 @@ def qemu_argv(spec: MachineSpec, accel: str, scratch: Path, port: int, public_ke
     ]
     if spec.firmware == "uefi":
         argv += ["-bios", str(OVMF)]
+    if spec.direct is not None:  # QEMU loads the kernel the image's /boot offers (:mod:`.kernel`)
+        argv += ["-kernel", str(scratch / "kernel"), "-initrd", str(scratch / "initrd")]
+        argv += ["-append", spec.direct.append()]
     return argv
 
 
 def resolve_firmware(spec: MachineSpec) -> tuple[MachineSpec, str]:
     """``spec`` with its firmware chosen (``auto``: from the image's partition table,
-    :func:`imagelint.vm.disk.choose_firmware`), and why."""
+    :func:`imagelint.vm.disk.choose_firmware`; a direct kernel boot: SeaBIOS, whose option ROM starts
+    the kernel QEMU loaded), and why."""
+    if spec.direct is not None:
+        return replace(spec, firmware="bios"), f"direct kernel boot ({spec.direct.why})"
     if spec.firmware != "auto":
         return spec, f"--firmware {spec.firmware}"
     firmware, why = choose_firmware(spec.image)
@@ -241,6 +250,8 @@ def booted(spec: MachineSpec) -> Iterator[Machine]:
     stop_watch = threading.Event()
     try:
         key, public_key = make_key(scratch)
+        if spec.direct is not None:
+            spec.direct.stage(scratch)
         if spec.seed:
             make_seed(scratch, public_key, f"imagelint-{os.getpid()}")
         port = free_port()

@@ -9,7 +9,8 @@ The image scope is judged on the disk image read offline (the boot's own writes 
 The console's kernel lines are judged on a boot sector that prints them (seconds, no real boot).
 Marked vm_boots, so `make test-vm` runs them and `make test` does not (each is minutes of TCG; GitHub's
 CI runs them with KVM): the clean variant (an image cleaned as it should ship) passing whole (image,
-host, soak and console), a signal while the collector runs, and a guest outgrowing --disk-limit.
+host, soak and console), a signal while the collector runs, a guest outgrowing --disk-limit, and the
+clean variant's root partition carved out as a bare ext4 filesystem, booted by its own kernel.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import REPO, need, os_root, run_cli
-from tests.vm.conftest import need_qemu, vm_image
+from tests.vm.conftest import carve_root, need_qemu, vm_image
 from tests.vm.test_machine import boot_sector, qemu_pids
 
 pytestmark = pytest.mark.serial  # a whole VM for minutes
@@ -208,6 +209,89 @@ def test_a_refused_image_whose_offline_part_already_fails_exits_1_without_bootin
     assert list(scratch.iterdir()) == [] and qemu_pids(str(scratch)) == []
 
 
+def reachable_bare_ext4(tmp_path: Path, entries: dict[str, object]) -> Path:
+    """A bare ext4 filesystem image (no partition table) that takes the NoCloud seed (cloud-init, sshd)."""
+    need(shutil.which("mke2fs") is not None, "mke2fs is not installed (Debian: e2fsprogs)")
+    tree = os_root(
+        tmp_path / "tree",
+        {"/usr/sbin/sshd": "", "/usr/bin/cloud-init": "", "/etc/cloud/cloud.cfg": "", **entries},
+    )
+    image = tmp_path / "bare.ext4"
+    subprocess.run(
+        ["mke2fs", "-q", "-t", "ext4", "-d", str(tree), str(image), "16M"], check=True, capture_output=True
+    )
+    return image
+
+
+def test_a_bare_filesystem_with_no_kernel_in_boot_is_refused_before_any_boot_in_one_line(
+    tmp_path: Path,
+) -> None:
+    """No partition table, so no bootloader: the kernel must come from /boot, and there is none there.
+    Exit 3 at once (today: a boot that waits in SeaBIOS to the deadline), no QEMU, no scratch file."""
+    image = reachable_bare_ext4(tmp_path, {"/boot/config-6.1.0-10-cloud-amd64": ""})
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    out = tmp_path / "r.json"
+    got = run_cli(
+        "vm", "check", str(image), "--soak", "0", "--boot-timeout", "20s", "-f", f"json:{out}",
+        env={"TMPDIR": str(scratch), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}, timeout=300,
+    )  # fmt: skip
+    line = "vm: a bare filesystem image with no kernel in /boot cannot be booted"
+    assert got.returncode == 3, got.stderr
+    assert got.stderr.splitlines().count(line) == 1, got.stderr
+    assert "booting" not in got.stderr and "Traceback" not in got.stderr
+    report = json.loads(out.read_text())
+    assert [e["message"] for e in report["errors"]] == [line.removeprefix("vm: ")]
+    assert report["facts"]["vm"]["boot"] == "direct-kernel"
+    assert report["facts"]["vm"]["access"]["offered"] == ["nocloud-seed"]
+    assert list(scratch.iterdir()) == [] and qemu_pids(str(scratch)) == []
+
+
+def test_a_bare_filesystem_whose_kernel_qemu_cannot_load_is_inconclusive_with_qemus_reason(
+    tmp_path: Path,
+) -> None:
+    """/boot/vmlinuz-V holds no kernel: QEMU refuses it at once (the real QEMU's own words), the run is
+    inconclusive, the report says it was a direct kernel boot of that file, nothing is left behind."""
+    need_qemu()
+    version = "6.1.0-10-cloud-amd64"
+    image = reachable_bare_ext4(
+        tmp_path, {f"/boot/vmlinuz-{version}": "not a kernel\n", f"/boot/initrd.img-{version}": "i"}
+    )
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    out = tmp_path / "r.json"
+    got = run_cli(
+        "vm", "check", str(image), "--soak", "0", "--accel", "tcg", "--boot-timeout", "60s",
+        "-f", f"json:{out}",
+        env={"TMPDIR": str(scratch), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}, timeout=300,
+    )  # fmt: skip
+    assert got.returncode == 3, got.stderr
+    assert f"booting vmlinuz-{version} directly (root=UUID=" in got.stderr
+    report = json.loads(out.read_text())
+    [error] = [e["message"] for e in report["errors"]]
+    assert error.startswith("QEMU exited (1) before SSH answered"), error
+    vm = report["facts"]["vm"]
+    assert vm["boot"] == "direct-kernel" and vm["kernel_file"] == f"/boot/vmlinuz-{version}", vm
+    assert vm["firmware"].startswith("bios: direct kernel boot (no partition table")
+    assert list(scratch.iterdir()) == [] and qemu_pids(str(scratch)) == []
+
+
+@pytest.mark.parametrize("firmware", ["bios", "uefi"])
+def test_a_firmware_asked_for_a_bare_filesystem_is_a_usage_error(tmp_path: Path, firmware: str) -> None:
+    """A bare filesystem has no bootloader for any firmware to start: --firmware bios|uefi is refused
+    (exit 2, one line), not silently overridden."""
+    image = reachable_bare_ext4(
+        tmp_path, {"/boot/vmlinuz-6.1.0-10-cloud-amd64": "k", "/boot/initrd.img-6.1.0-10-cloud-amd64": "i"}
+    )
+    got = run_cli(
+        "vm", "check", str(image), "--soak", "0", "--boot-timeout", "20s", "--firmware", firmware, timeout=300
+    )
+    assert got.returncode == 2, got.stderr
+    said = [line for line in got.stderr.splitlines() if f"--firmware {firmware}" in line]
+    assert len(said) == 1 and "bare filesystem" in said[0] and "leave --firmware auto" in said[0], got.stderr
+    assert "booting" not in got.stderr and "Traceback" not in got.stderr
+
+
 def group_members(pgid: int) -> list[int]:
     """Processes whose process group is ``pgid`` (from /proc/PID/stat, after the command's parenthesis)."""
     found = []
@@ -335,6 +419,37 @@ def test_the_clean_image_passes_whole_image_host_soak_and_console(
     assert report["facts"]["soak"]["soak"]["cut_short"] is False
     assert report["facts"]["console"]["console"]["entries_examined"] > 100  # a real kernel's boot lines
     assert report["facts"]["vm"]["overlay_bytes"] > 0 and report["facts"]["vm"]["firmware"] == "bios"
+    assert list(scratch.iterdir()) == [] and qemu_pids(str(scratch)) == []
+
+
+@pytest.mark.vm_boots  # more minutes of TCG: `make test-vm` (and GitHub CI, with KVM)
+def test_a_bare_root_filesystem_is_booted_by_the_kernel_in_its_boot_and_reached(
+    clean_vm_image: Path, tmp_path: Path
+) -> None:
+    """The clean image's root partition carved out (a bare ext4 filesystem: what some pipelines ship)
+    has no bootloader: it boots by the kernel and initrd of its own /boot, root=UUID=, and SSH answers;
+    the image is not written, and nothing is left behind."""
+    bare = carve_root(clean_vm_image, tmp_path / "root.ext4")
+    before = digest(bare)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    out = tmp_path / "report.json"
+    got = run_cli(
+        "vm", "check", str(bare), "--soak", "0", "--boot-timeout", "12m", "-f", f"json:{out}",
+        env={"TMPDIR": str(scratch), "PYTHONPATH": os.environ.get("PYTHONPATH", "")},
+        timeout=1500,
+    )  # fmt: skip
+    report = json.loads(out.read_text())
+    vm = report["facts"]["vm"]
+    assert report["errors"] == [], (report["errors"], got.stderr[-3000:])  # SSH answered, the collector ran
+    assert vm["boot"] == "direct-kernel" and vm["firmware"] == "bios", vm
+    assert vm["kernel_file"].startswith("/boot/vmlinuz-6.1.0-") and vm["kernel_file"].endswith("-cloud-amd64")
+    assert vm["cmdline"].startswith("root=UUID=") and "console=ttyS0,115200" in vm["cmdline"]
+    assert vm["boot_why"].startswith("no partition table, a bare filesystem: /vmlinuz points to vmlinuz-")
+    assert vm["guest_kernel"] == vm["kernel_file"].removeprefix("/boot/vmlinuz-")  # the console's banner
+    assert {"image", "host", "console"} <= set(report["facts"])
+    assert got.returncode == {"pass": 0, "fail": 1}[report["verdict"]], got.stderr[-3000:]
+    assert digest(bare) == before
     assert list(scratch.iterdir()) == [] and qemu_pids(str(scratch)) == []
 
 

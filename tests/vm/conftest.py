@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -37,6 +38,27 @@ def vm_image(variant: str) -> Path:
     if proc.returncode != 0:
         pytest.fail(f"building the bootable test disk image ({variant}) failed:\n{proc.stderr[-4000:]}")
     return Path(proc.stdout.strip().splitlines()[-1])
+
+
+def carve_root(disk: Path, out: Path) -> Path:
+    """The first partition of the qcow2 ``disk`` (the test images' root) as a bare filesystem image
+    ``out``: no partition table, no bootloader (raw by qemu-img, the table by sfdisk, the bytes by dd)."""
+    need(shutil.which("sfdisk") is not None, "sfdisk is not installed (Debian: fdisk)")
+    raw = out.with_suffix(".disk.raw")
+    subprocess.run(["qemu-img", "convert", "-O", "raw", str(disk), str(raw)], check=True, capture_output=True)
+    table = json.loads(subprocess.run(["sfdisk", "--json", str(raw)], check=True, capture_output=True).stdout)
+    part = table["partitiontable"]["partitions"][0]
+    sector = int(table["partitiontable"].get("sectorsize", 512))
+    subprocess.run(
+        [
+            "dd", f"if={raw}", f"of={out}", "bs=1M", "iflag=skip_bytes,count_bytes", "conv=sparse",
+            f"skip={int(part['start']) * sector}", f"count={int(part['size']) * sector}", "status=none",
+        ],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    raw.unlink()
+    return out
 
 
 def need_qemu() -> None:

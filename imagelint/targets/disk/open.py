@@ -40,8 +40,19 @@ Opened = list[tuple[Volume, Filesystem | None]]
 MAX_FSTAB_BYTES = 1024 * 1024
 
 
+@dataclass(frozen=True)
+class BareFilesystem:
+    """The root filesystem when it is the whole disk: no partition table, no LVM (what some build
+    pipelines produce). Nothing on such a disk boots it: no firmware finds a bootloader there."""
+
+    fstype: str  # "ext4" or "xfs"
+    uuid: str  # the filesystem's UUID, as ``root=UUID=`` names it
+
+
 class DiskTarget(ResolvingTarget):
     """A disk image read in place: the resolver over the image's mount table."""
+
+    bare: BareFilesystem | None = None  # set by :func:`open_disk_target` for a whole-disk filesystem
 
     def __init__(
         self, table: MountTable, description: str, kind: str, facts: dict[str, Any], stream: Any
@@ -201,6 +212,8 @@ def open_disk_target(
         "mounts": [],
     }
     target = DiskTarget(table, description, kind, facts, stream)
+    if disk.layout.table == "none" and root_volume.label == "disk":
+        target.bare = BareFilesystem(root_fs.fstype, root_fs.uuid)
     mount_fstab(target, table, disk.every(), root_volume, facts, where)
     return target
 
