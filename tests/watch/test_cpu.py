@@ -80,7 +80,7 @@ def test_a_kernel_load_beside_a_core_busy_in_user_time_is_counted() -> None:
     """Issue 49: the watch judges the others' kernel share (default bound), not their user time."""
     user, kernel = two_cpus()
     watch = CpuWatch(params=HotCoreParams(min_kernel_share=0.75))
-    with pinned(USER_LOAD, user), pinned(KERNEL_LOAD, kernel):
+    with pinned(USER_LOAD, user, realtime=False), pinned(KERNEL_LOAD, kernel):
         watch.poll(time.monotonic())
         state = _watch_for(6, watch)
     assert state.cpu is not None
