@@ -197,9 +197,7 @@ def _real(
     return sampler.record
 
 
-def _judge_real(
-    cpu: int, command: list[str], ordinary: dict[int, list[str]] | None = None
-) -> HotCoreSummary:
+def _judge_real(cpu: int, command: list[str], ordinary: dict[int, list[str]] | None = None) -> HotCoreSummary:
     return summarise(_real(cpu, command, ordinary).tracker(REAL), 2.0)
 
 
