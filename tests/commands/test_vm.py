@@ -29,7 +29,8 @@ import pytest
 
 from tests.support import REPO, need, os_root, run_cli
 from tests.vm.conftest import carve_root, need_qemu, vm_image
-from tests.vm.test_machine import boot_sector, qemu_pids
+from tests.vm.processes import group_members, holding, qemu_pids
+from tests.vm.test_machine import boot_sector
 
 pytestmark = pytest.mark.serial  # a whole VM for minutes
 
@@ -137,19 +138,14 @@ def test_kernel_lines_on_the_console_are_judged_by_the_journal_rules_before_ssh_
     assert list(scratch.iterdir()) == []
 
 
-def test_an_image_that_takes_neither_way_in_is_refused_before_any_boot_in_one_line(tmp_path: Path) -> None:
-    """No cloud-init and systemd 247 (before SMBIOS credentials), read offline from a real ext4 disk
-    image: exit 3 at once, one escaped line saying what is missing, no QEMU, no scratch file; the
-    report says what was read (facts.vm.access) beside the image part."""
+def _check_ext4_image(
+    tmp_path: Path, files: dict, *extra: str
+) -> tuple[subprocess.CompletedProcess[str], dict, Path]:
+    """``vm check --soak 0`` of a real ext4 image holding ``files`` (an OS root, tests.support.os_root):
+    the run, its JSON report and the scratch directory it was given as TMPDIR."""
     need(shutil.which("mke2fs") is not None, "mke2fs is not installed (Debian: e2fsprogs)")
-    tree = os_root(
-        tmp_path / "tree",
-        {
-            "/usr/sbin/sshd": "",
-            "/lib/systemd/libsystemd-shared-247.so": "",
-        },
-    )
-    image = tmp_path / "old.ext4"
+    tree = os_root(tmp_path / "tree", files)
+    image = tmp_path / "image.ext4"
     subprocess.run(
         ["mke2fs", "-q", "-t", "ext4", "-d", str(tree), str(image), "16M"], check=True, capture_output=True
     )
@@ -157,9 +153,18 @@ def test_an_image_that_takes_neither_way_in_is_refused_before_any_boot_in_one_li
     scratch.mkdir()
     out = tmp_path / "r.json"
     got = run_cli(
-        "vm", "check", str(image), "--soak", "0", "--boot-timeout", "20s", "-f", f"json:{out}",
+        "vm", "check", str(image), "--soak", "0", *extra, "-f", f"json:{out}",
         env={"TMPDIR": str(scratch), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}, timeout=300,
     )  # fmt: skip
+    return got, json.loads(out.read_text()), scratch
+
+
+def test_an_image_that_takes_neither_way_in_is_refused_before_any_boot_in_one_line(tmp_path: Path) -> None:
+    """No cloud-init and systemd 247 (before SMBIOS credentials), read offline from a real ext4 disk
+    image: exit 3 at once, one escaped line saying what is missing, no QEMU, no scratch file; the
+    report says what was read (facts.vm.access) beside the image part."""
+    files = {"/usr/sbin/sshd": "", "/lib/systemd/libsystemd-shared-247.so": ""}
+    got, report, scratch = _check_ext4_image(tmp_path, files, "--boot-timeout", "20s")
     line = (
         "vm: no cloud-init (/usr/bin/cloud-init), and systemd 247 < 252 does not take "
         "ssh.authorized_keys.root: this image cannot be reached to soak it"
@@ -167,7 +172,6 @@ def test_an_image_that_takes_neither_way_in_is_refused_before_any_boot_in_one_li
     assert got.returncode == 3, got.stderr
     assert got.stderr.splitlines().count(line) == 1, got.stderr
     assert "booting" not in got.stderr and "Traceback" not in got.stderr
-    report = json.loads(out.read_text())
     assert report["verdict"] == "inconclusive"
     assert [e["message"] for e in report["errors"]] == [line.removeprefix("vm: ")]
     assert report["facts"]["vm"]["access"]["offered"] == []
@@ -179,32 +183,15 @@ def test_an_image_that_takes_neither_way_in_is_refused_before_any_boot_in_one_li
 def test_a_refused_image_whose_offline_part_already_fails_exits_1_without_booting(tmp_path: Path) -> None:
     """The verdict decides: a host private key baked in (IL101) fails the image part read offline, so
     the refused image exits 1, not 3, as docs/vm.md says; still no boot."""
-    need(shutil.which("mke2fs") is not None, "mke2fs is not installed (Debian: e2fsprogs)")
-    tree = os_root(
-        tmp_path / "tree",
-        {
-            "/lib/systemd/libsystemd-shared-247.so": "",
-            "/etc/ssh/ssh_host_ed25519_key": {
-                "content": "-----BEGIN OPENSSH PRIVATE KEY-----\nx\n-----END OPENSSH PRIVATE KEY-----\n",
-                "mode": "600",
-            },
-        },
-    )
-    image = tmp_path / "keyed.ext4"
-    subprocess.run(
-        ["mke2fs", "-q", "-t", "ext4", "-d", str(tree), str(image), "16M"], check=True, capture_output=True
-    )
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
-    out = tmp_path / "r.json"
-    got = run_cli(
-        "vm", "check", str(image), "--soak", "0", "-f", f"json:{out}",
-        env={"TMPDIR": str(scratch), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}, timeout=300,
-    )  # fmt: skip
+    key = "-----BEGIN OPENSSH PRIVATE KEY-----\nx\n-----END OPENSSH PRIVATE KEY-----\n"
+    files = {
+        "/lib/systemd/libsystemd-shared-247.so": "",
+        "/etc/ssh/ssh_host_ed25519_key": {"content": key, "mode": "600"},
+    }
+    got, report, scratch = _check_ext4_image(tmp_path, files)
     assert got.returncode == 1, got.stderr
     assert "vm: no sshd (/usr/sbin/sshd or /usr/bin/sshd) in the image" in got.stderr
     assert "booting" not in got.stderr
-    report = json.loads(out.read_text())
     assert any(f["rule_id"] == "IL101" and f["evidence"]["scope"] == "image" for f in report["findings"])
     assert list(scratch.iterdir()) == [] and qemu_pids(str(scratch)) == []
 
@@ -290,34 +277,6 @@ def test_a_firmware_asked_for_a_bare_filesystem_is_a_usage_error(tmp_path: Path,
     said = [line for line in got.stderr.splitlines() if f"--firmware {firmware}" in line]
     assert len(said) == 1 and "bare filesystem" in said[0] and "leave --firmware auto" in said[0], got.stderr
     assert "booting" not in got.stderr and "Traceback" not in got.stderr
-
-
-def group_members(pgid: int) -> list[int]:
-    """Processes whose process group is ``pgid`` (from /proc/PID/stat, after the command's parenthesis)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[2]) == pgid:
-                found.append(int(entry.name))
-    return found
-
-
-def holding(marker: str) -> list[str]:
-    """Command lines that name ``marker`` (QEMU's overlay, the ssh client's key: the scratch directory)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if marker.encode() in cmdline:
-                found.append(cmdline.replace(b"\0", b" ").decode(errors="replace")[:200])
-    return found
 
 
 @pytest.mark.vm_boots  # more minutes of TCG: `make test-vm` (and GitHub CI, with KVM)

@@ -147,7 +147,7 @@ def test_soak_mode_runs_vm_check_on_the_target_not_an_audit(tmp_path: Path) -> N
 @pytest.mark.vm_boots  # more minutes of TCG: `make test-vm` (and GitHub CI, with KVM)
 def test_soak_mode_boots_the_crashloop_image_and_fails_the_job_on_the_leak(tmp_path: Path) -> None:
     from tests.vm.conftest import need_qemu, vm_image
-    from tests.vm.test_machine import qemu_pids
+    from tests.vm.processes import qemu_pids
 
     need_qemu()
     image = vm_image("crashloop")

@@ -20,6 +20,7 @@ from imagelint.vm import VmError
 from imagelint.vm.machine import OVMF, MachineSpec, booted, qemu_argv, resolve_firmware
 from tests.support import REPO, need, run_cli
 from tests.vm.conftest import need_qemu
+from tests.vm.processes import qemu_pids
 
 pytestmark = pytest.mark.serial  # each test runs QEMU
 
@@ -29,20 +30,6 @@ def blank(tmp_path: Path) -> Path:
     with image.open("wb") as out:
         out.truncate(16 << 20)
     return image
-
-
-def qemu_pids(marker: str) -> list[int]:
-    """Processes whose command line holds ``marker`` (the test's own scratch directory)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if marker.encode() in cmdline and b"qemu-system" in cmdline:
-                found.append(int(entry.name))
-    return found
 
 
 def test_qemu_is_given_the_overlay_on_loopback_never_the_image(tmp_path: Path) -> None:
