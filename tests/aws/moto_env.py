@@ -109,6 +109,7 @@ import json
 import os
 import queue
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -124,7 +125,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.aws.ebs_front import EbsFaults
-from tests.support import wait_for
+from tests.support import need, wait_for
 
 REGION = "us-east-1"
 TERMINAL = {"Success", "Failed", "Cancelled", "TimedOut"}
@@ -196,7 +197,7 @@ class InstanceAgent:
 
     def __init__(self, env: MotoEnv) -> None:
         self.env = env
-        self.rootfs: Path | None = None
+        self._rootfs: Path | None = None
         self.online = True
         # the documents it runs as AWS-RunShellScript (an organization's pinned copy: --document)
         self.shell_documents = {"AWS-RunShellScript"}
@@ -223,6 +224,18 @@ class InstanceAgent:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._workers: list[threading.Thread] = []
+
+    @property
+    def rootfs(self) -> Path | None:
+        """The image tree the collector reads, on this machine (``container`` unset)."""
+        return self._rootfs
+
+    @rootfs.setter
+    def rootfs(self, tree: Path | None) -> None:
+        # set in the test's own thread, so a missing curl is the test's named skip; the script runs
+        # in the agent's thread later, where it would only be a failed upload
+        need(shutil.which("curl") is not None, "curl is not installed: the collector uploads with it")
+        self._rootfs = tree
 
     def start(self) -> None:
         self._thread.start()
@@ -315,7 +328,7 @@ class InstanceAgent:
         env = {
             **os.environ,
             **self.env.direct_env,
-            "IL_ROOT": str(self.rootfs_for.get(iid, self.rootfs)),
+            "IL_ROOT": str(self.rootfs_for.get(iid, self._rootfs)),
             "IL_LIVE": "",
             "AWS_SSM_INSTANCE_ID": iid,
             "NO_COLOR": "1",
