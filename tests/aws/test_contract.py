@@ -658,13 +658,18 @@ def test_credential_lifetime_rules():
         credentials.parse_expiry("2026-12-03T21:40:00")
 
 
+# the deadline tag is the clock's (deadline_after): fixed here, or the request the stub expects and
+# the one sent differ whenever a second passes between the two (seen on a loaded machine)
+FIXED_DEADLINE = ec2_ops.deadline_after(3600, datetime(2026, 1, 1, tzinfo=UTC))
+
+
 def _dry_run_params(settings: ec2_ops.LaunchSettings) -> dict:
     return {**ec2_ops.launch_params(_image(), settings, "run-1"), "DryRun": True}
 
 
 def test_the_dry_run_sends_the_launch_request_and_goes_on_at_dry_run_operation(ec2):
     settings = ec2_ops.LaunchSettings(
-        instance_type="m6i.large", tags=(("CostCenter", "cc"),), kms_key="arn:k"
+        instance_type="m6i.large", tags=(("CostCenter", "cc"),), kms_key="arn:k", deadline=FIXED_DEADLINE
     )
     ec2.stub.add_client_error(
         "run_instances",
@@ -676,7 +681,7 @@ def test_the_dry_run_sends_the_launch_request_and_goes_on_at_dry_run_operation(e
 
 
 def test_a_refused_dry_run_carries_aws_message_and_where_to_look(ec2):
-    settings = ec2_ops.LaunchSettings(instance_type="m6i.large")
+    settings = ec2_ops.LaunchSettings(instance_type="m6i.large", deadline=FIXED_DEADLINE)
     ec2.stub.add_client_error(
         "run_instances",
         service_error_code="UnauthorizedOperation",
@@ -694,7 +699,7 @@ def test_a_refused_dry_run_carries_aws_message_and_where_to_look(ec2):
 def test_a_dry_run_an_endpoint_ignored_is_no_go(ec2):
     """An endpoint that launched instead of answering DryRunOperation: the run stops (its cleanup
     finds the instance by the run tag)."""
-    settings = ec2_ops.LaunchSettings(instance_type="m6i.large")
+    settings = ec2_ops.LaunchSettings(instance_type="m6i.large", deadline=FIXED_DEADLINE)
     ec2.stub.add_response("run_instances", {"Instances": [{"InstanceId": IID}]}, _dry_run_params(settings))
     with pytest.raises(AwsError, match="DryRunIgnored"):
         ec2_ops.dry_run_launch(ec2, _image(), settings, "run-1")
