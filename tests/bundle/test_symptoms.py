@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.bundle.support import collect_soak_bundle, members, pack
-from tests.soak.loads import KERNEL_LOAD, USER_LOAD, pinned, two_cpus
+from tests.soak.loads import KERNEL_LOAD, USER_LOAD, pinned, sampler_first, two_cpus
 from tests.support import need, run_cli
 
 
@@ -95,7 +95,7 @@ def test_the_remote_soak_names_a_hot_core_beside_a_core_busy_in_user_time(tmp_pa
     """Issue 49 through the collector: its /proc/stat reads are judged by the same tracker as the local
     soak's and the watch's, on the others' kernel share (default bound), whatever their user time."""
     user, kernel = two_cpus()
-    with pinned(USER_LOAD, user, realtime=False), pinned(KERNEL_LOAD, kernel):
+    with sampler_first(), pinned(USER_LOAD, user), pinned(KERNEL_LOAD, kernel):
         bundle = collect_soak_bundle(tmp_path / "collect", seconds=6, interval=1)
     config = tmp_path / "imagelint.yaml"
     loose = {"min_kernel_share": 0.75, "min_seconds": 3, "evidence": {}}  # margin below SCHED_FIFO's ~95%

@@ -11,7 +11,7 @@ from imagelint.facts.cpurecord import CpuRecord
 from imagelint.facts.cpustat import CpuDelta, Interval
 from imagelint.facts.hotcore import EpisodeTracker, HotCoreParams, HotCoreSummary, summarise
 from imagelint.probes.cpu import CpuSampler
-from tests.soak.loads import KERNEL_LOAD, USER_LOAD, pinned, two_cpus
+from tests.soak.loads import KERNEL_LOAD, USER_LOAD, pinned, sampler_first, two_cpus
 
 STEP = 0.1  # ten reads a second, 10 ticks each (USER_HZ 100)
 
@@ -174,31 +174,27 @@ def test_summary_lists_cpus_and_longest_for_the_report() -> None:
     assert data["saturated_seconds"] == {"cpu1": pytest.approx(4.0)}
 
 
-# -- real loads on this kernel, each pinned to its own CPU, the one under test under SCHED_FIFO and any
-# other as ordinary work (tests/soak/loads.py), read through the soak's own sampler (ten reads a
-# second) and judged with the default thresholds but a margin below the ~95% of its CPU a SCHED_FIFO
-# load gets (the kernel keeps 5% for ordinary tasks)
+# -- real loads on this kernel, each pinned to its own CPU under SCHED_FIFO (tests/soak/loads.py), read
+# through the soak's own sampler (ten reads a second, run above the loads) and judged with the default
+# thresholds but a margin below the ~95% of its CPU a SCHED_FIFO load gets (the kernel keeps 5% for
+# ordinary tasks)
 
 REAL = HotCoreParams(min_kernel_share=0.75)
 
 
-def _real(
-    cpu: int, command: list[str], ordinary: dict[int, list[str]] | None = None, seconds: float = 5.0
-) -> CpuRecord:
-    """The soak sampler's record of ``seconds`` with ``command`` on ``cpu`` (SCHED_FIFO) and each
-    ``ordinary`` load as ordinary work on its own CPU."""
-    with ExitStack() as stack:
-        stack.enter_context(pinned(command, cpu))
-        for other, load in (ordinary or {}).items():
-            stack.enter_context(pinned(load, other, realtime=False))
+def _real(loads: dict[int, list[str]], seconds: float = 5.0) -> CpuRecord:
+    """The soak sampler's record of ``seconds`` with each load running pinned to its CPU."""
+    with sampler_first(), ExitStack() as stack:
+        for cpu, command in loads.items():
+            stack.enter_context(pinned(command, cpu))
         time.sleep(0.5)  # the loads are running
         with CpuSampler(0.1) as sampler:
             time.sleep(seconds)
     return sampler.record
 
 
-def _judge_real(cpu: int, command: list[str], ordinary: dict[int, list[str]] | None = None) -> HotCoreSummary:
-    return summarise(_real(cpu, command, ordinary).tracker(REAL), 2.0)
+def _judge_real(loads: dict[int, list[str]]) -> HotCoreSummary:
+    return summarise(_real(loads).tracker(REAL), 2.0)
 
 
 @pytest.mark.root
@@ -206,7 +202,7 @@ def _judge_real(cpu: int, command: list[str], ordinary: dict[int, list[str]] | N
 def test_a_real_kernel_load_beside_a_core_busy_in_user_time_is_named() -> None:
     """Issue 49 as measured: the hot core on a host whose other cores are busy in user time."""
     user, kernel = two_cpus()
-    hot = _judge_real(kernel, KERNEL_LOAD, {user: USER_LOAD})
+    hot = _judge_real({user: USER_LOAD, kernel: KERNEL_LOAD})
     assert hot.cpus == [kernel], hot.to_dict()
     longest = hot.longest
     assert longest is not None and longest.seconds >= 2.0
@@ -218,7 +214,7 @@ def test_a_real_kernel_load_beside_a_core_busy_in_user_time_is_named() -> None:
 @pytest.mark.serial
 def test_a_real_kernel_load_alone_is_named() -> None:
     _, kernel = two_cpus()
-    hot = _judge_real(kernel, KERNEL_LOAD)
+    hot = _judge_real({kernel: KERNEL_LOAD})
     assert hot.cpus == [kernel], hot.to_dict()
 
 
@@ -226,7 +222,7 @@ def test_a_real_kernel_load_alone_is_named() -> None:
 @pytest.mark.serial
 def test_a_real_user_time_load_alone_is_quiet() -> None:
     _, cpu = two_cpus()
-    hot = _judge_real(cpu, USER_LOAD)
+    hot = _judge_real({cpu: USER_LOAD})
     assert not hot.saturated_seconds, hot.to_dict()
 
 
@@ -235,7 +231,7 @@ def test_a_real_user_time_load_alone_is_quiet() -> None:
 def test_real_kernel_time_spread_over_every_core_is_quiet() -> None:
     """Every core in the kernel at once is a host-wide load, not one core starved."""
     first, second = two_cpus()
-    record = _real(first, KERNEL_LOAD, {second: KERNEL_LOAD})
+    record = _real({first: KERNEL_LOAD, second: KERNEL_LOAD})
     hot = summarise(record.tracker(REAL), 2.0)
     assert not hot.saturated_seconds, hot.to_dict()
     # the loads really were kernel time on both: without the others' bound, both are hot

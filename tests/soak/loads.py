@@ -1,16 +1,17 @@
 """Real loads pinned to one CPU, for the hot-core tests (the local soak and the remote one).
 
-A load runs under SCHED_FIFO, so that it holds ~95% of that CPU (the kernel leaves the rest to
-ordinary tasks) however busy the machine is with other people's work. At most one load of a test is
-real-time: a second one (the "other core busy" of issue 49) is ordinary work (``realtime=False``), as
-it was in the incident. With every CPU held by a SCHED_FIFO load, the sampler under test would run only
-in the 5% the kernel leaves ordinary tasks, once a second instead of ten times (seen on CI: no episode
-was long enough to count); an ordinary load shares its CPU with the sampler as any host's work does.
+The load runs under SCHED_FIFO, so that it holds ~95% of that CPU (the kernel leaves the rest to
+ordinary tasks) however busy the machine is with other people's work. In the kernel: ``dd
+if=/dev/zero of=/dev/null bs=1M`` (each read clears 1 MiB in the kernel: system time). In user
+time: a pure Python loop.
 
-In the kernel: ``dd if=/dev/zero of=/dev/null bs=1M`` (each read clears 1 MiB in the kernel:
-system time). In user time: a pure Python loop. ``LOOSE`` loosens only what a shared machine cannot
-give: ``max_others_kernel_share`` 1.0 (the other CPUs are as busy in the kernel as the neighbours
-make them) and ``min_kernel_share`` 0.75 (margin below the ~95% the load gets).
+A test that holds every CPU with a load (two on a two-CPU machine) runs its sampler under
+:func:`sampler_first`: above the loads, as a host's ordinary work would leave it room. Otherwise the
+sampler runs only in the 5% the kernel leaves ordinary tasks, once a second instead of ten times,
+and the record is of the starvation (stop 54's CI: no episode long enough to count). :func:`pinned`
+refuses a second load outside it. ``LOOSE`` loosens only what a shared machine cannot give:
+``max_others_kernel_share`` 1.0 (the other CPUs are as busy in the kernel as the neighbours make them) and
+``min_kernel_share`` 0.75 (margin below the ~95% the load gets).
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ from contextlib import contextmanager
 
 from tests.support import is_root, must_run_alone, need
 
+LOAD_PRIORITY = 10
+SAMPLER_PRIORITY = 20  # above the loads: the sampler reads when it means to
 KERNEL_LOAD = ["dd", "if=/dev/zero", "of=/dev/null", "bs=1M"]
 USER_LOAD = [sys.executable, "-c", "while True: pass"]
-_realtime_running: list[subprocess.Popen[bytes]] = []  # at most one: see the module docstring
 LOOSE = {"max_others_kernel_share": 1.0, "min_kernel_share": 0.75, "min_seconds": 3}
 
 
@@ -43,26 +45,41 @@ def two_cpus() -> tuple[int, int]:
     return cpus[-2], cpus[-1]
 
 
+_loads: list[subprocess.Popen[bytes]] = []  # the loads running now
+_sampler_first = False  # within sampler_first()
+
+
 @contextmanager
-def pinned(command: list[str], cpu: int, *, realtime: bool = True) -> Iterator[None]:
-    """``command`` running on ``cpu`` alone for the block (a ``serial`` test's), under SCHED_FIFO
-    unless ``realtime`` is off (then as ordinary work, which the sampler can share the CPU with)."""
-    must_run_alone("a CPU load pinned to one CPU")
-    if realtime and _realtime_running:
-        raise AssertionError("a second SCHED_FIFO load would starve the sampler: pass realtime=False")
+def pinned(command: list[str], cpu: int) -> Iterator[None]:
+    """``command`` running on ``cpu`` alone, under SCHED_FIFO, for the block (a ``serial`` test's)."""
+    must_run_alone("a CPU load pinned under SCHED_FIFO")
+    if _loads and not _sampler_first:
+        raise AssertionError("a second SCHED_FIFO load starves the sampler: start it in sampler_first()")
 
     def setup() -> None:
         os.sched_setaffinity(0, {cpu})
-        if realtime:
-            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(LOAD_PRIORITY))
 
     proc = subprocess.Popen(command, preexec_fn=setup, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    if realtime:
-        _realtime_running.append(proc)
+    _loads.append(proc)
     try:
         yield
     finally:
         proc.kill()
         proc.wait()
-        if realtime:
-            _realtime_running.remove(proc)
+        _loads.remove(proc)
+
+
+@contextmanager
+def sampler_first() -> Iterator[None]:
+    """The calling thread, and the threads and processes it starts in the block (a sampler, the
+    collector), under SCHED_FIFO above the loads; back to ordinary scheduling after."""
+    global _sampler_first
+    need(is_root(), "SCHED_FIFO needs root")
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(SAMPLER_PRIORITY))  # 0: this thread
+    _sampler_first = True
+    try:
+        yield
+    finally:
+        _sampler_first = False
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))

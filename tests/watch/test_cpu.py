@@ -16,7 +16,7 @@ from imagelint.facts.hotcore import HotCoreParams
 from imagelint.watch import metrics
 from imagelint.watch.cpu import CpuUnavailable, CpuWatch
 from imagelint.watch.state import WatchState
-from tests.soak.loads import KERNEL_LOAD, USER_LOAD, pinned, pinned_cpu, two_cpus
+from tests.soak.loads import KERNEL_LOAD, USER_LOAD, pinned, pinned_cpu, sampler_first, two_cpus
 
 LOOSE = HotCoreParams(min_kernel_share=0.75, max_others_kernel_share=1.0)
 
@@ -80,7 +80,7 @@ def test_a_kernel_load_beside_a_core_busy_in_user_time_is_counted() -> None:
     """Issue 49: the watch judges the others' kernel share (default bound), not their user time."""
     user, kernel = two_cpus()
     watch = CpuWatch(params=HotCoreParams(min_kernel_share=0.75))
-    with pinned(USER_LOAD, user, realtime=False), pinned(KERNEL_LOAD, kernel):
+    with sampler_first(), pinned(USER_LOAD, user), pinned(KERNEL_LOAD, kernel):
         watch.poll(time.monotonic())
         state = _watch_for(6, watch)
     assert state.cpu is not None
