@@ -12,7 +12,8 @@ in one line with exit 3 (inconclusive):
   the reader died, named with the signal.
 
 Signals sent to the parent (``kill PID``: CI cancelling a job, a supervisor stopping ``watch``) are
-passed on to the child, which cleans up as before. A terminal's ^C already reaches both (they share a
+passed on to the child, which cleans up as before, even when imagelint was started with them blocked
+(the child unblocks them; an ignored one stays ignored). A terminal's ^C already reaches both (they share a
 process group), so one that came from the kernel is not passed on twice.
 """
 
@@ -41,7 +42,9 @@ def run_boxed(command: Callable[[], int], run_limits: limits.Limits) -> int:
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+        # the signals passed on are unblocked whatever mask imagelint was started with: a caller's
+        # blocked SIGINT left the child deaf to what the parent passes on, and a soak ran its course
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask - set(FORWARDED))
         code = int(ExitCode.INCONCLUSIVE)
         try:
             limits.apply(run_limits)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import subprocess
 import sys
@@ -57,7 +59,10 @@ def test_the_childs_exit_code_and_output_pass_through() -> None:
     assert (proc.returncode, proc.stdout, proc.stderr) == (7, "from the child\n", "")
 
 
-def test_sigterm_to_the_parent_reaches_the_child() -> None:
+@pytest.mark.parametrize("blocked", [False, True], ids=["as-usual", "started-with-it-blocked"])
+def test_sigterm_to_the_parent_reaches_the_child(blocked: bool) -> None:
+    """Also when imagelint was started with the signal blocked (a caller's mask is inherited across
+    exec): the child unblocks what the parent passes on, or a soak runs its course deaf to it."""
     body = (
         "    import signal, time\n"
         "    got = []\n"
@@ -72,10 +77,25 @@ def test_sigterm_to_the_parent_reaches_the_child() -> None:
         f"def command():\n{body}\n"
         "sys.exit(run_boxed(command, limits.from_environment()))\n"
     )
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=30) == 5
+
+    def block() -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=block if blocked else None,
+        start_new_session=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 5
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # a child deaf to SIGTERM would loop on
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def test_the_real_cli_under_a_tight_memory_limit_is_inconclusive_with_the_image_named(tmp_path: Path) -> None:
