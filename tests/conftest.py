@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -180,6 +182,18 @@ def faulty_disk(faulty_tree: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     from tests.aws.disk_image import gpt_ext4_image
 
     return gpt_ext4_image(faulty_tree, tmp_path_factory.mktemp("disk") / "disk.img")
+
+
+@pytest.fixture(autouse=True)
+def _signal_mask_left_as_found() -> Iterator[None]:
+    """A test that leaves a signal blocked in the worker fails, named: every imagelint the worker
+    starts afterwards inherits the mask (as it would a caller's), and a run waiting for SIGINT hung."""
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, ())
+    yield
+    after = signal.pthread_sigmask(signal.SIG_SETMASK, before)
+    if after != before:
+        names = sorted(signal.Signals(s).name for s in after - before)
+        pytest.fail(f"the test left signals blocked in the worker: {', '.join(names)}", pytrace=False)
 
 
 @pytest.fixture(autouse=True)
