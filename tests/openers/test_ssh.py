@@ -256,7 +256,21 @@ def _soak(host: Host, tmp_path: Path, *login: str) -> subprocess.Popen[str]:
     env = {**os.environ, "IMAGELINT_SSH_COMMAND": host.command(), "NO_COLOR": "1"}
     spec = host.spec(*login[:1])
     argv = [exe, "soak", spec, *login[1:], "-d", "600s", "-i", "1s", "-f", f"json:{tmp_path / 's.json'}"]
-    return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+
+
+def _ended(run: subprocess.Popen[str], timeout: float = 120) -> tuple[str, str]:
+    """The soak's stdout and stderr once it ended; killed with its children, and the test failed with
+    what it said, when it did not end within ``timeout`` (left running, its collector's scratch
+    directory would fail the next test of the host too)."""
+    try:
+        return run.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(run.pid, signal.SIGKILL)
+        _, err = run.communicate()
+        pytest.fail(f"the soak did not end within {timeout:.0f} s; its stderr: {err[-3000:]}")
 
 
 def test_a_collector_killed_midway_is_inconclusive(hosts: dict[str, Host], tmp_path: Path) -> None:
@@ -271,7 +285,7 @@ def test_a_collector_killed_midway_is_inconclusive(hosts: dict[str, Host], tmp_p
             os.kill(pid, signal.SIGKILL)
             killed += 1
     assert killed, pids
-    out, err = run.communicate(timeout=120)
+    out, err = _ended(run)
     assert run.returncode == 3, (pids, err, out[-2000:])
     assert "collector failed" in err and "Traceback" not in err, err
     assert wait_for(lambda: host.scratch_left() == [], 10)
@@ -286,7 +300,7 @@ def test_interrupted_at_home_the_host_removes_its_scratch_directory(
     assert wait_for(lambda: bool(_collectors(host)), 60), "no collector started"
     assert host.scratch_left()
     run.send_signal(signal.SIGINT)
-    _, err = run.communicate(timeout=120)
+    _, err = _ended(run)
     assert run.returncode != 0 and "Traceback" not in err, err
     assert wait_for(lambda: host.scratch_left() == [] and not _collectors(host), 20)
 
