@@ -268,9 +268,30 @@ def _ended(run: subprocess.Popen[str], timeout: float = 120) -> tuple[str, str]:
     try:
         return run.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        state = _session_state(run.pid)
         os.killpg(run.pid, signal.SIGKILL)
         _, err = run.communicate()
-        pytest.fail(f"the soak did not end within {timeout:.0f} s; its stderr: {err[-3000:]}")
+        pytest.fail(f"the soak did not end within {timeout:.0f} s; its stderr: {err[-3000:]}; {state}")
+
+
+def _session_state(sid: int) -> str:
+    """Each process of session ``sid``: its signal masks and dispositions, and where each thread waits."""
+    lines = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if not entry.name.isdigit() or os.getsid(int(entry.name)) != sid:
+                continue
+            status = (entry / "status").read_text()
+            fields = [line for line in status.splitlines() if line.startswith(("Name", "Sig", "ShdPnd"))]
+            threads = [
+                f"{t.name}:{(t / 'comm').read_text().strip()}:{(t / 'wchan').read_text()}"
+                for t in (entry / "task").iterdir()
+            ]
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ")[:120].decode(errors="replace")
+            lines.append(f"{entry.name} [{cmd}] {' '.join(fields)} threads {threads}")
+        except OSError:
+            continue
+    return " | ".join(lines)
 
 
 def test_a_collector_killed_midway_is_inconclusive(hosts: dict[str, Host], tmp_path: Path) -> None:
