@@ -8,7 +8,7 @@ accepted; none may start with ``-``. The destination is always passed after ``--
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from imagelint import lazy
 from imagelint.errors import UsageError
@@ -20,8 +20,7 @@ _IPV6 = lazy.regex(r"\[([0-9A-Fa-f:.]{2,45})\]")
 _PORT = lazy.regex(r"[0-9]{1,5}")
 
 
-@dataclass(frozen=True)
-class HostSpec:
+class HostSpec(NamedTuple):
     """A validated ``ssh://`` spec."""
 
     host: str  # a name, an ssh_config alias, or an address (IPv6 without its brackets)
