@@ -11,7 +11,7 @@ systemd runs as PID 1 the state is *not booted*: no manager, so the live rules a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 
 def _int(text: str | None) -> int | None:
@@ -21,8 +21,7 @@ def _int(text: str | None) -> int | None:
     return int(text)
 
 
-@dataclass(frozen=True)
-class LiveUnit:
+class LiveUnit(NamedTuple):
     unit: str
     active_state: str | None
     sub_state: str | None
