@@ -12,7 +12,7 @@ import datetime as dt
 import fnmatch
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from imagelint.diff.policy import DiffPolicy, diff_schema_section
 from imagelint.errors import ConfigError
@@ -113,8 +113,7 @@ def config_schema() -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True)
-class Waiver:
+class Waiver(NamedTuple):
     rule: str
     reason: str
     source: str  # file:line

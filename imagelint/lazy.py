@@ -6,11 +6,16 @@ what it imports (the report model, the rule packs, the YAML loader, every check 
 :func:`exports`, ``from imagelint.report import Finding`` still works, and imports
 ``imagelint.report.model`` at that moment; type checkers see the names through the package's
 ``if TYPE_CHECKING:`` imports.
+
+:func:`regex` does the same for a module's regular expressions: compiled on first use, so that
+importing a module does not compile patterns the run never matches (``re`` compiles in Python).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -27,3 +32,8 @@ def exports(package: str, modules: Mapping[str, tuple[str, ...]]) -> Callable[[s
         return value
 
     return __getattr__
+
+
+def regex(source: str, flags: int = 0) -> Callable[[], re.Pattern[str]]:
+    """``source`` compiled on the first call, the same pattern on every call after it."""
+    return functools.cache(lambda: re.compile(source, flags))

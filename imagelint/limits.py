@@ -31,7 +31,7 @@ import mmap
 import os
 import resource
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from imagelint.errors import UsageError
 
@@ -43,8 +43,7 @@ CPU_VARIABLE = "IMAGELINT_CPU_LIMIT"
 _SUBJECT_BYTES = 4096
 
 
-@dataclass(frozen=True)
-class Limits:
+class Limits(NamedTuple):
     """Limits of one run: memory in MiB and CPU time in seconds; 0 means none."""
 
     memory_mib: int = DEFAULT_MEMORY_MIB

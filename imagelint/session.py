@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from imagelint.config import Config, find_config, load_config
 from imagelint.errors import UsageError
@@ -59,8 +59,7 @@ class RunOptions:
     fail_on_new: bool = False  # audit --fail-on-new: only findings the baseline lacks can fail
 
 
-@dataclass(frozen=True)
-class JournalOptions:
+class JournalOptions(NamedTuple):
     """Where `audit` reads the journal from, and whether a missing journal is an error."""
 
     path: Path | None = None  # a host directory or file; default: the image's own journal

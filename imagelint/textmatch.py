@@ -42,9 +42,8 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from imagelint.errors import ImageReadError
 
@@ -97,8 +96,7 @@ class RegexBudgetError(ImageReadError):
         super().__init__(where, f"regular expression {shown} {detail}; the data could not be matched")
 
 
-@dataclass(frozen=True, slots=True)
-class Match:
+class Match(NamedTuple):
     """One match: character offsets into the text it was found in."""
 
     string: str
@@ -118,8 +116,7 @@ class Match:
         return self.string[self.begin : self.finish]
 
 
-@dataclass(frozen=True, slots=True)
-class LineMatch:
+class LineMatch(NamedTuple):
     """A match with the line it starts on (1-based number, text without the newline)."""
 
     number: int
@@ -256,8 +253,7 @@ class Pattern:
 # -- compiling ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Compiled:
+class _Compiled(NamedTuple):
     re2: Any  # an re2 pattern object, or None: Python's re in the worker
     ascii_only: bool  # RE2 agrees with Python on ASCII text only (\b and \B)
     eol_dollar: bool  # a non-MULTILINE $: Python also matches before a final newline

@@ -106,8 +106,9 @@ def _parse(argv: list[str]) -> Any:
     """The CLI's own parser on ``argv``: the command reached (its context), or the parser's error."""
     import typer.main
 
-    from imagelint.cli.app import app
+    from imagelint.cli.app import load_commands
 
+    app = load_commands()
     command: Any = typer.main.get_command(app)
     name, args, parent = "imagelint", argv, None
     while True:

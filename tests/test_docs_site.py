@@ -17,10 +17,12 @@ from typing import Any
 import pytest
 import typer
 
-from imagelint.cli.app import app
+from imagelint.cli.app import load_commands
 from imagelint.config import config_schema
 from imagelint.docs import PAGES
 from tests.support import REPO, need
+
+app = load_commands()  # every command, as the root's help lists them
 
 SNIPPET = re.compile(r'^--8<-- "([^":]+)(?::[\w-]+)?"$', re.M)
 # what the site's snippets include besides docs/ (mkdocs.yml: pymdownx.snippets, base_path ".")

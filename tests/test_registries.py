@@ -15,6 +15,7 @@ from imagelint.checks.base import HELPERS as CHECK_HELPERS
 from imagelint.formats import FORMATS, get_formatter
 from imagelint.formats import HELPERS as FORMAT_HELPERS
 from imagelint.openers import OPENER_MODULES, openers
+from tests.support import REPO
 
 
 def _modules(package: object) -> set[str]:
@@ -54,3 +55,17 @@ def test_every_module_of_the_openers_package_is_listed_and_defines_an_opener() -
     kinds = [opener.kind for opener in openers()]
     assert len(kinds) == len(set(kinds)) == len(OPENER_MODULES)
     assert [o.order for o in openers()] == sorted(o.order for o in openers())
+
+
+def test_every_cli_module_that_registers_commands_is_listed() -> None:
+    """``load_commands`` imports only the modules ``COMMAND_MODULES`` lists: one that registers a
+    command and is not listed would never be registered at all."""
+    import imagelint.cli
+    from imagelint.cli.app import COMMAND_MODULES
+
+    def registers(name: str) -> bool:
+        source = (REPO / "imagelint" / "cli" / f"{name}.py").read_text(encoding="utf-8")
+        return "@command(" in source or "add_typer(" in source
+
+    registering = {name for name in _modules(imagelint.cli) if registers(name)}
+    assert registering == set(COMMAND_MODULES.values()) | {"app", "application"}

@@ -18,7 +18,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
 
 from imagelint.checks.params import ParamError, ParamType, build, properties, required
 from imagelint.targets.interface import Target
@@ -44,8 +44,7 @@ class Observation:
         }
 
 
-@dataclass(frozen=True)
-class PathNeed:
+class PathNeed(NamedTuple):
     """An image path or glob a check kind reads, declared so that a remote collector gathers it.
 
     ``how``: ``content`` (the matches with their content), ``metadata`` (lstat only), ``tree`` (the

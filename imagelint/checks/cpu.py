@@ -23,7 +23,6 @@ from imagelint.checks import register
 from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation
 from imagelint.checks.cgroups import CgroupGrowth, GrowthParams, soak_facts
 from imagelint.checks.params import Param
-from imagelint.facts.cpustat import ProcStatError
 from imagelint.facts.hotcore import MAX_EPISODES, HotCoreParams, summarise
 
 if TYPE_CHECKING:
@@ -118,6 +117,8 @@ class HotCore(CheckKind[HotCoreRuleParams]):
                 "max_others_busy is deprecated: it is read as max_others_kernel_share (the other CPUs' "
                 "user time no longer counts); rename it",
             )
+        from imagelint.facts.cpustat import ProcStatError  # here: an offline audit never reads /proc/stat
+
         soak = soak_facts(ctx)
         record = soak.cpu
         if record is None:  # every Linux host has /proc/stat: not read is a gap, never "not applicable"

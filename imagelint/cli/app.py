@@ -1,5 +1,6 @@
 """The commands audit, units, soak, collector, rules, schema and docs; it registers the others (ami, fleet,
-diff, watch) by importing their modules.
+diff, fix, vm, watch) by importing their modules, only when the command line may run one of them
+(:func:`load_commands`: an audit imports no AWS, VM or watch command module).
 
 Each command turns an ImageLintError into one line on stderr and its documented exit code; no
 traceback reaches the user for anything they can cause.
@@ -7,6 +8,7 @@ traceback reaches the user for anything they can cause.
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -544,17 +546,36 @@ def docs_rules(
     outputfile.replace(output, text.encode("utf-8"))
 
 
-from imagelint.cli import aws as _aws_commands  # noqa: E402, F401  (registers `ami`, `fleet`)
-from imagelint.cli import diff as _diff_command  # noqa: E402, F401  (registers `imagelint diff`)
-from imagelint.cli import fix as _fix_command  # noqa: E402, F401  (registers `imagelint fix`)
-from imagelint.cli import vm as _vm_command  # noqa: E402, F401  (registers `imagelint vm`)
-from imagelint.cli import watch as _watch_command  # noqa: E402,F401  (registers `imagelint watch`)
+# The modules that register the other commands on ``app`` (in this order), by the first word of the
+# command lines that need them: a line that names a command of this module imports none of them.
+COMMAND_MODULES = {
+    "ami": "aws",
+    "fleet": "aws",
+    "diff": "diff",
+    "schema": "diff",  # `schema diff`
+    "fix": "fix",
+    "vm": "vm",
+    "watch": "watch",
+}
+
+
+def load_commands(argv: list[str] | None = None) -> typer.Typer:
+    """``app`` with the commands ``argv`` may run registered: every command when ``argv`` is None or
+    names none of this module's (the root's help, an unknown command and the suggestions for it)."""
+    word = None if argv is None else next((arg for arg in argv if not arg.startswith("-")), None)
+    if word in COMMAND_MODULES:
+        names = [COMMAND_MODULES[word]]
+    elif word is not None and for_command_line([word]) is not app:
+        names = []
+    else:
+        names = list(dict.fromkeys(COMMAND_MODULES.values()))
+    for name in names:
+        importlib.import_module(f"imagelint.cli.{name}")
+    return app
 
 
 def run() -> None:
     """Run the command line; a usage error is one line (no box drawing) and exit 2."""
-    import importlib
-
     import typer.core
 
     # click as the installed typer raises its exceptions: typer 0.28 vendors it as typer._click
@@ -566,6 +587,7 @@ def run() -> None:
     except ImageLintError as exc:  # a -f path this run would refuse to write (a link, a FIFO, ...)
         stderr.error(str(exc))
         sys.exit(int(exc.exit_code))
+    load_commands(argv)
     command = typer.main.get_command(for_command_line(argv))
     try:
         code = command.main(args=argv, prog_name="imagelint", standalone_mode=False)

@@ -1,7 +1,8 @@
 """The typer application itself: the root command, its sub-groups, and how a command fails.
 
 Every command module (``cli/app.py``, ``cli/aws.py``, ``cli/diff.py``, ``cli/watch.py``) registers
-on the objects here; only ``cli/app.py`` imports the others, so the CLI has no import circle.
+on the objects here; only ``cli/app.py`` imports the others (``load_commands``: those the command line
+needs), so the CLI has no import circle.
 """
 
 from __future__ import annotations

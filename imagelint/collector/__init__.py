@@ -3,11 +3,11 @@ a bundle on an instance, and the plan that tells it what to gather (:mod:`imagel
 
 from __future__ import annotations
 
-from importlib import resources
-
 MAX_BUNDLE = 1536 * 1024 * 1024  # bytes of bundle brought home at most, whatever the transport
 
 
 def script_text() -> str:
     """The collector script, as shipped inside the package."""
+    from importlib import resources  # here: an audit imports this package for its ssh specs only
+
     return resources.files("imagelint.collector").joinpath("collect.sh").read_text(encoding="utf-8")

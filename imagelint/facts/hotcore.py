@@ -38,9 +38,10 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from imagelint.facts.cpustat import CpuDelta, Interval
+if TYPE_CHECKING:
+    from imagelint.facts.cpustat import CpuDelta, Interval
 
 LISTED_EPISODES = 20  # in the report's facts; all are counted
 # closed episodes kept: one per saturated run, at most one per two reads of one CPU, so a record of a

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from imagelint.errors import ImageReadError
 from imagelint.targets.interface import Target
@@ -22,8 +23,7 @@ MAX_INCLUDE_DEPTH = 16  # OpenSSH's own READCONF_MAX_DEPTH
 MAX_INCLUDED_FILES = 256  # file reads per configuration, counting repeats
 
 
-@dataclass(frozen=True)
-class SshdSetting:
+class SshdSetting(NamedTuple):
     keyword: str
     value: str
     path: str

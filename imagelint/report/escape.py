@@ -44,15 +44,17 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from imagelint import lazy
+
 # -- the representation -------------------------------------------------------------------------------
 
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
-_TO_ESCAPE = re.compile(r"[\\\ud800-\udfff]")  # a backslash or a lone surrogate
+_SURROGATE = lazy.regex(r"[\ud800-\udfff]")
+_TO_ESCAPE = lazy.regex(r"[\\\ud800-\udfff]")  # a backslash or a lone surrogate
 
 
 def has_surrogates(text: str) -> bool:
     """True when ``text`` holds a lone surrogate (an undecodable byte, or worse): it cannot be UTF-8."""
-    return not text.isascii() and _SURROGATE.search(text) is not None
+    return not text.isascii() and _SURROGATE().search(text) is not None
 
 
 def _escape_one(match: re.Match[str]) -> str:
@@ -69,7 +71,7 @@ def escape_text(text: str) -> str:
     """The report's text for ``text``: itself when it is valid Unicode, else escaped (see the module)."""
     if not has_surrogates(text):
         return text
-    return _TO_ESCAPE.sub(_escape_one, text)
+    return _TO_ESCAPE().sub(_escape_one, text)
 
 
 def _raw_errors(error: UnicodeError) -> tuple[bytes, int]:
@@ -97,14 +99,14 @@ def b64(text: str) -> str:
     return base64.b64encode(raw_bytes(text)).decode("ascii")
 
 
-_UNESCAPE = re.compile(r"\\(\\|x[0-9a-f]{2}|u[0-9a-f]{4})")
+_UNESCAPE = lazy.regex(r"\\(\\|x[0-9a-f]{2}|u[0-9a-f]{4})")
 
 
 def unescape_text(text: str) -> bytes:
     """The exact bytes an escaped report string (one with a ``*_b64`` sibling) stands for."""
     out = bytearray()
     pos = 0
-    for match in _UNESCAPE.finditer(text):
+    for match in _UNESCAPE().finditer(text):
         out += text[pos : match.start()].encode("utf-8")
         token = match.group(1)
         if token == "\\":
@@ -205,8 +207,8 @@ _IGNORABLE = _C0 + _IGNORABLE_NOT_C0
 _SEPARATORS = r"\u2028\u2029"
 _SURROGATES = r"\ud800-\udfff"
 UNSAFE_CHARS = _IGNORABLE + _SEPARATORS + _SURROGATES  # what ``visible`` escapes (regex class body)
-_UNSAFE = re.compile(f"[{UNSAFE_CHARS}]")
-_UNSAFE_BUT_NEWLINE = re.compile(f"[\\x00-\\x09\\x0b-\\x1f{_IGNORABLE_NOT_C0}{_SEPARATORS}{_SURROGATES}]")
+_UNSAFE = lazy.regex(f"[{UNSAFE_CHARS}]")
+_UNSAFE_BUT_NEWLINE = lazy.regex(f"[\\x00-\\x09\\x0b-\\x1f{_IGNORABLE_NOT_C0}{_SEPARATORS}{_SURROGATES}]")
 _SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -224,7 +226,7 @@ def _visible_one(match: re.Match[str]) -> str:
 
 def visible(text: str, *, keep_newlines: bool = False) -> str:
     """``text`` with every unsafe character (see ``UNSAFE_CHARS``) shown as a visible escape."""
-    pattern = _UNSAFE_BUT_NEWLINE if keep_newlines else _UNSAFE
+    pattern = _UNSAFE_BUT_NEWLINE() if keep_newlines else _UNSAFE()
     return pattern.sub(_visible_one, text)
 
 
@@ -233,20 +235,20 @@ def visible(text: str, *, keep_newlines: bool = False) -> str:
 # ignorable characters, so those are allowed in between here too. A line ends at LF or at a lone CR.
 _IGN = f"[{_IGNORABLE}]"
 _LEAD = f"(?:(?![\\r\\n])(?:\\s|{_IGN}))*"
-_LINE_COMMAND = re.compile(f"(?:\\A|(?<=[\\r\\n]))({_LEAD}):(?={_IGN}*:)")
-_LEGACY_COMMAND = re.compile(f"(#{_IGN}*#{_IGN}*)\\[")
+_LINE_COMMAND = lazy.regex(f"(?:\\A|(?<=[\\r\\n]))({_LEAD}):(?={_IGN}*:)")
+_LEGACY_COMMAND = lazy.regex(f"(#{_IGN}*#{_IGN}*)\\[")
 # Every line command holds these; found by a literal scan, while _LINE_COMMAND tries every position
 # (20 ms on a cloud image's 209 kB JSON report, where there is none)
-_TWO_COLONS = re.compile(f":{_IGN}*:")
+_TWO_COLONS = lazy.regex(f":{_IGN}*:")
 
 
 def neutralise_commands(text: str, colon: str = "\\x3a", bracket: str = "\\x5b") -> str:
     """No line of ``text`` is a workflow command: a line-leading ``::`` gets its first colon written as
     ``colon``, every ``##[`` its bracket as ``bracket`` (escapes that suit the output's syntax)."""
-    if ":" in text and _TWO_COLONS.search(text):
-        text = _LINE_COMMAND.sub(lambda m: m.group(1) + colon, text)
+    if ":" in text and _TWO_COLONS().search(text):
+        text = _LINE_COMMAND().sub(lambda m: m.group(1) + colon, text)
     if "[" in text:
-        text = _LEGACY_COMMAND.sub(lambda m: m.group(1) + bracket, text)
+        text = _LEGACY_COMMAND().sub(lambda m: m.group(1) + bracket, text)
     return text
 
 
@@ -268,8 +270,8 @@ def workflow_property(text: str) -> str:
 # Markdown and HTML metacharacters, written as numeric character references: CommonMark never reads a
 # reference as syntax (no emphasis, link, image, code span, autolink, raw HTML, table pipe, GitHub
 # math, mention or issue reference can start from one).
-_MARKDOWN_META = re.compile(r"[\\`*_{}\[\]<>()#+!|~&\"'$:@=^]")
-_WWW = re.compile(r"(?i)(www)\.")
+_MARKDOWN_META = lazy.regex(r"[\\`*_{}\[\]<>()#+!|~&\"'$:@=^]")
+_WWW = lazy.regex(r"(?i)(www)\.")
 
 
 def for_markdown(text: str, *, line_start: bool = True) -> str:
@@ -282,8 +284,8 @@ def for_markdown(text: str, *, line_start: bool = True) -> str:
     start, so its first character is left as it is.
     """
     text = visible(text)
-    text = _MARKDOWN_META.sub(lambda m: m.group() if _intraword(text, m) else f"&#{ord(m.group())};", text)
-    text = _WWW.sub(r"\1&#46;", text)
+    text = _MARKDOWN_META().sub(lambda m: m.group() if _intraword(text, m) else f"&#{ord(m.group())};", text)
+    text = _WWW().sub(r"\1&#46;", text)
     if line_start and text and not (text[0].isalpha() or text[0] in "/&"):
         text = f"&#{ord(text[0])};{text[1:]}"
     return text
@@ -302,15 +304,15 @@ def _intraword(text: str, match: re.Match[str]) -> bool:
     )
 
 
-_NOT_XML = re.compile(r"[\ufffe\uffff]")
+_NOT_XML = lazy.regex(r"[\ufffe\uffff]")
 
 
 def for_xml(text: str) -> str:
     """One string for XML 1.0 text or attributes: no character XML cannot carry, nothing unsafe."""
-    return _NOT_XML.sub(_visible_one, visible(text))
+    return _NOT_XML().sub(_visible_one, visible(text))
 
 
-_JSON_RAW = re.compile(f"[{_IGNORABLE_NOT_C0}{_SEPARATORS}]")  # json.dumps escapes C0 itself
+_JSON_RAW = lazy.regex(f"[{_IGNORABLE_NOT_C0}{_SEPARATORS}]")  # json.dumps escapes C0 itself
 
 
 def _json_escape(match: re.Match[str]) -> str:
@@ -330,6 +332,6 @@ def json_text(data: Any, *, indent: int | None = 2, sort_keys: bool = False) -> 
         from imagelint.report.jsonindent import dumps_indented  # here: every stderr line imports escape
 
         text = dumps_indented(cleaned, indent, sort_keys=sort_keys)
-    text = _JSON_RAW.sub(_json_escape, text)
+    text = _JSON_RAW().sub(_json_escape, text)
     # "##[" can only be inside a string here; a JSON line never starts with "::"
     return neutralise_commands(text, colon="\\u003a", bracket="\\u005b")

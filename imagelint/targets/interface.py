@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import NamedTuple, Protocol, runtime_checkable
 
@@ -75,8 +74,7 @@ class ImageStat(NamedTuple):
         return cls(path, kind_of(mode), mode & _S_IMODE, uid, gid, size)
 
 
-@dataclass(frozen=True)
-class TextContent:
+class TextContent(NamedTuple):
     """A file decoded as UTF-8. Undecodable bytes are kept as surrogate escapes, never dropped."""
 
     text: str

@@ -16,7 +16,7 @@ mark. The running host (``--live``) is not asked: it is a system by being the on
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from imagelint.errors import ImageReadError, TargetError
 from imagelint.targets.interface import FileKind, Target
@@ -27,8 +27,7 @@ INITS = ("/sbin/init", "/usr/sbin/init", "/lib/systemd/systemd", "/usr/lib/syste
 ALLOW_OPTION = "--allow-partial-root"
 
 
-@dataclass(frozen=True)
-class Mark:
+class Mark(NamedTuple):
     """One mark of an OS root: any of ``paths`` being of ``kind``."""
 
     name: str

@@ -24,8 +24,7 @@ from __future__ import annotations
 import fnmatch
 import operator
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from typing import Protocol, cast
+from typing import NamedTuple, Protocol, cast
 
 from imagelint.errors import ImageDamageError, ImageReadError, os_reason
 from imagelint.targets.interface import (
@@ -70,8 +69,7 @@ class Backend(Protocol):
         """A regular file the resolver has already lstat'ed as one (re-checked where the backend can)."""
 
 
-@dataclass(frozen=True)
-class _Resolution:
+class _Resolution(NamedTuple):
     """Where resolving a path prefix got to: canonical components, whether one was missing, links used."""
 
     parts: Parts

@@ -69,6 +69,24 @@ def test_audit_does_not_import_heavy_modules(tmp_path: Path) -> None:
     assert _loaded_by(["audit", str(root), "-f", "json:/dev/null"], heavy) == []
 
 
+def test_an_offline_audit_imports_no_other_command(tmp_path: Path) -> None:
+    """An offline audit imports neither another command's CLI module (registered only when the command
+    line may run it) nor what they run: AWS, the VM, the ssh transport, the soak, watch, the parser of
+    ``systemctl show`` counters or of /proc/stat."""
+    root = os_root(tmp_path / "image", {"/etc/hostname": "x\n"})
+    others = tuple(f"imagelint.cli.{m}" for m in ("aws", "diff", "fix", "vm", "watch"))
+    runs = ("imagelint.aws", "imagelint.vm", "imagelint.collector.ssh.transport", "imagelint.soak")
+    runs += ("imagelint.watch", "imagelint.commands.ami", "imagelint.commands.fleet")
+    runs += ("imagelint.facts.systemd.show", "imagelint.facts.cpustat")
+    assert _loaded_by(["audit", str(root), "-f", "json:/dev/null"], (*others, *runs)) == []
+
+
+def test_the_root_help_registers_every_command_module() -> None:
+    modules = tuple(f"imagelint.cli.{m}" for m in ("aws", "diff", "fix", "vm", "watch"))
+    assert _loaded_by(["--help"], modules) == list(modules)
+    assert _loaded_by(["schema", "--help"], modules) == ["imagelint.cli.diff"]
+
+
 def test_an_audit_of_an_image_without_a_journal_loads_no_journal_analysis(tmp_path: Path) -> None:
     """facts.journal's names are imported on first use, and the journal kinds ask for their analysis
     only once a journal was found: an image without one never loads the analyses (and their compiled

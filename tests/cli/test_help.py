@@ -110,9 +110,10 @@ def test_the_narrowed_application_answers_as_the_whole(argv: list[str]) -> None:
     """``for_command_line`` builds only the command the line names: same output, same exit code."""
     from typer.testing import CliRunner
 
-    from imagelint.cli.app import app
+    from imagelint.cli.app import load_commands
     from imagelint.cli.application import for_command_line
 
+    app = load_commands()
     narrowed = for_command_line(argv)
     assert narrowed is not app and len(narrowed.registered_commands) + len(narrowed.registered_groups) == 1
     runner = CliRunner()
@@ -124,9 +125,10 @@ def test_the_narrowed_application_answers_as_the_whole(argv: list[str]) -> None:
 
 @pytest.mark.parametrize("argv", [[], ["--help"], ["nope"], ["--debug"]])
 def test_a_line_that_names_no_command_gets_the_whole_application(argv: list[str]) -> None:
-    from imagelint.cli.app import app
+    from imagelint.cli.app import load_commands
     from imagelint.cli.application import for_command_line
 
+    app = load_commands()
     assert for_command_line(argv) is app
 
 

@@ -8,20 +8,19 @@ accepted; none may start with ``-``. The destination is always passed after ``--
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
+from imagelint import lazy
 from imagelint.errors import UsageError
 
 SCHEME = "ssh://"
-_USER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,31}")
-_NAME = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9._-]{0,252})")
-_IPV6 = re.compile(r"\[([0-9A-Fa-f:.]{2,45})\]")
-_PORT = re.compile(r"[0-9]{1,5}")
+_USER = lazy.regex(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,31}")
+_NAME = lazy.regex(r"[A-Za-z0-9_](?:[A-Za-z0-9._-]{0,252})")
+_IPV6 = lazy.regex(r"\[([0-9A-Fa-f:.]{2,45})\]")
+_PORT = lazy.regex(r"[0-9]{1,5}")
 
 
-@dataclass(frozen=True)
-class HostSpec:
+class HostSpec(NamedTuple):
     """A validated ``ssh://`` spec."""
 
     host: str  # a name, an ssh_config alias, or an address (IPv6 without its brackets)
@@ -49,22 +48,22 @@ def parse(spec: str) -> HostSpec:
         raise UsageError(f"{spec!r}: a host is ssh://[USER@]HOST[:PORT]")
     rest = spec[len(SCHEME) :]
     user, at, hostport = rest.rpartition("@")
-    if at and not _USER.fullmatch(user):
+    if at and not _USER().fullmatch(user):
         raise UsageError(f"{spec!r}: the user name may hold letters, digits, '.', '_' and '-' only")
-    six = _IPV6.match(hostport)
+    six = _IPV6().match(hostport)
     if six:
         host, tail = six.group(1), hostport[six.end() :]
     else:
         host, colon, port_text = hostport.partition(":")
         tail = colon + port_text
-        if not _NAME.fullmatch(host):
+        if not _NAME().fullmatch(host):
             raise UsageError(
                 f"{spec!r}: the host may hold letters, digits, '.', '_' and '-' only "
                 "(an IPv6 address in brackets), and no path"
             )
     port = None
     if tail:
-        if not tail.startswith(":") or not _PORT.fullmatch(tail[1:]) or not 0 < int(tail[1:]) < 65536:
+        if not tail.startswith(":") or not _PORT().fullmatch(tail[1:]) or not 0 < int(tail[1:]) < 65536:
             raise UsageError(f"{spec!r}: the port is a number from 1 to 65535")
         port = int(tail[1:])
     return HostSpec(host, user or None, port)

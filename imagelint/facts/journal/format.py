@@ -12,8 +12,8 @@ incompatible flag raises ``UnsupportedJournal``, a broken header ``CorruptJourna
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from enum import IntEnum, IntFlag
+from typing import NamedTuple
 
 from imagelint.facts.journal.errors import CorruptJournal, UnsupportedJournal
 
@@ -100,8 +100,7 @@ _HEADER_187 = struct.Struct("<QQ")  # n_data, n_fields at 208
 _HEADER_189 = struct.Struct("<QQ")  # n_tags, n_entry_arrays at 224
 
 
-@dataclass(frozen=True)
-class JournalHeader:
+class JournalHeader(NamedTuple):
     """The fields of a journal file header this reader uses, with the flags decoded."""
 
     compatible_flags: int

@@ -27,6 +27,7 @@ kernel word therefore counts as a boundary, which no kernel prints.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from imagelint.textmatch import Pattern
 
@@ -80,8 +81,7 @@ LEGACY_RESTART_TEXT = TextPattern(
 TEXT_PATTERNS = (START_LIMIT_TEXT, LEGACY_RESTART_TEXT)
 
 
-@dataclass(frozen=True)
-class SignalSpec:
+class SignalSpec(NamedTuple):
     """A kernel or service symptom: indexed field matches plus an optional MESSAGE regex."""
 
     name: str
@@ -132,8 +132,7 @@ RESET_FAILED = "reset-failed"  # the reset did not bring it back
 # 1.1.2-2.5.0, which returns without setting the flag, differ by release).
 
 
-@dataclass(frozen=True)
-class EnaMessage:
+class EnaMessage(NamedTuple):
     """One wording of the ENA driver on its reset path, with the releases that print it.
 
     ``qid`` and ``cpu`` find the queue and the NAPI handler's CPU in the text, where the wording gives

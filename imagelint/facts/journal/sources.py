@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from imagelint.errors import ImageReadError, TargetError
 from imagelint.facts.journal.errors import JournalError, UnsupportedJournal
@@ -33,8 +33,7 @@ if TYPE_CHECKING:  # kept off the import path: a host directory needs neither (i
 IMAGE_JOURNAL_DIRS = ("/var/log/journal", "/run/log/journal")
 
 
-@dataclass(frozen=True)
-class JournalRequest:
+class JournalRequest(NamedTuple):
     """Where a run reads the journal (a host directory or file, a console's kernel lines; neither: the
     target's own journal), and whether having no journal at all is an error rather than "not
     applicable"."""

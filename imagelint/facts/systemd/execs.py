@@ -23,8 +23,7 @@ known suffice to skip it. An empty ``Condition…=`` resets the whole list, as i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from imagelint.errors import ImageReadError
 from imagelint.facts.systemd.model import Assignment
@@ -58,8 +57,7 @@ EVALUABLE = (
 _PREFIX_CHARS = "-@:+!"
 
 
-@dataclass(frozen=True)
-class Command:
+class Command(NamedTuple):
     """One command of an ``Exec…=`` line."""
 
     key: str
@@ -111,8 +109,7 @@ def commands(assignment: Assignment, unit_id: str) -> list[Command]:
     return out
 
 
-@dataclass(frozen=True)
-class Resolution:
+class Resolution(NamedTuple):
     """Where an executable was found (``path``), or why not (``problem``: "missing"/"not executable")."""
 
     path: str | None
@@ -223,8 +220,7 @@ def is_runtime_path(path: str) -> bool:
 # -- conditions -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Condition:
+class Condition(NamedTuple):
     kind: str  # "PathExists"...
     trigger: bool
     negate: bool

@@ -11,9 +11,7 @@ systemd runs as PID 1 the state is *not booted*: no manager, so the live rules a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
-
-from imagelint.facts.systemd.show import parse_show_blocks
+from typing import Any, NamedTuple
 
 
 def _int(text: str | None) -> int | None:
@@ -23,8 +21,7 @@ def _int(text: str | None) -> int | None:
     return int(text)
 
 
-@dataclass(frozen=True)
-class LiveUnit:
+class LiveUnit(NamedTuple):
     unit: str
     active_state: str | None
     sub_state: str | None
@@ -78,4 +75,7 @@ class LiveState:
 
 
 def parse_live(text: str) -> dict[str, LiveUnit]:
+    # here: an offline audit imports this module (a kind it loads names LiveState), never parses
+    from imagelint.facts.systemd.show import parse_show_blocks
+
     return {props["Id"]: LiveUnit.from_props(props) for props in parse_show_blocks(text)}

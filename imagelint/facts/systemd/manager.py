@@ -11,7 +11,7 @@ them on a running host; offline that is unknown and ignored.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from imagelint.errors import ImageReadError
 from imagelint.facts.systemd.model import Problem
@@ -31,8 +31,7 @@ DROPIN_DIRS = (
 BUILTIN = "systemd 252 built-in default"
 
 
-@dataclass(frozen=True)
-class Setting:
+class Setting(NamedTuple):
     """One effective value and where it comes from (``path`` is BUILTIN for a compiled-in default)."""
 
     value: float

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class Problem:
+class Problem(NamedTuple):
     """Something in the image that could not be read or understood, with where it is."""
 
     path: str
@@ -22,8 +21,7 @@ class Problem:
         return f"{where}: {self.message}"
 
 
-@dataclass(frozen=True, slots=True)
-class Assignment:
+class Assignment(NamedTuple):
     """One ``Key=value`` line of a unit file or drop-in (``line`` is where the logical line starts)."""
 
     section: str

@@ -8,7 +8,7 @@ does.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from imagelint.errors import ImageReadError
 from imagelint.targets.interface import Target
@@ -74,8 +74,7 @@ def path_startswith(path: str, prefix: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class LookupPaths:
+class LookupPaths(NamedTuple):
     """The resolved unit search path of one image."""
 
     search_path: tuple[str, ...]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from imagelint.errors import ImageReadError
 from imagelint.facts.systemd import names
@@ -30,8 +30,7 @@ if TYPE_CHECKING:
     from imagelint import textmatch
 
 
-@dataclass(frozen=True)
-class PresetRule:
+class PresetRule(NamedTuple):
     pattern: str
     enable: bool
     instances: tuple[str, ...]

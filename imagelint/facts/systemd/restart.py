@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from imagelint.facts.systemd import names
 from imagelint.facts.systemd.model import Assignment
@@ -37,8 +37,7 @@ _INTERVAL = (
 _BURST = (("Unit", "StartLimitBurst"), ("Service", "StartLimitBurst"))
 
 
-@dataclass(frozen=True)
-class Value:
+class Value(NamedTuple):
     """One effective value: the number, the text as written, and where it is set."""
 
     value: float
