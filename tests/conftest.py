@@ -184,16 +184,24 @@ def faulty_disk(faulty_tree: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     return gpt_ext4_image(faulty_tree, tmp_path_factory.mktemp("disk") / "disk.img")
 
 
+_STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+
+
 @pytest.fixture(autouse=True)
-def _signal_mask_left_as_found() -> Iterator[None]:
-    """A test that leaves a signal blocked in the worker fails, named: every imagelint the worker
-    starts afterwards inherits the mask (as it would a caller's), and a run waiting for SIGINT hung."""
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, ())
+def _signals_left_as_found() -> Iterator[None]:
+    """A test that leaves a signal blocked, or the handling of SIGINT, SIGTERM, SIGHUP or SIGQUIT
+    changed, in its worker fails, named: every imagelint the worker starts afterwards inherits a
+    blocked or ignored signal (as it would a caller's), and a run waiting for SIGINT would hang."""
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, ())
+    handlers = {number: signal.getsignal(number) for number in _STOPPING}
     yield
-    after = signal.pthread_sigmask(signal.SIG_SETMASK, before)
-    if after != before:
-        names = sorted(signal.Signals(s).name for s in after - before)
-        pytest.fail(f"the test left signals blocked in the worker: {', '.join(names)}", pytrace=False)
+    left = signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    changed = [number for number in _STOPPING if signal.getsignal(number) is not handlers[number]]
+    for number in changed:
+        signal.signal(number, handlers[number])
+    names = sorted(signal.Signals(number).name for number in (left - mask) | set(changed))
+    if names:
+        pytest.fail(f"the test left signals blocked or handled otherwise: {', '.join(names)}", pytrace=False)
 
 
 @pytest.fixture(autouse=True)
