@@ -120,6 +120,15 @@ def copy_rootfs(src: Path, dest: Path) -> Path:
     return dest
 
 
+def as_a_foreground_job() -> None:
+    """``preexec_fn`` for an imagelint a test interrupts: SIGINT, SIGQUIT and SIGHUP at their defaults,
+    as a terminal's foreground job has them. A script's background job (``nohup make test &``)
+    ignores them, an ignored signal is inherited across exec, and imagelint rightly leaves it
+    ignored: a test of Ctrl-C would then wait out the whole run."""
+    for number in (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP):
+        signal.signal(number, signal.SIG_DFL)
+
+
 def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 120):
     """Run the installed ``imagelint`` console script as a user would; returns CompletedProcess."""
     import shutil

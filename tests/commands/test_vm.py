@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import REPO, need, os_root, run_cli
+from tests.support import REPO, as_a_foreground_job, need, os_root, run_cli
 from tests.vm.conftest import carve_root, need_qemu, vm_image
 from tests.vm.processes import group_members, holding, qemu_pids
 from tests.vm.test_machine import boot_sector
@@ -296,6 +296,7 @@ def test_a_signal_while_collecting_stops_the_machine_and_leaves_nothing(
          "-f", f"json:{out}"],
         env={**os.environ, "TMPDIR": str(scratch), "NO_COLOR": "1"},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, start_new_session=True,
+        preexec_fn=as_a_foreground_job,
     )  # fmt: skip
     assert proc.stderr is not None
     said = []

@@ -26,7 +26,7 @@ import pytest
 
 from tests.conftest import _test_image
 from tests.nspawn import booted
-from tests.support import clean_image, copy_rootfs, run_cli, wait_for
+from tests.support import as_a_foreground_job, clean_image, copy_rootfs, run_cli, wait_for
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
@@ -257,7 +257,13 @@ def _soak(host: Host, tmp_path: Path, *login: str) -> subprocess.Popen[str]:
     spec = host.spec(*login[:1])
     argv = [exe, "soak", spec, *login[1:], "-d", "600s", "-i", "1s", "-f", f"json:{tmp_path / 's.json'}"]
     return subprocess.Popen(
-        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        argv,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=as_a_foreground_job,
     )
 
 
