@@ -75,3 +75,37 @@ def test_a_selection_that_holds_no_test_here_passes_and_a_run_without_tests_fail
     assert proc.returncode == 0 and "no test selected" in proc.stdout, proc.stdout[-3000:]
     proc = _pytest(tmp_path, "# no test in here\n")
     assert proc.returncode == 1 and "no test found" in proc.stdout, proc.stdout[-3000:]
+
+
+SIGNAL_CASES = """
+import signal
+
+def test_leaves_sigint_blocked():
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+def test_leaves_sigint_ignored():
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+def test_restores_what_it_changed():
+    old = signal.signal(signal.SIGTERM, lambda *args: None)
+    signal.signal(signal.SIGTERM, old)
+
+def test_after_them_all_is_as_found():
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, ()) == set()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+"""
+
+
+def test_a_test_that_leaves_a_signal_blocked_or_ignored_fails_by_name_and_is_undone(tmp_path: Path) -> None:
+    """Every imagelint a worker starts inherits a blocked or ignored signal: the test that left it
+    fails, named, and the next test finds the worker as it was."""
+    proc = _pytest(tmp_path, SIGNAL_CASES)
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    errors = [ln for ln in proc.stdout.splitlines() if ln.startswith("ERROR ")]
+    assert [ln.split(" - ")[0] for ln in errors] == [
+        "ERROR test_cases.py::test_leaves_sigint_blocked",
+        "ERROR test_cases.py::test_leaves_sigint_ignored",
+    ], proc.stdout[-3000:]
+    said = "\nthe test left signals blocked or handled otherwise: SIGINT\n"
+    assert proc.stdout.count(said) == 2, proc.stdout[-3000:]
+    assert "4 passed, 2 errors" in proc.stdout, proc.stdout[-3000:]
