@@ -138,6 +138,21 @@ def test_kernel_lines_on_the_console_are_judged_by_the_journal_rules_before_ssh_
     assert list(scratch.iterdir()) == []
 
 
+def _vm_check(
+    tmp_path: Path, image: Path, *options: str, timeout: float = 300
+) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
+    """``vm check IMAGE OPTIONS -f json:OUT`` with a scratch directory of its own as TMPDIR: the run,
+    the JSON report's path and the scratch directory (empty again once the run is over)."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    out = tmp_path / "r.json"
+    got = run_cli(
+        "vm", "check", str(image), *options, "-f", f"json:{out}",
+        env={"TMPDIR": str(scratch), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}, timeout=timeout,
+    )  # fmt: skip
+    return got, out, scratch
+
+
 def _check_ext4_image(
     tmp_path: Path, files: dict, *extra: str
 ) -> tuple[subprocess.CompletedProcess[str], dict, Path]:
@@ -149,13 +164,7 @@ def _check_ext4_image(
     subprocess.run(
         ["mke2fs", "-q", "-t", "ext4", "-d", str(tree), str(image), "16M"], check=True, capture_output=True
     )
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
-    out = tmp_path / "r.json"
-    got = run_cli(
-        "vm", "check", str(image), "--soak", "0", *extra, "-f", f"json:{out}",
-        env={"TMPDIR": str(scratch), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}, timeout=300,
-    )  # fmt: skip
+    got, out, scratch = _vm_check(tmp_path, image, "--soak", "0", *extra)
     return got, json.loads(out.read_text()), scratch
 
 
@@ -216,13 +225,7 @@ def test_a_bare_filesystem_with_no_kernel_in_boot_is_refused_before_any_boot_in_
     """No partition table, so no bootloader: the kernel must come from /boot, and there is none there.
     Exit 3 at once (today: a boot that waits in SeaBIOS to the deadline), no QEMU, no scratch file."""
     image = reachable_bare_ext4(tmp_path, {"/boot/config-6.1.0-10-cloud-amd64": ""})
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
-    out = tmp_path / "r.json"
-    got = run_cli(
-        "vm", "check", str(image), "--soak", "0", "--boot-timeout", "20s", "-f", f"json:{out}",
-        env={"TMPDIR": str(scratch), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}, timeout=300,
-    )  # fmt: skip
+    got, out, scratch = _vm_check(tmp_path, image, "--soak", "0", "--boot-timeout", "20s")
     line = "vm: a bare filesystem image with no kernel in /boot cannot be booted"
     assert got.returncode == 3, got.stderr
     assert got.stderr.splitlines().count(line) == 1, got.stderr
@@ -244,14 +247,7 @@ def test_a_bare_filesystem_whose_kernel_qemu_cannot_load_is_inconclusive_with_qe
     image = reachable_bare_ext4(
         tmp_path, {f"/boot/vmlinuz-{version}": "not a kernel\n", f"/boot/initrd.img-{version}": "i"}
     )
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
-    out = tmp_path / "r.json"
-    got = run_cli(
-        "vm", "check", str(image), "--soak", "0", "--accel", "tcg", "--boot-timeout", "60s",
-        "-f", f"json:{out}",
-        env={"TMPDIR": str(scratch), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}, timeout=300,
-    )  # fmt: skip
+    got, out, scratch = _vm_check(tmp_path, image, "--soak", "0", "--accel", "tcg", "--boot-timeout", "60s")
     assert got.returncode == 3, got.stderr
     assert f"booting vmlinuz-{version} directly (root=UUID=" in got.stderr
     report = json.loads(out.read_text())
@@ -335,16 +331,9 @@ def test_a_guest_writing_past_the_disk_limit_is_stopped_and_its_real_console_is_
     """The real guest's own boot writes (journal, cloud-init, host keys: several MiB in its first
     minute) outgrow ``--disk-limit 2M``: the machine is stopped, the run inconclusive, nothing left. The
     console it printed until then, a real 6.1 kernel's boot, is read as kernel lines and raises nothing."""
-    image = clean_vm_image
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
-    out = tmp_path / "r.json"
-    got = run_cli(
-        "vm", "check", str(image), "--soak", "0", "--disk-limit", "2M", "--boot-timeout", "12m",
-        "-f", f"json:{out}",
-        env={"TMPDIR": str(scratch), "PYTHONPATH": os.environ.get("PYTHONPATH", "")},
-        timeout=1200,
-    )  # fmt: skip
+    got, out, scratch = _vm_check(
+        tmp_path, clean_vm_image, "--soak", "0", "--disk-limit", "2M", "--boot-timeout", "12m", timeout=1200
+    )
     assert got.returncode == 3, got.stderr[-3000:]
     report = json.loads(out.read_text())
     said = [e["message"] for e in report["errors"]]
