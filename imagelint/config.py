@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import datetime as dt
 import fnmatch
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from imagelint.diff.policy import DiffPolicy, diff_schema_section
 from imagelint.errors import ConfigError
+from imagelint.records import dataclass
 from imagelint.rulepacks.model import Rule, RulePack, Severity
 from imagelint.usertext import shown
 from imagelint.yamlsource import YamlDocument, first_schema_error, load_yaml

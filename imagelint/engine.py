@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from imagelint import __version__
@@ -18,6 +18,7 @@ from imagelint.checks import CheckContext, NotApplicable, Observation, registry
 from imagelint.checks.base import CheckSettings, FactProvider, RunLog
 from imagelint.config import Config
 from imagelint.errors import ImageLintError, where_raised
+from imagelint.records import dataclass
 from imagelint.report import Finding, Outcome, Report, ReportError, RuleResult, Verdict
 from imagelint.report.verdict import ALWAYS_FAIL_TAG, decide, finding_fails, fold_evidence
 from imagelint.rulepacks import CheckSpec, Rule, RulePack, RuleStatus, Scope, Severity

@@ -10,7 +10,7 @@ it can be called from tests and other commands without going through typer.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -18,6 +18,7 @@ from imagelint.config import Config, find_config, load_config
 from imagelint.errors import UsageError
 from imagelint.formats import RenderOptions
 from imagelint.formats.outputs import OutputSpec, one_to_stdout, write_outputs
+from imagelint.records import dataclass
 from imagelint.report import Report, Verdict
 from imagelint.rulepacks import Rule, RulePack, Scope, Severity, builtin_pack_paths, load_packs
 from imagelint.targets.interface import Target

@@ -25,11 +25,11 @@ naming file:line (exit 2), never with a traceback:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from imagelint.errors import ImageLintError, source_location
+from imagelint.records import dataclass
 from imagelint.usertext import MAX_SHOWN, one_line, shown
 
 if TYPE_CHECKING:

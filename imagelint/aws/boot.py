@@ -22,11 +22,12 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from imagelint.aws import ec2 as ec2_ops
 from imagelint.aws.errors import AwsError
+from imagelint.records import dataclass
 
 CONSOLE_TAIL = 65536  # characters of the console searched for the markers
 # the markers allow for systemd's colour escapes between "Reached target" and the description

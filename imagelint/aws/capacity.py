@@ -31,13 +31,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from imagelint.aws import network, network_rules, offerings
 from imagelint.aws.ec2 import LaunchSettings
 from imagelint.aws.errors import AwsError
 from imagelint.errors import UsageError
+from imagelint.records import dataclass
 
 MAX_CANDIDATES = 12  # (type, subnet) pairs one launch may try
 FULL_SUBNET = "InsufficientFreeAddressesInSubnet"

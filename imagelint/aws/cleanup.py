@@ -20,7 +20,7 @@ is a warning and the others still run; the caller ends with exit 3 when one fail
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -31,6 +31,7 @@ from imagelint.aws.clients import Clients, default_region
 from imagelint.aws.errors import AwsError, call, paginate
 from imagelint.aws.policy import Namespace
 from imagelint.aws.teardown import Teardown
+from imagelint.records import dataclass
 
 
 def run_cleanup(

@@ -14,10 +14,11 @@ from __future__ import annotations
 import functools
 import os
 import threading
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from imagelint.errors import UsageError
+from imagelint.records import dataclass
 
 _MAKING = threading.RLock()  # boto3 sessions are not thread-safe: clients are made one at a time
 # botocore's adaptive mode: its standard retries (throttling, 5xx, dropped connections, with backoff)

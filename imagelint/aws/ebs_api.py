@@ -37,13 +37,14 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from imagelint.aws.call_window import CallWindow
 from imagelint.aws.errors import AwsError, no_credentials
 from imagelint.aws.signals import sdk_call
+from imagelint.records import dataclass
 
 DEFAULT_WINDOW = 16  # calls in flight at most, unless the reader gives its own window
 BLOCK_SIZE = 524288  # the EBS direct APIs' block and index unit (512 KiB), fixed by the API

@@ -45,12 +45,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from imagelint.aws.block_store import BlockStore, StoredBlocks
 from imagelint.aws.call_window import CallWindow
 from imagelint.aws.ebs_api import ApiCounters, BlockMap, EbsApi
 from imagelint.aws.errors import AwsError
+from imagelint.records import dataclass
 
 DEFAULT_KEEP_BYTES = 256 * 1024 * 1024  # blocks kept per snapshot (beyond: fetched again when needed)
 LIKELY_MAX = 32  # NEW's changed blocks fetched ahead because OLD's walk read them (16 MiB)

@@ -27,7 +27,6 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -35,6 +34,7 @@ from imagelint.aws.errors import AwsError, call, paginate, waiter_error
 from imagelint.aws.polling import Pace
 from imagelint.aws.signals import sdk_call
 from imagelint.errors import UsageError
+from imagelint.records import dataclass
 
 RUN_TAG = "imagelint:run"
 # when the resource may go: ISO 8601 UTC, its creation plus the run's planned length and a margin;

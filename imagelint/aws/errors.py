@@ -17,11 +17,12 @@ import contextlib
 import random
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, TypeVar
 
 from imagelint.aws.signals import sdk_call
 from imagelint.errors import ExitCode, ImageLintError
+from imagelint.records import dataclass
 
 T = TypeVar("T")
 

@@ -17,8 +17,9 @@ a pass or a refusal.
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
 from typing import Any
+
+from imagelint.records import dataclass
 
 EPHEMERAL = (32768, 61000)  # the Linux client's reply ports (see above)
 ALL_PORTS = (0, 65535)

@@ -30,10 +30,10 @@ import contextlib
 import dataclasses
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from imagelint.errors import ImageLintError, UsageError
+from imagelint.records import dataclass
 
 if TYPE_CHECKING:
     from imagelint.aws.clients import Clients

@@ -25,11 +25,11 @@ The security groups, network ACLs and DNS on the way are judged apart (:mod:`ima
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from imagelint.aws.errors import paginate
 from imagelint.errors import UsageError
+from imagelint.records import dataclass
 
 SSM_SERVICES = ("ssm", "ssmmessages", "ec2messages")
 # default-route targets that count as a path to the AWS endpoints; and those it cannot see through

@@ -33,7 +33,7 @@ options. IPv6 paths are not judged.
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from imagelint.aws import firewall, vpc_dns
@@ -41,6 +41,7 @@ from imagelint.aws.errors import paginate
 from imagelint.aws.firewall import EPHEMERAL, Flow
 from imagelint.aws.network import SSM_SERVICES, Placement, interface_endpoint
 from imagelint.errors import UsageError
+from imagelint.records import dataclass
 
 PUBLIC = "0.0.0.0/0"  # the addresses of a public endpoint: not known in advance
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
 from typing import Any
+
+from imagelint.records import dataclass
 
 DEFAULT = "aws"
 _DEFAULT_SUFFIX = "amazonaws.com"

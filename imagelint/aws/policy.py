@@ -43,13 +43,13 @@ caller's behalf for an encrypted snapshot (:data:`imagelint.aws.kms.IMPLICIT_KMS
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from imagelint.aws.ec2 import DEADLINE_TAG, RUN_TAG
 from imagelint.aws.partitions import Partition, for_partition
 from imagelint.aws.ssm import DOCUMENT
 from imagelint.errors import UsageError
+from imagelint.records import dataclass
 
 _EC2 = "arn:aws:ec2:*:*:{}/*"  # account-owned EC2 resources (instance, volume, subnet...)
 _IMAGES = ["arn:aws:ec2:*::image/*", "arn:aws:ec2:*::snapshot/*"]  # images and snapshots: no account

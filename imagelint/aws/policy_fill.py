@@ -12,12 +12,12 @@ keeps its placeholder, so the output stays byte-stable.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from imagelint.aws import policy
 from imagelint.aws.partitions import Partition, for_partition, partition_of
 from imagelint.errors import UsageError
+from imagelint.records import dataclass
 
 _BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")  # S3's bucket naming rules (the characters, length)
 _ACCOUNT = re.compile(r"\d{12}")

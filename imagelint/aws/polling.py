@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, TypeVar
 
 from imagelint.aws.errors import THROTTLED, AwsError
+from imagelint.records import dataclass
 
 T = TypeVar("T")
 CAP = 60.0  # seconds between two looks at most, however long AWS throttles

@@ -18,11 +18,11 @@ profile), so they must work on the first try in every region and for every bucke
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 from imagelint.aws.errors import AwsError
 from imagelint.errors import UsageError
+from imagelint.records import dataclass
 
 SIGV4_MAX_EXPIRES = 7 * 24 * 3600  # seconds: the longest X-Amz-Expires SigV4 accepts
 REGION_HEADER = "x-amz-bucket-region"

@@ -18,11 +18,11 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from imagelint.aws.policy import VERDICT_TAGS, statement
 from imagelint.errors import UsageError, extra_hint
+from imagelint.records import dataclass
 
 if TYPE_CHECKING:
     from imagelint.aws.clients import Clients

@@ -55,7 +55,6 @@ import shlex
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +63,7 @@ from imagelint.aws.polling import Pace
 from imagelint.collector import MAX_BUNDLE
 from imagelint.collector.room import check_room
 from imagelint.errors import ExitCode, ImageLintError, UsageError
+from imagelint.records import dataclass
 
 TERMINAL = {"Success", "Failed", "Cancelled", "TimedOut", "Undeliverable", "Terminated", "DeliveryTimedOut"}
 BUNDLE = "bundle.tar.gz"

@@ -14,10 +14,11 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from imagelint.aws.errors import THROTTLED, AwsError
 from imagelint.errors import ExitCode, ImageLintError
+from imagelint.records import dataclass
 
 STEP_BUDGET = 300.0  # seconds one step may spend riding out throttling
 

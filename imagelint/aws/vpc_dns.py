@@ -29,10 +29,10 @@ it, which cannot be seen from here (named, not judged).
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
 from typing import Any
 
 from imagelint.aws.errors import call
+from imagelint.records import dataclass
 
 AMAZON_DNS = "AmazonProvidedDNS"
 LINK_LOCAL_RESOLVER = "169.254.169.253"

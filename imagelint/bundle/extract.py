@@ -42,12 +42,13 @@ import shutil
 import stat as stat_mod
 import tarfile
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import IO, Any
 
 from imagelint.bundle.manifest import OWN_LINES, Manifest, read_manifest
 from imagelint.errors import ExitCode, ImageLintError
+from imagelint.records import dataclass
 from imagelint.targets.rootfs import FileKind, ImageStat
 
 MAX_NAME = 4096

@@ -22,13 +22,14 @@ from __future__ import annotations
 import re
 import stat as stat_mod
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from imagelint.bundle.coverage import HOWS
 from imagelint.bundle.numbers import count, seconds
 from imagelint.bundle.probes import shell_times
 from imagelint.errors import ImageReadError
+from imagelint.records import dataclass
 from imagelint.targets.interface import ImageStat, kind_of
 
 MAX_MANIFEST = 64 * 1024 * 1024

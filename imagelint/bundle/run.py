@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from imagelint.bundle import probes, symptoms
@@ -16,6 +15,7 @@ from imagelint.bundle.numbers import count
 from imagelint.bundle.target import BundleTarget
 from imagelint.facts.soak import SoakFacts
 from imagelint.facts.systemd.live import LiveState
+from imagelint.records import dataclass
 from imagelint.report import Report, ReportError
 from imagelint.rulepacks import Scope
 

@@ -17,10 +17,11 @@ import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
 
 from imagelint.checks.params import ParamError, ParamType, build, properties, required
+from imagelint.records import dataclass
 from imagelint.targets.interface import Target
 
 

@@ -7,13 +7,13 @@ host has no memory controller to count.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from imagelint.checks import register
 from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation
 from imagelint.checks.params import Param
 from imagelint.errors import ImageReadError
+from imagelint.records import dataclass
 
 if TYPE_CHECKING:
     from imagelint.facts.soak import SoakFacts

@@ -16,7 +16,6 @@ also one on their kernel share, so the rule only loosens as the fix intends) wit
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from imagelint.checks import register
@@ -24,6 +23,7 @@ from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observ
 from imagelint.checks.cgroups import CgroupGrowth, GrowthParams, soak_facts
 from imagelint.checks.params import Param
 from imagelint.facts.hotcore import MAX_EPISODES, HotCoreParams, summarise
+from imagelint.records import dataclass
 
 if TYPE_CHECKING:
     from imagelint.facts.soak import SoakFacts

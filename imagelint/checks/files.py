@@ -18,7 +18,6 @@ from __future__ import annotations
 import fnmatch
 import posixpath
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Annotated, Literal, TypeVar
 
 from imagelint import textmatch
@@ -27,6 +26,7 @@ from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observ
 from imagelint.checks.params import Param, ParamError
 from imagelint.errors import ImageReadError
 from imagelint.facts.accounts import read_ids
+from imagelint.records import dataclass
 from imagelint.targets import FileKind, ImageStat
 from imagelint.targets.interface import human_size
 

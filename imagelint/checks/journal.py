@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
 from imagelint.checks import register
 from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation, PathNeed
 from imagelint.checks.params import Param, ParamError, UnitSelection
 from imagelint.errors import ImageReadError
+from imagelint.records import dataclass
 
 P = TypeVar("P")
 Window = Annotated[float, Param("seconds", exclusiveMinimum=0)]

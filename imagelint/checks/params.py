@@ -29,6 +29,8 @@ import typing
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, TypeVar, Union
 
+from imagelint.records import dataclass
+
 T = TypeVar("T")
 
 _SCALARS: dict[object, str] = {bool: "boolean", int: "integer", float: "number", str: "string"}
@@ -66,7 +68,7 @@ class ParamType:
         raise NotImplementedError
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class NoParameters:
     """The parameters of a kind that takes none."""
 
@@ -76,7 +78,7 @@ UnitGlobs = Annotated[
 ]
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class UnitSelection:
     """``units`` and ``exclude_units``: which units a kind considers. Kinds on the unit index match
     aliases and templates too (:func:`imagelint.facts.systemd.enablement.unit_matches`);

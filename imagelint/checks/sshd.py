@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated
 
 from imagelint.checks import register
 from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observation, PathNeed
 from imagelint.checks.params import Param
 from imagelint.facts.sshd import SSHD_CONFIG, read_sshd_config
+from imagelint.records import dataclass
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -22,7 +22,7 @@ otherwise: :func:`config_missing`, used by ``systemd.unit_enabled`` (``configure
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from imagelint.checks import register
@@ -38,6 +38,7 @@ from imagelint.facts.systemd.enablement import (
     wanting_unit,
 )
 from imagelint.facts.systemd.verify import unit_problems
+from imagelint.records import dataclass
 
 if TYPE_CHECKING:  # imported where used: rules that never touch units do not pay for them
     from imagelint.facts.systemd import Assignment, Unit, UnitIndex

@@ -12,7 +12,6 @@ not read: inconclusive, never "not applicable". See docs/soak.md ("Hosts without
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 from imagelint.checks import register
@@ -20,6 +19,7 @@ from imagelint.checks.base import CheckContext, CheckKind, NotApplicable, Observ
 from imagelint.checks.params import Param, UnitSelection
 from imagelint.errors import ImageReadError
 from imagelint.facts.systemd.live import LiveState, LiveUnit
+from imagelint.records import dataclass
 
 
 def _live(ctx: CheckContext) -> LiveState:

@@ -10,12 +10,11 @@ manifest and makes the rules that read it inconclusive.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from imagelint import __version__
 from imagelint.checks import registry
 from imagelint.checks.base import PathNeed
 from imagelint.config import Config
+from imagelint.records import dataclass
 from imagelint.rulepacks import CheckSpec, RulePack, Scope
 
 DIRECTIVES = {

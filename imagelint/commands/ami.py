@@ -56,7 +56,7 @@ import tempfile
 import uuid
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -76,6 +76,7 @@ from imagelint.aws.teardown import Teardown, leftovers_line
 from imagelint.aws.volume import Ec2VolumeHost, VolumeHost, device_slot
 from imagelint.collector.plan import instance_plan
 from imagelint.errors import ExitCode, ImageLintError, UsageError
+from imagelint.records import dataclass
 from imagelint.report import Report, ReportError, Verdict
 from imagelint.report.escape import json_text
 from imagelint.report.merge import empty_report, merge

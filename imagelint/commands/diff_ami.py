@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from imagelint.diff.compare import Change, Side, compare
 from imagelint.errors import UsageError
 from imagelint.openers import OpenOptions
+from imagelint.records import dataclass
 from imagelint.targets.disk.errors import NoRootFilesystem
 
 if TYPE_CHECKING:

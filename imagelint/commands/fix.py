@@ -9,11 +9,11 @@ provisioner block (``-f packer``) or a list of actions with the findings each cl
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 
 from imagelint import __version__, stderr
 from imagelint.errors import ExitCode, UsageError
 from imagelint.openers import OpenOptions, open_spec
+from imagelint.records import dataclass
 from imagelint.remedy.plan import Plan, make_plan
 from imagelint.report import Report, Verdict
 from imagelint.report.escape import for_log

@@ -54,7 +54,7 @@ import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -71,6 +71,7 @@ from imagelint.collector.plan import instance_plan
 from imagelint.commands import host_failure
 from imagelint.commands.host_failure import judged_then_removed, saved_apart
 from imagelint.errors import UsageError
+from imagelint.records import dataclass
 from imagelint.report import Report, ReportError, Verdict
 from imagelint.report.merge import empty_report, merge, with_rows
 from imagelint.session import PreparedRun, RunOptions, bundle_reports, prepare, publish

@@ -31,7 +31,7 @@ from __future__ import annotations
 import contextlib
 import tempfile
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +41,7 @@ from imagelint.collector.ssh.spec import HostSpec
 from imagelint.collector.ssh.transport import MARGIN, RemoteError, collect
 from imagelint.errors import UsageError
 from imagelint.facts.journal.console import ConsoleLog
+from imagelint.records import dataclass
 from imagelint.report import Report, Verdict
 from imagelint.report.merge import empty_report, merge
 from imagelint.rulepacks.model import Scope

@@ -10,9 +10,10 @@ command line, and findings by fingerprint (waived findings are left out on both 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from imagelint.records import dataclass
 from imagelint.report.fingerprint import fingerprint
 from imagelint.report.model import Finding
 from imagelint.report.verdict import fails_on_its_own

@@ -17,8 +17,10 @@ diff:
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from imagelint.records import dataclass
 
 # kind -> (what it is, default action)
 KINDS: dict[str, tuple[str, str]] = {

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from imagelint import __version__
 from imagelint.diff.compare import Change, Side
+from imagelint.records import dataclass
 from imagelint.report.model import Verdict
 
 DIFF_SCHEMA_VERSION = 1

@@ -25,11 +25,12 @@ measured: a read of ``memory.stat`` in every live memory cgroup, as kubelet and 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal
 
 from imagelint.errors import ExitCode, ImageLintError
+from imagelint.records import dataclass
 
 Layout = Literal["v1", "v2", "hybrid", "none"]
 Hierarchy = Literal["v1", "v2"]

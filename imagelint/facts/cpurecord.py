@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from imagelint.facts.cpustat import CpuDelta, Interval, ProcStat, diff
 from imagelint.facts.hotcore import EpisodeTracker, HotCoreParams
+from imagelint.records import dataclass
 
 DEFAULT_MAX_CPU_INTERVALS = 2_000_000  # ~32 MB: one hour at 10 reads a second on 55 CPUs
 MAX_EVENTS = 20  # hotplug / backwards events listed (all are counted)

@@ -28,9 +28,10 @@ What is tolerated, and said (each becomes a note; nothing is silently guessed):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from imagelint.errors import ExitCode, ImageLintError
+from imagelint.records import dataclass
 
 FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal", "guest", "guest_nice")
 MIN_FIELDS = 4  # user nice system idle: every kernel since 2.0

@@ -37,8 +37,10 @@ went offline, or whose counters went backwards, ends its own episode.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
+
+from imagelint.records import dataclass
 
 if TYPE_CHECKING:
     from imagelint.facts.cpustat import CpuDelta, Interval

@@ -12,11 +12,11 @@ reads.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from imagelint.errors import ImageReadError
 from imagelint.facts.cpustat import CPU_NUMBERS
+from imagelint.records import dataclass
 
 # What one read may hold and what it may produce. A record that is small can still multiply: every
 # interface matches every ``ena`` row, and each matched IRQ is summed over every CPU column, so the

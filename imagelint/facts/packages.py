@@ -34,12 +34,13 @@ import struct
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 from imagelint.errors import ImageDamageError, ImageReadError
+from imagelint.records import dataclass
 from imagelint.targets.interface import FileKind, Target
 
 DPKG_STATUS = "/var/lib/dpkg/status"

@@ -7,7 +7,7 @@ them through the fact provider, and nothing here knows how the soak was run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from imagelint.facts.cgroups import CgroupLayout, ProbeResult, Sample, SubtreeCount
@@ -17,6 +17,7 @@ from imagelint.facts.interrupts import NicInterrupts
 from imagelint.facts.systemd.show import RestartDelta, RestartSnapshot, restart_deltas
 from imagelint.facts.trend import DEFAULT_ALPHA, Trend, analyse, dying_ratio
 from imagelint.facts.walktimes import WalkSeries
+from imagelint.records import dataclass
 
 
 @dataclass

@@ -12,10 +12,11 @@ include bomb is an error that makes the run inconclusive, not a hang).
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import NamedTuple
 
 from imagelint.errors import ImageReadError
+from imagelint.records import dataclass
 from imagelint.targets.interface import Target
 
 SSHD_CONFIG = "/etc/ssh/sshd_config"

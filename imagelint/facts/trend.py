@@ -23,9 +23,10 @@ import itertools
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
+
+from imagelint.records import dataclass
 
 SECONDS_PER_HOUR = 3600.0
 DEFAULT_ALPHA = 0.01

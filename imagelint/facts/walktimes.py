@@ -6,10 +6,11 @@ that a walk growing slower can be set beside the hot-core episodes it causes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from imagelint.facts.cgroups import ProbeResult
+from imagelint.records import dataclass
 
 
 @dataclass

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from typing import Any
 
+from imagelint.records import dataclass
 from imagelint.report import Report
 from imagelint.report.escape import visible
 

@@ -25,13 +25,13 @@ import hashlib
 import os
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from imagelint import stderr
 from imagelint.formats.interface import REPORT, RenderOptions
 from imagelint.formats.markdown import render_markdown
 from imagelint.formats.presentation import finding_level, location_text, one_line
+from imagelint.records import dataclass
 from imagelint.report import Report
 from imagelint.report.escape import for_log, visible, workflow_data, workflow_property
 

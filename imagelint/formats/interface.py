@@ -9,10 +9,10 @@ FORMAT[:PATH]`` (:func:`imagelint.formats.check_format`, :func:`imagelint.format
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from imagelint.records import dataclass
 from imagelint.report import Report
 
 if TYPE_CHECKING:

@@ -14,13 +14,14 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 
 from imagelint import outputfile
 from imagelint.errors import UsageError
 from imagelint.formats import FORMATS, RenderOptions, check_format, render
 from imagelint.formats.interface import REPORT
+from imagelint.records import dataclass
 
 
 @dataclass(frozen=True)

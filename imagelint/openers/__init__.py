@@ -20,11 +20,11 @@ from __future__ import annotations
 import contextlib
 import importlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from imagelint import limits
 from imagelint.errors import TargetError, UsageError
+from imagelint.records import dataclass
 from imagelint.rulepacks import Scope
 
 if TYPE_CHECKING:

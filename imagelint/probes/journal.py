@@ -43,12 +43,13 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from imagelint.facts.journal.errors import FileShrank, JournalError
 from imagelint.facts.journal.format import parse_header
 from imagelint.facts.journal.reader import FieldValue, JournalFile
 from imagelint.facts.journal.sources import host_journal_files
+from imagelint.records import dataclass
 from imagelint.targets.rootfs import HostFile
 
 HEADER_READ = 4096

@@ -10,10 +10,11 @@ unit, a path that cannot be resolved) is listed as not fixable automatically, wi
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from imagelint.errors import ImageReadError
 from imagelint.facts.systemd import names
+from imagelint.records import dataclass
 from imagelint.report.model import Finding, Report
 from imagelint.rulepacks.fixes import FixAction
 from imagelint.rulepacks.model import Rule

@@ -13,10 +13,11 @@ rule's findings it had beyond the cap: such a finding is ``new`` (the gate errs 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
+from imagelint.records import dataclass
 from imagelint.report.fingerprint import fingerprint, fingerprint_of
 from imagelint.report.model import Finding, report_from_dict
 from imagelint.report.reading import read_report_dict

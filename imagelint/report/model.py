@@ -6,11 +6,12 @@ describes exactly that dict and a test validates real output against it.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from enum import StrEnum
 from typing import Any
 
 from imagelint.errors import ExitCode
+from imagelint.records import dataclass
 from imagelint.rulepacks.model import Severity
 
 REPORT_SCHEMA_VERSION = 1

@@ -9,8 +9,10 @@ finding's path and unit. ``manual`` marks what needs a person (a credential to r
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from imagelint.records import dataclass
 
 PATH_TEMPLATE = r"^(/|\{path\})[^\x00]*$"  # an image path, or one built from the finding's path
 UNIT_TEMPLATE = r"^(\{unit\}|[A-Za-z0-9:_.\\@-]+)$"

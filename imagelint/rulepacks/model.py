@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
 from typing import Any
 
+from imagelint.records import dataclass
 from imagelint.rulepacks.fixes import FixAction
 
 

@@ -26,10 +26,11 @@ any boot, :data:`NO_KERNEL` when ``/boot`` holds no kernel at all.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path, PurePosixPath
 
 from imagelint.errors import ImageLintError
+from imagelint.records import dataclass
 from imagelint.targets.interface import FileKind, Target, human_size
 from imagelint.vm import VmError
 

@@ -26,12 +26,13 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import IO
 
 from imagelint.facts.journal.console import ConsoleLog
 from imagelint.limits import lifted
+from imagelint.records import dataclass
 from imagelint.vm import VmError
 from imagelint.vm.access import client_command, make_key, make_seed, smbios_credential
 from imagelint.vm.console import Console

@@ -21,9 +21,9 @@ booted. An image that could not be read offline is offered both (:func:`undeterm
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from imagelint.errors import ImageLintError
+from imagelint.records import dataclass
 from imagelint.targets.interface import FileKind, Target
 
 MIN_SYSTEMD = 252  # SMBIOS type 11 credentials in PID 1 and provision.conf's ssh.authorized_keys.root

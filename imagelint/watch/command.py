@@ -11,11 +11,11 @@ from __future__ import annotations
 import math
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from imagelint import stderr
 from imagelint.errors import ImageLintError, UsageError, extra_hint
+from imagelint.records import dataclass
 from imagelint.session import RunOptions, prepare
 from imagelint.soak.runner import stop_on_signals
 from imagelint.watch.loop import Watcher, WatchSettings

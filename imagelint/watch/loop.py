@@ -20,7 +20,6 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from imagelint.facts.cgroups import CgroupReadError, ProbeResult, Sample
@@ -29,6 +28,7 @@ from imagelint.facts.trend import DEFAULT_ALPHA, Trend
 from imagelint.probes.cgroups import CgroupSampler, probe_memory_stat
 from imagelint.probes.journal import JournalUnavailable
 from imagelint.probes.systemd import collect_live_state
+from imagelint.records import dataclass
 from imagelint.watch.cpu import CpuUnavailable, CpuWatch
 from imagelint.watch.journal import DEFAULT_JOURNAL_DIR, SignalCounter
 from imagelint.watch.state import CpuSaturation, RuleOutcome, SourceStatus, WatchState

@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
@@ -33,6 +32,7 @@ from imagelint.facts.cgroups import CgroupReadError
 from imagelint.facts.trend import DEFAULT_ALPHA, analyse
 from imagelint.probes.cgroups import CgroupSampler
 from imagelint.probes.systemd import collect_live_state
+from imagelint.records import dataclass
 from imagelint.report.escape import visible
 from imagelint.watch.textfile import write_atomically
 

@@ -6,9 +6,10 @@ from another thread never sees half an update.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from imagelint.facts.trend import Trend
+from imagelint.records import dataclass
 from imagelint.watch.units import UnitView
 
 SOURCES = ("cgroups", "memory_stat", "systemd", "journal", "rules", "cpu")

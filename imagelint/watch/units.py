@@ -11,10 +11,10 @@ is reported as an overflow count. A unit is a *restart loop* when it restarted a
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
 
 from imagelint.facts.systemd.live import LiveState, LiveUnit
 from imagelint.facts.systemd.show import RestartSnapshot, UnitRestarts
+from imagelint.records import dataclass
 
 MAX_LABELLED_UNITS = 20
 DEFAULT_LOOP_RESTARTS = 3

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 
 from imagelint.facts.journal.entries import Entry
 from imagelint.facts.journal.objects import Value
 from imagelint.facts.journal.scan import FileReport, JournalScan
+from imagelint.records import dataclass
 
 LINE_MAX = 4096
 SOURCE = "console"

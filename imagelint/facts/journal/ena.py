@@ -39,7 +39,7 @@ driver 2.17.0's "napi CPU: N"), the wordings seen, and sample lines.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from imagelint.facts.journal.journal import Journal, sample_text
 from imagelint.facts.journal.patterns import (
@@ -55,6 +55,7 @@ from imagelint.facts.journal.patterns import (
 )
 from imagelint.facts.journal.scan import JournalScan
 from imagelint.facts.journal.signals import first_text
+from imagelint.records import dataclass
 from imagelint.textmatch import Pattern
 
 DEFAULT_GAP = 60.0  # seconds (see the module docstring)

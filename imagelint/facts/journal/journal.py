@@ -29,11 +29,12 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from imagelint.facts.journal.errors import CorruptJournal
 from imagelint.facts.journal.reader import Entry, EntryKey, JournalFile, Value
 from imagelint.facts.journal.scan import FileReport, FileStatus, JournalScan
+from imagelint.records import dataclass
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # ``typing`` costs milliseconds to import and is needed for annotations only

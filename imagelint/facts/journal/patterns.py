@@ -26,9 +26,10 @@ kernel word therefore counts as a boundary, which no kernel prints.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import NamedTuple
 
+from imagelint.records import dataclass
 from imagelint.textmatch import Pattern
 
 # --- MESSAGE_IDs (systemd's catalog; verified in systemd 252's systemd.catalog) ---------------

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from imagelint.facts.journal.journal import Journal
 from imagelint.facts.journal.patterns import (
@@ -47,6 +47,7 @@ from imagelint.facts.journal.patterns import (
 )
 from imagelint.facts.journal.reader import FieldValue, JournalFile
 from imagelint.facts.journal.scan import JournalScan
+from imagelint.records import dataclass
 
 PAIRING_USEC = 10_000_000  # a start-limit text line and its structured failure, if any, are this close
 # what a structured record is read for; the MESSAGE only of entries without a MESSAGE_ID (the text

@@ -14,8 +14,10 @@ Entries are told apart by their offset in the file, kept in one bit per 8-byte s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
+
+from imagelint.records import dataclass
 
 
 class FileStatus(StrEnum):

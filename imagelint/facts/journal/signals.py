@@ -10,13 +10,14 @@ The specs for ENA resets, NETDEV WATCHDOG, soft lockups, RCU stalls, hung tasks 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from imagelint.facts.journal.journal import Journal, sample_text
 from imagelint.facts.journal.patterns import SignalSpec
 from imagelint.facts.journal.reader import FieldValue
 from imagelint.facts.journal.restarts import max_in_window
 from imagelint.facts.journal.scan import JournalScan
+from imagelint.records import dataclass
 from imagelint.textmatch import Pattern
 
 

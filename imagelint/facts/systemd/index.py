@@ -14,7 +14,7 @@ and every unit reached at boot.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from imagelint.errors import ImageReadError
@@ -28,6 +28,7 @@ from imagelint.facts.systemd.paths import LookupPaths
 from imagelint.facts.systemd.presets import Presets
 from imagelint.facts.systemd.sources import DirectoryTooLargeError, ImageTree, join
 from imagelint.facts.systemd.specifiers import SpecifierError, expand
+from imagelint.records import dataclass
 from imagelint.targets.interface import FileKind, Target
 
 PULL_KEYS = ("Wants", "Requires", "BindsTo", "Upholds")

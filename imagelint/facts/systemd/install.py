@@ -22,7 +22,7 @@ Links are scanned once per search directory and indexed, so a state costs dictio
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from imagelint.errors import ImageReadError
 from imagelint.facts.systemd import names
@@ -31,6 +31,7 @@ from imagelint.facts.systemd.parser import WordSyntaxError, split_words
 from imagelint.facts.systemd.paths import PERSISTENT_CONFIG, LookupPaths, basename, parent_of, path_startswith
 from imagelint.facts.systemd.sources import DirectoryTooLargeError, ImageTree, join
 from imagelint.facts.systemd.specifiers import SpecifierError, expand
+from imagelint.records import dataclass
 from imagelint.targets.rootfs import FileKind
 
 FOLLOW_MAX = 64

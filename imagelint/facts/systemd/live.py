@@ -10,8 +10,10 @@ systemd runs as PID 1 the state is *not booted*: no manager, so the live rules a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, NamedTuple
+
+from imagelint.records import dataclass
 
 
 def _int(text: str | None) -> int | None:

@@ -10,7 +10,7 @@ them on a running host; offline that is unknown and ignored.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, NamedTuple
 
 from imagelint.errors import ImageReadError
@@ -18,6 +18,7 @@ from imagelint.facts.systemd.model import Problem
 from imagelint.facts.systemd.parser import parse_unit_bytes
 from imagelint.facts.systemd.sources import conf_files
 from imagelint.facts.systemd.timespan import parse_timespan
+from imagelint.records import dataclass
 from imagelint.targets.interface import Target
 
 MAIN = "/etc/systemd/system.conf"

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, NamedTuple
+
+from imagelint.records import dataclass
 
 
 class Problem(NamedTuple):

@@ -10,7 +10,7 @@ instance over (``autovt@tty2.service`` is ``getty@tty2.service``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from imagelint.errors import ImageReadError
 from imagelint.facts.systemd import names
@@ -18,6 +18,7 @@ from imagelint.facts.systemd.install import InstallError, validate_alias
 from imagelint.facts.systemd.model import Problem
 from imagelint.facts.systemd.paths import LookupPaths, basename, parent_of
 from imagelint.facts.systemd.sources import ImageTree, join
+from imagelint.records import dataclass
 from imagelint.targets.rootfs import FileKind
 
 FOLLOW_MAX = 8

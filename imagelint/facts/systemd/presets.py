@@ -14,7 +14,7 @@ matched by it (that instance list only steers ``systemctl preset``).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import lru_cache
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -24,6 +24,7 @@ from imagelint.facts.systemd.model import Problem
 from imagelint.facts.systemd.parser import WHITESPACE, WordSyntaxError, split_words
 from imagelint.facts.systemd.paths import PRESET_DIRS
 from imagelint.facts.systemd.sources import conf_files
+from imagelint.records import dataclass
 from imagelint.targets.interface import Target
 
 if TYPE_CHECKING:

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, NamedTuple
 
 from imagelint.facts.systemd import names
 from imagelint.facts.systemd.model import Assignment
 from imagelint.facts.systemd.timespan import format_seconds, parse_timespan
+from imagelint.records import dataclass
 
 if TYPE_CHECKING:
     from imagelint.facts.systemd.index import Unit

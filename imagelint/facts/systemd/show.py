@@ -14,10 +14,11 @@ is *absent*: :class:`RestartSnapshot` says so and why, nothing raises.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from imagelint.errors import ImageReadError
+from imagelint.records import dataclass
 
 
 @dataclass(frozen=True)

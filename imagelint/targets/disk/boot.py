@@ -10,10 +10,10 @@ by :mod:`.tables` before dissect.volume reads it, as every other read of it is.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, BinaryIO
 from uuid import UUID
 
+from imagelint.records import dataclass
 from imagelint.targets.disk.errors import DiskImageError
 from imagelint.targets.disk.probe import read_at, stream_size
 from imagelint.targets.disk.tables import check_partition_table

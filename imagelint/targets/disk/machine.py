@@ -31,9 +31,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, BinaryIO
 
+from imagelint.records import dataclass
 from imagelint.targets.disk.errors import DiskImageError, require_dissect, shown
 from imagelint.targets.disk.mounts import FstabEntry, MountTable, match_volume
 from imagelint.targets.disk.open import DiskRead, DiskTarget, Opened, mount_fstab, pick_root, read_disk

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from imagelint.records import dataclass
 from imagelint.targets.disk.filesystems import Filesystem
 from imagelint.targets.disk.volumes import Volume
 from imagelint.targets.interface import FileKind, ImageStat, RandomAccessFile

@@ -12,10 +12,10 @@ import contextlib
 import os
 import stat
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from imagelint.errors import ImageDamageError, ImageReadError
+from imagelint.records import dataclass
 from imagelint.targets.disk.containers import Guarded, bound_grains, check_container
 from imagelint.targets.disk.errors import DiskImageError, NoRootFilesystem, require_dissect
 from imagelint.targets.disk.filesystems import Filesystem, open_filesystem

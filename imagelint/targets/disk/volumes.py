@@ -8,9 +8,10 @@ are read (an Apple or BSD label holds no filesystem imagelint reads).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, BinaryIO
 
+from imagelint.records import dataclass
 from imagelint.targets.disk.errors import DiskImageError
 from imagelint.targets.disk.probe import LVM, stream_size, volume_content
 from imagelint.targets.disk.tables import check_lvm, check_partition_table

@@ -1,0 +1,94 @@
+"""``dataclass``: the standard library's, with ``__repr__``, ``__eq__`` and ``__hash__`` shared, not compiled.
+
+The standard decorator writes each method it adds as source text and compiles it, per class: about
+six compilations for a frozen dataclass, half a millisecond, and an offline audit defines some eighty
+dataclasses before it reads a file. ``__init__`` (and a frozen class's ``__setattr__`` and
+``__delattr__``) are still the standard library's; ``__repr__``, ``__eq__`` and ``__hash__`` are one
+function each, shared by every class, that read the class's fields as the generated ones would: the
+same text, the same comparisons, the same hash values (``tests/test_records.py`` holds them against
+the standard library's on the same classes). A class that asks for what they do not cover (``order``,
+``unsafe_hash``, its own ``__repr__``, ``__eq__`` or ``__hash__``) gets the standard decorator as is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import reprlib
+from collections.abc import Callable
+from operator import attrgetter
+from typing import Any, TypeVar, dataclass_transform, overload
+
+T = TypeVar("T")
+
+_OWN = ("__repr__", "__eq__", "__hash__")
+
+
+@overload
+def dataclass(cls: type[T], /) -> type[T]: ...
+
+
+@overload
+def dataclass(**options: bool) -> Callable[[type[T]], type[T]]: ...
+
+
+@dataclass_transform(field_specifiers=(dataclasses.field, dataclasses.Field))
+def dataclass(cls: type[T] | None = None, /, **options: Any) -> type[T] | Callable[[type[T]], type[T]]:
+    """As :func:`dataclasses.dataclass` (same options and result), made without compiling the
+    ``__repr__``, ``__eq__`` and ``__hash__`` of the class."""
+
+    def wrap(cls: type[T]) -> type[T]:
+        if options.get("order") or options.get("unsafe_hash") or any(name in cls.__dict__ for name in _OWN):
+            return dataclasses.dataclass(cls, **options)
+        made: type[T] = dataclasses.dataclass(cls, **{**options, "repr": False, "eq": False})
+        fields = dataclasses.fields(made)  # type: ignore[arg-type]
+        if options.get("repr", True):
+            made.__repr__ = _repr_of(tuple(f.name for f in fields if f.repr))  # type: ignore[method-assign]
+        if options.get("eq", True):
+            made.__eq__ = _eq_of(tuple(f.name for f in fields if f.compare))  # type: ignore[method-assign]
+            if options.get("frozen", False):
+                hashed = tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash))
+                made.__hash__ = _hash_of(hashed)  # type: ignore[assignment,method-assign]
+            else:
+                made.__hash__ = None  # type: ignore[assignment]
+        return made
+
+    return wrap if cls is None else wrap(cls)
+
+
+def _values(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    """The values of ``names`` of an instance, as one tuple (also for one name, or none)."""
+    if not names:
+        return lambda obj: ()
+    if len(names) == 1:
+        get = attrgetter(names[0])
+        return lambda obj: (get(obj),)
+    return attrgetter(*names)
+
+
+def _repr_of(names: tuple[str, ...]) -> Callable[[Any], str]:
+    @reprlib.recursive_repr()  # as the generated one: a cycle back to the instance shows as ...
+    def __repr__(self: Any) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
+        return f"{self.__class__.__qualname__}({shown})"
+
+    return __repr__
+
+
+def _eq_of(names: tuple[str, ...]) -> Callable[[Any, object], Any]:
+    values = _values(names)
+
+    def __eq__(self: Any, other: object) -> Any:
+        if other.__class__ is self.__class__:
+            return values(self) == values(other)
+        return NotImplemented
+
+    return __eq__
+
+
+def _hash_of(names: tuple[str, ...]) -> Callable[[Any], int]:
+    values = _values(names)
+
+    def __hash__(self: Any) -> int:
+        return hash(values(self))
+
+    return __hash__
