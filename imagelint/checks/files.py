@@ -419,8 +419,9 @@ class FilePermissions(CheckKind[PermissionsParams]):
         uid = _account_id(ctx, params.owner, "/etc/passwd") if params.owner is not None else None
         gid = _account_id(ctx, params.group, "/etc/group") if params.group is not None else None
         found = []
+        types, symlink = params.types, FileKind.SYMLINK  # looked up once: the loop sees every entry walked
         for st in self._entries(ctx, params):
-            if (params.types and st.kind not in params.types) or st.kind is FileKind.SYMLINK:
+            if (types and st.kind not in types) or st.kind is symlink:
                 continue
             problems = []
             if any_bits and st.mode & any_bits and not st.mode & unless_bits:

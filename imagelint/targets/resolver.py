@@ -59,8 +59,9 @@ class Backend(Protocol):
     def readlink(self, parts: Parts) -> str: ...
 
     def scan(self, parts: Parts, limit: int, image_dir: str) -> list[tuple[str, ImageStat]] | None:
-        """(name, lstat) of up to ``limit + 1`` entries, in any order; None when not a directory.
-        Each lstat is made once, named with its image path below ``image_dir`` (see :func:`entry_path`)."""
+        """(name, lstat) of up to ``limit + 1`` entries, in any order, as a new list (the resolver sorts
+        it in place); None when not a directory. Each lstat is made once, named with its image path
+        below ``image_dir`` (see :func:`entry_path`)."""
 
     def kinds(self, parts: Parts, limit: int) -> dict[str, FileKind] | None:
         """name -> kind of up to ``limit + 1`` entries; None when not a directory."""
@@ -275,7 +276,10 @@ class ResolvingTarget:
             raise ImageReadError(
                 image_dir, f"more than {MAX_DIR_ENTRIES:,} entries in one directory; not read in full"
             )
-        return [] if entries is None else sorted(entries, key=_by_name)
+        if entries is None:
+            return []
+        entries.sort(key=_by_name)
+        return entries
 
     # -- content -----------------------------------------------------------------------------
 
@@ -394,6 +398,7 @@ class ResolvingTarget:
         # hold one such path per subdirectory per level.
         levels: list[tuple[str, Parts, Iterator[str]]] = []
         image_dir, resolved = _normal_dir(top), self._resolve(top)
+        directory = FileKind.DIR
         while True:
             budget.descend(len(levels), image_dir)
             entries = self._scan(image_dir, resolved)
@@ -401,7 +406,7 @@ class ResolvingTarget:
             subdirs = []
             for name, st in entries:  # named by the backend: no copy per entry
                 yield st
-                if st.kind is FileKind.DIR:
+                if st.kind is directory:
                     subdirs.append(name)
             del entries
             self._hint_dirs(resolved, subdirs)  # listed next, depth first

@@ -25,6 +25,7 @@ from imagelint.targets.interface import (
     ImageStat,
     TextContent,
     decode_text,
+    from_dir_entries,
     human_size,
     kind_of,
 )
@@ -143,13 +144,9 @@ class _HostDirectory:
         if fd is None:
             return None
         prefix = entry_path(image_dir, "")  # each entry's path is this and its name
-        from_os = ImageStat.from_os
         try:
             with os.scandir(fd) as it:
-                return [
-                    (e.name, from_os(prefix + e.name, e.stat(follow_symlinks=False)))
-                    for e in itertools.islice(it, limit + 1)
-                ]
+                return from_dir_entries(prefix, itertools.islice(it, limit + 1))
         finally:
             os.close(fd)
 

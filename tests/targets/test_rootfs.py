@@ -126,6 +126,30 @@ def test_walk_through_a_link_names_entries_below_the_link(image: Path) -> None:
     ]
 
 
+def test_walk_says_of_each_entry_what_its_lstat_says_in_name_order(image: Path) -> None:
+    """The walk makes its entries in one loop (not through ImageStat.from_os): the same stats."""
+    os.mkfifo(image / "etc/fifo")
+    os.symlink("shadow", image / "etc/link")
+    (image / "etc/b-dir").mkdir(mode=0o1777)
+    (image / "etc/b-dir").chmod(0o1777)
+    (image / "etc/a-file").write_text("12345")
+    (image / "etc/a-file").chmod(0o4755)
+    target = RootfsTarget(image)
+    entries = list(target.walk("/etc"))
+    assert [st.path for st in entries] == [
+        "/etc/a-file",
+        "/etc/b-dir",
+        "/etc/fifo",
+        "/etc/link",
+        "/etc/shadow",
+    ]
+    assert entries == [target.lstat(st.path) for st in entries]
+    kinds = {st.path: (st.kind, st.mode) for st in entries}
+    assert kinds["/etc/a-file"] == (FileKind.FILE, 0o4755) and kinds["/etc/b-dir"] == (FileKind.DIR, 0o1777)
+    assert kinds["/etc/fifo"][0] is FileKind.FIFO and kinds["/etc/link"][0] is FileKind.SYMLINK
+    assert all(type(st).__name__ == "ImageStat" and st.uid == os.getuid() for st in entries)
+
+
 @pytest.mark.parametrize("kind", ["missing", "file"])
 def test_bad_root_is_a_target_error(tmp_path: Path, kind: str) -> None:
     root = tmp_path / "root"
