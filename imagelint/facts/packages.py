@@ -29,19 +29,20 @@ and a diff of it inconclusive).
 from __future__ import annotations
 
 import itertools
-import sqlite3
 import struct
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from imagelint.errors import ImageDamageError, ImageReadError
 from imagelint.records import dataclass
 from imagelint.targets.interface import FileKind, Target
+
+if TYPE_CHECKING:  # sqlite3 and tempfile are imported where an rpmdb is read: a dpkg image never is
+    import sqlite3
 
 DPKG_STATUS = "/var/lib/dpkg/status"
 RPMDB_PATHS = ("/var/lib/rpm/rpmdb.sqlite", "/usr/lib/sysimage/rpm/rpmdb.sqlite")
@@ -54,25 +55,6 @@ MAX_HEADER_DATA = 0x0FFFFFFF  # rpm's hdrchkData
 SQLITE_SECONDS = 20.0  # wall time sqlite may take (a real 100 MiB rpmdb reads in about a second)
 SQLITE_CACHE_KIB = 2048  # sqlite's page cache
 MAX_BLOB = 16 * 1024 * 1024  # one value (rpm headers are kilobytes; the largest real ones ~1 MiB)
-_LIMITS = {
-    sqlite3.SQLITE_LIMIT_LENGTH: MAX_BLOB,
-    sqlite3.SQLITE_LIMIT_SQL_LENGTH: 100_000,
-    sqlite3.SQLITE_LIMIT_COLUMN: 100,
-    sqlite3.SQLITE_LIMIT_EXPR_DEPTH: 100,
-    sqlite3.SQLITE_LIMIT_COMPOUND_SELECT: 2,
-    sqlite3.SQLITE_LIMIT_VDBE_OP: 10_000,
-    sqlite3.SQLITE_LIMIT_FUNCTION_ARG: 8,
-    sqlite3.SQLITE_LIMIT_ATTACHED: 0,
-    sqlite3.SQLITE_LIMIT_LIKE_PATTERN_LENGTH: 100,
-    sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER: 10,
-    sqlite3.SQLITE_LIMIT_TRIGGER_DEPTH: 1,
-    sqlite3.SQLITE_LIMIT_WORKER_THREADS: 0,
-}
-_ACTIONS = {
-    sqlite3.SQLITE_READ: "reading",
-    sqlite3.SQLITE_FUNCTION: "the function",
-    sqlite3.SQLITE_RECURSIVE: "a recursive CTE",
-}
 # deb822 parse bounds: a real status file has one stanza per package, 10-30 fields each, and lines
 # of a few KiB at most (long Depends:); 16 MiB of real stanzas is about 500,000 lines
 MAX_STANZAS = MAX_PACKAGES
@@ -239,6 +221,8 @@ def _rpm(target: Target, path: str) -> Packages:
         raise ImageReadError(path, f"is {st.size:,} bytes, over the {RPMDB_LIMIT // 2**20} MiB rpmdb limit")
     if _is_file(target, path + "-wal") and (target.stat(path + "-wal") or st).size > 0:
         result.problems.append(f"{path}-wal: a write-ahead log is not read (immutable read-only open)")
+    import tempfile  # here, as sqlite3: a dpkg image has no rpmdb (importing both costs ~10M instructions)
+
     with tempfile.TemporaryDirectory(prefix="imagelint-rpmdb-") as scratch:
         copy = Path(scratch) / "rpmdb.sqlite"
         unreadable = _copy_out(target, resolved, path, copy)
@@ -282,6 +266,8 @@ def _read_rpmdb(copy: Path, path: str, result: Packages) -> list[tuple[str, str,
 
     Budget and schema refusals raise ImageReadError (the run is inconclusive); a database sqlite
     reports as malformed and a header rpm would reject are problems of the result."""
+    import sqlite3
+
     try:
         conn = sqlite3.connect(f"file:{quote(str(copy))}?mode=ro&immutable=1", uri=True)
     except sqlite3.Error as exc:
@@ -325,21 +311,44 @@ class _Guard:
     ) -> int:
         """Only ``SELECT blob FROM Packages`` on the base table: no view or trigger (``inner``
         names one), no function (``zeroblob``...), no recursive CTE, nothing else."""
+        import sqlite3
+
         if action == sqlite3.SQLITE_SELECT:
             return sqlite3.SQLITE_OK
         if action == sqlite3.SQLITE_READ and (arg1 or "").lower() == "packages" and inner is None:
             return sqlite3.SQLITE_OK
-        self.why = f"the query needed {_ACTIONS.get(action, f'action {action}')} {arg1 or ''}".rstrip()
+        actions = {
+            sqlite3.SQLITE_READ: "reading",
+            sqlite3.SQLITE_FUNCTION: "the function",
+            sqlite3.SQLITE_RECURSIVE: "a recursive CTE",
+        }
+        self.why = f"the query needed {actions.get(action, f'action {action}')} {arg1 or ''}".rstrip()
         self.why += " (only the base table is read); refused"
         return sqlite3.SQLITE_DENY
 
 
 def _harden(conn: sqlite3.Connection, guard: _Guard) -> None:
+    import sqlite3
+
     conn.execute("PRAGMA trusted_schema = OFF")
     conn.execute("PRAGMA cell_size_check = ON")
     conn.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
     conn.execute("PRAGMA mmap_size = 0")
-    for limit, value in _LIMITS.items():
+    limits = {
+        sqlite3.SQLITE_LIMIT_LENGTH: MAX_BLOB,
+        sqlite3.SQLITE_LIMIT_SQL_LENGTH: 100_000,
+        sqlite3.SQLITE_LIMIT_COLUMN: 100,
+        sqlite3.SQLITE_LIMIT_EXPR_DEPTH: 100,
+        sqlite3.SQLITE_LIMIT_COMPOUND_SELECT: 2,
+        sqlite3.SQLITE_LIMIT_VDBE_OP: 10_000,
+        sqlite3.SQLITE_LIMIT_FUNCTION_ARG: 8,
+        sqlite3.SQLITE_LIMIT_ATTACHED: 0,
+        sqlite3.SQLITE_LIMIT_LIKE_PATTERN_LENGTH: 100,
+        sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER: 10,
+        sqlite3.SQLITE_LIMIT_TRIGGER_DEPTH: 1,
+        sqlite3.SQLITE_LIMIT_WORKER_THREADS: 0,
+    }
+    for limit, value in limits.items():
         conn.setlimit(limit, value)
     conn.set_progress_handler(guard.progress, 1000)
 

@@ -11,7 +11,6 @@ as ``audit BUNDLE``, the host scope from the manager's live state included, and 
 from __future__ import annotations
 
 import contextlib
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -41,6 +40,8 @@ class SshOpener:
             raise UsageError(f"{spec}: this command cannot collect on a host over ssh")
         plan = options.plan()
         timeout = plan.soak_seconds + MARGIN
+        import tempfile  # here: every audit imports this opener to ask it whether a spec is its own
+
         with tempfile.TemporaryDirectory(prefix="imagelint-ssh-") as scratch:
             bundle = collect(host, plan.text(), Path(scratch), sudo=options.sudo, timeout=timeout)
             with opened(bundle, str(host)) as got:

@@ -91,10 +91,18 @@ def test_an_audit_of_an_image_without_a_journal_loads_no_journal_analysis(tmp_pa
     """facts.journal's names are imported on first use, and the journal kinds ask for their analysis
     only once a journal was found: an image without one never loads the analyses (and their compiled
     kernel wordings)."""
-    root = os_root(tmp_path / "image", {"/etc/hostname": "x\n"})
-    analyses = tuple(f"imagelint.facts.journal.{m}" for m in ("ena", "restarts", "signals"))
+    root = os_root(tmp_path / "image", {"/etc/hostname": "x\n", "/var/log/journal/README": "x\n"})
+    analyses = tuple(f"imagelint.facts.journal.{m}" for m in ("ena", "restarts", "signals", "reader"))
     loaded = _loaded_by(["audit", str(root), "-f", "json:/dev/null"], ("imagelint.facts.journal", *analyses))
     assert loaded == ["imagelint.facts.journal"]
+
+
+def test_an_audit_of_a_dpkg_image_imports_no_rpmdb_reader(tmp_path: Path) -> None:
+    """sqlite3 and tempfile are imported where an rpmdb is read (facts/packages.py) or an ssh host
+    is collected from (openers/ssh.py), not by every audit."""
+    status = "Package: a\nStatus: install ok installed\nArchitecture: amd64\nVersion: 1\n"
+    root = os_root(tmp_path / "image", {"/etc/hostname": "x\n", "/var/lib/dpkg/status": status})
+    assert _loaded_by(["audit", str(root), "-f", "json:/dev/null"], ("sqlite3", "tempfile")) == []
 
 
 def test_an_audit_with_kept_packs_and_no_config_parses_no_yaml(tmp_path: Path) -> None:

@@ -32,7 +32,6 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from dataclasses import field
 
 from imagelint.facts.journal.errors import CorruptJournal
-from imagelint.facts.journal.reader import Entry, EntryKey, JournalFile, Value
 from imagelint.facts.journal.scan import FileReport, FileStatus, JournalScan
 from imagelint.records import dataclass
 
@@ -40,9 +39,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # ``typing`` costs milliseconds to import and is needed for annotations only
     from typing import Any, TypeVar
 
-    T = TypeVar("T")
+    # the reader is imported with the first file opened (sources): an image without a journal never is
+    from imagelint.facts.journal.reader import Entry, EntryKey, JournalFile, Value
 
-Matches = Mapping[str, Value | Sequence[Value]]
+    T = TypeVar("T")
+    Matches = Mapping[str, Value | Sequence[Value]]
+
 _MESSAGE = frozenset({"MESSAGE"})
 
 

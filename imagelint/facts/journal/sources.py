@@ -22,12 +22,12 @@ from typing import NamedTuple
 from imagelint.errors import ImageReadError, TargetError
 from imagelint.facts.journal.errors import JournalError, UnsupportedJournal
 from imagelint.facts.journal.journal import Journal
-from imagelint.facts.journal.reader import JournalFile
 from imagelint.facts.journal.scan import FileReport, FileStatus, JournalScan
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # kept off the import path: a host directory needs neither (importing costs ms)
     from imagelint.facts.journal.console import ConsoleLog
+    from imagelint.facts.journal.reader import JournalFile
     from imagelint.targets.interface import RandomAccessFile, Target
 
 IMAGE_JOURNAL_DIRS = ("/var/log/journal", "/run/log/journal")
@@ -48,6 +48,8 @@ def is_journal_name(name: str) -> bool:
 
 
 def _open_one(path: str, opener: Callable[[], RandomAccessFile]) -> tuple[FileReport, JournalFile | None]:
+    from imagelint.facts.journal.reader import JournalFile  # here: an image without a journal file needs none
+
     report = FileReport(path)
     try:
         f = opener()
