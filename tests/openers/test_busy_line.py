@@ -22,9 +22,9 @@ def _disk(tmp_path: Path) -> Path:
     return raw
 
 
-def _with_terminal_stderr(*args: str) -> tuple[int, bytes, bytes]:
+def _with_terminal_stderr(*args: str, columns: int) -> tuple[int, bytes, bytes]:
     master, slave = os.openpty()
-    env = {**os.environ, "COLUMNS": "100", "TERM": "xterm"}
+    env = {**os.environ, "COLUMNS": str(columns), "TERM": "xterm"}
     env.pop("NO_COLOR", None)
     proc = subprocess.Popen([EXE, *args], stdout=subprocess.PIPE, stderr=slave, env=env)
     os.close(slave)
@@ -47,7 +47,11 @@ def _with_terminal_stderr(*args: str) -> tuple[int, bytes, bytes]:
 
 def test_a_disk_audit_in_a_terminal_shows_a_transient_line(tmp_path: Path) -> None:
     disk = _disk(tmp_path)
-    code, out, terminal = _with_terminal_stderr("audit", str(disk))
+    # wide enough for the whole line whatever the temporary directory (its path names the user): a
+    # line wider than the terminal is cut with an ellipsis, and "(elapsed)" is what goes
+    code, out, terminal = _with_terminal_stderr(
+        "audit", str(disk), columns=len(f"auditing {disk} (59.9 s)") + 20
+    )
     piped = subprocess.run([EXE, "audit", str(disk)], capture_output=True, check=False)
     assert code == piped.returncode == 1
     assert f"auditing {disk} (".encode() in terminal
