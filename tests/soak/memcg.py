@@ -22,21 +22,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-import pytest
-
 from tests.support import must_be_marked, must_run_alone, need
 
 T = TypeVar("T")
 
 V1_MEMORY = Path("/sys/fs/cgroup/memory")
-# the marks of a test whose restarter makes memory cgroups on this host while it counts them
-HOST_MEMCG_MARKS = [
-    pytest.mark.root,
-    pytest.mark.slow,
-    pytest.mark.serial,
-    pytest.mark.lane("memcg"),
-    pytest.mark.cgroup_v1,
-]
 
 
 def memory_num_cgroups() -> int:

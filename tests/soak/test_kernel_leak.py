@@ -14,15 +14,15 @@ import pytest
 from imagelint.facts.systemd.show import RestartSnapshot
 from imagelint.probes.cgroups import CgroupSampler, probe_memory_stat
 from imagelint.soak.runner import run_soak
-from tests.soak.memcg import (
-    HOST_MEMCG_MARKS,
-    MemcgLab,
-    judged_against_noise,
-    memory_num_cgroups,
-    need_v1_memory,
-)
+from tests.soak.memcg import MemcgLab, judged_against_noise, memory_num_cgroups, need_v1_memory
 
-pytestmark = HOST_MEMCG_MARKS
+pytestmark = [
+    pytest.mark.root,
+    pytest.mark.slow,
+    pytest.mark.serial,
+    pytest.mark.lane("memcg"),
+    pytest.mark.cgroup_v1,
+]
 
 NOISE = 8  # dying memcgs the rest of the machine may add or free during one test
 

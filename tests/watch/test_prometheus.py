@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.soak.memcg import HOST_MEMCG_MARKS, MemcgLab, need_v1_memory
+from tests.soak.memcg import MemcgLab, need_v1_memory
 from tests.watch.procs import (
     IMAGELINT,
     free_port,
@@ -27,7 +27,13 @@ from tests.watch.procs import (
     wait_for,
 )
 
-pytestmark = HOST_MEMCG_MARKS
+pytestmark = [
+    pytest.mark.root,
+    pytest.mark.slow,
+    pytest.mark.serial,
+    pytest.mark.lane("memcg"),
+    pytest.mark.cgroup_v1,
+]
 
 
 @pytest.fixture
