@@ -16,8 +16,8 @@ demo:
 
 ## test: install everything the tests need (system packages too) and run the whole suite: first every
 ## test not marked serial on TEST_WORKERS xdist workers, a test file per worker (its module fixtures
-## are built once), then the serial ones without a lane alone, then those in lanes (a worker per lane,
-## each lane's tests one after another; tests/conftest.py); each phase names its ten slowest
+## are built once), then the serial ones in lanes (a worker per lane, each lane's tests one after
+## another), then the other serial ones alone (tests/conftest.py); each phase names its ten slowest
 ## tests and ends with one line naming and counting what did not run as written (skips, xfail, xpass);
 ## the VM boots beyond the first (marked vm_boots) are `make test-vm`
 # one worker per CPU this process may use (nproc honours CPU affinity)
@@ -33,8 +33,8 @@ DURATIONS := --durations=10
 test:
 	scripts/install.sh --test
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not serial and not vm_boots$(NOT_EXCLUDED)" $(DURATIONS); parallel=$$?; \
-	  $(BIN)/python -m pytest -m "serial and not lane and not vm_boots$(NOT_EXCLUDED)" $(DURATIONS); serial=$$?; \
 	  $(BIN)/python -m pytest -n $(LANES) --dist loadgroup -m "serial and lane and not vm_boots$(NOT_EXCLUDED)" $(DURATIONS); lanes=$$?; \
+	  $(BIN)/python -m pytest -m "serial and not lane and not vm_boots$(NOT_EXCLUDED)" $(DURATIONS); serial=$$?; \
 	  test $$parallel -eq 0 -a $$lanes -eq 0 -a $$serial -eq 0
 
 ## test-vm: the VM boots `make test` leaves out (tests marked vm_boots: the clean image passing whole,

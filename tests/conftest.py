@@ -10,10 +10,8 @@ marked ``cgroup_v1``; a machine with only cgroup v2 (GitHub's runners) deselects
 
 ``make test`` runs the suite in three phases: every test not marked ``serial`` in parallel
 (pytest-xdist, ``--dist loadfile``: a file's tests on one worker, so its module fixtures are built
-once), then the ``serial`` ones without a lane alone, one at a time, then those that have a lane. The
-lanes come last: the memory-cgroup soaks then start minutes after the parallel phase's containers
-and cgroups are gone (two lane runs that began right after such churn saw the host-wide dying count
-move by more than the tests allow). ``serial`` marks a test that loads the machine on purpose or measures machine-wide state (a
+once), then the ``serial`` tests that have a lane, then the other ``serial`` ones alone, one at a
+time. ``serial`` marks a test that loads the machine on purpose or measures machine-wide state (a
 pinned SCHED_FIFO load, the host's dying memory cgroups): beside other tests it would disturb them or
 be disturbed. ``tests.support.must_run_alone`` fails a test that does such a thing without the mark.
 

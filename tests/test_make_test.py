@@ -59,7 +59,7 @@ def _phase(marks: set[str]) -> list[str]:
 
 
 def test_every_test_runs_in_exactly_one_phase_the_parallel_one_first() -> None:
-    parallel, serial, lanes = _pytest_runs()
+    parallel, lanes, serial = _pytest_runs()
     for marks in _every_mark_set():
         named = (("parallel", parallel), ("lanes", lanes), ("serial", serial))
         phases = [name for name, run in named if _selects(run, marks)]

@@ -19,9 +19,7 @@ from tests.support import run_cli
 pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.serial, pytest.mark.lane("memcg")]
 
 LEAK_PERIOD_S = 1.0  # one leaked memcg a second: 3,600 per hour
-# 21 samples a second apart: a steady leak is significant (Mann-Kendall at 0.01) from about 7, so
-# samples a busy machine delays (the VM lane boots beside these tests) still leave it clear
-SOAK_S = 20
+SOAK_S = 20  # 11 samples 2 s apart: a steady leak is significant (Mann-Kendall) from about 6
 RESTARTING_S = SOAK_S + 2  # the restarter runs a little longer than the soak (start-up, last sample)
 
 
@@ -38,7 +36,7 @@ def lab(request: pytest.FixtureRequest) -> Iterator[MemcgLab]:
 def _soak(tmp_path: Path, *extra: str) -> tuple[int, dict]:
     out = tmp_path / "soak.json"
     proc = run_cli(
-        "soak", "--duration", f"{SOAK_S}s", "--interval", "1s", "-f", f"json:{out}", *extra, timeout=120
+        "soak", "--duration", f"{SOAK_S}s", "--interval", "2s", "-f", f"json:{out}", *extra, timeout=120
     )
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc.returncode, json.loads(out.read_text())
@@ -56,12 +54,7 @@ def test_leak_is_flagged_with_the_right_order_of_magnitude(lab: MemcgLab, tmp_pa
     assert not lab.errors
     produced_per_hour = lab.leaked / RESTARTING_S * 3600
     growth = [f for f in report["findings"] if f["rule_id"] == "IL401"]
-    soak = report["facts"]["soak"]
-    assert code == 1 and len(growth) == 1, (
-        lab.leaked,
-        soak["trend"],
-        [s.get("dying") for s in soak["samples"]],
-    )
+    assert code == 1 and len(growth) == 1, report["rules"]
     slope = growth[0]["evidence"]["slope_per_hour"]
     assert produced_per_hour / 3 <= slope <= produced_per_hour * 3, (slope, produced_per_hour)
     assert "at this rate:" in growth[0]["message"]
