@@ -16,8 +16,7 @@ demo:
 
 ## test: install everything the tests need (system packages too) and run the whole suite: first every
 ## test not marked serial on TEST_WORKERS xdist workers, a test file per worker (its module fixtures
-## are built once), then the serial ones in lanes (a worker per lane, each lane's tests one after
-## another), then the other serial ones alone (tests/conftest.py); each phase names its ten slowest
+## are built once), then the serial ones alone (tests/conftest.py); each phase names its ten slowest
 ## tests and ends with one line naming and counting what did not run as written (skips, xfail, xpass);
 ## the VM boots beyond the first (marked vm_boots) are `make test-vm`
 # one worker per CPU this process may use (nproc honours CPU affinity)
@@ -26,16 +25,13 @@ TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 # sets TEST_EXCLUDE=cgroup_v1 (.github/workflows/ci.yml)
 TEST_EXCLUDE ?=
 NOT_EXCLUDED := $(foreach mark,$(TEST_EXCLUDE), and not $(mark))
-# the lanes of the serial tests (tests/conftest.py: LANES), a worker each
-LANES := 2
 # each phase ends with its ten slowest tests: a test that became slow shows in the CI log
 DURATIONS := --durations=10
 test:
 	scripts/install.sh --test
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not serial and not vm_boots$(NOT_EXCLUDED)" $(DURATIONS); parallel=$$?; \
-	  $(BIN)/python -m pytest -n $(LANES) --dist loadgroup -m "serial and lane and not vm_boots$(NOT_EXCLUDED)" $(DURATIONS); lanes=$$?; \
-	  $(BIN)/python -m pytest -m "serial and not lane and not vm_boots$(NOT_EXCLUDED)" $(DURATIONS); serial=$$?; \
-	  test $$parallel -eq 0 -a $$lanes -eq 0 -a $$serial -eq 0
+	  $(BIN)/python -m pytest -m "serial and not vm_boots$(NOT_EXCLUDED)" $(DURATIONS); serial=$$?; \
+	  test $$parallel -eq 0 -a $$serial -eq 0
 
 ## test-vm: the VM boots `make test` leaves out (tests marked vm_boots: the clean image passing whole,
 ## signals and the disk cap during a real run, UEFI, the Action's soak mode), one at a time; minutes

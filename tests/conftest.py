@@ -8,21 +8,15 @@ did not run, and an xfail would pass unseen. A test that needs the cgroup v1 mem
 marked ``cgroup_v1``; a machine with only cgroup v2 (GitHub's runners) deselects it with
 ``-m "not cgroup_v1"`` (``tests.soak.memcg.need_v1_memory`` fails a test that needs it unmarked).
 
-``make test`` runs the suite in three phases: every test not marked ``serial`` in parallel
+``make test`` runs the suite in two phases: every test not marked ``serial`` in parallel
 (pytest-xdist, ``--dist loadfile``: a file's tests on one worker, so its module fixtures are built
-once), then the ``serial`` tests that have a lane, then the other ``serial`` ones alone, one at a
-time. ``serial`` marks a test that loads the machine on purpose or measures machine-wide state (a
-pinned SCHED_FIFO load, the host's dying memory cgroups): beside other tests it would disturb them or
-be disturbed. ``tests.support.must_run_alone`` fails a test that does such a thing without the mark.
-
-A ``serial`` test that disturbs, and is disturbed by, only tests of its own kind is also marked
-``lane(NAME)``, NAME one of :data:`LANES`. Each lane is an xdist group (``--dist loadgroup``: its
-tests on one worker, one after another) and the lanes run beside each other: a QEMU machine takes
-one CPU and makes no cgroup on the host, a memory-cgroup soak counts the host's cgroups and takes
-little CPU, so neither sees the other. A pinned CPU load is in no lane (``must_run_alone``). Run by
-hand with ``-n ... --dist loadgroup``, the ``serial`` tests without a lane share one more group.
-Session fixtures run once per worker: the machine-wide caches they fill
-(``~/.cache/imagelint-tests``) are built under a lock into a temporary name and renamed into place.
+once), then the ``serial`` ones alone, one at a time. ``serial`` marks a test that loads the machine
+on purpose or measures machine-wide state (a pinned SCHED_FIFO load, the host's dying memory
+cgroups): beside other tests it would disturb them or be disturbed. ``tests.support.must_run_alone``
+fails a test that does such a thing without the mark. Run by hand with ``-n ... --dist loadgroup``,
+the ``serial`` tests share one xdist group (one worker, one after another). Session fixtures run once
+per worker: the machine-wide caches they fill (``~/.cache/imagelint-tests``) are built under a lock
+into a temporary name and renamed into place.
 """
 
 from __future__ import annotations
@@ -86,19 +80,10 @@ def vendor_rootfs() -> Path:
     return _test_image("vendor", "bookworm-vendor")
 
 
-# the lanes of the serial tests: what each one's tests do, and why the other lane does not disturb them
-LANES = {
-    "qemu": "boots a QEMU machine (one CPU, KVM when it opens; no cgroup on the host)",
-    "memcg": "counts the host's memory cgroups while a restarter makes them (little CPU)",
-}
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("serial"):
-            item.add_marker(pytest.mark.xdist_group(_lane(item) or "serial"))
-        elif item.get_closest_marker("lane"):
-            raise pytest.UsageError(f"{item.nodeid}: a lane is for serial tests; mark it serial too")
+            item.add_marker(pytest.mark.xdist_group("serial"))
     if os.environ.get("PYTEST_XDIST_WORKER"):
         # the files with a test marked slow are handed out first, so that the run does not end
         # waiting for one that started last (every worker collects the same order)
@@ -106,22 +91,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items.sort(key=lambda item: item.path not in slow)
 
 
-def _lane(item: pytest.Item) -> str | None:
-    mark = item.get_closest_marker("lane")
-    if mark is None:
-        return None
-    if mark.args not in {(name,) for name in LANES}:
-        raise pytest.UsageError(f"{item.nodeid}: lane{mark.args!r}: give one of {', '.join(LANES)}")
-    return str(mark.args[0])
-
-
 @pytest.fixture(autouse=True)
 def _marks(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The test's marks, for the helpers that check a test says what it does (support.must_be_marked);
-    a lane is named as ``lane:NAME``."""
-    marks = {mark.name for mark in request.node.iter_markers()}
-    lane = _lane(request.node)
-    monkeypatch.setenv(MARKS_ENV, ",".join(sorted(marks | ({f"lane:{lane}"} if lane else set()))))
+    """The test's marks, for the helpers that check a test says what it does (support.must_be_marked)."""
+    monkeypatch.setenv(MARKS_ENV, ",".join(sorted({mark.name for mark in request.node.iter_markers()})))
 
 
 def _not_run_as_written(stats: dict[str, list[pytest.TestReport]]) -> tuple[int, str]:

@@ -66,14 +66,10 @@ def must_be_marked(mark: str, what: str) -> None:
         pytest.fail(f"{what}: mark the test @pytest.mark.{mark}")
 
 
-def must_run_alone(what: str, *, or_in_lane: str | None = None) -> None:
+def must_run_alone(what: str) -> None:
     """Fail the calling test unless it is marked ``serial`` (see tests/conftest.py): ``what`` (a
-    pinned CPU load, a count of the host's memory cgroups) must not run beside other tests. A test
-    in a lane runs beside the other lane's tests: only ``or_in_lane`` is allowed, none by default."""
+    pinned CPU load, a count of the host's memory cgroups) must not run beside other tests."""
     must_be_marked("serial", f"{what}, it must not run beside other tests")
-    lanes = [m for m in os.environ.get(MARKS_ENV, "").split(",") if m.startswith("lane:")]
-    if lanes and lanes != [f"lane:{or_in_lane}"]:
-        pytest.fail(f"{what}, it must not run beside the tests of another lane: remove @pytest.mark.lane")
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float, every: float = 0.2) -> bool:

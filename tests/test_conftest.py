@@ -109,37 +109,3 @@ def test_a_test_that_leaves_a_signal_blocked_or_ignored_fails_by_name_and_is_und
     said = "\nthe test left signals blocked or handled otherwise: SIGINT\n"
     assert proc.stdout.count(said) == 2, proc.stdout[-3000:]
     assert "4 passed, 2 errors" in proc.stdout, proc.stdout[-3000:]
-
-
-LANED = """
-import pytest
-
-@pytest.mark.serial
-@pytest.mark.lane("qemu")
-def test_in_the_qemu_lane(request):
-    assert request.node.get_closest_marker("xdist_group").args == ("qemu",)
-
-@pytest.mark.serial
-def test_alone(request):
-    assert request.node.get_closest_marker("xdist_group").args == ("serial",)
-"""
-
-
-def test_a_serial_test_in_a_lane_is_that_lanes_xdist_group_and_one_without_is_in_the_serial_group(
-    tmp_path: Path,
-) -> None:
-    proc = _pytest(tmp_path, LANED)
-    assert proc.returncode == 0 and "2 passed" in proc.stdout, proc.stdout[-3000:]
-
-
-def test_a_lane_that_does_not_exist_or_on_a_test_not_serial_is_refused_at_collection(tmp_path: Path) -> None:
-    unknown = "import pytest\n\n@pytest.mark.serial\n@pytest.mark.lane('gpu')\ndef test_x():\n    pass\n"
-    proc = _pytest(tmp_path, unknown)
-    assert proc.returncode == 4 and "lane('gpu',): give one of qemu, memcg" in proc.stderr, proc.stderr[
-        -3000:
-    ]
-    not_serial = "import pytest\n\n@pytest.mark.lane('qemu')\ndef test_x():\n    pass\n"
-    proc = _pytest(tmp_path, not_serial)
-    assert proc.returncode == 4 and "a lane is for serial tests; mark it serial too" in proc.stderr, (
-        proc.stderr
-    )

@@ -1,6 +1,6 @@
 """`make test` as make would run it (``make -n``: nothing runs): every test runs in exactly one of its
-three phases whatever marks it carries (the VM boots marked vm_boots in none: `make test-vm` runs
-them, and only them), the marks a machine leaves out are left out of all, the
+two phases whatever marks it carries (the VM boots marked vm_boots in neither: `make test-vm` runs
+them, and only them), the marks a machine leaves out are left out of both, the
 workers follow the CPUs, and CI runs this very command; `make test-quick` names paths that exist."""
 
 from __future__ import annotations
@@ -14,10 +14,9 @@ import subprocess
 import yaml
 from _pytest.mark.expression import Expression
 
-from tests.conftest import LANES
 from tests.support import REPO, need
 
-MARKS = ("serial", "lane", "slow", "root", "cgroup_v1", "vm_boots")
+MARKS = ("serial", "slow", "root", "cgroup_v1", "vm_boots")
 
 
 def _pytest_runs(target: str = "test", **variables: str) -> list[list[str]]:
@@ -45,30 +44,18 @@ def _selects(run: list[str], marks: set[str]) -> bool:
 
 
 def _every_mark_set() -> list[set[str]]:
-    """Every set of marks a test can carry (a lane without serial is refused at collection: conftest)."""
-    combinations = (set(c) for n in range(len(MARKS) + 1) for c in itertools.combinations(MARKS, n))
-    return [marks for marks in combinations if "lane" not in marks or "serial" in marks]
-
-
-def _phase(marks: set[str]) -> list[str]:
-    if "vm_boots" in marks:
-        return []
-    if "serial" in marks:
-        return ["lanes"] if "lane" in marks else ["serial"]
-    return ["parallel"]
+    return [set(c) for n in range(len(MARKS) + 1) for c in itertools.combinations(MARKS, n)]
 
 
 def test_every_test_runs_in_exactly_one_phase_the_parallel_one_first() -> None:
-    parallel, lanes, serial = _pytest_runs()
+    parallel, serial = _pytest_runs()
     for marks in _every_mark_set():
-        named = (("parallel", parallel), ("lanes", lanes), ("serial", serial))
-        phases = [name for name, run in named if _selects(run, marks)]
-        assert phases == _phase(marks), marks
+        phases = [name for name, run in (("parallel", parallel), ("serial", serial)) if _selects(run, marks)]
+        expected = [] if "vm_boots" in marks else ["serial"] if "serial" in marks else ["parallel"]
+        assert phases == expected, marks
     assert "-n" in parallel and parallel[parallel.index("--dist") + 1] == "loadfile"
-    # a worker per lane, each lane's tests on one worker (an xdist group each: tests/conftest.py)
-    assert lanes[lanes.index("-n") + 1] == str(len(LANES)) and lanes[lanes.index("--dist") + 1] == "loadgroup"
     assert "-n" not in serial  # alone, one test at a time
-    assert all("--durations=10" in run for run in (parallel, lanes, serial))
+    assert "--durations=10" in parallel and "--durations=10" in serial
 
 
 def test_a_mark_this_machine_cannot_run_is_left_out_of_both_phases_and_nothing_else_is() -> None:
@@ -86,9 +73,9 @@ def test_make_test_vm_runs_the_vm_boots_alone_and_nothing_else() -> None:
 
 
 def test_the_workers_follow_the_cpus_this_process_may_use() -> None:
-    parallel, *_ = _pytest_runs()
+    parallel, _ = _pytest_runs()
     assert parallel[parallel.index("-n") + 1] == str(len(os.sched_getaffinity(0)))
-    parallel, *_ = _pytest_runs(TEST_WORKERS="3")
+    parallel, _ = _pytest_runs(TEST_WORKERS="3")
     assert parallel[parallel.index("-n") + 1] == "3"
 
 

@@ -1,5 +1,4 @@
-"""The test helpers' own contracts: a test that must run alone says so with the ``serial`` mark, and a
-lane lets it run beside the other lane only where the helper allows that lane."""
+"""The test helpers' own contracts: a test that must run alone says so with the ``serial`` mark."""
 
 from __future__ import annotations
 
@@ -25,14 +24,3 @@ def test_a_serial_test_may(request: pytest.FixtureRequest) -> None:
 def test_a_test_that_makes_v1_memory_cgroups_carries_the_mark_a_v2_only_machine_deselects() -> None:
     with pytest.raises(pytest.fail.Exception, match=r"mark the test @pytest.mark.cgroup_v1"):
         need_v1_memory()
-
-
-@pytest.mark.serial
-@pytest.mark.lane("qemu")
-def test_a_test_in_a_lane_may_not_run_what_must_run_alone_nor_what_belongs_to_another_lane() -> None:
-    message = r"a pinned load, it must not run beside the tests of another lane: remove @pytest.mark.lane"
-    with pytest.raises(pytest.fail.Exception, match=message):
-        must_run_alone("a pinned load")
-    with pytest.raises(pytest.fail.Exception, match="must not run beside the tests of another lane"):
-        must_run_alone("a host-wide memory cgroup count", or_in_lane="memcg")
-    must_run_alone("a QEMU machine", or_in_lane="qemu")

@@ -71,7 +71,7 @@ class MemcgLab:
     """A parent memory cgroup and a scratch directory; restarts that leak (or not) happen under it."""
 
     def __init__(self, name: str) -> None:
-        must_run_alone("dying memory cgroups counted host-wide", or_in_lane="memcg")
+        must_run_alone("dying memory cgroups counted host-wide")
         must_be_marked("cgroup_v1", "memory cgroups made on the v1 hierarchy")
         self.parent = V1_MEMORY / f"imagelint-{name}-{os.getpid()}"
         self.parent.mkdir()
@@ -162,7 +162,7 @@ def judged_against_noise(attempt: Callable[[], T], quiet: Callable[[T], bool], t
     detector fails every attempt; a burst of background churn does not repeat on cue. Before each
     retry the page cache is dropped, which frees the dying memcgs that others left behind.
     """
-    must_run_alone("a host-wide memory cgroup count judged against noise", or_in_lane="memcg")
+    must_run_alone("a host-wide memory cgroup count judged against noise")
     result = attempt()
     for _ in range(tries - 1):
         if quiet(result):

@@ -16,13 +16,7 @@ from imagelint.probes.cgroups import CgroupSampler, probe_memory_stat
 from imagelint.soak.runner import run_soak
 from tests.soak.memcg import MemcgLab, judged_against_noise, memory_num_cgroups, need_v1_memory
 
-pytestmark = [
-    pytest.mark.root,
-    pytest.mark.slow,
-    pytest.mark.serial,
-    pytest.mark.lane("memcg"),
-    pytest.mark.cgroup_v1,
-]
+pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.serial, pytest.mark.cgroup_v1]
 
 NOISE = 8  # dying memcgs the rest of the machine may add or free during one test
 

@@ -22,7 +22,7 @@ from tests.support import REPO, need, run_cli
 from tests.vm.conftest import need_qemu
 from tests.vm.processes import qemu_pids
 
-pytestmark = [pytest.mark.serial, pytest.mark.lane("qemu")]  # each test runs QEMU
+pytestmark = pytest.mark.serial  # each test runs QEMU
 
 
 def blank(tmp_path: Path) -> Path:

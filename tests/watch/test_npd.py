@@ -54,7 +54,6 @@ def leak() -> Iterator[MemcgLab]:
 
 @pytest.mark.root
 @pytest.mark.serial
-@pytest.mark.lane("memcg")
 @pytest.mark.cgroup_v1
 def test_dying_growth_is_unknown_then_a_problem_across_invocations(tmp_path: Path, leak: MemcgLab) -> None:
     state = tmp_path / "npd.json"

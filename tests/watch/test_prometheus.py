@@ -27,13 +27,7 @@ from tests.watch.procs import (
     wait_for,
 )
 
-pytestmark = [
-    pytest.mark.root,
-    pytest.mark.slow,
-    pytest.mark.serial,
-    pytest.mark.lane("memcg"),
-    pytest.mark.cgroup_v1,
-]
+pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.serial, pytest.mark.cgroup_v1]
 
 
 @pytest.fixture
