@@ -51,7 +51,11 @@ def test_leak_is_flagged_with_the_right_order_of_magnitude(lab: MemcgLab, tmp_pa
     produced_per_hour = lab.leaked / 42 * 3600
     growth = [f for f in report["findings"] if f["rule_id"] == "IL401"]
     soak = report["facts"]["soak"]  # on failure: what was leaked against what the soak counted
-    assert code == 1 and len(growth) == 1, (lab.leaked, soak["trend"], [s.get("dying") for s in soak["samples"]])
+    assert code == 1 and len(growth) == 1, (
+        lab.leaked,
+        soak["trend"],
+        [s.get("dying") for s in soak["samples"]],
+    )
     slope = growth[0]["evidence"]["slope_per_hour"]
     assert produced_per_hour / 3 <= slope <= produced_per_hour * 3, (slope, produced_per_hour)
     assert "at this rate:" in growth[0]["message"]
