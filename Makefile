@@ -16,22 +16,29 @@ demo:
 
 ## test: install everything the tests need (system packages too) and run the whole suite: first every
 ## test not marked serial on TEST_WORKERS xdist workers, a test file per worker (its module fixtures
-## are built once), then the serial ones alone (tests/conftest.py); each phase names its ten slowest
-## tests and ends with one line naming and counting what did not run as written (skips, xfail, xpass);
-## the VM boots beyond the first (marked vm_boots) are `make test-vm`
+## are built once), and beside them, in a process of its own, the tests marked lane one at a time
+## (they mostly wait: a VM under emulation, a power-off timer; their log follows the parallel phase's);
+## then the serial ones alone (tests/conftest.py); each phase names its ten slowest tests and ends with
+## one line naming and counting what did not run as written (skips, xfail, xpass); the VM boots beyond
+## the first (marked vm_boots) are `make test-vm`
 # one worker per CPU this process may use (nproc honours CPU affinity)
 TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
-# marks this machine cannot run, left out of both phases: CI on GitHub's runners (cgroup v2 only)
+# marks this machine cannot run, left out of every phase: CI on GitHub's runners (cgroup v2 only)
 # sets TEST_EXCLUDE=cgroup_v1 (.github/workflows/ci.yml)
 TEST_EXCLUDE ?=
 NOT_EXCLUDED := $(foreach mark,$(TEST_EXCLUDE), and not $(mark))
 # each phase ends with its ten slowest tests: a test that became slow shows in the CI log
 DURATIONS := --durations=10
+# the lane's log, printed once the parallel phase has ended (two logs at once would interleave)
+LANE_LOG := build/test-lane.log
 test:
 	scripts/install.sh --test
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not serial and not vm_boots$(NOT_EXCLUDED)" $(DURATIONS); parallel=$$?; \
-	  $(BIN)/python -m pytest -m "serial and not vm_boots$(NOT_EXCLUDED)" $(DURATIONS); serial=$$?; \
-	  test $$parallel -eq 0 -a $$serial -eq 0
+	mkdir -p build; \
+	  $(BIN)/python -m pytest -p no:cacheprovider -m "lane and not vm_boots$(NOT_EXCLUDED)" $(DURATIONS) >$(LANE_LOG) 2>&1 & lane_pid=$$!; \
+	  $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not serial and not lane and not vm_boots$(NOT_EXCLUDED)" $(DURATIONS); parallel=$$?; \
+	  wait $$lane_pid; lane=$$?; echo "== the lane, beside the parallel phase ($(LANE_LOG)):"; cat $(LANE_LOG); \
+	  $(BIN)/python -m pytest -m "serial and not lane and not vm_boots$(NOT_EXCLUDED)" $(DURATIONS); serial=$$?; \
+	  test $$parallel -eq 0 -a $$lane -eq 0 -a $$serial -eq 0
 
 ## test-vm: the VM boots `make test` leaves out (tests marked vm_boots: the clean image passing whole,
 ## signals and the disk cap during a real run, UEFI, the Action's soak mode), one at a time; minutes
@@ -46,7 +53,7 @@ test-vm:
 QUICK := tests/facts tests/checks tests/rulepacks tests/report tests/diff tests/textmatch \
   tests/test_config.py tests/test_engine.py tests/test_durations.py
 test-quick:
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not serial and not slow and not root" $(QUICK)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not serial and not lane and not slow and not root" $(QUICK)
 
 lint:
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

@@ -13,10 +13,17 @@ marked ``cgroup_v1``; a machine with only cgroup v2 (GitHub's runners) deselects
 once), then the ``serial`` ones alone, one at a time. ``serial`` marks a test that loads the machine
 on purpose or measures machine-wide state (a pinned SCHED_FIFO load, the host's dying memory
 cgroups): beside other tests it would disturb them or be disturbed. ``tests.support.must_run_alone``
-fails a test that does such a thing without the mark. Run by hand with ``-n ... --dist loadgroup``,
-the ``serial`` tests share one xdist group (one worker, one after another). Session fixtures run once
-per worker: the machine-wide caches they fill (``~/.cache/imagelint-tests``) are built under a lock
-into a temporary name and renamed into place.
+fails a test that does such a thing without the mark.
+
+A test marked ``lane`` leaves the parallel phase for a pytest process of its own that runs beside
+it, one test at a time: a test that would hold a worker for minutes while something else does the
+work (a VM, a one-minute power-off timer, the SDK's back-offs) takes, in the lane, only the CPU the
+workers leave idle, and no other test waits for it. It must bear other tests' load, as every parallel
+test must; a test that must run alone cannot be in the lane (``serial`` with ``lane`` is an error).
+
+Run by hand with ``-n ... --dist loadgroup``, the ``serial`` tests share one xdist group (one
+worker, one after another). Session fixtures run once per worker: the machine-wide caches they fill
+(``~/.cache/imagelint-tests``) are built under a lock into a temporary name and renamed into place.
 """
 
 from __future__ import annotations
@@ -83,6 +90,10 @@ def vendor_rootfs() -> Path:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("serial"):
+            if item.get_closest_marker("lane"):
+                raise pytest.UsageError(
+                    f"{item.nodeid}: a serial test runs alone, not in the lane beside others"
+                )
             item.add_marker(pytest.mark.xdist_group("serial"))
     if os.environ.get("PYTEST_XDIST_WORKER"):
         # the files with a test marked slow are handed out first, so that the run does not end

@@ -1,5 +1,6 @@
 """tests/conftest.py's account of a run: one line names and counts skips, xfails and xpasses; under
-``IMAGELINT_NO_SKIP=1`` any of them fails the session; a misspelt mark is an error; pytest's exit 5
+``IMAGELINT_NO_SKIP=1`` any of them fails the session; a misspelt mark is an error, and so is a
+test marked both ``serial`` and ``lane``; pytest's exit 5
 (nothing collected) never ends a selection that is simply empty here."""
 
 from __future__ import annotations
@@ -68,6 +69,13 @@ def test_a_misspelt_mark_is_an_error(tmp_path: Path) -> None:
     proc = _pytest(tmp_path, "import pytest\n\n@pytest.mark.serail\ndef test_x():\n    pass\n")
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "'serail' not found in `markers`" in out, out[-3000:]
+
+
+def test_a_test_marked_both_serial_and_lane_is_an_error(tmp_path: Path) -> None:
+    body = "import pytest\n\npytestmark = pytest.mark.lane\n\n@pytest.mark.serial\ndef test_x():\n    pass\n"
+    proc = _pytest(tmp_path, body)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 4 and "a serial test runs alone, not in the lane" in out, out[-3000:]
 
 
 def test_a_selection_that_holds_no_test_here_passes_and_a_run_without_tests_fails(tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """`make test` as make would run it (``make -n``: nothing runs): every test runs in exactly one of its
-two phases whatever marks it carries (the VM boots marked vm_boots in neither: `make test-vm` runs
-them, and only them), the marks a machine leaves out are left out of both, the
-workers follow the CPUs, and CI runs this very command; `make test-quick` names paths that exist."""
+three runs whatever marks it carries (the VM boots marked vm_boots in none: `make test-vm` runs
+them, and only them), the lane beside the parallel phase, the marks a machine leaves out are left out
+of all, the workers follow the CPUs, and CI runs this very command; `make test-quick` names paths that
+exist."""
 
 from __future__ import annotations
 
@@ -16,11 +17,12 @@ from _pytest.mark.expression import Expression
 
 from tests.support import REPO, need
 
-MARKS = ("serial", "slow", "root", "cgroup_v1", "vm_boots")
+MARKS = ("serial", "lane", "slow", "root", "cgroup_v1", "vm_boots")
 
 
-def _pytest_runs(target: str = "test", **variables: str) -> list[list[str]]:
-    """The pytest command lines of ``make TARGET``, with make variables given in the environment."""
+def _recipe(target: str = "test", **variables: str) -> str:
+    """The shell ``make TARGET`` would run (``make -n``), continuation lines joined, with make
+    variables given in the environment."""
     need(shutil.which("make") is not None, "make is not installed")
     out = subprocess.run(
         ["make", "-n", "--no-print-directory", target],
@@ -30,8 +32,13 @@ def _pytest_runs(target: str = "test", **variables: str) -> list[list[str]]:
         check=True,
         env={"PATH": "/usr/bin:/bin", **variables},
     ).stdout
+    return out.replace("\\\n", " ")
+
+
+def _pytest_runs(target: str = "test", **variables: str) -> list[list[str]]:
+    """The pytest command lines of ``make TARGET``, in order."""
     runs = []
-    for command in out.replace("\\\n", " ").split(";"):
+    for command in _recipe(target, **variables).split(";"):
         words = shlex.split(command)
         if "pytest" in words:
             runs.append(words[words.index("pytest") + 1 :])
@@ -47,18 +54,34 @@ def _every_mark_set() -> list[set[str]]:
     return [set(c) for n in range(len(MARKS) + 1) for c in itertools.combinations(MARKS, n)]
 
 
-def test_every_test_runs_in_exactly_one_phase_the_parallel_one_first() -> None:
-    parallel, serial = _pytest_runs()
+def _phase(marks: set[str]) -> list[str]:
+    if "vm_boots" in marks:
+        return []
+    return ["lane"] if "lane" in marks else ["serial"] if "serial" in marks else ["parallel"]
+
+
+def test_every_test_runs_in_exactly_one_run_the_lane_beside_the_parallel_phase_then_the_serial() -> None:
+    lane, parallel, serial = _pytest_runs()
     for marks in _every_mark_set():
-        phases = [name for name, run in (("parallel", parallel), ("serial", serial)) if _selects(run, marks)]
-        expected = [] if "vm_boots" in marks else ["serial"] if "serial" in marks else ["parallel"]
-        assert phases == expected, marks
+        runs = [
+            name
+            for name, run in (("lane", lane), ("parallel", parallel), ("serial", serial))
+            if _selects(run, marks)
+        ]
+        assert runs == _phase(marks), marks
     assert "-n" in parallel and parallel[parallel.index("--dist") + 1] == "loadfile"
-    assert "-n" not in serial  # alone, one test at a time
-    assert "--durations=10" in parallel and "--durations=10" in serial
+    assert "-n" not in serial and "-n" not in lane  # one test at a time
+    assert all("--durations=10" in run for run in (lane, parallel, serial))
+    # the lane starts in the background (its output to a file), the parallel phase in the foreground;
+    # the lane is waited for, its log printed, before the serial phase starts
+    recipe = _recipe()
+    lane_start = recipe.index('-m "lane')
+    assert recipe.index("& lane_pid=$!", lane_start) < recipe.index("--dist loadfile")
+    assert recipe.index("--dist loadfile") < recipe.index("wait $lane_pid") < recipe.index('-m "serial')
+    assert "cat build/test-lane.log" in recipe and "$lane -eq 0" in recipe
 
 
-def test_a_mark_this_machine_cannot_run_is_left_out_of_both_phases_and_nothing_else_is() -> None:
+def test_a_mark_this_machine_cannot_run_is_left_out_of_every_run_and_nothing_else_is() -> None:
     runs = _pytest_runs(TEST_EXCLUDE="cgroup_v1")
     for marks in _every_mark_set():
         selected = sum(_selects(run, marks) for run in runs)
@@ -73,9 +96,9 @@ def test_make_test_vm_runs_the_vm_boots_alone_and_nothing_else() -> None:
 
 
 def test_the_workers_follow_the_cpus_this_process_may_use() -> None:
-    parallel, _ = _pytest_runs()
+    _, parallel, _ = _pytest_runs()
     assert parallel[parallel.index("-n") + 1] == str(len(os.sched_getaffinity(0)))
-    parallel, _ = _pytest_runs(TEST_WORKERS="3")
+    _, parallel, _ = _pytest_runs(TEST_WORKERS="3")
     assert parallel[parallel.index("-n") + 1] == "3"
 
 
@@ -99,4 +122,4 @@ def test_the_quick_subset_names_paths_that_exist_and_leaves_out_the_slow_the_roo
     paths = [word for word in run if word.startswith("tests/")]
     assert paths and all((REPO / path).exists() for path in paths), paths
     for marks in _every_mark_set():
-        assert _selects(run, marks) == (not marks & {"serial", "slow", "root"}), marks
+        assert _selects(run, marks) == (not marks & {"serial", "lane", "slow", "root"}), marks

@@ -285,6 +285,7 @@ def test_fleet_failed_command_is_an_inconclusive_row(
 
 
 @pytest.mark.slow
+@pytest.mark.lane  # 20 s of waiting for the deadline
 def test_fleet_deadline_cancels_and_is_inconclusive(
     moto_env: MotoEnv, clean_rootfs: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -108,6 +108,7 @@ def test_units_of_the_snapshot_equal_the_directory_units(
     assert any(u["name"] == "ecs.service" and u["state"] == "enabled" for u in got["units"])
 
 
+@pytest.mark.lane  # waits out the SDK's back-offs
 def test_throttled_reads_are_retried_and_counted(
     env: MotoEnv, aws: tuple[MotoEnv, str, str], expected: dict[str, Any], tmp_path: Path
 ) -> None:

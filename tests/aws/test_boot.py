@@ -74,6 +74,7 @@ def test_a_finished_boot_is_doomed_only_after_the_grace(moto_env: MotoEnv) -> No
 
 @pytest.mark.root
 @pytest.mark.slow
+@pytest.mark.lane  # a minute of waiting for `shutdown -P +1`
 def test_real_image_without_ssm_agent_ends_the_wait_early_then_the_deadman_switch_powers_it_off(
     moto_env: MotoEnv, tmp_path: Path
 ) -> None:

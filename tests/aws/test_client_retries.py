@@ -9,6 +9,7 @@ from imagelint.aws.clients import RETRIES, Clients
 from tests.aws.moto_env import REGION, MotoEnv
 
 
+@pytest.mark.lane  # waits out the SDK's back-offs
 def test_a_call_throttled_four_times_succeeds(moto_env: MotoEnv, monkeypatch: pytest.MonkeyPatch) -> None:
     for name, value in moto_env.env.items():
         monkeypatch.setenv(name, value)

@@ -106,6 +106,7 @@ def _boot(root: Path, name: str = ""):
 
 @pytest.mark.root
 @pytest.mark.slow
+@pytest.mark.lane  # booted instances, their soak waited out
 def test_faulty_instance_fails_with_the_offline_findings_plus_live_and_soak(
     moto_env: MotoEnv, instance_image: Path, tmp_path: Path
 ) -> None:
@@ -181,6 +182,7 @@ def test_a_kernel_load_on_one_host_cpu_is_a_hot_core_in_the_remote_soak(
 
 @pytest.mark.root
 @pytest.mark.slow
+@pytest.mark.lane  # booted instances, their soak waited out
 def test_clean_instance_passes(moto_env: MotoEnv, instance_image: Path, tmp_path: Path) -> None:
     root = _prepare(instance_image, tmp_path / "clean", faulty=False)
     out = tmp_path / "report.json"
@@ -196,6 +198,7 @@ def test_clean_instance_passes(moto_env: MotoEnv, instance_image: Path, tmp_path
 
 @pytest.mark.root
 @pytest.mark.slow
+@pytest.mark.lane  # booted instances, their soak waited out
 def test_fleet_of_a_faulty_and_a_clean_instance_gives_a_row_each(
     moto_env: MotoEnv, instance_image: Path, tmp_path: Path
 ) -> None:

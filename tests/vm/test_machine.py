@@ -22,7 +22,7 @@ from tests.support import REPO, need, run_cli
 from tests.vm.conftest import need_qemu
 from tests.vm.processes import qemu_pids
 
-pytestmark = pytest.mark.serial  # each test runs QEMU
+pytestmark = pytest.mark.lane  # each test runs QEMU, one at a time
 
 
 def blank(tmp_path: Path) -> Path:
