@@ -199,12 +199,12 @@ def test_json_text_escapes_what_a_terminal_acts_on_and_keeps_the_value() -> None
 
 
 @pytest.mark.parametrize("indent", [2, None])
-def test_json_text_escapes_on_every_line_the_raw_characters_it_finds(indent: int | None) -> None:
-    # only lines holding DEL or a character beyond ASCII are searched: DEL alone is ASCII
-    value = {"plain": ["x"] * 3, "del": "a\x7fb", "sep": ["c\u2028d", "e"], "after": "\x9f\u200b"}
+def test_json_text_escapes_the_raw_characters_of_every_key_and_value(indent: int | None) -> None:
+    # a string is searched only when it holds DEL or a character beyond ASCII: DEL alone is ASCII
+    value = {"plain": ["x"] * 3, "del": "a\x7fb", "sep": ["c\u2028d", "e"], "k\u200bey": "\x9f\u200b"}
     text = json_text(value, indent=indent)
     assert not any(c in text for c in "\x7f\u2028\x9f\u200b"), text
-    assert "\\u007f" in text and "\\u2028" in text and json.loads(text) == value
+    assert "\\u007f" in text and "\\u2028" in text and "\\u200b" in text and json.loads(text) == value
 
 
 @settings(max_examples=1500, derandomize=True, deadline=None)
