@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import importlib
 import itertools
 import marshal
@@ -272,6 +273,9 @@ class _Compiled(NamedTuple):
         return not (self.eol_dollar and text.endswith("\n"))
 
 
+@functools.lru_cache(
+    maxsize=256
+)  # a pure function: a rule's patterns are compiled when it is loaded and used
 def _compile(pattern: str, flags: int) -> _Compiled:
     import warnings
 
