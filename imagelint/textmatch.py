@@ -273,9 +273,9 @@ class _Compiled(NamedTuple):
         return not (self.eol_dollar and text.endswith("\n"))
 
 
-@functools.lru_cache(
-    maxsize=256
-)  # a pure function: a rule's patterns are compiled when it is loaded and used
+# A pure function of its arguments, kept: a rule's patterns are compiled when it is loaded and again
+# when it is evaluated.
+@functools.lru_cache(maxsize=256)
 def _compile(pattern: str, flags: int) -> _Compiled:
     import warnings
 
