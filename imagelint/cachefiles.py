@@ -43,7 +43,6 @@ import hashlib
 import hmac
 import os
 import pwd
-import secrets
 import stat
 import threading
 from collections.abc import Callable, Iterator
@@ -234,12 +233,12 @@ def _read_key(dir_fd: int, where: Path) -> bytes:
 def _make_key(dir_fd: int) -> None:
     """A new key, whole or not at all: written under a temporary name, flushed and renamed into place
     (with the directory locked)."""
-    temporary = f".tmp-{secrets.token_hex(8)}"
+    temporary = f".tmp-{os.urandom(8).hex()}"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     fd = os.open(temporary, flags, 0o600, dir_fd=dir_fd)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(secrets.token_bytes(KEY_BYTES))
+            f.write(os.urandom(KEY_BYTES))  # secrets.token_bytes, without importing random
             f.flush()
             os.fsync(f.fileno())
         os.replace(temporary, KEY_FILE, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
@@ -411,7 +410,7 @@ class CacheDir:
         """``payload`` under ``entry``, all of it or nothing (``sync``: flushed to disk before the
         rename); call with :meth:`locked` held. Raises ``OSError`` when the directory cannot be written."""
         data = MAGIC + self._tag(entry, identity, payload) + b"\n" + payload if authenticated else payload
-        temporary = f".tmp-{secrets.token_hex(8)}"
+        temporary = f".tmp-{os.urandom(8).hex()}"
         fd = os.open(
             temporary,
             os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,

@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -195,7 +194,7 @@ def replace(
 def _write_temporary(fd: int, name: str, data: bytes, mode: int) -> str:
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     for _ in range(100):
-        temporary = f".{name[:200]}.{secrets.token_hex(8)}.tmp"
+        temporary = f".{name[:200]}.{os.urandom(8).hex()}.tmp"  # secrets.token_hex, without importing random
         try:
             tfd = os.open(temporary, flags, 0o600, dir_fd=fd)
         except FileExistsError:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import importlib
 import itertools
 import marshal
@@ -272,6 +273,9 @@ class _Compiled(NamedTuple):
         return not (self.eol_dollar and text.endswith("\n"))
 
 
+# A pure function of its arguments, kept: a rule's patterns are compiled when it is loaded and again
+# when it is evaluated.
+@functools.lru_cache(maxsize=256)
 def _compile(pattern: str, flags: int) -> _Compiled:
     import warnings
 

@@ -158,6 +158,37 @@ def test_repr_eq_and_hash_are_not_compiled_per_class() -> None:
     assert _compilations(define(records.dataclass)) == 3
 
 
+@pytest.mark.parametrize("options", [{}, {"frozen": True}, {"slots": True}], ids=str)
+def test_a_class_keeps_its_docstring_and_gets_none_written_from_its_signature(
+    options: dict[str, Any],
+) -> None:
+    import inspect
+
+    class Undocumented:
+        a: int = 0
+
+    class Documented:
+        """Its own words."""
+
+        a: int = 0
+
+    asked: list[object] = []
+    real = inspect.signature
+
+    def signature(obj: Any, **kwargs: Any) -> inspect.Signature:
+        asked.append(obj)
+        return real(obj, **kwargs)
+
+    inspect.signature = signature  # type: ignore[assignment]
+    try:
+        undocumented = records.dataclass(**options)(Undocumented)
+        documented = records.dataclass(**options)(Documented)
+    finally:
+        inspect.signature = real
+    assert (undocumented.__doc__, documented.__doc__, asked) == (None, "Its own words.", [])
+    assert repr(undocumented(a=1)).endswith("Undocumented(a=1)")
+
+
 def test_no_module_of_the_package_uses_the_standard_decorator() -> None:
     """CONTRIBUTING: dataclasses of the package are made with records.dataclass (a standard one costs
     an offline audit about twice as much to define)."""

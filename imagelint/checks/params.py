@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import fnmatch
+import sys
 import types
 import typing
 from collections.abc import Mapping
@@ -117,25 +118,38 @@ def required(cls: type) -> list[str]:
 def build(cls: type[T], data: Mapping[str, Any]) -> T:
     """The typed parameters from a dict their schema accepted; a nested check spec that its own
     kind's schema refuses raises :class:`ParamError` with the path to it."""
-    hints = _hints(cls)
     values = {}
     for name, value in data.items():
         try:
-            values[name] = _value(hints[name], value)
+            values[name] = _value(_hint(cls, name), value)
         except ParamError as exc:
             raise ParamError([name, *exc.path], exc.message) from None
     return cls(**values)
 
 
-_HINTS: dict[type, dict[str, Any]] = {}
+_HINTS: dict[tuple[type, str], Any] = {}
+_ABSENT = object()
 
 
-def _hints(cls: type) -> dict[str, Any]:
-    """A parameters dataclass's resolved annotations (resolving them evaluates strings: once)."""
-    hints = _HINTS.get(cls)
-    if hints is None:
-        hints = _HINTS[cls] = typing.get_type_hints(cls, include_extras=True)
-    return hints
+def _hint(cls: type, name: str) -> Any:
+    """The resolved annotation of one field of a parameters dataclass, as ``typing.get_type_hints``
+    gives it. Resolving evaluates a string: once per field, and only for the fields rules set
+    (``get_type_hints`` evaluates every field of the class and of each of its bases, at each call)."""
+    hint = _HINTS.get((cls, name), _ABSENT)
+    if hint is _ABSENT:
+        hint = _HINTS[cls, name] = _resolved(cls, name)
+    return hint
+
+
+def _resolved(cls: type, name: str) -> Any:
+    for owner in cls.__mro__:
+        annotation = vars(owner).get("__annotations__", {}).get(name, _ABSENT)
+        if annotation is _ABSENT:
+            continue
+        if isinstance(annotation, str):  # ``from __future__ import annotations``; get_type_hints' namespaces
+            annotation = eval(annotation, dict(vars(owner)), vars(sys.modules[owner.__module__]))
+        return type(None) if annotation is None else annotation
+    raise KeyError(name)
 
 
 def _unwrap(tp: Any) -> tuple[Any, Param | None]:

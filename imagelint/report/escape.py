@@ -323,15 +323,28 @@ def _json_escape(match: re.Match[str]) -> str:
     return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
+_encode_basestring = json.encoder.encode_basestring  # the C escaper, as json.dumps uses
+
+
+def _json_string(text: str) -> str:
+    """A string as ``json.dumps`` writes it, with the characters of ``_JSON_RAW`` escaped too. They
+    are DEL or beyond ASCII, so most strings are not searched (a search of a whole report tried the
+    long character class at every position: a fiftieth of a cloud image's audit)."""
+    quoted = _encode_basestring(text)
+    if text.isascii() and "\x7f" not in text:
+        return quoted
+    return _JSON_RAW().sub(_json_escape, quoted)
+
+
 def json_text(data: Any, *, indent: int | None = 2, sort_keys: bool = False) -> str:
     """``data`` as JSON text that is valid UTF-8 and safe to print: the same value ``json.dumps`` gives."""
     cleaned = clean_tree(data)
     if indent is None:
         text = json.dumps(cleaned, sort_keys=sort_keys, ensure_ascii=False, allow_nan=False)
+        text = _JSON_RAW().sub(_json_escape, text)
     else:  # json.dumps would leave its C encoder for a generator-based one (jsonindent's docstring)
         from imagelint.report.jsonindent import dumps_indented  # here: every stderr line imports escape
 
-        text = dumps_indented(cleaned, indent, sort_keys=sort_keys)
-    text = _JSON_RAW().sub(_json_escape, text)
+        text = dumps_indented(cleaned, indent, sort_keys=sort_keys, quote=_json_string)
     # "##[" can only be inside a string here; a JSON line never starts with "::"
     return neutralise_commands(text, colon="\\u003a", bracket="\\u005b")

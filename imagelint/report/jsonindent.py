@@ -19,16 +19,19 @@ _quote: Callable[[str], str] = encode_basestring
 _INFINITY = float("inf")
 
 
-def dumps_indented(value: Any, indent: int, *, sort_keys: bool = False) -> str:
+def dumps_indented(
+    value: Any, indent: int, *, sort_keys: bool = False, quote: Callable[[str], str] = _quote
+) -> str:
     """``value`` as ``json.dumps(value, indent=indent, sort_keys=sort_keys, ensure_ascii=False,
-    allow_nan=False)`` writes it."""
+    allow_nan=False)`` writes it; ``quote`` writes each string (key or value), by default as
+    ``json.dumps`` does."""
     out: list[str] = []
     step = " " * indent
     newlines = ["\n"]  # by depth: the newline and the indentation of that level
 
     def _value(o: Any, depth: int) -> None:
         if isinstance(o, str):
-            out.append(_quote(o))
+            out.append(quote(o))
         elif o is None:
             out.append("null")
         elif o is True:
@@ -78,7 +81,7 @@ def dumps_indented(value: Any, indent: int, *, sort_keys: bool = False) -> str:
             if not first:
                 out.append(separator)
             first = False
-            out.append(_key(key) + ": ")
+            out.append(_key(key, quote) + ": ")
             _value(item, depth + 1)
         out.append(_newline(depth) + "}")
 
@@ -92,10 +95,10 @@ def _float(o: float) -> str:
     return float.__repr__(o)
 
 
-def _key(key: Any) -> str:
+def _key(key: Any, quote: Callable[[str], str]) -> str:
     """A dict key as ``json`` writes it: a string, or a number or constant turned into one."""
     if isinstance(key, str):
-        return _quote(key)
+        return quote(key)
     if isinstance(key, float):
         return _quote(_float(key))
     if key is True:

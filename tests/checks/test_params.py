@@ -8,16 +8,17 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
-from collections.abc import Mapping
+import typing
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import jsonschema
 import pytest
 
 from imagelint.checks import registry
 from imagelint.checks.base import CheckCall
-from imagelint.checks.params import Param, UnitSelection, build, properties
+from imagelint.checks.params import Param, UnitSelection, _hint, build, properties
 from imagelint.rulepacks import builtin_pack_paths, load_packs
 from imagelint.rulepacks.model import CheckSpec
 from imagelint.rulepacks.schema import rules_schema
@@ -213,3 +214,49 @@ def test_unit_selection_applies_units_and_exclusions() -> None:
     assert not params.selects("ecs-init.service")
     assert not params.selects("sshd.service")
     assert UnitSelection().selects("anything.service")
+
+
+def _parameter_classes(cls: type) -> Iterator[type]:
+    """A parameters dataclass and every dataclass nested in its fields' types."""
+    yield cls
+    for hint in typing.get_type_hints(cls, include_extras=True).values():
+        for tp in [hint, *_arguments(hint)]:
+            if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+                yield from _parameter_classes(tp)
+
+
+def _shape(tp: Any) -> Any:
+    """A type as comparable data (each evaluation of an annotation makes its own Param objects)."""
+    if isinstance(tp, Param):
+        return ("Param", tp.description, tp.keywords)
+    if typing.get_origin(tp) is None:
+        return tp
+    return (typing.get_origin(tp), [_shape(arg) for arg in typing.get_args(tp)])
+
+
+def _arguments(tp: Any) -> Iterator[Any]:
+    for arg in typing.get_args(tp):
+        yield arg
+        yield from _arguments(arg)
+
+
+@pytest.mark.parametrize("name", KINDS)
+def test_a_field_s_type_is_the_one_get_type_hints_resolves(name: str) -> None:
+    # build() resolves one field at a time (and only the fields a rule sets): the same types
+    for cls in _parameter_classes(registry()[name].parameters):
+        for field, hint in typing.get_type_hints(cls, include_extras=True).items():
+            assert _shape(_hint(cls, field)) == _shape(hint), (cls, field)
+
+
+def test_a_field_redeclared_in_a_subclass_has_the_subclass_s_type() -> None:
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Narrower(UnitSelection):
+        units: Annotated[tuple[Literal["a.service"], ...], Param("only a.service")] = ()
+
+    resolved = typing.get_type_hints(Narrower, include_extras=True)
+    assert _shape(_hint(Narrower, "units")) == _shape(resolved["units"])
+    assert _shape(_hint(Narrower, "exclude_units")) == _shape(resolved["exclude_units"])
+    assert _shape(_hint(Narrower, "units")) != _shape(_hint(UnitSelection, "units"))
+    assert build(Narrower, {"units": ["a.service"]}).units == ("a.service",)
+    with pytest.raises(KeyError):
+        _hint(Narrower, "nothing")

@@ -116,6 +116,17 @@ def test_an_audit_with_kept_packs_and_no_config_parses_no_yaml(tmp_path: Path) -
     assert runs == [["yaml", "jsonschema"], []]
 
 
+def test_an_audit_with_kept_packs_imports_no_random_number_generator(tmp_path: Path) -> None:
+    """Temporary names and the cache key are os.urandom's (as the secrets module makes them): importing
+    secrets imports random, which seeds a generator, for every run."""
+    root = os_root(tmp_path / "image", {"/etc/hostname": "x\n"})
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env.pop("IMAGELINT_NO_CACHE", None)
+    args = ["audit", str(root), "-f", f"json:{tmp_path / 'report.json'}"]
+    runs = [_loaded_by(args, ("secrets", "random"), env=env, cwd=tmp_path) for _ in range(2)]
+    assert runs[1] == []
+
+
 def test_units_imports_neither_the_rule_engine_nor_the_bundle_reader(tmp_path: Path) -> None:
     """``imagelint units`` (commands/units.py's docstring): no rule packs, YAML, jsonschema, check
     kinds, engine or bundle reader are imported to list a directory's units."""

@@ -9,6 +9,7 @@ import unicodedata
 import xml.etree.ElementTree as ET
 from dataclasses import asdict
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -195,6 +196,15 @@ def test_json_text_escapes_what_a_terminal_acts_on_and_keeps_the_value() -> None
     text = json_text(value)
     assert "\x85" not in text and "\u202e" not in text and "##[" not in text
     assert json.loads(text) == clean_tree(value) == {"p": value["p"], "q": "\\xff"}
+
+
+@pytest.mark.parametrize("indent", [2, None])
+def test_json_text_escapes_the_raw_characters_of_every_key_and_value(indent: int | None) -> None:
+    # a string is searched only when it holds DEL or a character beyond ASCII: DEL alone is ASCII
+    value = {"plain": ["x"] * 3, "del": "a\x7fb", "sep": ["c\u2028d", "e"], "k\u200bey": "\x9f\u200b"}
+    text = json_text(value, indent=indent)
+    assert not any(c in text for c in "\x7f\u2028\x9f\u200b"), text
+    assert "\\u007f" in text and "\\u2028" in text and "\\u200b" in text and json.loads(text) == value
 
 
 @settings(max_examples=1500, derandomize=True, deadline=None)

@@ -105,3 +105,14 @@ def test_json_text_with_indent_escapes_as_before() -> None:
         "}"
     )
     assert json.loads(json_text(value, indent=2)) == json.loads(json_text(value, indent=None))
+
+
+@settings(max_examples=300, deadline=None)
+@given(_trees, st.integers(min_value=0, max_value=4))
+def test_json_text_escapes_each_string_as_a_search_of_the_whole_text_did(value: Any, indent: int) -> None:
+    """json_text escapes the characters a terminal acts on string by string (most are ASCII and not
+    searched): the text is the one the search of the whole json.dumps text gave."""
+    from imagelint.report.escape import _JSON_RAW, _json_escape, clean_tree, neutralise_commands
+
+    whole = _JSON_RAW().sub(_json_escape, _stdlib(clean_tree(value), indent))
+    assert json_text(value, indent=indent) == neutralise_commands(whole, colon="\\u003a", bracket="\\u005b")

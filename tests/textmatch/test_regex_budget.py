@@ -192,3 +192,23 @@ def test_worker_answers_match_python(tmp_path: Path) -> None:
     assert [m.span() for m in compiled.finditer(text)] == [(4, 6), (7, 9)]
     assert [(m.number, m.line) for m in compiled.match_lines(text, limit=5)] == [(2, "cdd"), (3, "éé x")]
     assert compiled.worker_calls == 2
+
+
+def test_a_pattern_is_translated_once_and_each_use_keeps_its_own_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A rule's pattern is compiled when the rule is loaded (validate) and again when it is evaluated:
+    the second compilation is the first one's (a pure function of the pattern and its flags)."""
+    parsed: list[str] = []
+    real = textmatch._parse
+    monkeypatch.setattr(
+        textmatch, "_parse", lambda pattern, flags: parsed.append(pattern) or real(pattern, flags)
+    )
+    pattern = r"^PermitRootLogin\s+yes-once-\d+"
+    first, second = textmatch.compile(pattern), textmatch.compile(pattern)
+    textmatch.compile(pattern, ignore_case=True)
+    assert parsed == [pattern, pattern]  # once per flags
+    first.spent = 1.0
+    assert second.spent == 0.0 and second.search("PermitRootLogin yes-once-1") is not None
+    with pytest.raises(textmatch.PatternError):
+        textmatch.compile("(")
