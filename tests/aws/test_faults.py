@@ -13,8 +13,12 @@ import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from tests.aws.moto_env import MotoEnv
 from tests.support import run_cli, wait_for
+
+pytestmark = pytest.mark.lane  # waits on the run's polls and timers more than it computes (tests/conftest.py)
 
 FAST = ("--poll", "0.2s")
 NOTHING = {"instances": [], "volumes": [], "groups": []}

@@ -14,6 +14,8 @@ import pytest
 from tests.aws.moto_env import MotoEnv, dry_run
 from tests.support import run_cli
 
+pytestmark = pytest.mark.lane  # waits on the run's polls and timers more than it computes (tests/conftest.py)
+
 FAST = ("--poll", "0.2s", "--soak", "0")
 
 

@@ -18,6 +18,8 @@ from tests.aws.moto_env import MotoEnv
 from tests.aws.test_run_profile import _run_roles
 from tests.support import os_root, run_cli
 
+pytestmark = pytest.mark.lane  # waits on the run's polls and timers more than it computes (tests/conftest.py)
+
 DENIED = ("UnauthorizedOperation", "You are not authorized to perform this operation.")
 NOTHING = {"instances": [], "volumes": [], "groups": []}
 
@@ -131,7 +133,6 @@ def test_a_failed_cleanup_step_turns_a_pass_into_exit_3_and_the_report_still_say
     assert moto_env.alive()["instances"] == [] and _run_roles(moto_env) == []
 
 
-@pytest.mark.lane  # waits out the SDK's back-offs
 def test_throttling_in_the_cleanup_is_ridden_out(
     moto_env: MotoEnv, sample_image: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -33,7 +33,7 @@ from tests.vm.conftest import carve_root, need_qemu, vm_image
 from tests.vm.processes import group_members, holding, qemu_pids
 from tests.vm.test_machine import boot_sector
 
-pytestmark = pytest.mark.serial  # a whole VM for minutes
+pytestmark = pytest.mark.lane  # a whole VM for minutes, one at a time
 
 
 @pytest.fixture(scope="module")

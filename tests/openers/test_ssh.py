@@ -28,7 +28,8 @@ from tests.conftest import _test_image
 from tests.nspawn import booted
 from tests.support import as_a_foreground_job, clean_image, copy_rootfs, run_cli, wait_for
 
-pytestmark = [pytest.mark.root, pytest.mark.slow]
+# the lane (tests/conftest.py): the hosts' soaks and a collector's deadline are waited out
+pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.lane]
 
 # Files a boot itself writes (machine-id, journal, random seed, host keys made at first boot): a
 # booted host always has them, so the clean host is judged without these hygiene rules.
