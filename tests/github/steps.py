@@ -26,8 +26,9 @@ def run_step(
 ) -> tuple[subprocess.CompletedProcess, Path, Path]:
     """One composite step (``install`` or ``audit``), as the runner runs a ``shell: bash`` step: its
     command in a file given to ``bash --noprofile --norc -eo pipefail``, in the workspace, with the
-    runner's environment plus the step's env: block. With ``user``, run as that user (``runuser``),
-    who then owns the summary and output files, as the runner's user does."""
+    runner's environment (its PATH, HOME and pip configuration) plus the step's env: block. With
+    ``user``, run as that user (``runuser``), who then owns the summary and output files, as the
+    runner's user does."""
     summary, outputs = workspace / "step-summary.md", workspace / "github-output"
     summary.write_text("")
     outputs.write_text("")
@@ -41,6 +42,8 @@ def run_step(
         "GITHUB_OUTPUT": str(outputs),
         "GITHUB_STEP_SUMMARY": str(summary),
         "RUNNER_TEMP": str(workspace / "_temp"),
+        # the runner's pip configuration, as a job's env: gives it (an offline machine's wheelhouse)
+        **{key: value for key, value in os.environ.items() if key.startswith("PIP_")},
         **inputs,
     }
     script = workspace / "_temp" / f"step-{step_id}.sh"

@@ -49,11 +49,15 @@ def _path_without(directory: Path, *left_out: str) -> str:
     return str(directory)
 
 
-def test_the_vm_host_step_as_root_installs_nothing_when_every_tool_is_there(tmp_path: Path) -> None:
-    need(os.geteuid() == 0, "the step as the root runner needs root")
+def _need_every_vm_host_tool() -> None:
     for tool in TOOLS:
         need(shutil.which(tool) is not None, f"{tool} is not installed (scripts/install.sh --test)")
     need(Path("/usr/share/ovmf/OVMF.fd").is_file(), "ovmf is not installed (scripts/install.sh --test)")
+
+
+def test_the_vm_host_step_as_root_installs_nothing_when_every_tool_is_there(tmp_path: Path) -> None:
+    need(os.geteuid() == 0, "the step as the root runner needs root")
+    _need_every_vm_host_tool()
     rules = tmp_path / "99-kvm4all.rules"
     inputs = {"IMAGELINT_UDEV_RULES": str(rules)}
     proc, _, outputs = run_step("vm-host", _workspace(tmp_path), inputs)
@@ -67,6 +71,7 @@ def test_the_vm_host_step_as_root_installs_nothing_when_every_tool_is_there(tmp_
 def test_the_vm_host_step_names_the_missing_package_when_it_cannot_install(
     plain_user: str, shared_dir: Path
 ) -> None:
+    _need_every_vm_host_tool()  # but the one left out: the message names exactly what is missing
     path = _path_without(shared_dir / "bin", "genisoimage")
     proc, _, outputs = run_step(
         "vm-host", _workspace(shared_dir, plain_user), {"PATH": path}, user=plain_user
