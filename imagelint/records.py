@@ -1,13 +1,19 @@
-"""``dataclass``: the standard library's, with ``__repr__``, ``__eq__`` and ``__hash__`` shared, not compiled.
+"""``dataclass``: the standard library's, with only ``__init__`` compiled per class.
 
-The standard decorator writes each method it adds as source text and compiles it, per class: about
-six compilations for a frozen dataclass, half a millisecond, and an offline audit defines some eighty
-dataclasses before it reads a file. ``__init__`` (and a frozen class's ``__setattr__`` and
-``__delattr__``) are still the standard library's; ``__repr__``, ``__eq__`` and ``__hash__`` are one
-function each, shared by every class, that read the class's fields as the generated ones would: the
-same text, the same comparisons, the same hash values (``tests/test_records.py`` holds them against
-the standard library's on the same classes). A class that asks for what they do not cover (``order``,
-``unsafe_hash``, its own ``__repr__``, ``__eq__`` or ``__hash__``) gets the standard decorator as is.
+The standard decorator writes each method it adds as source text and compiles it, per class: six
+compilations for a frozen dataclass, over half a millisecond, and an offline audit defines some
+eighty dataclasses (fifty of them frozen) before it reads a file. Here ``__init__`` is still the
+standard library's; ``__repr__``, ``__eq__`` and ``__hash__``, and a frozen class's ``__setattr__``
+and ``__delattr__``, are one function each, shared by every class, that read the class's fields as
+the generated ones would: the same text, the same comparisons, the same hash values, the same
+``FrozenInstanceError`` (``tests/test_records.py`` holds them against the standard library's on the
+same classes). A class that asks for what they do not cover (``order``, ``unsafe_hash``, its own
+``__repr__``, ``__eq__`` or ``__hash__``) gets the standard decorator as is.
+
+The frozen guards go in through the standard decorator's own helper for them (the private
+``dataclasses._frozen_get_del_attr``, lent for the call): on a Python whose helper is not the one
+this module knows (3.13 rewrote it, and compiles a class's methods in one go), the standard
+library's guards are compiled as before.
 
 A class without a docstring keeps none: the standard decorator would write one from the class's
 signature with ``inspect.signature`` (some 13 M instructions of a cloud image's audit), which nothing reads.
@@ -15,6 +21,7 @@ signature with ``inspect.signature`` (some 13 M instructions of a cloud image's 
 
 from __future__ import annotations
 
+import _thread
 import dataclasses
 import reprlib
 from collections.abc import Callable
@@ -24,6 +31,8 @@ from typing import Any, TypeVar, dataclass_transform, overload
 T = TypeVar("T")
 
 _OWN = ("__repr__", "__eq__", "__hash__")
+_STDLIB_GUARDS = getattr(dataclasses, "_frozen_get_del_attr", None)
+_LENDING = _thread.allocate_lock()  # one class at a time borrows the standard decorator's helper
 
 
 @overload
@@ -45,7 +54,7 @@ def dataclass(cls: type[T] | None = None, /, **options: Any) -> type[T] | Callab
         undocumented = not cls.__dict__.get("__doc__")
         if undocumented:  # not empty, or the standard decorator writes one with inspect.signature
             cls.__doc__ = cls.__name__
-        made: type[T] = dataclasses.dataclass(cls, **{**options, "repr": False, "eq": False})
+        made: type[T] = _decorate(cls, {**options, "repr": False, "eq": False})
         if undocumented:
             made.__doc__ = None
         fields = dataclasses.fields(made)  # type: ignore[arg-type]
@@ -61,6 +70,48 @@ def dataclass(cls: type[T] | None = None, /, **options: Any) -> type[T] | Callab
         return made
 
     return wrap if cls is None else wrap(cls)
+
+
+def _guards_known() -> bool:
+    """Whether the standard decorator's helper for frozen guards is the one of Python 3.11 and 3.12."""
+    code = getattr(_STDLIB_GUARDS, "__code__", None)
+    return code is not None and code.co_varnames[: code.co_argcount] == ("cls", "fields", "globals")
+
+
+_SHARE_GUARDS = _guards_known()
+
+
+def _decorate(cls: type[T], options: dict[str, Any]) -> type[T]:
+    """The standard decorator; a frozen class gets the shared guards, when the helper is known."""
+    if not (options.get("frozen") and _SHARE_GUARDS):
+        return dataclasses.dataclass(cls, **options)
+    with _LENDING:
+        dataclasses._frozen_get_del_attr = _frozen_guards  # type: ignore[attr-defined]
+        try:
+            return dataclasses.dataclass(cls, **options)
+        finally:
+            dataclasses._frozen_get_del_attr = _STDLIB_GUARDS  # type: ignore[attr-defined]
+
+
+def _frozen_guards(
+    cls: type[Any], fields: list[dataclasses.Field[Any]], _globals: dict[str, Any]
+) -> tuple[Callable[[Any, str, Any], None], Callable[[Any, str], None]]:
+    """``__setattr__`` and ``__delattr__`` as the standard helper writes them: on the class itself
+    nothing is assigned or deleted, on a subclass no field; anything else goes to the next class."""
+    names = tuple(f.name for f in fields)
+    frozen_error = dataclasses.FrozenInstanceError
+
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        if type(self) is cls or name in names:
+            raise frozen_error(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+
+    def __delattr__(self: Any, name: str) -> None:
+        if type(self) is cls or name in names:
+            raise frozen_error(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+
+    return __setattr__, __delattr__
 
 
 def _values(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:

@@ -143,19 +143,76 @@ def _compilations(make: Callable[[], object]) -> int:
     return len(events)
 
 
-def test_repr_eq_and_hash_are_not_compiled_per_class() -> None:
-    def define(decorate: Callable[..., Any]) -> Callable[[], object]:
-        def make() -> object:
-            class Params:
-                a: int = 0
-                b: str = ""
+def _frozen_params(decorate: Callable[..., Any]) -> Callable[[], object]:
+    def make() -> object:
+        class Params:
+            a: int = 0
+            b: str = ""
 
-            return decorate(frozen=True, kw_only=True)(Params)
+        return decorate(frozen=True, kw_only=True)(Params)
 
-        return make
+    return make
 
-    assert _compilations(define(dataclasses.dataclass)) == 6  # __init__, __setattr__, __delattr__, and 3
-    assert _compilations(define(records.dataclass)) == 3
+
+def test_only_init_is_compiled_per_class() -> None:
+    assert _compilations(_frozen_params(dataclasses.dataclass)) == 6  # __init__, the 2 guards, and 3
+    assert _compilations(_frozen_params(records.dataclass)) == 1
+
+
+def test_the_frozen_guards_are_the_standard_ones_where_their_helper_is_unknown(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert records._guards_known() == (sys.version_info < (3, 13))  # 3.13 rewrote the helper
+    monkeypatch.setattr(records, "_SHARE_GUARDS", False)
+    assert _compilations(_frozen_params(records.dataclass)) == 3  # __init__ and the standard guards
+
+
+def test_the_standard_helper_is_given_back_even_when_the_decorator_refuses_the_class() -> None:
+    class OwnSetattr:
+        a: int = 0
+
+        def __setattr__(self, name: str, value: Any) -> None: ...
+
+    with pytest.raises(TypeError, match="Cannot overwrite attribute __setattr__"):
+        records.dataclass(frozen=True)(OwnSetattr)
+    assert dataclasses._frozen_get_del_attr is records._STDLIB_GUARDS  # type: ignore[attr-defined]
+    assert not records._LENDING.locked()
+
+
+def _attempts(cls: type) -> list[str]:
+    """What assigning and deleting a field and another attribute do, on the class and a subclass."""
+
+    class Plain(cls):  # type: ignore[valid-type,misc]
+        pass
+
+    done = []
+    for instance in (cls(a=1), Plain(a=1)):
+        for attempt in (
+            lambda instance=instance: setattr(instance, "a", 2),
+            lambda instance=instance: delattr(instance, "a"),
+            lambda instance=instance: setattr(instance, "other", 3),
+            lambda instance=instance: delattr(instance, "other"),
+            lambda instance=instance: delattr(instance, "missing"),
+        ):
+            try:
+                attempt()
+                done.append("done")
+            except (dataclasses.FrozenInstanceError, AttributeError) as exc:
+                done.append(f"{type(exc).__name__}: {exc}")
+    return done
+
+
+def test_a_frozen_class_refuses_what_the_standard_one_refuses() -> None:
+    stdlib, ours = _twins({"frozen": True})
+    assert _attempts(ours) == _attempts(stdlib)
+    assert _attempts(ours)[:4] == [
+        "FrozenInstanceError: cannot assign to field 'a'",
+        "FrozenInstanceError: cannot delete field 'a'",
+        "FrozenInstanceError: cannot assign to field 'other'",
+        "FrozenInstanceError: cannot delete field 'other'",
+    ]
+    for method in ("__setattr__", "__delattr__"):
+        assert getattr(ours, method).__qualname__ == getattr(stdlib, method).__qualname__
 
 
 @pytest.mark.parametrize("options", [{}, {"frozen": True}, {"slots": True}], ids=str)

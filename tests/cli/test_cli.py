@@ -37,6 +37,21 @@ def test_version_imports_nothing_beyond_the_interpreter_start() -> None:
     assert imported <= {"__future__", "imagelint", "imagelint.cli"}, proc.stdout
 
 
+def test_a_command_runs_with_the_young_collection_threshold_raised() -> None:
+    """``main`` raises the cyclic collector's young threshold before it forks the boxed command,
+    which inherits it; a bare interpreter keeps CPython's default."""
+    from imagelint.cli import GC_YOUNG_THRESHOLD
+
+    code = (
+        "import gc, sys\nfrom imagelint.cli import main\nprint('BEFORE', gc.get_threshold()[0])\n"
+        "sys.argv = ['imagelint', 'rules', 'list']\ntry:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print('AFTER', gc.get_threshold()[0])\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    said = dict(line.split() for line in proc.stdout.splitlines() if line.startswith(("BEFORE", "AFTER")))
+    assert said == {"BEFORE": "700", "AFTER": str(GC_YOUNG_THRESHOLD)}, proc.stdout[-500:]
+
+
 def _loaded_by(
     args: list[str], modules: tuple[str, ...], *, env: dict[str, str] | None = None, cwd: Path | None = None
 ) -> list[str]:
