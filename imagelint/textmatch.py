@@ -46,13 +46,14 @@ from collections.abc import Iterator
 from enum import StrEnum
 from typing import Any, NamedTuple
 
+from imagelint import lazy
 from imagelint.errors import ImageReadError
 
 DEFAULT_BUDGET = 5.0  # seconds of worker matching per compiled pattern
 BUDGET_ENV = "IMAGELINT_REGEX_BUDGET"
 WORKER_MEMORY = 1 << 30  # address-space limit of the worker process (bytes)
 _IPC_SLACK = 0.25  # seconds allowed per call on top of the budget for start-up and transfer
-_SURROGATES = re.compile("[\ud800-\udfff]")
+_SURROGATES = lazy.regex("[\ud800-\udfff]")
 
 # Python's \s for str patterns (str.isspace), as code point ranges; RE2's \s is ASCII only.
 SPACE_RANGES: tuple[tuple[int, int], ...] = (
@@ -533,7 +534,7 @@ def _re2_spans(compiled: _Compiled, text: str, limit: int | None) -> list[tuple[
     except UnicodeEncodeError:  # surrogate escapes of undecodable bytes: stand-ins of equal length
         if compiled.fffd:
             return None
-        data = _SURROGATES.sub("\ufffd", text).encode("utf-8")
+        data = _SURROGATES().sub("\ufffd", text).encode("utf-8")
     plain = len(data) == len(text)
     spans: list[tuple[int, int]] = []
     pos, byte_mark, char_mark = 0, 0, 0

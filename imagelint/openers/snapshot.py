@@ -13,11 +13,10 @@ audit came from the audit cache is noted (:meth:`SnapshotOpener.cached`): NEW is
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from imagelint import stderr
+from imagelint import lazy, stderr
 from imagelint.errors import UsageError
 from imagelint.openers import Opened, OpenOptions, require_os_root
 from imagelint.report import Report
@@ -30,13 +29,13 @@ if TYPE_CHECKING:
 
 PREFIX = "ebs:"  # checked without importing imagelint.aws: only a snapshot spec loads it
 KIND = "ebs-snapshot"
-SNAPSHOT_ID = re.compile(r"^snap-[0-9a-f]{8}([0-9a-f]{9})?$")
+SNAPSHOT_ID = lazy.regex(r"^snap-[0-9a-f]{8}([0-9a-f]{9})?$")
 
 
 def snapshot_id_of(spec: str) -> str:
     """``ebs:snap-…`` → the snapshot id; a malformed id is bad usage."""
     snapshot_id = spec.removeprefix(PREFIX)
-    if not SNAPSHOT_ID.match(snapshot_id):
+    if not SNAPSHOT_ID().match(snapshot_id):
         raise UsageError(f"{spec!r}: give ebs:snap-xxxxxxxx (a snapshot id)")
     return snapshot_id
 
