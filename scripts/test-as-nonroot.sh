@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The suite as a developer without root runs it: both phases of `make test` (not serial, then
-# serial; the tests of make test's lane run in the first), without scripts/install.sh (its apt step needs root) and without IMAGELINT_NO_SKIP, so a
-# test that needs root, debootstrap or a container skips and the last line of each phase names and
-# counts the skips (tests/conftest.py). Nothing may fail.
+# serial; the tests of make test's lane run in the first), without scripts/install.sh (its apt step
+# needs root) and without IMAGELINT_NO_SKIP, so a test that needs root, debootstrap or a container
+# skips and the last line of each phase names and counts the skips (tests/conftest.py). Nothing may
+# fail.
 #
 #   sudo scripts/test-as-nonroot.sh [PYTEST ARGS...]    e.g. tests/checks tests/soak
 #

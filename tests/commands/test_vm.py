@@ -6,7 +6,8 @@ whose leaky.service restarts every second leaving a dying memory cgroup each tim
 client and collector, soaked for 60 s. The soak must name leaky.service from the v2 counters, the
 report must say what the machine was, the image must be unchanged, and nothing may be left behind.
 The file's tests are in the lane beside the parallel phase (tests/conftest.py): the boots hold no
-worker. The image scope is judged on the disk image read offline (the boot's own writes are not the image's).
+worker. The image scope is judged on the disk image read offline (the boot's own writes are not the
+image's).
 The console's kernel lines are judged on a boot sector that prints them (seconds, no real boot).
 Marked vm_boots, so `make test-vm` runs them and `make test` does not (each is minutes of TCG; GitHub's
 CI runs them with KVM): the clean variant (an image cleaned as it should ship) passing whole (image,
